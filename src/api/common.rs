@@ -1,0 +1,85 @@
+//! Validation shared by the three operations: `model` lookup, `retries`, and undeclared fields.
+
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
+
+use super::json::{Fields, Str};
+use crate::catalog::{Catalog, Model, Operation};
+
+/// Resolve `model` for `op`, recording a problem when it is missing or unknown.
+pub fn model(fields: &mut Fields<'_>, catalog: &Catalog, op: Operation) -> Option<Arc<Model>> {
+    let name = fields.required_string("model")?;
+    match catalog.get(name.as_str()) {
+        Some(m) if m.caps.operation() == op => Some(m.clone()),
+        Some(_) => {
+            fields.error(
+                "model",
+                format!(
+                    "model `{}` does not serve this endpoint; models here: {}",
+                    name.as_str(),
+                    catalog.names_for(op).join(", ")
+                ),
+            );
+            None
+        }
+        None => {
+            fields.error(
+                "model",
+                format!(
+                    "unknown model `{}`; available: {}",
+                    name.as_str(),
+                    catalog.names_for(op).join(", ")
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// `retries`: default 0, at most the configured cap.
+pub fn retries(fields: &mut Fields<'_>, max: u32) -> u32 {
+    match fields.unsigned("retries") {
+        Some(n) if n <= u64::from(max) => n as u32,
+        Some(_) => {
+            fields.error("retries", format!("must be an integer from 0 to {max}"));
+            0
+        }
+        None => 0,
+    }
+}
+
+/// Split the fields nobody took into those the model accepts natively (passed through verbatim) and
+/// the rest, which are errors: nothing a client sends is silently dropped.
+pub fn undeclared<'a>(
+    rest: Vec<(Str<'a>, &'a RawValue)>,
+    native: &[&str],
+    model: Option<&Model>,
+    errors: &mut super::error::ValidationErrors,
+) -> Vec<(Str<'a>, &'a RawValue)> {
+    let mut pass = Vec::new();
+    for (key, value) in rest {
+        if native.contains(&key.as_str()) {
+            if value.get() != "null" {
+                pass.push((key, value));
+            }
+        } else {
+            let msg = match model {
+                Some(m) if native.is_empty() => {
+                    format!(
+                        "unknown field; model {} accepts no fields beyond the API's",
+                        m.name
+                    )
+                }
+                Some(m) => format!(
+                    "unknown field; besides the API's fields model {} accepts: {}",
+                    m.name,
+                    native.join(", ")
+                ),
+                None => "unknown field".to_string(),
+            };
+            errors.add(key.as_str().to_string(), msg);
+        }
+    }
+    pass
+}

@@ -1,0 +1,341 @@
+//! The gateway's error model and the one place that turns an error into an HTTP answer.
+//!
+//! Every failure a request can meet ends as a [`GatewayError`]; [`GatewayError::status`] and
+//! [`GatewayError::code`] are the exhaustive mapping to the public Error object
+//! (`{"code","message"}`, plus `details` for validation errors). Provider errors arrive here already
+//! translated into [`UpstreamError`], so nothing a provider said is echoed raw.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde::Serialize;
+
+use crate::auth::AuthError;
+
+/// Per-field validation problems, keyed by the field's dotted path.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ValidationErrors {
+    details: BTreeMap<String, String>,
+}
+
+impl ValidationErrors {
+    /// Record a problem with `field`; the first message for a field wins (it is the most specific).
+    pub fn add(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.details
+            .entry(field.into())
+            .or_insert_with(|| message.into());
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.details.is_empty()
+    }
+
+    pub fn has(&self, field: &str) -> bool {
+        self.details.contains_key(field)
+    }
+
+    pub fn details(&self) -> &BTreeMap<String, String> {
+        &self.details
+    }
+
+    /// `Ok(())` when nothing was recorded, else the 400 error carrying every problem.
+    pub fn into_result(self) -> Result<(), GatewayError> {
+        if self.is_empty() {
+            Ok(())
+        } else {
+            Err(GatewayError::Validation(self))
+        }
+    }
+}
+
+/// What went wrong talking to a provider, already classified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamErrorKind {
+    /// Could not open a connection (refused, DNS failure, TLS handshake failure).
+    Connect,
+    /// Connecting, writing or waiting for the answer took longer than the provider's timeout.
+    Timeout,
+    /// The provider limited our rate or quota (HTTP 429 or a native "busy" code).
+    RateLimited,
+    /// The provider rejected the caller's parameters (its 400/404/422 for the request itself).
+    InvalidRequest,
+    /// The provider refused the content (moderation / safety system).
+    ContentPolicy,
+    /// The provider rejected the gateway's own credentials: an operator problem, never the caller's 401.
+    AuthRejected,
+    /// The provider failed (5xx, a native server error code).
+    Failure,
+    /// The provider answered something we could not understand (bad JSON, missing fields, too large).
+    BadResponse,
+}
+
+/// A classified provider error. `message` is safe to show the caller: adapters put only the provider's
+/// human-readable reason in it (secrets redacted), never the raw body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamError {
+    pub kind: UpstreamErrorKind,
+    pub provider: String,
+    pub status: Option<u16>,
+    pub message: String,
+    /// Provider's `Retry-After`, when it sent one.
+    pub retry_after: Option<Duration>,
+}
+
+impl UpstreamError {
+    pub fn new(kind: UpstreamErrorKind, provider: &str, message: impl Into<String>) -> Self {
+        UpstreamError {
+            kind,
+            provider: provider.to_string(),
+            status: None,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// Whether sending the same native request again may succeed (design.md §4: connect errors,
+    /// timeouts, 429 and 5xx; never other 4xx).
+    pub fn retryable(&self) -> bool {
+        match self.kind {
+            UpstreamErrorKind::Connect
+            | UpstreamErrorKind::Timeout
+            | UpstreamErrorKind::RateLimited => true,
+            // A failure the provider reported with a 4xx (quota exhausted, model unknown) repeats.
+            UpstreamErrorKind::Failure => self.status.is_none_or(|s| s >= 500),
+            UpstreamErrorKind::InvalidRequest
+            | UpstreamErrorKind::ContentPolicy
+            | UpstreamErrorKind::AuthRejected
+            | UpstreamErrorKind::BadResponse => false,
+        }
+    }
+
+    /// Classify an HTTP error status the usual way; adapters refine it from the native body.
+    pub fn from_status(provider: &str, status: u16, message: impl Into<String>) -> Self {
+        let kind = match status {
+            401 | 403 => UpstreamErrorKind::AuthRejected,
+            408 | 504 => UpstreamErrorKind::Timeout,
+            429 => UpstreamErrorKind::RateLimited,
+            400..=499 => UpstreamErrorKind::InvalidRequest,
+            _ => UpstreamErrorKind::Failure,
+        };
+        UpstreamError::new(kind, provider, message).with_status(status)
+    }
+}
+
+impl fmt::Display for UpstreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.status {
+            Some(s) => write!(
+                f,
+                "{} ({:?}, HTTP {s}): {}",
+                self.provider, self.kind, self.message
+            ),
+            None => write!(f, "{} ({:?}): {}", self.provider, self.kind, self.message),
+        }
+    }
+}
+
+/// Every way a request can fail.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    #[error("no such endpoint")]
+    NotFound,
+    #[error("method not allowed; use {allowed}")]
+    MethodNotAllowed { allowed: &'static str },
+    #[error("{0}")]
+    Unauthorized(#[from] AuthError),
+    #[error("request body too large: the limit for this endpoint is {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    #[error("input is too long for model {model}: {chars} characters, the limit is {limit}")]
+    InputTooLong {
+        model: String,
+        chars: usize,
+        limit: usize,
+    },
+    #[error("request validation failed")]
+    Validation(ValidationErrors),
+    #[error("model {model} is not available: {reason}")]
+    ModelUnavailable { model: String, reason: String },
+    #[error("{0}")]
+    Upstream(UpstreamError),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl GatewayError {
+    /// Shortcut for a validation error about one field.
+    pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        let mut v = ValidationErrors::default();
+        v.add(field, message);
+        GatewayError::Validation(v)
+    }
+
+    /// The HTTP status the caller sees. Exhaustive on purpose: a new error kind must choose one.
+    pub fn status(&self) -> u16 {
+        match self {
+            GatewayError::NotFound => 404,
+            GatewayError::MethodNotAllowed { .. } => 405,
+            GatewayError::Unauthorized(_) => 401,
+            GatewayError::PayloadTooLarge { .. } | GatewayError::InputTooLong { .. } => 413,
+            GatewayError::Validation(_) => 400,
+            GatewayError::ModelUnavailable { .. } => 503,
+            GatewayError::Internal(_) => 500,
+            GatewayError::Upstream(u) => match u.kind {
+                UpstreamErrorKind::InvalidRequest | UpstreamErrorKind::ContentPolicy => 400,
+                UpstreamErrorKind::RateLimited => 429,
+                UpstreamErrorKind::Timeout => 504,
+                UpstreamErrorKind::Connect
+                | UpstreamErrorKind::AuthRejected
+                | UpstreamErrorKind::Failure
+                | UpstreamErrorKind::BadResponse => 502,
+            },
+        }
+    }
+
+    /// The machine-readable `code` of the Error object.
+    pub fn code(&self) -> &'static str {
+        match self {
+            GatewayError::NotFound => "not_found",
+            GatewayError::MethodNotAllowed { .. } => "method_not_allowed",
+            GatewayError::Unauthorized(_) => "unauthorized",
+            GatewayError::PayloadTooLarge { .. } => "payload_too_large",
+            GatewayError::InputTooLong { .. } => "input_too_long",
+            GatewayError::Validation(_) => "validation_error",
+            GatewayError::ModelUnavailable { .. } => "model_unavailable",
+            GatewayError::Internal(_) => "internal_error",
+            GatewayError::Upstream(u) => match u.kind {
+                UpstreamErrorKind::InvalidRequest => "invalid_request",
+                UpstreamErrorKind::ContentPolicy => "content_policy_violation",
+                UpstreamErrorKind::RateLimited => "rate_limited",
+                UpstreamErrorKind::Timeout => "upstream_timeout",
+                UpstreamErrorKind::Connect => "upstream_unreachable",
+                UpstreamErrorKind::AuthRejected => "upstream_auth_failed",
+                UpstreamErrorKind::Failure => "upstream_error",
+                UpstreamErrorKind::BadResponse => "upstream_bad_response",
+            },
+        }
+    }
+
+    /// The human-readable `message`.
+    pub fn message(&self) -> String {
+        match self {
+            GatewayError::Upstream(u) => match u.kind {
+                UpstreamErrorKind::InvalidRequest | UpstreamErrorKind::ContentPolicy => {
+                    format!(
+                        "provider {} rejected the request: {}",
+                        u.provider, u.message
+                    )
+                }
+                UpstreamErrorKind::RateLimited => {
+                    format!(
+                        "provider {} is rate limiting requests; retry later",
+                        u.provider
+                    )
+                }
+                UpstreamErrorKind::Timeout => format!("provider {} timed out", u.provider),
+                UpstreamErrorKind::Connect => format!("provider {} is unreachable", u.provider),
+                UpstreamErrorKind::AuthRejected => format!(
+                    "provider {} rejected the gateway's credentials; contact the operator",
+                    u.provider
+                ),
+                UpstreamErrorKind::Failure => match u.status {
+                    Some(s) => format!("provider {} failed (HTTP {s})", u.provider),
+                    None => format!("provider {} failed: {}", u.provider, u.message),
+                },
+                UpstreamErrorKind::BadResponse => format!(
+                    "provider {} sent an answer the gateway could not read: {}",
+                    u.provider, u.message
+                ),
+            },
+            other => other.to_string(),
+        }
+    }
+
+    /// The JSON body of the answer.
+    pub fn body(&self) -> Bytes {
+        #[derive(Serialize)]
+        struct Body<'a> {
+            code: &'a str,
+            message: String,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            details: Option<&'a BTreeMap<String, String>>,
+        }
+        let details = match self {
+            GatewayError::Validation(v) => Some(v.details()),
+            _ => None,
+        };
+        let body = Body {
+            code: self.code(),
+            message: self.message(),
+            details,
+        };
+        // Serializing plain strings cannot fail; fall back to a fixed body rather than panic.
+        serde_json::to_vec(&body)
+            .map(Bytes::from)
+            .unwrap_or_else(|_| {
+                Bytes::from_static(b"{\"code\":\"internal_error\",\"message\":\"error\"}")
+            })
+    }
+
+    /// Extra response headers (405 needs `Allow`; 429/503 may carry `Retry-After`).
+    pub fn extra_headers(&self) -> Vec<(&'static str, String)> {
+        match self {
+            GatewayError::MethodNotAllowed { allowed } => vec![("allow", (*allowed).to_string())],
+            GatewayError::Upstream(u) if u.kind == UpstreamErrorKind::RateLimited => u
+                .retry_after
+                .map(|d| vec![("retry-after", d.as_secs().max(1).to_string())])
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_body_lists_every_field() {
+        let mut v = ValidationErrors::default();
+        v.add("speed", "must be one of 0.25, 0.5, 1, 2, 4");
+        v.add("model", "unknown model");
+        let e = GatewayError::Validation(v);
+        assert_eq!(e.status(), 400);
+        let json: serde_json::Value = serde_json::from_slice(&e.body()).unwrap();
+        assert_eq!(json["code"], "validation_error");
+        assert_eq!(
+            json["details"]["speed"],
+            "must be one of 0.25, 0.5, 1, 2, 4"
+        );
+        assert_eq!(json["details"]["model"], "unknown model");
+    }
+
+    #[test]
+    fn provider_credential_rejection_is_never_401() {
+        let e = GatewayError::Upstream(UpstreamError::from_status("openai", 401, "bad key"));
+        assert_eq!(e.status(), 502);
+        assert_eq!(e.code(), "upstream_auth_failed");
+        assert!(!e.message().contains("bad key"));
+    }
+
+    #[test]
+    fn statuses_tell_the_truth() {
+        let cases = [
+            (429, 429, "rate_limited"),
+            (400, 400, "invalid_request"),
+            (500, 502, "upstream_error"),
+            (503, 502, "upstream_error"),
+            (504, 504, "upstream_timeout"),
+        ];
+        for (native, public, code) in cases {
+            let e = GatewayError::Upstream(UpstreamError::from_status("p", native, "m"));
+            assert_eq!((e.status(), e.code()), (public, code), "native {native}");
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! `POST /api/v1/images/generations`: the request, its validation against the model's capabilities,
+//! and the public result shape.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::common;
+use super::error::GatewayError;
+use super::json::{Fields, Str};
+use crate::catalog::{Caps, Catalog, ImageCaps, Model, Operation};
+
+/// Most images one request may ask for (spec: bound not shown; families may allow fewer).
+pub const MAX_N: u64 = 10;
+const RESPONSE_FORMATS: &[&str] = &["url", "b64_json"];
+const OUTPUT_FORMATS: &[&str] = &["png", "jpg", "webp"];
+const BACKGROUNDS: &[&str] = &["transparent", "opaque", "auto"];
+
+/// A validated image generation request; strings borrow from the request body.
+#[derive(Debug)]
+pub struct ImageRequest<'a> {
+    pub model: Arc<Model>,
+    pub caps: &'static ImageCaps,
+    pub prompt: Str<'a>,
+    pub negative_prompt: Option<Str<'a>>,
+    pub image: Option<Str<'a>>,
+    /// Only set when `image` is (the spec's default 0.5 applies then).
+    pub strength: Option<f64>,
+    pub size: &'static str,
+    pub n: u64,
+    pub quality: Option<&'static str>,
+    pub style_preset: Option<&'static str>,
+    pub response_format: &'static str,
+    pub output_format: &'static str,
+    pub mask: Option<Str<'a>>,
+    pub watermark: bool,
+    pub background: Option<&'static str>,
+    /// `extra_body` keys, validated against the family's list.
+    pub extra_body: Vec<(Str<'a>, &'a RawValue)>,
+    pub retries: u32,
+    pub passthrough: Vec<(Str<'a>, &'a RawValue)>,
+}
+
+/// The public image generation result.
+#[derive(Debug, Serialize)]
+pub struct ImageResult {
+    /// Unix time in seconds.
+    pub created: i64,
+    pub data: Vec<ImageItem>,
+    pub task_id: String,
+    pub task_status: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ImageItem {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b64_json: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revised_prompt: Option<String>,
+}
+
+/// Unix time in seconds, for `created` when the provider gives none.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Pick `value` from `allowed`, recording `field`'s problem when it is not there.
+fn pick(
+    f: &mut Fields<'_>,
+    field: &str,
+    value: Option<Str<'_>>,
+    public: &[&'static str],
+    allowed: &[&'static str],
+    model: &str,
+) -> Option<&'static str> {
+    let v = value?;
+    let Some(found) = public.iter().find(|p| **p == v.as_str()) else {
+        f.error(field, format!("must be one of {}", public.join(", ")));
+        return None;
+    };
+    if allowed.contains(found) {
+        Some(found)
+    } else if allowed.is_empty() {
+        f.error(field, format!("model {model} does not support {field}"));
+        None
+    } else {
+        f.error(
+            field,
+            format!("model {model} accepts: {}", allowed.join(", ")),
+        );
+        None
+    }
+}
+
+/// Parse and validate an image generation request body.
+pub fn parse<'a>(
+    body: &'a [u8],
+    catalog: &Catalog,
+    max_retries: u32,
+) -> Result<ImageRequest<'a>, GatewayError> {
+    let mut f = Fields::parse(body)?;
+    let model = common::model(&mut f, catalog, Operation::Images);
+    let caps = match model.as_ref().map(|m| m.caps) {
+        Some(Caps::Images(c)) => Some(c),
+        _ => None,
+    };
+    let name = model.as_ref().map(|m| m.name.clone()).unwrap_or_default();
+    let prompt = f.required_string("prompt");
+    let negative_prompt = f.string("negative_prompt");
+    let image = f.string("image");
+    let strength = f.number("strength");
+    let size = f.string("size");
+    let aspect_ratio = f.string("aspect_ratio");
+    let n = f.unsigned("n");
+    let quality = f.string("quality");
+    let style_preset = f.string("style_preset");
+    let response_format = f.string("response_format");
+    let output_format = f.string("output_format");
+    let mask = f.string("mask");
+    let watermark = f.boolean("watermark");
+    let background = f.string("background");
+    let extra_body = f.take_raw("extra_body");
+    let is_async = f.boolean("async");
+    let retries = common::retries(&mut f, max_retries);
+
+    if let Some(s) = strength {
+        if !(0.0..=1.0).contains(&s) {
+            f.error("strength", "must be between 0 and 1");
+        } else if image.is_none() {
+            f.error("strength", "applies only together with `image`");
+        }
+    }
+    match n {
+        Some(0) => f.error("n", format!("must be from 1 to {MAX_N}")),
+        Some(v) if v > MAX_N => f.error("n", format!("must be from 1 to {MAX_N}")),
+        _ => {}
+    }
+    if is_async == Some(true) {
+        f.error(
+            "async",
+            "asynchronous generation is not available on this gateway yet; send async: false",
+        );
+    }
+
+    let mut validated = None;
+    if let Some(caps) = caps {
+        let check_flag = |f: &mut Fields<'_>, field: &str, present: bool, supported: bool| {
+            if present && !supported {
+                f.error(field, format!("model {name} does not support {field}"));
+            }
+        };
+        check_flag(
+            &mut f,
+            "negative_prompt",
+            negative_prompt.is_some(),
+            caps.negative_prompt,
+        );
+        check_flag(&mut f, "image", image.is_some(), caps.reference_image);
+        check_flag(&mut f, "mask", mask.is_some(), caps.mask);
+        check_flag(&mut f, "watermark", watermark == Some(true), caps.watermark);
+        if let Some(p) = &prompt {
+            let chars = p.as_str().chars().count();
+            if chars > caps.max_prompt_chars {
+                f.error(
+                    "prompt",
+                    format!(
+                        "is {chars} characters; model {name} accepts at most {}",
+                        caps.max_prompt_chars
+                    ),
+                );
+            }
+        }
+        if let Some(v) = n {
+            if v > caps.max_n && v <= MAX_N {
+                f.error(
+                    "n",
+                    format!(
+                        "model {name} generates at most {} image(s) per request",
+                        caps.max_n
+                    ),
+                );
+            }
+        }
+        let size_v = match &size {
+            None => None,
+            Some(s) => match caps.sizes.iter().find(|x| **x == s.as_str()) {
+                Some(found) => Some(*found),
+                None => {
+                    f.error(
+                        "size",
+                        format!("model {name} accepts: {}", caps.sizes.join(", ")),
+                    );
+                    None
+                }
+            },
+        };
+        let ratio_size = match &aspect_ratio {
+            None => None,
+            Some(r) => match caps.aspect_ratios.iter().find(|(k, _)| *k == r.as_str()) {
+                Some((_, s)) => Some(*s),
+                None if caps.aspect_ratios.is_empty() => {
+                    f.error(
+                        "aspect_ratio",
+                        format!("model {name} does not support aspect_ratio; use size"),
+                    );
+                    None
+                }
+                None => {
+                    let list: Vec<&str> = caps.aspect_ratios.iter().map(|(k, _)| *k).collect();
+                    f.error(
+                        "aspect_ratio",
+                        format!("model {name} accepts: {}", list.join(", ")),
+                    );
+                    None
+                }
+            },
+        };
+        if let (Some(s), Some(r)) = (size_v, ratio_size) {
+            if s != r {
+                f.error(
+                    "aspect_ratio",
+                    format!("conflicts with size {s} (aspect_ratio means {r} for model {name})"),
+                );
+            }
+        }
+        let size = size_v.or(ratio_size).unwrap_or(caps.default_size);
+        let quality = pick(
+            &mut f,
+            "quality",
+            quality,
+            &[
+                "std", "pro", "standard", "hd", "auto", "low", "medium", "high",
+            ],
+            caps.qualities,
+            &name,
+        );
+        let style_preset = match style_preset {
+            None => None,
+            Some(s) => match caps.style_presets.iter().find(|x| **x == s.as_str()) {
+                Some(found) => Some(*found),
+                None if caps.style_presets.is_empty() => {
+                    f.error(
+                        "style_preset",
+                        format!("model {name} does not support style_preset"),
+                    );
+                    None
+                }
+                None => {
+                    f.error(
+                        "style_preset",
+                        format!("model {name} accepts: {}", caps.style_presets.join(", ")),
+                    );
+                    None
+                }
+            },
+        };
+        let response_format = pick(
+            &mut f,
+            "response_format",
+            response_format,
+            RESPONSE_FORMATS,
+            caps.response_formats,
+            &name,
+        )
+        .unwrap_or("url");
+        let output_format = pick(
+            &mut f,
+            "output_format",
+            output_format,
+            OUTPUT_FORMATS,
+            caps.output_formats,
+            &name,
+        )
+        .unwrap_or("png");
+        let background = pick(
+            &mut f,
+            "background",
+            background,
+            BACKGROUNDS,
+            caps.backgrounds,
+            &name,
+        );
+        let extra = match extra_body {
+            None => Vec::new(),
+            Some(raw) => match Fields::nested(raw, "extra_body") {
+                Err(msg) => {
+                    f.error("extra_body", msg);
+                    Vec::new()
+                }
+                Ok(nested) => {
+                    let (rest, _) = nested.into_rest();
+                    let mut keep = Vec::new();
+                    for (k, v) in rest {
+                        if caps.extra_body_keys.contains(&k.as_str()) {
+                            keep.push((k, v));
+                        } else if caps.extra_body_keys.is_empty() {
+                            f.error(
+                                &format!("extra_body.{}", k.as_str()),
+                                format!("model {name} accepts no extra_body settings"),
+                            );
+                        } else {
+                            f.error(
+                                &format!("extra_body.{}", k.as_str()),
+                                format!(
+                                    "model {name} accepts: {}",
+                                    caps.extra_body_keys.join(", ")
+                                ),
+                            );
+                        }
+                    }
+                    keep
+                }
+            },
+        };
+        validated = Some((
+            size,
+            quality,
+            style_preset,
+            response_format,
+            output_format,
+            background,
+            extra,
+        ));
+    }
+
+    let (rest, mut errors) = f.into_rest();
+    let native = caps.map(|c| c.native_fields).unwrap_or(&[]);
+    let passthrough = common::undeclared(rest, native, model.as_deref(), &mut errors);
+    errors.into_result()?;
+
+    let (Some(model), Some(caps), Some(prompt), Some(v)) = (model, caps, prompt, validated) else {
+        return Err(GatewayError::Internal("image validation incomplete".into()));
+    };
+    let (size, quality, style_preset, response_format, output_format, background, extra_body) = v;
+    Ok(ImageRequest {
+        model,
+        caps,
+        prompt,
+        negative_prompt,
+        strength: image.as_ref().map(|_| strength.unwrap_or(0.5)),
+        image,
+        size,
+        n: n.unwrap_or(1),
+        quality,
+        style_preset,
+        response_format,
+        output_format,
+        mask,
+        watermark: watermark.unwrap_or(false),
+        background,
+        extra_body,
+        retries,
+        passthrough,
+    })
+}

@@ -1,0 +1,8 @@
+//! The public contract: request types, their validation, result shapes and the error model.
+
+pub mod common;
+pub mod error;
+pub mod images;
+pub mod json;
+pub mod rerank;
+pub mod speech;

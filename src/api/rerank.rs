@@ -1,0 +1,187 @@
+//! `POST /api/v1/rerank`: the request, its validation, and the public result shape.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::common;
+use super::error::GatewayError;
+use super::json::{Fields, Str};
+use crate::catalog::{Caps, Catalog, Model, Operation, RerankCaps};
+
+/// A validated rerank request; strings borrow from the request body.
+#[derive(Debug)]
+pub struct RerankRequest<'a> {
+    pub model: Arc<Model>,
+    pub caps: &'static RerankCaps,
+    pub query: Str<'a>,
+    pub documents: Vec<Str<'a>>,
+    /// Results wanted: 1..=documents.len(), default all.
+    pub top_n: usize,
+    /// Whether the caller sent `top_n` (some providers are only told when asked).
+    pub top_n_given: bool,
+    pub retries: u32,
+    pub passthrough: Vec<(Str<'a>, &'a RawValue)>,
+}
+
+/// The public rerank result. `document` borrows the caller's own string.
+#[derive(Debug, Serialize)]
+pub struct RerankResult<'r> {
+    pub model: &'r str,
+    pub results: Vec<RerankItem<'r>>,
+    pub usage: Usage,
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RerankItem<'r> {
+    pub index: usize,
+    pub relevance_score: f64,
+    pub document: &'r str,
+}
+
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct Usage {
+    pub total_tokens: u64,
+    pub query_tokens: u64,
+    pub documents_tokens: u64,
+}
+
+impl<'r> RerankRequest<'r> {
+    /// Build the public result from provider scores `(index, score)`: sorted by score descending (ties
+    /// by index), indexes checked against the request, each document re-attached from the request,
+    /// `top_n` applied.
+    pub fn result(
+        &'r self,
+        scores: impl IntoIterator<Item = (usize, f64)>,
+    ) -> Result<Vec<RerankItem<'r>>, String> {
+        let mut items = Vec::with_capacity(self.top_n);
+        for (index, score) in scores {
+            let doc = self.documents.get(index).ok_or_else(|| {
+                format!("result index {index} is outside the request's documents")
+            })?;
+            if !score.is_finite() {
+                return Err(format!("result {index} has a non-finite score"));
+            }
+            items.push(RerankItem {
+                index,
+                relevance_score: score,
+                document: doc.as_str(),
+            });
+        }
+        items.sort_by(|a, b| {
+            b.relevance_score
+                .total_cmp(&a.relevance_score)
+                .then(a.index.cmp(&b.index))
+        });
+        items.dedup_by_key(|i| i.index);
+        items.truncate(self.top_n);
+        Ok(items)
+    }
+
+    /// Usage counted with the gateway's tokenizer; `total_tokens` is the provider's billed total when
+    /// it reports one, else the sum.
+    pub fn usage(&self, provider_total: Option<u64>) -> Usage {
+        let query_tokens = crate::tokens::count(self.query.as_str()) as u64;
+        let documents_tokens = self
+            .documents
+            .iter()
+            .map(|d| crate::tokens::count(d.as_str()) as u64)
+            .sum();
+        Usage {
+            total_tokens: provider_total.unwrap_or(query_tokens + documents_tokens),
+            query_tokens,
+            documents_tokens,
+        }
+    }
+}
+
+/// Parse and validate a rerank request body.
+pub fn parse<'a>(
+    body: &'a [u8],
+    catalog: &Catalog,
+    max_retries: u32,
+) -> Result<RerankRequest<'a>, GatewayError> {
+    let mut f = Fields::parse(body)?;
+    let model = common::model(&mut f, catalog, Operation::Rerank);
+    let caps = match model.as_ref().map(|m| m.caps) {
+        Some(Caps::Rerank(c)) => Some(c),
+        _ => None,
+    };
+    let query = f.required_string("query");
+    let documents = f.string_array("documents");
+    let top_n = f.unsigned("top_n");
+    let retries = common::retries(&mut f, max_retries);
+
+    if documents.is_none() && !f.errors.has("documents") {
+        f.error("documents", "is required");
+    }
+    if let Some(docs) = &documents {
+        if docs.is_empty() {
+            f.error("documents", "must contain at least one document");
+        }
+        if let Some(m) = &model {
+            if docs.len() > m.max_documents {
+                f.error(
+                    "documents",
+                    format!(
+                        "has {} documents; model {} accepts at most {}",
+                        docs.len(),
+                        m.name,
+                        m.max_documents
+                    ),
+                );
+            }
+        }
+        for (i, d) in docs.iter().enumerate() {
+            if d.as_str().trim().is_empty() {
+                f.error(&format!("documents[{i}]"), "must not be empty");
+            }
+        }
+        if let Some(n) = top_n {
+            if n == 0 || n as usize > docs.len().max(1) {
+                f.error(
+                    "top_n",
+                    format!("must be from 1 to the number of documents ({})", docs.len()),
+                );
+            }
+        }
+    } else if top_n == Some(0) {
+        f.error("top_n", "must be at least 1");
+    }
+    if let (Some(q), Some(m)) = (&query, &model) {
+        let chars = q.as_str().chars().count();
+        if chars > m.max_input_chars {
+            f.error(
+                "query",
+                format!(
+                    "is {chars} characters; model {} accepts at most {}",
+                    m.name, m.max_input_chars
+                ),
+            );
+        }
+    }
+
+    let (rest, mut errors) = f.into_rest();
+    let native = caps.map(|c| c.native_fields).unwrap_or(&[]);
+    let passthrough = common::undeclared(rest, native, model.as_deref(), &mut errors);
+    errors.into_result()?;
+
+    let (Some(model), Some(caps), Some(query), Some(documents)) = (model, caps, query, documents)
+    else {
+        return Err(GatewayError::Internal(
+            "rerank validation incomplete".into(),
+        ));
+    };
+    Ok(RerankRequest {
+        model,
+        caps,
+        query,
+        top_n: top_n.map(|n| n as usize).unwrap_or(documents.len()),
+        top_n_given: top_n.is_some(),
+        documents,
+        retries,
+        passthrough,
+    })
+}

@@ -1,0 +1,194 @@
+//! `POST /api/v1/audio/speech`: the request, its validation against the model's capabilities.
+
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
+
+use super::common;
+use super::error::GatewayError;
+use super::json::{Fields, Str};
+use crate::catalog::{one_of, Caps, Catalog, Model, Operation, SpeechCaps};
+
+/// Public speeds (spec: one of 0.25, 0.5, 1, 2, 4).
+pub const SPEEDS: &[f64] = &[0.25, 0.5, 1.0, 2.0, 4.0];
+/// Every public `response_format` the gateway knows.
+pub const FORMATS: &[&str] = &["mp3", "opus", "aac", "flac", "wav", "pcm"];
+
+/// A validated speech request; strings borrow from the request body.
+#[derive(Debug)]
+pub struct SpeechRequest<'a> {
+    pub model: Arc<Model>,
+    pub caps: &'static SpeechCaps,
+    pub input: Str<'a>,
+    /// The caller's voice, or the model's default.
+    pub voice: Str<'a>,
+    pub response_format: &'static str,
+    pub sse: bool,
+    pub speed: f64,
+    pub instructions: Option<Str<'a>>,
+    pub retries: u32,
+    /// Undeclared fields the model takes natively, copied verbatim.
+    pub passthrough: Vec<(Str<'a>, &'a RawValue)>,
+}
+
+/// The `Content-Type` of audio in a public format.
+pub fn content_type(format: &str) -> &'static str {
+    match format {
+        "mp3" => "audio/mpeg",
+        "opus" => "audio/opus",
+        "aac" => "audio/aac",
+        "flac" => "audio/flac",
+        "wav" => "audio/wav",
+        _ => "audio/pcm",
+    }
+}
+
+/// Parse and validate a speech request body.
+pub fn parse<'a>(
+    body: &'a [u8],
+    catalog: &Catalog,
+    max_retries: u32,
+) -> Result<SpeechRequest<'a>, GatewayError> {
+    let mut f = Fields::parse(body)?;
+    let model = common::model(&mut f, catalog, Operation::Speech);
+    let caps = match model.as_ref().map(|m| m.caps) {
+        Some(Caps::Speech(c)) => Some(c),
+        _ => None,
+    };
+    let input = f.required_string("input");
+    let voice = f.string("voice");
+    let response_format = f.string("response_format");
+    let stream_format = f.string("stream_format");
+    let speed = f.number("speed");
+    let instructions = f.string("instructions");
+    let retries = common::retries(&mut f, max_retries);
+
+    let response_format: &'static str = match response_format {
+        None => "mp3",
+        Some(v) => match FORMATS.iter().find(|x| **x == v.as_str()) {
+            None => {
+                f.error(
+                    "response_format",
+                    format!("must be one of {}", FORMATS.join(", ")),
+                );
+                "mp3"
+            }
+            Some(fmt) => {
+                if let Some(c) = caps {
+                    if !c.formats.contains(fmt) {
+                        f.error(
+                            "response_format",
+                            format!(
+                                "model {} cannot produce `{fmt}`; it offers: {}",
+                                model_name(&model),
+                                c.formats.join(", ")
+                            ),
+                        );
+                    }
+                }
+                fmt
+            }
+        },
+    };
+    let sse = match stream_format.as_ref().map(|s| s.as_str()) {
+        None | Some("audio") => false,
+        Some("sse") => {
+            if let Some(c) = caps {
+                if !c.sse {
+                    f.error(
+                        "stream_format",
+                        format!(
+                            "model {} cannot stream as SSE; use `audio`",
+                            model_name(&model)
+                        ),
+                    );
+                }
+            }
+            true
+        }
+        Some(_) => {
+            f.error("stream_format", "must be `audio` or `sse`");
+            false
+        }
+    };
+    let speed = match speed {
+        None => 1.0,
+        Some(s) if !SPEEDS.contains(&s) => {
+            f.error("speed", format!("must be one of {}", one_of(SPEEDS)));
+            1.0
+        }
+        Some(s) => {
+            if let Some(c) = caps {
+                if !c.speeds.contains(&s) {
+                    f.error(
+                        "speed",
+                        format!(
+                            "model {} accepts only speeds {}",
+                            model_name(&model),
+                            one_of(c.speeds)
+                        ),
+                    );
+                }
+            }
+            s
+        }
+    };
+    if let (Some(_), Some(c)) = (&instructions, caps) {
+        if !c.instructions {
+            f.error(
+                "instructions",
+                format!("model {} does not support instructions", model_name(&model)),
+            );
+        }
+    }
+    if let (Some(v), Some(_)) = (&voice, caps) {
+        if v.as_str().trim().is_empty() {
+            f.error("voice", "must not be empty");
+        }
+    }
+
+    let (rest, mut errors) = f.into_rest();
+    let native = caps.map(|c| c.native_fields).unwrap_or(&[]);
+    let passthrough = common::undeclared(rest, native, model.as_deref(), &mut errors);
+    errors.into_result()?;
+
+    // Every `None` below was recorded as an error above, so these only fail on a bug.
+    let (Some(model), Some(caps), Some(input)) = (model, caps, input) else {
+        return Err(GatewayError::Internal(
+            "speech validation incomplete".into(),
+        ));
+    };
+    let chars = input.as_str().chars().count();
+    if chars > model.max_input_chars {
+        return Err(GatewayError::InputTooLong {
+            model: model.name.clone(),
+            chars,
+            limit: model.max_input_chars,
+        });
+    }
+    let voice = match voice {
+        Some(v) => v,
+        None => Str(std::borrow::Cow::Owned(
+            model
+                .default_voice
+                .clone()
+                .unwrap_or_else(|| caps.default_voice.to_string()),
+        )),
+    };
+    Ok(SpeechRequest {
+        model,
+        caps,
+        input,
+        voice,
+        response_format,
+        sse,
+        speed,
+        instructions,
+        retries,
+        passthrough,
+    })
+}
+
+fn model_name(m: &Option<Arc<Model>>) -> &str {
+    m.as_ref().map(|m| m.name.as_str()).unwrap_or("")
+}

@@ -1,0 +1,146 @@
+//! The `switchyard:` section of the configuration file, as written (after `${ENV}` interpolation).
+//!
+//! Every key has a default here and is documented in `conf/switchyard.yaml`. Unknown keys are not
+//! silently ignored: the loader reports each one with its path (see `config::load`).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::auth::AuthSettings;
+
+#[derive(Debug, Deserialize)]
+pub struct GatewayFile {
+    pub listeners: Vec<ListenerFile>,
+    #[serde(default)]
+    pub limits: LimitsFile,
+    #[serde(default)]
+    pub retries: RetriesFile,
+    #[serde(default)]
+    pub auth: AuthSettings,
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderFile>,
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelFile>,
+    /// Seconds a resolved provider address is reused.
+    #[serde(default = "d_dns_ttl")]
+    pub dns_ttl_seconds: u64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ListenerFile {
+    pub name: String,
+    #[serde(default = "d_region")]
+    pub region: String,
+    pub address: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(default)]
+pub struct LimitsFile {
+    pub speech_body_bytes: usize,
+    pub images_body_bytes: usize,
+    pub rerank_body_bytes: usize,
+}
+
+impl Default for LimitsFile {
+    fn default() -> Self {
+        LimitsFile {
+            speech_body_bytes: 1 << 20,
+            images_body_bytes: 32 << 20,
+            rerank_body_bytes: 16 << 20,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(default)]
+pub struct RetriesFile {
+    pub max: u32,
+    pub initial_backoff_ms: u64,
+    pub max_backoff_ms: u64,
+    pub max_retry_after_ms: u64,
+}
+
+impl Default for RetriesFile {
+    fn default() -> Self {
+        RetriesFile {
+            max: 5,
+            initial_backoff_ms: 200,
+            max_backoff_ms: 5_000,
+            max_retry_after_ms: 20_000,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ProviderFile {
+    /// Adapter: `openai`, `cohere`.
+    pub kind: String,
+    /// Empty disables the provider (its models answer 503 `model_unavailable`).
+    #[serde(default)]
+    pub api_key: String,
+    pub base_url: String,
+    /// Region name → base URL, for entry points whose `region` matches.
+    #[serde(default)]
+    pub region_base_urls: BTreeMap<String, String>,
+    #[serde(default)]
+    pub timeouts: TimeoutsFile,
+    #[serde(default = "d_max_response")]
+    pub max_response_bytes: usize,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(default)]
+pub struct TimeoutsFile {
+    pub connect_ms: u64,
+    pub total_connect_ms: u64,
+    pub read_ms: u64,
+    pub write_ms: u64,
+    pub idle_ms: u64,
+}
+
+impl Default for TimeoutsFile {
+    fn default() -> Self {
+        TimeoutsFile {
+            connect_ms: 5_000,
+            total_connect_ms: 10_000,
+            read_ms: 120_000,
+            write_ms: 30_000,
+            idle_ms: 60_000,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ModelFile {
+    /// Capability family from the built-in table (see the README).
+    pub family: String,
+    pub targets: Vec<TargetFile>,
+    /// Speech: voice used when the request names none (default: the family's).
+    #[serde(default)]
+    pub default_voice: Option<String>,
+    /// Speech: longest `input`; rerank: longest `query` (characters). Default: the family's.
+    #[serde(default)]
+    pub max_input_chars: Option<usize>,
+    /// Rerank: most documents per request. Default: the family's.
+    #[serde(default)]
+    pub max_documents: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TargetFile {
+    pub provider: String,
+    /// The provider's own model name.
+    pub model: String,
+}
+
+fn d_region() -> String {
+    "default".into()
+}
+fn d_dns_ttl() -> u64 {
+    30
+}
+fn d_max_response() -> usize {
+    64 << 20
+}

@@ -1,0 +1,382 @@
+//! Configuration: one YAML file holding Pingora's server settings (top-level keys, as Pingora reads
+//! them) and the gateway's (under `switchyard:`), turned once at start into a validated runtime
+//! [`Settings`].
+//!
+//! Loading reports every problem it can find, each with its key path: unknown keys anywhere,
+//! unset `${ENV}` variables, bad URLs, models pointing at unknown providers or families, unreadable
+//! key files. `switchyard -t -c FILE` prints them and exits non-zero.
+
+pub mod env;
+pub mod file;
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pingora::server::configuration::ServerConf;
+use serde_yaml::Value;
+
+use crate::auth::Authenticator;
+use crate::catalog::{self, Caps, Catalog, Model, Operation, Target};
+use crate::providers::{Provider, ProviderKind};
+use crate::upstream::endpoint::{Endpoint, Timeouts};
+use crate::upstream::retry::RetryPolicy;
+use file::GatewayFile;
+
+/// The configuration compiled into the binary (`conf/switchyard.yaml`), used when no `-c` is given.
+pub const DEFAULT_CONFIG: &str = include_str!("../../conf/switchyard.yaml");
+
+/// One entry point.
+#[derive(Debug, Clone)]
+pub struct Listener {
+    pub name: String,
+    pub region: String,
+    pub address: SocketAddr,
+}
+
+/// Request body limits per operation.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub speech: usize,
+    pub images: usize,
+    pub rerank: usize,
+}
+
+impl Limits {
+    pub fn body_limit(&self, op: Operation) -> usize {
+        match op {
+            Operation::Speech => self.speech,
+            Operation::Images => self.images,
+            Operation::Rerank => self.rerank,
+        }
+    }
+}
+
+/// The gateway's validated runtime settings.
+pub struct GatewaySettings {
+    pub listeners: Vec<Listener>,
+    pub limits: Limits,
+    pub retry: RetryPolicy,
+    pub auth: Authenticator,
+    pub catalog: Catalog,
+    pub dns_ttl: Duration,
+}
+
+/// Everything the file configures.
+pub struct Settings {
+    pub server: ServerConf,
+    pub gateway: GatewaySettings,
+}
+
+/// Load and validate a configuration file, reading `${VAR}` from the process environment.
+pub fn load_file(path: &str) -> Result<Settings, Vec<String>> {
+    let text = std::fs::read_to_string(path).map_err(|e| vec![format!("{path}: {e}")])?;
+    load_str(&text, &|name| std::env::var(name).ok())
+}
+
+/// Load and validate configuration text; `lookup` reads variables.
+pub fn load_str(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Settings, Vec<String>> {
+    let mut doc: Value =
+        serde_yaml::from_str(text).map_err(|e| vec![format!("not valid YAML: {e}")])?;
+    let mut errors = Vec::new();
+    env::interpolate(&mut doc, "", lookup, &mut errors);
+    let Value::Mapping(mut top) = doc else {
+        return Err(vec!["the file must be a YAML mapping".into()]);
+    };
+    let gateway_value = top.remove("switchyard");
+
+    let server = server_conf(top, &mut errors).unwrap_or_default();
+    let Some(gateway_value) = gateway_value else {
+        errors.push("switchyard: missing (the gateway's settings)".into());
+        return Err(errors);
+    };
+    let mut unknown = Vec::new();
+    let parsed: Result<GatewayFile, _> = serde_path_to_error::deserialize(
+        serde_ignored::Deserializer::new(gateway_value, &mut |path| {
+            unknown.push(format!("switchyard.{path}: unknown key"))
+        }),
+    );
+    errors.extend(unknown);
+    let file = match parsed {
+        Ok(f) => f,
+        Err(e) => {
+            errors.push(format!("switchyard.{}: {}", e.path(), e.inner()));
+            return Err(errors);
+        }
+    };
+    let gateway = build(file, &mut errors);
+    match gateway {
+        Some(g) if errors.is_empty() => Ok(Settings { server, gateway: g }),
+        _ => Err(errors),
+    }
+}
+
+/// Pingora's own settings: every top-level key other than `switchyard`. Pingora ignores keys it
+/// does not know, so they are checked here against the keys `ServerConf` itself serializes.
+fn server_conf(top: serde_yaml::Mapping, errors: &mut Vec<String>) -> Option<ServerConf> {
+    let known: Vec<String> = match serde_yaml::to_value(ServerConf::default()) {
+        Ok(Value::Mapping(m)) => m
+            .keys()
+            .filter_map(|k| k.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    };
+    for key in top.keys() {
+        let name = key.as_str().unwrap_or("?");
+        if !known.iter().any(|k| k == name) {
+            errors.push(format!(
+                "{name}: unknown key (not a Pingora server setting)"
+            ));
+        }
+    }
+    match serde_path_to_error::deserialize::<_, ServerConf>(Value::Mapping(top)) {
+        Ok(conf) => match conf.validate() {
+            Ok(c) => Some(c),
+            Err(e) => {
+                errors.push(format!("server settings: {e}"));
+                None
+            }
+        },
+        Err(e) => {
+            errors.push(format!("{}: {}", e.path(), e.inner()));
+            None
+        }
+    }
+}
+
+fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings> {
+    let mut listeners = Vec::new();
+    if file.listeners.is_empty() {
+        errors.push("switchyard.listeners: at least one entry point is required".into());
+    }
+    for (i, l) in file.listeners.iter().enumerate() {
+        if listeners.iter().any(|x: &Listener| x.name == l.name) {
+            errors.push(format!(
+                "switchyard.listeners[{i}].name: `{}` is used twice",
+                l.name
+            ));
+        }
+        match l.address.parse::<SocketAddr>() {
+            Ok(address) => listeners.push(Listener {
+                name: l.name.clone(),
+                region: l.region.clone(),
+                address,
+            }),
+            Err(_) => errors.push(format!(
+                "switchyard.listeners[{i}].address: `{}` is not an IP:port address",
+                l.address
+            )),
+        }
+    }
+
+    let lim = &file.limits;
+    for (key, v) in [
+        ("speech_body_bytes", lim.speech_body_bytes),
+        ("images_body_bytes", lim.images_body_bytes),
+        ("rerank_body_bytes", lim.rerank_body_bytes),
+    ] {
+        if v == 0 {
+            errors.push(format!("switchyard.limits.{key}: must be greater than 0"));
+        }
+    }
+    let limits = Limits {
+        speech: lim.speech_body_bytes,
+        images: lim.images_body_bytes,
+        rerank: lim.rerank_body_bytes,
+    };
+    let r = &file.retries;
+    let retry = RetryPolicy {
+        max_retries: r.max,
+        initial_backoff: Duration::from_millis(r.initial_backoff_ms),
+        max_backoff: Duration::from_millis(r.max_backoff_ms),
+        max_retry_after: Duration::from_millis(r.max_retry_after_ms),
+    };
+
+    let auth = match Authenticator::from_settings(&file.auth) {
+        Ok(a) => Some(a),
+        Err(problems) => {
+            errors.extend(problems.into_iter().map(|p| format!("switchyard.{p}")));
+            None
+        }
+    };
+
+    let mut providers: HashMap<String, Arc<Provider>> = HashMap::new();
+    for (name, p) in &file.providers {
+        let at = format!("switchyard.providers.{name}");
+        let Some(kind) = ProviderKind::parse(&p.kind) else {
+            let kinds: Vec<&str> = ProviderKind::ALL.iter().map(|(n, _)| *n).collect();
+            errors.push(format!(
+                "{at}.kind: `{}` is not one of {}",
+                p.kind,
+                kinds.join(", ")
+            ));
+            continue;
+        };
+        let t = &p.timeouts;
+        let timeouts = Timeouts {
+            connect: Duration::from_millis(t.connect_ms),
+            total_connect: Duration::from_millis(t.total_connect_ms),
+            read: Duration::from_millis(t.read_ms),
+            write: Duration::from_millis(t.write_ms),
+            idle: Duration::from_millis(t.idle_ms),
+        };
+        let default_ep = match Endpoint::parse(&p.base_url, timeouts) {
+            Ok(e) => e,
+            Err(m) => {
+                errors.push(format!("{at}.base_url: {m}"));
+                continue;
+            }
+        };
+        let mut regional = HashMap::new();
+        for (region, url) in &p.region_base_urls {
+            match Endpoint::parse(url, timeouts) {
+                Ok(e) => {
+                    regional.insert(region.clone(), e);
+                }
+                Err(m) => errors.push(format!("{at}.region_base_urls.{region}: {m}")),
+            }
+        }
+        match Provider::new(
+            name.clone(),
+            kind,
+            p.api_key.trim(),
+            default_ep,
+            regional,
+            p.max_response_bytes,
+        ) {
+            Ok(provider) => {
+                if !provider.enabled() {
+                    log::warn!("provider {name} has no api_key: its models will answer 503");
+                }
+                providers.insert(name.clone(), Arc::new(provider));
+            }
+            Err(m) => errors.push(format!("{at}.api_key: {m}")),
+        }
+    }
+
+    let catalog = build_catalog(&file.models, &file.providers, &providers, errors);
+    Some(GatewaySettings {
+        listeners,
+        limits,
+        retry,
+        auth: auth?,
+        catalog,
+        dns_ttl: Duration::from_secs(file.dns_ttl_seconds),
+    })
+}
+
+fn build_catalog(
+    models: &BTreeMap<String, file::ModelFile>,
+    declared: &BTreeMap<String, file::ProviderFile>,
+    providers: &HashMap<String, Arc<Provider>>,
+    errors: &mut Vec<String>,
+) -> Catalog {
+    let mut catalog = Catalog::default();
+    for (name, m) in models {
+        let at = format!("switchyard.models.{name}");
+        let Some(caps) = catalog::family(&m.family) else {
+            errors.push(format!(
+                "{at}.family: unknown family `{}`; families: {}",
+                m.family,
+                catalog::family_names()
+            ));
+            continue;
+        };
+        if m.targets.is_empty() {
+            errors.push(format!("{at}.targets: at least one target is required"));
+        }
+        let mut targets = Vec::new();
+        for (i, t) in m.targets.iter().enumerate() {
+            match providers.get(&t.provider) {
+                Some(p) if p.kind.serves(caps.operation()) => targets.push(Target {
+                    provider: p.clone(),
+                    native_model: t.model.clone(),
+                }),
+                Some(p) => errors.push(format!(
+                    "{at}.targets[{i}].provider: {} ({:?}) does not serve {}",
+                    t.provider,
+                    p.kind,
+                    caps.operation().as_str()
+                )),
+                // A provider that failed its own validation is already reported.
+                None if declared.contains_key(&t.provider) => {}
+                None => errors.push(format!(
+                    "{at}.targets[{i}].provider: no provider named `{}`",
+                    t.provider
+                )),
+            }
+        }
+        let (family_input, family_docs) = match caps {
+            Caps::Speech(c) => (c.max_input_chars, 0),
+            Caps::Rerank(c) => (c.max_query_chars, c.max_documents),
+            Caps::Images(c) => (c.max_prompt_chars, 0),
+        };
+        catalog.insert(Model {
+            name: name.clone(),
+            caps,
+            targets,
+            default_voice: m.default_voice.clone(),
+            max_input_chars: m.max_input_chars.unwrap_or(family_input),
+            max_documents: m.max_documents.unwrap_or(family_docs),
+        });
+    }
+    catalog
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn embedded_default_loads_without_environment() {
+        let s = load_str(DEFAULT_CONFIG, &no_env).unwrap_or_else(|e| panic!("{e:#?}"));
+        assert_eq!(s.gateway.listeners.len(), 2);
+        assert!(s
+            .gateway
+            .listeners
+            .iter()
+            .all(|l| l.address.ip().is_loopback()));
+        assert!(s.gateway.catalog.get("tts-1").is_some());
+    }
+
+    #[test]
+    fn every_problem_is_listed_with_its_path() {
+        let yaml = r#"
+version: 1
+thraeds: 2
+switchyard:
+  listeners:
+    - {name: a, address: "nope"}
+  retries: {max: 2, bogus: 1}
+  providers:
+    openai: {kind: openai, api_key: "${MISSING}", base_url: "https://api.openai.com/v1"}
+    other: {kind: martian, base_url: "https://x"}
+  models:
+    m1: {family: no-such, targets: [{provider: openai, model: x}]}
+    m2: {family: cohere-rerank, targets: [{provider: openai, model: x}]}
+    m3: {family: openai-tts, targets: [{provider: ghost, model: x}]}
+"#;
+        let errors = load_str(yaml, &no_env).err().unwrap();
+        let all = errors.join("\n");
+        for needle in [
+            "thraeds: unknown key",
+            "switchyard.retries.bogus: unknown key",
+            "switchyard.providers.openai.api_key: environment variable MISSING is not set",
+            "switchyard.listeners[0].address",
+            "switchyard.providers.other.kind",
+            "switchyard.models.m1.family",
+            "switchyard.models.m2.targets[0].provider",
+            "switchyard.models.m3.targets[0].provider: no provider named `ghost`",
+        ] {
+            assert!(all.contains(needle), "missing `{needle}` in:\n{all}");
+        }
+    }
+}

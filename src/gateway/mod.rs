@@ -1,0 +1,197 @@
+//! The Pingora service: [`Gateway`] implements `ProxyHttp` and answers every request itself from
+//! `request_filter` (routing, authentication, bounded body, validation, the upstream exchange and
+//! the translated answer), so Pingora's own proxy path is never used (design.md §2).
+//!
+//! One [`GatewayState`] is shared by every entry point; each entry point gets its own [`Gateway`]
+//! carrying its region, which picks providers' regional base URLs.
+
+pub mod body;
+pub mod operations;
+pub mod respond;
+pub mod route;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use pingora::proxy::{FailToProxy, ProxyHttp, Session};
+use pingora::upstreams::peer::HttpPeer;
+use pingora::{Error as PError, ErrorType};
+
+use crate::api::error::GatewayError;
+use crate::auth::Principal;
+use crate::catalog::Model;
+use crate::config::{GatewaySettings, Listener};
+use crate::upstream::exchange::Upstream;
+use operations::Failure;
+use route::Route;
+
+/// What every entry point shares: settings, model catalog, and the upstream connection pool.
+pub struct GatewayState {
+    pub settings: GatewaySettings,
+    pub upstream: Upstream,
+}
+
+impl GatewayState {
+    pub fn new(settings: GatewaySettings) -> Arc<GatewayState> {
+        crate::tokens::warm_up();
+        let upstream = Upstream::new(settings.retry, settings.dns_ttl);
+        Arc::new(GatewayState { settings, upstream })
+    }
+}
+
+/// The gateway as a Pingora `ProxyHttp` service for one entry point.
+pub struct Gateway {
+    state: Arc<GatewayState>,
+    listener: String,
+    region: String,
+}
+
+impl Gateway {
+    pub fn new(state: Arc<GatewayState>, listener: &Listener) -> Gateway {
+        Gateway {
+            state,
+            listener: listener.name.clone(),
+            region: listener.region.clone(),
+        }
+    }
+}
+
+/// Per-request state, for the access log.
+pub struct Ctx {
+    start: Instant,
+    status: u16,
+    code: Option<&'static str>,
+    principal: Option<Principal>,
+    model: Option<Arc<Model>>,
+    /// Set when an answer had begun and had to be abandoned.
+    aborted: Option<String>,
+}
+
+impl Gateway {
+    async fn handle(&self, session: &mut Session, ctx: &mut Ctx) -> Result<(), Failure> {
+        let header = session.req_header();
+        let route = route::route(&header.method, header.uri.path())?;
+        let op = match route {
+            Route::Health => {
+                ctx.status = 200;
+                return respond::json(
+                    session,
+                    200,
+                    bytes::Bytes::from_static(b"{\"status\":\"ok\"}"),
+                    &[],
+                )
+                .await
+                .map_err(|e| Failure::Abort(e.to_string()));
+            }
+            Route::Operation(op) => op,
+        };
+        let settings = &self.state.settings;
+        let principal = settings
+            .auth
+            .authenticate(&session.req_header().headers)
+            .map_err(GatewayError::Unauthorized)?;
+        ctx.principal = Some(principal);
+        let body = body::read(session, settings.limits.body_limit(op)).await?;
+        let state = &self.state;
+        match op {
+            crate::catalog::Operation::Speech => {
+                operations::speech(state, &self.region, session, ctx, &body).await
+            }
+            crate::catalog::Operation::Images => {
+                operations::images(state, &self.region, session, ctx, &body).await
+            }
+            crate::catalog::Operation::Rerank => {
+                operations::rerank(state, &self.region, session, ctx, &body).await
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl ProxyHttp for Gateway {
+    type CTX = Ctx;
+
+    fn new_ctx(&self) -> Ctx {
+        Ctx {
+            start: Instant::now(),
+            status: 0,
+            code: None,
+            principal: None,
+            model: None,
+            aborted: None,
+        }
+    }
+
+    async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> pingora::Result<bool> {
+        match self.handle(session, ctx).await {
+            Ok(()) => Ok(true),
+            Err(Failure::Answer(err)) => {
+                ctx.status = err.status();
+                ctx.code = Some(err.code());
+                if let GatewayError::Internal(m) = &err {
+                    log::error!("internal error: {m}");
+                }
+                respond::error(session, &err).await?;
+                Ok(true)
+            }
+            Err(Failure::Abort(why)) => {
+                // The answer had begun: returning an error makes Pingora drop the connection
+                // without finishing the body, which the client sees as a truncated answer.
+                ctx.aborted = Some(why.clone());
+                session.set_keepalive(None);
+                Err(PError::explain(ErrorType::Custom("stream aborted"), why))
+            }
+        }
+    }
+
+    async fn upstream_peer(
+        &self,
+        _session: &mut Session,
+        _ctx: &mut Ctx,
+    ) -> pingora::Result<Box<HttpPeer>> {
+        // Every request is answered in request_filter; reaching here is a bug, not a route.
+        Err(PError::explain(
+            ErrorType::InternalError,
+            "no upstream peer: the gateway answers every request itself",
+        ))
+    }
+
+    async fn fail_to_proxy(&self, session: &mut Session, e: &PError, ctx: &mut Ctx) -> FailToProxy {
+        if ctx.aborted.is_some() || session.response_written().is_some() {
+            return FailToProxy {
+                error_code: 0,
+                can_reuse_downstream: false,
+            };
+        }
+        let err = GatewayError::Internal(e.to_string());
+        ctx.status = err.status();
+        if let Err(write) = respond::error(session, &err).await {
+            log::debug!("could not write error answer: {write}");
+        }
+        FailToProxy {
+            error_code: err.status(),
+            can_reuse_downstream: false,
+        }
+    }
+
+    async fn logging(&self, session: &mut Session, _e: Option<&PError>, ctx: &mut Ctx) {
+        if !log::log_enabled!(target: "access", log::Level::Info) {
+            return;
+        }
+        let h = session.req_header();
+        log::info!(
+            target: "access",
+            "{} {} {} status={} code={} model={} caller={} ms={:.1}{}",
+            self.listener,
+            h.method,
+            h.uri.path(),
+            ctx.status,
+            ctx.code.unwrap_or("-"),
+            ctx.model.as_ref().map(|m| m.name.as_str()).unwrap_or("-"),
+            ctx.principal.as_ref().map(|p| p.id.as_str()).unwrap_or("-"),
+            ctx.start.elapsed().as_secs_f64() * 1000.0,
+            ctx.aborted.as_ref().map(|a| format!(" aborted=\"{a}\"")).unwrap_or_default(),
+        );
+    }
+}

@@ -1,0 +1,44 @@
+//! Writing the gateway's own answers: JSON bodies, errors in the spec's shape, and the head of a
+//! streamed answer.
+
+use bytes::Bytes;
+use pingora::http::ResponseHeader;
+use pingora::proxy::Session;
+
+use crate::api::error::GatewayError;
+
+/// Write a complete JSON answer.
+pub async fn json(
+    session: &mut Session,
+    status: u16,
+    body: Bytes,
+    extra: &[(&'static str, String)],
+) -> pingora::Result<()> {
+    let mut h = ResponseHeader::build(status, Some(3 + extra.len()))?;
+    h.insert_header(http::header::CONTENT_TYPE, "application/json")?;
+    h.insert_header(http::header::CONTENT_LENGTH, body.len().to_string())?;
+    for (name, value) in extra {
+        h.insert_header(*name, value.as_str())?;
+    }
+    session.write_response_header(Box::new(h), false).await?;
+    session.write_response_body(Some(body), true).await
+}
+
+/// Write `err` as the spec's Error object with its status.
+pub async fn error(session: &mut Session, err: &GatewayError) -> pingora::Result<()> {
+    // A body we did not read (or not completely) would be parsed as the next request on a
+    // kept-alive connection, so such a connection is closed after the answer.
+    if !session.is_body_done() {
+        session.set_keepalive(None);
+    }
+    json(session, err.status(), err.body(), &err.extra_headers()).await
+}
+
+/// Write the head of a streamed answer (chunked: no length is known in advance).
+pub async fn stream_head(session: &mut Session, content_type: &str) -> pingora::Result<()> {
+    let mut h = ResponseHeader::build(200, Some(3))?;
+    h.insert_header(http::header::CONTENT_TYPE, content_type)?;
+    h.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
+    h.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+    session.write_response_header(Box::new(h), false).await
+}

@@ -1,0 +1,38 @@
+//! Switchyard: one stable HTTP API in front of many AI model providers, for text to speech, image
+//! generation and reranking, built on Pingora.
+//!
+//! A request goes through these phases, all inside [`gateway::Gateway`]'s `request_filter`:
+//!
+//! ```text
+//! route ─► authenticate ─► read body (bounded) ─► validate against the model's capabilities
+//!       ─► resolve targets ─► translate (pure) ─► exchange with retries ─► translate back / stream
+//! ```
+//!
+//! # Embedding
+//!
+//! Another Pingora server can host the gateway: load [`config::Settings`], build a
+//! [`gateway::GatewayState`], and add one [`gateway::Gateway`] service per entry point (or call
+//! [`server::add_services`]).
+//!
+//! ```no_run
+//! use pingora::server::Server;
+//! let settings = switchyard::config::load_file("conf/switchyard.yaml").expect("valid config");
+//! let mut server = Server::new_with_opt_and_conf(None, settings.server);
+//! server.bootstrap();
+//! let state = switchyard::gateway::GatewayState::new(settings.gateway);
+//! switchyard::server::add_services(&mut server, &state);
+//! server.run_forever();
+//! ```
+
+pub mod api;
+pub mod auth;
+pub mod catalog;
+pub mod config;
+pub mod gateway;
+pub mod providers;
+pub mod server;
+pub mod stream;
+pub mod tokens;
+pub mod upstream;
+
+pub use gateway::{Gateway, GatewayState};

@@ -1,0 +1,321 @@
+//! Provider adapters and their dispatch.
+//!
+//! Each provider lives in its own file with the same section order (constants, wire types, translation
+//! to native, translation back, error mapping, tests). Translation is a pure function of the validated
+//! request and the target, so the attempt loop can rebuild the native request on every retry without
+//! touching the caller's bytes. Dispatch is a closed enum ([`ProviderKind`]) with one `match` arm per
+//! provider, so adding a provider makes the compiler list every place that must handle it.
+
+pub mod cohere;
+pub mod openai;
+
+use std::collections::HashMap;
+use std::fmt;
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Method};
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::api::error::{GatewayError, UpstreamError};
+use crate::api::images::{ImageRequest, ImageResult};
+use crate::api::json::Str;
+use crate::api::rerank::{RerankRequest, RerankResult};
+use crate::api::speech::SpeechRequest;
+use crate::catalog::{Operation, Target};
+use crate::upstream::endpoint::Endpoint;
+
+/// The providers Switchyard can talk to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKind {
+    OpenAi,
+    Cohere,
+}
+
+impl ProviderKind {
+    pub const ALL: &'static [(&'static str, ProviderKind)] = &[
+        ("openai", ProviderKind::OpenAi),
+        ("cohere", ProviderKind::Cohere),
+    ];
+
+    pub fn parse(name: &str) -> Option<ProviderKind> {
+        Self::ALL.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
+    }
+
+    /// Operations this provider's adapter implements.
+    pub fn serves(self, op: Operation) -> bool {
+        match self {
+            ProviderKind::OpenAi => matches!(op, Operation::Speech | Operation::Images),
+            ProviderKind::Cohere => op == Operation::Rerank,
+        }
+    }
+
+    /// The header that carries the provider key, and how the value is formed.
+    fn auth_header(self, key: &str) -> (HeaderName, String) {
+        match self {
+            ProviderKind::OpenAi | ProviderKind::Cohere => {
+                (http::header::AUTHORIZATION, format!("Bearer {key}"))
+            }
+        }
+    }
+}
+
+/// A configured provider account: credentials and where to reach it.
+pub struct Provider {
+    pub name: String,
+    pub kind: ProviderKind,
+    /// Built once at start and marked sensitive; `None` when the key is empty (provider disabled).
+    auth: Option<(HeaderName, HeaderValue)>,
+    /// The key itself, kept only to redact it should a provider ever echo it back.
+    key: String,
+    default_endpoint: Endpoint,
+    region_endpoints: HashMap<String, Endpoint>,
+    /// Largest non-streamed answer accepted from this provider.
+    pub max_response_bytes: usize,
+}
+
+impl fmt::Debug for Provider {
+    // The key must never reach a log line, so Debug is written by hand.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Provider")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("enabled", &self.enabled())
+            .finish()
+    }
+}
+
+impl Provider {
+    pub fn new(
+        name: String,
+        kind: ProviderKind,
+        api_key: &str,
+        default_endpoint: Endpoint,
+        region_endpoints: HashMap<String, Endpoint>,
+        max_response_bytes: usize,
+    ) -> Result<Provider, String> {
+        let auth = if api_key.is_empty() {
+            None
+        } else {
+            let (name, value) = kind.auth_header(api_key);
+            let mut value = HeaderValue::from_str(&value)
+                .map_err(|_| "api_key contains characters not allowed in a header".to_string())?;
+            value.set_sensitive(true);
+            Some((name, value))
+        };
+        Ok(Provider {
+            name,
+            kind,
+            auth,
+            key: api_key.to_string(),
+            default_endpoint,
+            region_endpoints,
+            max_response_bytes,
+        })
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.auth.is_some()
+    }
+
+    pub fn auth_header(&self) -> Option<&(HeaderName, HeaderValue)> {
+        self.auth.as_ref()
+    }
+
+    /// The endpoint for the entry point's region, or the default one.
+    pub fn endpoint(&self, region: &str) -> &Endpoint {
+        self.region_endpoints
+            .get(region)
+            .unwrap_or(&self.default_endpoint)
+    }
+
+    /// Remove the provider key from text that came from the provider before it reaches a caller.
+    pub fn redact(&self, text: &str) -> String {
+        let mut s = if self.key.len() >= 4 && text.contains(&self.key) {
+            text.replace(&self.key, "[redacted]")
+        } else {
+            text.to_string()
+        };
+        // Providers sometimes quote a partial key ("sk-abc***xyz"); drop anything key-shaped.
+        if s.contains("sk-") {
+            s = s
+                .split(' ')
+                .map(|w| if w.contains("sk-") { "[redacted]" } else { w })
+                .collect::<Vec<_>>()
+                .join(" ");
+        }
+        const MAX: usize = 500;
+        if s.len() > MAX {
+            let mut cut = MAX;
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            s.truncate(cut);
+            s.push('…');
+        }
+        s
+    }
+}
+
+/// A request in the provider's own wire format, ready to send.
+#[derive(Debug)]
+pub struct NativeRequest {
+    pub method: Method,
+    /// Path relative to the provider's base URL, with any query string.
+    pub path: String,
+    pub content_type: &'static str,
+    /// Provider-specific headers besides auth (e.g. `Accept`).
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub body: Bytes,
+}
+
+impl NativeRequest {
+    pub fn post_json(path: impl Into<String>, body: Vec<u8>) -> NativeRequest {
+        NativeRequest {
+            method: Method::POST,
+            path: path.into(),
+            content_type: "application/json",
+            headers: Vec::new(),
+            body: Bytes::from(body),
+        }
+    }
+}
+
+/// Serialize `known` (a struct serializing as a JSON object) followed by the caller's pass-through
+/// fields, copied verbatim as raw JSON.
+pub fn json_with_extra<T: Serialize>(
+    known: &T,
+    extra: &[(Str<'_>, &RawValue)],
+) -> Result<Vec<u8>, GatewayError> {
+    let mut out = serde_json::to_vec(known)
+        .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))?;
+    if extra.is_empty() {
+        return Ok(out);
+    }
+    // `known` always serializes as an object: drop its closing brace and append the extra pairs.
+    if out.pop() != Some(b'}') {
+        return Err(GatewayError::Internal(
+            "native request is not an object".into(),
+        ));
+    }
+    let mut first = out.len() == 1;
+    for (k, v) in extra {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        serde_json::to_writer(&mut out, k.as_str())
+            .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))?;
+        out.push(b':');
+        out.extend_from_slice(v.get().as_bytes());
+    }
+    out.push(b'}');
+    Ok(out)
+}
+
+fn not_served(target: &Target, op: Operation) -> GatewayError {
+    GatewayError::Internal(format!(
+        "provider {} does not serve {}",
+        target.provider.name,
+        op.as_str()
+    ))
+}
+
+/// Build the native speech request for `target`.
+pub fn speech_request(
+    target: &Target,
+    req: &SpeechRequest<'_>,
+) -> Result<NativeRequest, GatewayError> {
+    match target.provider.kind {
+        ProviderKind::OpenAi => openai::speech_request(target, req),
+        ProviderKind::Cohere => Err(not_served(target, Operation::Speech)),
+    }
+}
+
+/// Build the native image request for `target`.
+pub fn image_request(
+    target: &Target,
+    req: &ImageRequest<'_>,
+) -> Result<NativeRequest, GatewayError> {
+    match target.provider.kind {
+        ProviderKind::OpenAi => openai::image_request(target, req),
+        ProviderKind::Cohere => Err(not_served(target, Operation::Images)),
+    }
+}
+
+/// Translate a successful native image answer.
+pub fn image_response(
+    target: &Target,
+    req: &ImageRequest<'_>,
+    body: &[u8],
+) -> Result<ImageResult, UpstreamError> {
+    match target.provider.kind {
+        ProviderKind::OpenAi => openai::image_response(&target.provider, req, body),
+        ProviderKind::Cohere => Err(UpstreamError::new(
+            crate::api::error::UpstreamErrorKind::BadResponse,
+            &target.provider.name,
+            "provider does not serve images",
+        )),
+    }
+}
+
+/// Build the native rerank request for `target`.
+pub fn rerank_request(
+    target: &Target,
+    req: &RerankRequest<'_>,
+) -> Result<NativeRequest, GatewayError> {
+    match target.provider.kind {
+        ProviderKind::Cohere => cohere::rerank_request(target, req),
+        ProviderKind::OpenAi => Err(not_served(target, Operation::Rerank)),
+    }
+}
+
+/// Translate a successful native rerank answer.
+pub fn rerank_response<'r>(
+    target: &Target,
+    req: &'r RerankRequest<'r>,
+    body: &[u8],
+) -> Result<RerankResult<'r>, UpstreamError> {
+    match target.provider.kind {
+        ProviderKind::Cohere => cohere::rerank_response(&target.provider, req, body),
+        ProviderKind::OpenAi => Err(UpstreamError::new(
+            crate::api::error::UpstreamErrorKind::BadResponse,
+            &target.provider.name,
+            "provider does not serve rerank",
+        )),
+    }
+}
+
+/// Classify a non-2xx native answer.
+pub fn error_response(
+    provider: &Provider,
+    status: u16,
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> UpstreamError {
+    let mut err = match provider.kind {
+        ProviderKind::OpenAi => openai::error_response(provider, status, body),
+        ProviderKind::Cohere => cohere::error_response(provider, status, body),
+    };
+    err.retry_after = crate::upstream::retry::parse_retry_after(headers);
+    err
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extra_fields_are_appended_verbatim() {
+        #[derive(Serialize)]
+        struct K {
+            a: u8,
+        }
+        let raw = RawValue::from_string("{\"x\": [1, 2]}".into()).unwrap();
+        let out = json_with_extra(&K { a: 1 }, &[(Str("s\"q".into()), &raw)]).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"a":1,"s\"q":{"x": [1, 2]}}"#
+        );
+    }
+}

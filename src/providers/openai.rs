@@ -1,0 +1,238 @@
+//! OpenAI: speech (`/audio/speech`) and images (`/images/generations`).
+//!
+//! The public API follows OpenAI's conventions, so translation is mostly renaming and filling in
+//! defaults: speech audio and SSE pass through untouched; image answers gain the gateway's
+//! `task_id`/`task_status`.
+
+use serde::{Deserialize, Serialize};
+
+use super::{json_with_extra, NativeRequest, Provider};
+use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::api::images::{ImageItem, ImageRequest, ImageResult};
+use crate::api::speech::SpeechRequest;
+use crate::catalog::Target;
+
+// ---- constants -------------------------------------------------------------------------------
+
+const SPEECH_PATH: &str = "/audio/speech";
+const IMAGES_PATH: &str = "/images/generations";
+
+// ---- wire types ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct SpeechBody<'a> {
+    model: &'a str,
+    input: &'a str,
+    voice: &'a str,
+    response_format: &'a str,
+    speed: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instructions: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_format: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct ImageBody<'a> {
+    model: &'a str,
+    prompt: &'a str,
+    n: u64,
+    size: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    quality: Option<&'a str>,
+    response_format: &'a str,
+}
+
+#[derive(Deserialize)]
+struct ImagesResponse {
+    created: Option<i64>,
+    data: Vec<ImageData>,
+}
+
+#[derive(Deserialize)]
+struct ImageData {
+    url: Option<String>,
+    b64_json: Option<String>,
+    revised_prompt: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ErrorEnvelope {
+    error: ErrorBody,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    code: Option<serde_json::Value>,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+}
+
+// ---- translation to native -------------------------------------------------------------------
+
+pub fn speech_request(
+    target: &Target,
+    req: &SpeechRequest<'_>,
+) -> Result<NativeRequest, GatewayError> {
+    let body = SpeechBody {
+        model: &target.native_model,
+        input: req.input.as_str(),
+        voice: req.voice.as_str(),
+        response_format: req.response_format,
+        speed: req.speed,
+        instructions: req.instructions.as_ref().map(|s| s.as_str()),
+        stream_format: req.sse.then_some("sse"),
+    };
+    Ok(NativeRequest::post_json(
+        SPEECH_PATH,
+        json_with_extra(&body, &req.passthrough)?,
+    ))
+}
+
+pub fn image_request(
+    target: &Target,
+    req: &ImageRequest<'_>,
+) -> Result<NativeRequest, GatewayError> {
+    let body = ImageBody {
+        model: &target.native_model,
+        prompt: req.prompt.as_str(),
+        n: req.n,
+        size: req.size,
+        quality: req.quality,
+        response_format: req.response_format,
+    };
+    Ok(NativeRequest::post_json(
+        IMAGES_PATH,
+        json_with_extra(&body, &req.passthrough)?,
+    ))
+}
+
+// ---- translation back ------------------------------------------------------------------------
+
+pub fn image_response(
+    provider: &Provider,
+    _req: &ImageRequest<'_>,
+    body: &[u8],
+) -> Result<ImageResult, UpstreamError> {
+    let parsed: ImagesResponse = serde_json::from_slice(body).map_err(|e| {
+        UpstreamError::new(
+            UpstreamErrorKind::BadResponse,
+            &provider.name,
+            format!("image answer is not the expected JSON: {e}"),
+        )
+    })?;
+    let data = parsed
+        .data
+        .into_iter()
+        .map(|d| ImageItem {
+            url: d.url,
+            b64_json: d.b64_json,
+            revised_prompt: d.revised_prompt,
+        })
+        .collect::<Vec<_>>();
+    if data.is_empty() || data.iter().any(|d| d.url.is_none() && d.b64_json.is_none()) {
+        return Err(UpstreamError::new(
+            UpstreamErrorKind::BadResponse,
+            &provider.name,
+            "image answer carries no image",
+        ));
+    }
+    Ok(ImageResult {
+        created: parsed.created.unwrap_or_else(crate::api::images::now),
+        data,
+        task_id: uuid::Uuid::new_v4().to_string(),
+        task_status: "succeed",
+    })
+}
+
+// ---- error mapping ---------------------------------------------------------------------------
+
+pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+    let parsed = serde_json::from_slice::<ErrorEnvelope>(body).ok();
+    let message = parsed
+        .as_ref()
+        .map(|e| provider.redact(&e.error.message))
+        .unwrap_or_else(|| format!("HTTP {status}"));
+    let code = parsed
+        .as_ref()
+        .and_then(|e| e.error.code.as_ref())
+        .and_then(|c| c.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let kind_str = parsed
+        .as_ref()
+        .and_then(|e| e.error.kind.clone())
+        .unwrap_or_default();
+    let mut err = UpstreamError::from_status(&provider.name, status, message);
+    if code == "content_policy_violation"
+        || code == "moderation_blocked"
+        || kind_str == "image_generation_user_error" && code.contains("policy")
+    {
+        err.kind = UpstreamErrorKind::ContentPolicy;
+    } else if code == "insufficient_quota" {
+        // The gateway's account is out of quota: not the caller's rate limit, and retrying won't help.
+        err.kind = UpstreamErrorKind::Failure;
+    } else if status == 404 {
+        // The native model or path does not exist: the gateway's configuration, not the caller.
+        err.kind = UpstreamErrorKind::Failure;
+    }
+    err
+}
+
+// ---- tests -----------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn provider() -> Provider {
+        let t = std::time::Duration::from_secs(1);
+        let ep = crate::upstream::endpoint::Endpoint::parse(
+            "http://127.0.0.1:1/v1",
+            crate::upstream::endpoint::Timeouts {
+                connect: t,
+                total_connect: t,
+                read: t,
+                write: t,
+                idle: t,
+            },
+        )
+        .unwrap();
+        Provider::new(
+            "openai".into(),
+            super::super::ProviderKind::OpenAi,
+            "sk-secret-123456",
+            ep,
+            Default::default(),
+            1 << 20,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn maps_errors() {
+        let p = provider();
+        let body = br#"{"error":{"message":"Incorrect API key provided: sk-secret-123456","type":"invalid_request_error","code":"invalid_api_key"}}"#;
+        let e = error_response(&p, 401, body);
+        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
+        assert!(!e.message.contains("sk-secret"));
+
+        let body = br#"{"error":{"message":"Your request was rejected by our safety system","type":"invalid_request_error","code":"content_policy_violation"}}"#;
+        assert_eq!(
+            error_response(&p, 400, body).kind,
+            UpstreamErrorKind::ContentPolicy
+        );
+
+        let body = br#"{"error":{"message":"quota","type":"insufficient_quota","code":"insufficient_quota"}}"#;
+        let e = error_response(&p, 429, body);
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert!(!e.retryable());
+
+        let e = error_response(&p, 503, b"<html>oops</html>");
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert!(e.retryable());
+        assert_eq!(e.message, "HTTP 503");
+    }
+}

@@ -1,0 +1,33 @@
+//! Building the Pingora server: one HTTP service per entry point, all sharing one gateway state.
+
+use std::sync::Arc;
+
+use pingora::proxy::http_proxy_service_with_name;
+use pingora::server::configuration::Opt;
+use pingora::server::Server;
+
+use crate::config::Settings;
+use crate::gateway::{Gateway, GatewayState};
+
+/// A server ready to `run`, with one listening service per configured entry point.
+pub fn build(opt: Option<Opt>, settings: Settings) -> Server {
+    let mut server = Server::new_with_opt_and_conf(opt, settings.server);
+    server.bootstrap();
+    let state = GatewayState::new(settings.gateway);
+    add_services(&mut server, &state);
+    server
+}
+
+/// Add the gateway's entry points to an existing Pingora server (for embedding).
+pub fn add_services(server: &mut Server, state: &Arc<GatewayState>) {
+    for listener in &state.settings.listeners {
+        let gateway = Gateway::new(state.clone(), listener);
+        let mut service = http_proxy_service_with_name(
+            &server.configuration,
+            gateway,
+            &format!("switchyard {}", listener.name),
+        );
+        service.add_tcp(&listener.address.to_string());
+        server.add_service(service);
+    }
+}

@@ -1,0 +1,102 @@
+//! The attempt loop: one request, several tries, possibly several targets.
+//!
+//! Each attempt rebuilds the native request from the validated request (translation is pure), sends
+//! it to the next enabled target, and classifies a failure. Retryable failures (connect errors,
+//! timeouts, 429, 5xx) are retried up to the request's `retries`, spaced by the retry policy; a
+//! retry moves to the next target when the model has several. Nothing has been sent to the client
+//! while this loop runs, which is what makes retrying safe.
+
+use bytes::Bytes;
+
+use super::exchange::{Response, Upstream};
+use crate::api::error::{GatewayError, UpstreamError};
+use crate::catalog::{Model, Target};
+use crate::providers::{self, NativeRequest};
+
+/// How the successful answer is wanted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Read the whole body inside the loop (a failure while reading is retried too).
+    Buffered,
+    /// Hand back the response once its header is in; the caller streams the body.
+    Streaming,
+}
+
+/// A successful answer.
+pub enum Answer<'u> {
+    Buffered(Bytes),
+    Streaming(Box<Response<'u>>),
+}
+
+/// Largest error body read from a provider (errors are small; anything bigger is cut).
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// Run the attempts. `build` makes the native request for a target.
+pub async fn run<'u, 'm>(
+    upstream: &'u Upstream,
+    model: &'m Model,
+    region: &str,
+    retries: u32,
+    mode: Mode,
+    build: impl Fn(&Target) -> Result<NativeRequest, GatewayError>,
+) -> Result<(Answer<'u>, &'m Target), GatewayError> {
+    let targets: Vec<&Target> = model.enabled_targets().collect();
+    if targets.is_empty() {
+        let names: Vec<&str> = model
+            .targets
+            .iter()
+            .map(|t| t.provider.name.as_str())
+            .collect();
+        return Err(GatewayError::ModelUnavailable {
+            model: model.name.clone(),
+            reason: format!("provider {} has no API key configured", names.join(", ")),
+        });
+    }
+    let mut attempt: u32 = 0;
+    loop {
+        let target = targets[attempt as usize % targets.len()];
+        let native = build(target)?;
+        let err = match try_once(upstream, target, region, &native, mode).await {
+            Ok(answer) => return Ok((answer, target)),
+            Err(e) => e,
+        };
+        log::warn!(
+            "model {}: attempt {} via {} failed: {err}",
+            model.name,
+            attempt + 1,
+            target.provider.name
+        );
+        if attempt >= retries || !err.retryable() {
+            return Err(GatewayError::Upstream(err));
+        }
+        attempt += 1;
+        tokio::time::sleep(upstream.retry.delay(attempt, err.retry_after)).await;
+    }
+}
+
+async fn try_once<'u>(
+    upstream: &'u Upstream,
+    target: &Target,
+    region: &str,
+    native: &NativeRequest,
+    mode: Mode,
+) -> Result<Answer<'u>, UpstreamError> {
+    let provider = &target.provider;
+    let resp = upstream.send(provider, region, native).await?;
+    if (200..300).contains(&resp.status) {
+        return match mode {
+            Mode::Streaming => Ok(Answer::Streaming(Box::new(resp))),
+            Mode::Buffered => resp
+                .read_all(provider.max_response_bytes)
+                .await
+                .map(Answer::Buffered),
+        };
+    }
+    let status = resp.status;
+    let headers = resp.headers().cloned().unwrap_or_default();
+    let body = match resp.read_all(ERROR_BODY_LIMIT).await {
+        Ok(b) => b,
+        Err(_) => Bytes::new(),
+    };
+    Err(providers::error_response(provider, status, &headers, &body))
+}

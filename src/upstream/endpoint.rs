@@ -1,0 +1,117 @@
+//! A provider's base URL, parsed once at start into what a connection needs.
+
+use std::time::Duration;
+
+use pingora::upstreams::peer::PeerOptions;
+
+/// Connection timeouts for one provider. Pingora's defaults are "none", which would let a dead
+/// provider hold a request forever, so every provider gets explicit values.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub total_connect: Duration,
+    pub read: Duration,
+    pub write: Duration,
+    pub idle: Duration,
+}
+
+/// Where a provider is reached: scheme, host, port and the path prefix every native path goes under.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub tls: bool,
+    pub host: String,
+    pub port: u16,
+    /// Path prefix without a trailing slash, e.g. `/v1` for `https://api.openai.com/v1`.
+    pub base_path: String,
+    /// Value of the `Host` header (with the port when it is not the scheme's default).
+    pub authority: String,
+    pub options: PeerOptions,
+}
+
+impl Endpoint {
+    /// Parse `http(s)://host[:port][/path]`.
+    pub fn parse(url: &str, timeouts: Timeouts) -> Result<Endpoint, String> {
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
+        let tls = match uri.scheme_str() {
+            Some("https") => true,
+            Some("http") => false,
+            _ => return Err(format!("`{url}` must start with http:// or https://")),
+        };
+        let host = uri
+            .host()
+            .ok_or_else(|| format!("`{url}` has no host"))?
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        if uri.query().is_some() {
+            return Err(format!("`{url}` must not have a query string"));
+        }
+        let default_port = if tls { 443 } else { 80 };
+        let port = uri.port_u16().unwrap_or(default_port);
+        let authority = match uri.port_u16() {
+            Some(p) if p != default_port => format!("{}:{p}", uri.host().unwrap_or(&host)),
+            _ => uri.host().unwrap_or(&host).to_string(),
+        };
+        let base_path = uri.path().trim_end_matches('/').to_string();
+
+        let mut options = PeerOptions::new();
+        options.connection_timeout = Some(timeouts.connect);
+        options.total_connection_timeout = Some(timeouts.total_connect);
+        options.read_timeout = Some(timeouts.read);
+        options.write_timeout = Some(timeouts.write);
+        options.idle_timeout = Some(timeouts.idle);
+        Ok(Endpoint {
+            tls,
+            host,
+            port,
+            base_path,
+            authority,
+            options,
+        })
+    }
+
+    /// The full request path for a native path such as `/audio/speech`.
+    pub fn path(&self, native: &str) -> String {
+        let mut p = String::with_capacity(self.base_path.len() + native.len());
+        p.push_str(&self.base_path);
+        p.push_str(native);
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t() -> Timeouts {
+        let s = Duration::from_secs(1);
+        Timeouts {
+            connect: s,
+            total_connect: s,
+            read: s,
+            write: s,
+            idle: s,
+        }
+    }
+
+    #[test]
+    fn parses_urls() {
+        let e = Endpoint::parse("https://api.openai.com/v1/", t()).unwrap();
+        assert!(e.tls);
+        assert_eq!((e.host.as_str(), e.port), ("api.openai.com", 443));
+        assert_eq!(e.base_path, "/v1");
+        assert_eq!(e.authority, "api.openai.com");
+        assert_eq!(e.path("/audio/speech"), "/v1/audio/speech");
+
+        let e = Endpoint::parse("http://127.0.0.1:9000", t()).unwrap();
+        assert!(!e.tls);
+        assert_eq!(e.port, 9000);
+        assert_eq!(e.authority, "127.0.0.1:9000");
+        assert_eq!(e.path("/v2/rerank"), "/v2/rerank");
+
+        assert!(Endpoint::parse("ftp://x", t()).is_err());
+        assert!(Endpoint::parse("nonsense", t()).is_err());
+    }
+}

@@ -1,0 +1,237 @@
+//! One exchange with a provider over Pingora's pooled client connector.
+//!
+//! Switchyard owns the upstream exchange instead of using Pingora's proxy path (design.md §2: the
+//! proxy path can only re-send request bodies up to 64 KiB). [`Upstream::send`] writes the native
+//! request and reads the response header; the body is then read chunk by chunk ([`Response::chunk`])
+//! for streaming, or whole ([`Response::read_all`]) for JSON. A connection goes back to the pool only
+//! after its body was read to the end; one abandoned mid-body is closed.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use pingora::connectors::http::Connector;
+use pingora::http::RequestHeader;
+use pingora::protocols::http::client::HttpSession;
+use pingora::upstreams::peer::HttpPeer;
+use pingora::{Error as PError, ErrorType};
+
+use super::dns::Resolver;
+use super::retry::RetryPolicy;
+use crate::api::error::{UpstreamError, UpstreamErrorKind};
+use crate::providers::{NativeRequest, Provider};
+
+/// The shared client side: connection pool, resolver and retry policy.
+pub struct Upstream {
+    connector: Connector,
+    resolver: Resolver,
+    pub retry: RetryPolicy,
+}
+
+/// A provider's answer whose header has arrived and whose body is still to be read.
+pub struct Response<'u> {
+    upstream: &'u Upstream,
+    session: HttpSession,
+    peer: HttpPeer,
+    provider: String,
+    pub status: u16,
+}
+
+impl Upstream {
+    pub fn new(retry: RetryPolicy, dns_ttl: Duration) -> Upstream {
+        Upstream {
+            connector: Connector::new(None),
+            resolver: Resolver::new(dns_ttl),
+            retry,
+        }
+    }
+
+    /// Send `req` to `provider` (the endpoint for `region`) and wait for the response header.
+    pub async fn send(
+        &self,
+        provider: &Provider,
+        region: &str,
+        req: &NativeRequest,
+    ) -> Result<Response<'_>, UpstreamError> {
+        let ep = provider.endpoint(region);
+        let addrs = self
+            .resolver
+            .resolve(&ep.host, ep.port)
+            .await
+            .map_err(|m| UpstreamError::new(UpstreamErrorKind::Connect, &provider.name, m))?;
+        let mut peer = HttpPeer::new(addrs[0], ep.tls, ep.host.clone());
+        peer.options = ep.options.clone();
+
+        let header = build_header(provider, ep.authority.as_str(), &ep.path(&req.path), req)
+            .map_err(|e| classify(&provider.name, &e))?;
+
+        // A pooled connection may have been closed by the provider while idle; a failure on a
+        // reused connection before any answer is worth one immediate fresh try.
+        let mut fresh_retry_left = true;
+        loop {
+            let (mut session, reused) = self
+                .connector
+                .get_http_session(&peer)
+                .await
+                .map_err(|e| classify(&provider.name, &e))?;
+            match write_and_read_header(&mut session, header.clone(), &req.body).await {
+                Ok(status) => {
+                    return Ok(Response {
+                        upstream: self,
+                        session,
+                        peer,
+                        provider: provider.name.clone(),
+                        status,
+                    })
+                }
+                Err(e) if reused && fresh_retry_left && !is_timeout(&e) => {
+                    log::debug!(
+                        "{}: reused connection failed ({e}); reconnecting",
+                        provider.name
+                    );
+                    fresh_retry_left = false;
+                }
+                Err(e) => return Err(classify(&provider.name, &e)),
+            }
+        }
+    }
+}
+
+fn build_header(
+    provider: &Provider,
+    authority: &str,
+    path: &str,
+    req: &NativeRequest,
+) -> pingora::Result<RequestHeader> {
+    let mut h = RequestHeader::build(
+        req.method.clone(),
+        path.as_bytes(),
+        Some(6 + req.headers.len()),
+    )?;
+    h.insert_header(http::header::HOST, authority)?;
+    h.insert_header(http::header::CONTENT_TYPE, req.content_type)?;
+    h.insert_header(http::header::CONTENT_LENGTH, req.body.len().to_string())?;
+    if let Some((name, value)) = provider.auth_header() {
+        h.insert_header(name.clone(), value.clone())?;
+    }
+    for (name, value) in &req.headers {
+        h.insert_header(name.clone(), value.clone())?;
+    }
+    Ok(h)
+}
+
+async fn write_and_read_header(
+    session: &mut HttpSession,
+    header: RequestHeader,
+    body: &Bytes,
+) -> pingora::Result<u16> {
+    session.write_request_header(Box::new(header)).await?;
+    if !body.is_empty() {
+        session.write_request_body(body.clone(), true).await?;
+    }
+    session.finish_request_body().await?;
+    session.read_response_header().await?;
+    session
+        .response_header()
+        .map(|h| h.status.as_u16())
+        .ok_or_else(|| PError::explain(ErrorType::H1Error, "no response header"))
+}
+
+fn is_timeout(e: &PError) -> bool {
+    matches!(
+        e.etype(),
+        ErrorType::ConnectTimedout
+            | ErrorType::ReadTimedout
+            | ErrorType::WriteTimedout
+            | ErrorType::TLSHandshakeTimedout
+    )
+}
+
+/// Map a Pingora client error to the gateway's classification.
+fn classify(provider: &str, e: &PError) -> UpstreamError {
+    let kind = match e.etype() {
+        ErrorType::ConnectTimedout
+        | ErrorType::ReadTimedout
+        | ErrorType::WriteTimedout
+        | ErrorType::TLSHandshakeTimedout => UpstreamErrorKind::Timeout,
+        ErrorType::ConnectRefused
+        | ErrorType::ConnectNoRoute
+        | ErrorType::ConnectError
+        | ErrorType::ConnectProxyFailure
+        | ErrorType::TLSHandshakeFailure
+        | ErrorType::TLSWantX509Lookup
+        | ErrorType::InvalidCert
+        | ErrorType::HandshakeError
+        | ErrorType::BindError
+        | ErrorType::SocketError => UpstreamErrorKind::Connect,
+        _ => UpstreamErrorKind::Failure,
+    };
+    UpstreamError::new(kind, provider, e.etype().as_str().to_string())
+}
+
+impl Response<'_> {
+    pub fn headers(&self) -> Option<&http::HeaderMap> {
+        self.session.response_header().map(|h| &h.headers)
+    }
+
+    pub fn header_str(&self, name: &str) -> Option<&str> {
+        self.headers()?.get(name)?.to_str().ok()
+    }
+
+    /// The next piece of the body, `None` at its end.
+    pub async fn chunk(&mut self) -> Result<Option<Bytes>, UpstreamError> {
+        self.session
+            .read_response_body()
+            .await
+            .map_err(|e| classify(&self.provider, &e))
+    }
+
+    /// The whole body, refusing more than `limit` bytes; the connection returns to the pool.
+    pub async fn read_all(mut self, limit: usize) -> Result<Bytes, UpstreamError> {
+        let mut buf = BytesMut::new();
+        let mut first: Option<Bytes> = None;
+        while let Some(chunk) = self.chunk().await? {
+            // The common case is a body in one piece: keep it without copying.
+            if first.is_none() && buf.is_empty() {
+                first = Some(chunk);
+                continue;
+            }
+            if let Some(f) = first.take() {
+                buf.extend_from_slice(&f);
+            }
+            buf.extend_from_slice(&chunk);
+            if buf.len() > limit {
+                return Err(self.too_large(limit));
+            }
+        }
+        let body = match first {
+            Some(f) => f,
+            None => buf.freeze(),
+        };
+        if body.len() > limit {
+            return Err(self.too_large(limit));
+        }
+        self.release().await;
+        Ok(body)
+    }
+
+    fn too_large(&self, limit: usize) -> UpstreamError {
+        UpstreamError::new(
+            UpstreamErrorKind::BadResponse,
+            &self.provider,
+            format!("answer larger than {limit} bytes"),
+        )
+    }
+
+    /// Return the connection to the pool (only sound once the body was read to its end).
+    pub async fn release(mut self) {
+        if self.session.response_done() {
+            let idle = self.peer.options.idle_timeout;
+            self.upstream
+                .connector
+                .release_http_session(self.session, &self.peer, idle)
+                .await;
+        } else {
+            self.session.shutdown().await;
+        }
+    }
+}
