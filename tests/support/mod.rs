@@ -1,0 +1,174 @@
+//! Shared integration-test support: the gateway harness (a real Pingora server on free loopback
+//! ports, in a background thread), fake providers and a raw HTTP client.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+pub mod client;
+pub mod fake;
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use pingora::server::{RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
+
+/// The API key every test config accepts.
+pub const KEY: &str = "test-key";
+/// The HS256 secret of the test config.
+pub const JWT_SECRET: &str = "test-secret-that-is-at-least-32-bytes!";
+/// The key the gateway must send to providers (never the caller's).
+pub const PROVIDER_KEY: &str = "sk-provider-secret-0001";
+
+pub fn fixture(path: &str) -> String {
+    format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A free loopback port (bound then released; Pingora binds it again moments later).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The standard test configuration: two entry points, every test provider pointing at `fake_url`,
+/// tiny backoff so retry tests are fast, and `extra_models` appended to the model table.
+pub fn config(fake_url: &str, ports: (u16, u16)) -> String {
+    format!(
+        r#"
+version: 1
+threads: 2
+grace_period_seconds: 0
+graceful_shutdown_timeout_seconds: 1
+switchyard:
+  listeners:
+    - {{name: domestic, region: cn, address: "127.0.0.1:{p0}"}}
+    - {{name: overseas, region: global, address: "127.0.0.1:{p1}"}}
+  limits:
+    speech_body_bytes: 65536
+    images_body_bytes: 4194304
+    rerank_body_bytes: 4194304
+  retries: {{max: 3, initial_backoff_ms: 1, max_backoff_ms: 5, max_retry_after_ms: 50}}
+  auth:
+    api_keys:
+      - {{name: tester, key: "{KEY}"}}
+      - {{name: hashed, sha256: "{hashed}"}}
+    jwt:
+      hs256_secret: "{JWT_SECRET}"
+      rs256_public_key_file: "{rsa}"
+      es256_public_key_file: "{ec}"
+      issuer: switchyard-tests
+      leeway_seconds: 5
+  providers:
+    openai:
+      kind: openai
+      api_key: "{PROVIDER_KEY}"
+      base_url: "{fake_url}/v1"
+      timeouts: {{connect_ms: 500, total_connect_ms: 1000, read_ms: 1500, write_ms: 1500, idle_ms: 5000}}
+    cohere:
+      kind: cohere
+      api_key: "{PROVIDER_KEY}"
+      base_url: "{fake_url}"
+      timeouts: {{connect_ms: 500, total_connect_ms: 1000, read_ms: 1500, write_ms: 1500, idle_ms: 5000}}
+    disabled:
+      kind: openai
+      api_key: ""
+      base_url: "{fake_url}/v1"
+  models:
+    tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
+    gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
+    dall-e-3: {{family: dall-e-3, targets: [{{provider: openai, model: dall-e-3}}]}}
+    rerank-v3.5: {{family: cohere-rerank, targets: [{{provider: cohere, model: rerank-v3.5}}]}}
+    tts-off: {{family: openai-tts, targets: [{{provider: disabled, model: tts-1}}]}}
+"#,
+        p0 = ports.0,
+        p1 = ports.1,
+        hashed = sha256_hex("hashed-secret-key"),
+        rsa = fixture("jwt/rsa_public.pem"),
+        ec = fixture("jwt/ec_public.pem"),
+    )
+}
+
+pub fn sha256_hex(s: &str) -> String {
+    switchyard::auth::sha256_hex(s)
+}
+
+/// Shuts the server down when the test drops its harness (the sender).
+struct ChannelSignal(tokio::sync::Mutex<Option<tokio::sync::oneshot::Receiver<()>>>);
+
+#[async_trait]
+impl ShutdownSignalWatch for ChannelSignal {
+    async fn recv(&self) -> ShutdownSignal {
+        if let Some(rx) = self.0.lock().await.take() {
+            let _ = rx.await;
+        }
+        ShutdownSignal::FastShutdown
+    }
+}
+
+/// A running gateway.
+pub struct TestGateway {
+    /// The domestic entry point.
+    pub addr: SocketAddr,
+    /// The overseas entry point.
+    pub overseas: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl TestGateway {
+    /// Start with the standard config pointing at `fake`.
+    pub fn start(fake: &fake::FakeProvider) -> TestGateway {
+        Self::start_with(|ports| config(&fake.base_url(), ports))
+    }
+
+    /// Start with a config built from the two listener ports.
+    pub fn start_with(make: impl FnOnce((u16, u16)) -> String) -> TestGateway {
+        let ports = (free_port(), free_port());
+        let yaml = make(ports);
+        let settings = switchyard::config::load_str(&yaml, &|_| None)
+            .unwrap_or_else(|e| panic!("test config invalid: {e:#?}"));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let mut server = Server::new_with_opt_and_conf(None, settings.server);
+            server.bootstrap();
+            let state = switchyard::GatewayState::new(settings.gateway);
+            switchyard::server::add_services(&mut server, &state);
+            server.run(RunArgs {
+                shutdown_signal: Box::new(ChannelSignal(tokio::sync::Mutex::new(Some(rx)))),
+            });
+        });
+        let addr: SocketAddr = format!("127.0.0.1:{}", ports.0).parse().unwrap();
+        let overseas: SocketAddr = format!("127.0.0.1:{}", ports.1).parse().unwrap();
+        wait_listening(addr);
+        wait_listening(overseas);
+        TestGateway {
+            addr,
+            overseas,
+            stop: Some(tx),
+        }
+    }
+}
+
+impl Drop for TestGateway {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// Wait until `addr` accepts connections (a condition, not a fixed delay), at most 10 s.
+pub fn wait_listening(addr: SocketAddr) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_err() {
+        assert!(Instant::now() < deadline, "gateway did not start listening on {addr}");
+        std::thread::park_timeout(Duration::from_millis(5));
+    }
+}
+
+/// `Service-API-Key` header for the standard key.
+pub fn auth() -> [(&'static str, &'static str); 1] {
+    [("Service-API-Key", KEY)]
+}
+
+/// POST JSON to the gateway with the standard key.
+pub fn post(gw: &TestGateway, path: &str, body: &serde_json::Value) -> client::Response {
+    client::post_json(gw.addr, path, &auth(), body)
+}
