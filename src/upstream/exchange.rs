@@ -73,6 +73,9 @@ impl Upstream {
                 .get_http_session(&peer)
                 .await
                 .map_err(|e| classify(&provider.name, &e))?;
+            // The connector applies only connect timeouts; reads and writes are the session's.
+            session.set_read_timeout(peer.options.read_timeout);
+            session.set_write_timeout(peer.options.write_timeout);
             match write_and_read_header(&mut session, header.clone(), &req.body).await {
                 Ok(status) => {
                     return Ok(Response {
