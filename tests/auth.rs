@@ -1,5 +1,7 @@
 //! Authentication end to end: every accepted credential form, and 401 for everything else.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -10,7 +12,10 @@ use support::fake::{FakeProvider, Reply};
 use support::{client, TestGateway, JWT_SECRET, KEY, PROVIDER_KEY};
 
 fn now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }
 
 fn claims(exp_offset: i64) -> serde_json::Value {
@@ -18,7 +23,12 @@ fn claims(exp_offset: i64) -> serde_json::Value {
 }
 
 fn hs256(claims: &serde_json::Value, secret: &str) -> String {
-    encode(&Header::new(Algorithm::HS256), claims, &EncodingKey::from_secret(secret.as_bytes())).unwrap()
+    encode(
+        &Header::new(Algorithm::HS256),
+        claims,
+        &EncodingKey::from_secret(secret.as_bytes()),
+    )
+    .unwrap()
 }
 
 fn pem_token(alg: Algorithm, file: &str) -> String {
@@ -35,7 +45,10 @@ fn rerank_body() -> serde_json::Value {
 }
 
 fn cohere_ok() -> Reply {
-    Reply::json(200, json!({"results": [{"index": 1, "relevance_score": 0.9}, {"index": 0, "relevance_score": 0.1}]}))
+    Reply::json(
+        200,
+        json!({"results": [{"index": 1, "relevance_score": 0.9}, {"index": 0, "relevance_score": 0.1}]}),
+    )
 }
 
 fn call(gw: &TestGateway, headers: &[(&str, &str)]) -> client::Response {
@@ -49,8 +62,14 @@ fn every_accepted_form_works_and_is_never_forwarded() {
     let gw = TestGateway::start(&fake);
     let bearer = format!("Bearer {KEY}");
     let jwt = format!("Bearer {}", hs256(&claims(600), JWT_SECRET));
-    let rs = format!("Bearer {}", pem_token(Algorithm::RS256, "jwt/rsa_private.pem"));
-    let es = format!("Bearer {}", pem_token(Algorithm::ES256, "jwt/ec_private.pem"));
+    let rs = format!(
+        "Bearer {}",
+        pem_token(Algorithm::RS256, "jwt/rsa_private.pem")
+    );
+    let es = format!(
+        "Bearer {}",
+        pem_token(Algorithm::ES256, "jwt/ec_private.pem")
+    );
     let forms: Vec<Vec<(&str, &str)>> = vec![
         vec![("Service-API-Key", KEY)],
         vec![("Authorization", &bearer)],
@@ -67,7 +86,10 @@ fn every_accepted_form_works_and_is_never_forwarded() {
     let seen = fake.requests();
     assert_eq!(seen.len(), forms.len());
     for r in seen {
-        assert_eq!(r.header("authorization"), Some(format!("Bearer {PROVIDER_KEY}").as_str()));
+        assert_eq!(
+            r.header("authorization"),
+            Some(format!("Bearer {PROVIDER_KEY}").as_str())
+        );
         assert_eq!(r.header("service-api-key"), None);
     }
 }
@@ -78,7 +100,10 @@ fn bad_credentials_are_401_in_the_error_shape() {
     fake.set_default(cohere_ok());
     let gw = TestGateway::start(&fake);
     let expired = format!("Bearer {}", hs256(&claims(-600), JWT_SECRET));
-    let wrong_key = format!("Bearer {}", hs256(&claims(600), "another-secret-another-secret-another"));
+    let wrong_key = format!(
+        "Bearer {}",
+        hs256(&claims(600), "another-secret-another-secret-another")
+    );
     let mut wrong_iss = claims(600);
     wrong_iss["iss"] = json!("someone-else");
     let wrong_iss = format!("Bearer {}", hs256(&wrong_iss, JWT_SECRET));
@@ -106,7 +131,10 @@ fn bad_credentials_are_401_in_the_error_shape() {
         assert_eq!(body["code"], "unauthorized");
         assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()));
     }
-    assert!(fake.requests().is_empty(), "an unauthenticated request reached the provider");
+    assert!(
+        fake.requests().is_empty(),
+        "an unauthenticated request reached the provider"
+    );
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! The binary's `-t` (test the configuration) mode.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::process::Command;
 
 fn switchyard(args: &[&str], envs: &[(&str, &str)]) -> (i32, String) {
@@ -9,7 +11,11 @@ fn switchyard(args: &[&str], envs: &[(&str, &str)]) -> (i32, String) {
         cmd.env(k, v);
     }
     let out = cmd.output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     (out.status.code().unwrap_or(-1), text)
 }
 
@@ -46,7 +52,10 @@ fn a_bad_config_lists_every_problem_by_path() {
         assert!(out.contains(needle), "`{needle}` not reported:\n{out}");
     }
     // With the variable set, only the other problems remain.
-    let (_, out) = switchyard(&["-t", "-c", file.to_str().unwrap()], &[("NEEDED_KEY", "k")]);
+    let (_, out) = switchyard(
+        &["-t", "-c", file.to_str().unwrap()],
+        &[("NEEDED_KEY", "k")],
+    );
     assert!(!out.contains("NEEDED_KEY"), "{out}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

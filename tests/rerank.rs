@@ -1,5 +1,7 @@
 //! Rerank end to end with a fake Cohere v2.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 
 use serde_json::json;
@@ -15,7 +17,11 @@ fn results_sorted_documents_reattached_usage_counted() {
         json!({"id": "r1", "results": [{"index": 2, "relevance_score": 0.5}, {"index": 0, "relevance_score": 0.9}, {"index": 1, "relevance_score": 0.5}],
                "meta": {"api_version": {"version": "2"}, "billed_units": {"search_units": 1}}}),
     ));
-    let docs = ["Paris is the capital of France.", "Berlin is in Germany.", "The Seine flows through Paris."];
+    let docs = [
+        "Paris is the capital of France.",
+        "Berlin is in Germany.",
+        "The Seine flows through Paris.",
+    ];
     let resp = post(
         &gw,
         "/api/v1/rerank",
@@ -54,13 +60,24 @@ fn default_top_n_is_all_documents_and_bad_indexes_are_caught() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
     fake.push(Reply::json(200, json!({"results": [{"index": 1, "relevance_score": 0.2}, {"index": 0, "relevance_score": 0.7}]})));
-    let resp = post(&gw, "/api/v1/rerank", &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a", "b"]}));
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a", "b"]}),
+    );
     assert_eq!(resp.status, 200);
     assert_eq!(resp.json()["results"].as_array().unwrap().len(), 2);
     assert!(fake.requests()[0].json().get("top_n").is_none());
 
-    fake.push(Reply::json(200, json!({"results": [{"index": 7, "relevance_score": 0.2}]})));
-    let resp = post(&gw, "/api/v1/rerank", &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a", "b"]}));
+    fake.push(Reply::json(
+        200,
+        json!({"results": [{"index": 7, "relevance_score": 0.2}]}),
+    ));
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a", "b"]}),
+    );
     assert_eq!(resp.status, 502);
     assert_eq!(resp.json()["code"], "upstream_bad_response");
 }
@@ -69,8 +86,12 @@ fn default_top_n_is_all_documents_and_bad_indexes_are_caught() {
 fn a_thousand_documents_of_a_kilobyte_each() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
-    let docs: Vec<String> = (0..1000).map(|i| format!("{i:04} {}", "lorem ipsum dolor ".repeat(56))).collect();
-    let results: Vec<_> = (0..1000).map(|i| json!({"index": i, "relevance_score": (i as f64) / 1000.0})).collect();
+    let docs: Vec<String> = (0..1000)
+        .map(|i| format!("{i:04} {}", "lorem ipsum dolor ".repeat(56)))
+        .collect();
+    let results: Vec<_> = (0..1000)
+        .map(|i| json!({"index": i, "relevance_score": (i as f64) / 1000.0}))
+        .collect();
     fake.push(Reply::json(200, json!({"results": results})));
     let body = json!({"model": "rerank-v3.5", "query": "lorem", "documents": docs});
     assert!(body.to_string().len() > 1_000_000);
@@ -90,9 +111,21 @@ fn a_thousand_documents_of_a_kilobyte_each() {
 fn cohere_errors_are_translated() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
-    for (status, code) in [(400, "invalid_request"), (498, "upstream_auth_failed"), (429, "rate_limited"), (503, "upstream_error")] {
-        fake.push(Reply::json(status, json!({"id": "x", "message": "invalid request: list of documents must not be empty"})));
-        let resp = post(&gw, "/api/v1/rerank", &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a"]}));
+    for (status, code) in [
+        (400, "invalid_request"),
+        (498, "upstream_auth_failed"),
+        (429, "rate_limited"),
+        (503, "upstream_error"),
+    ] {
+        fake.push(Reply::json(
+            status,
+            json!({"id": "x", "message": "invalid request: list of documents must not be empty"}),
+        ));
+        let resp = post(
+            &gw,
+            "/api/v1/rerank",
+            &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a"]}),
+        );
         assert_eq!(resp.json()["code"], code, "native {status}");
     }
 }

@@ -1,5 +1,7 @@
 //! Retries: which failures are retried, that the whole body is re-sent, and when retrying stops.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 
 use std::time::Duration;
@@ -9,12 +11,17 @@ use support::fake::{FakeProvider, Reply};
 use support::{post, TestGateway};
 
 fn cohere_ok() -> Reply {
-    Reply::json(200, json!({"results": [{"index": 0, "relevance_score": 0.5}]}))
+    Reply::json(
+        200,
+        json!({"results": [{"index": 0, "relevance_score": 0.5}]}),
+    )
 }
 
 fn big_rerank(retries: u32) -> serde_json::Value {
     // ~80 KB: beyond Pingora's 64 KiB retry buffer, so a re-send must come from the gateway.
-    let docs: Vec<String> = (0..80).map(|i| format!("{i} {}", "x".repeat(1000))).collect();
+    let docs: Vec<String> = (0..80)
+        .map(|i| format!("{i} {}", "x".repeat(1000)))
+        .collect();
     json!({"model": "rerank-v3.5", "query": "q", "documents": docs, "retries": retries})
 }
 
@@ -32,7 +39,10 @@ fn retries_5xx_and_429_resending_the_full_body() {
     assert_eq!(seen.len(), 3);
     let first = &seen[0].body;
     assert!(first.len() > 80_000);
-    assert!(seen.iter().all(|r| &r.body == first), "a retry did not re-send the same body");
+    assert!(
+        seen.iter().all(|r| &r.body == first),
+        "a retry did not re-send the same body"
+    );
 }
 
 #[test]
@@ -62,8 +72,14 @@ fn caller_errors_are_not_retried() {
 fn connection_refused_is_retried_then_502() {
     // A port nothing listens on.
     let dead = support::free_port();
-    let gw = TestGateway::start_with(|ports| support::config(&format!("http://127.0.0.1:{dead}"), ports));
-    let resp = post(&gw, "/api/v1/rerank", &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a"], "retries": 2}));
+    let gw = TestGateway::start_with(|ports| {
+        support::config(&format!("http://127.0.0.1:{dead}"), ports)
+    });
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a"], "retries": 2}),
+    );
     assert_eq!(resp.status, 502);
     assert_eq!(resp.json()["code"], "upstream_unreachable");
 }
@@ -74,7 +90,11 @@ fn connect_failure_then_success_on_retry() {
     let gw = TestGateway::start(&fake);
     fake.push(Reply::hangup());
     fake.push(cohere_ok());
-    let resp = post(&gw, "/api/v1/rerank", &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a"], "retries": 1}));
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a"], "retries": 1}),
+    );
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert_eq!(fake.requests().len(), 2);
 }
@@ -85,7 +105,11 @@ fn a_stalled_provider_times_out_with_504() {
     let gw = TestGateway::start(&fake);
     // The test config's read timeout is 1.5 s.
     fake.push(Reply::stall(Duration::from_secs(4)));
-    let resp = post(&gw, "/api/v1/rerank", &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a"]}));
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a"]}),
+    );
     assert_eq!(resp.status, 504, "{}", resp.text());
     assert_eq!(resp.json()["code"], "upstream_timeout");
 }
@@ -94,9 +118,16 @@ fn a_stalled_provider_times_out_with_504() {
 fn speech_is_retried_before_the_first_byte() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
-    fake.push(Reply::json(500, json!({"error": {"message": "oops", "type": "server_error"}})));
+    fake.push(Reply::json(
+        500,
+        json!({"error": {"message": "oops", "type": "server_error"}}),
+    ));
     fake.push(Reply::bytes(200, "audio/mpeg", b"ID3-audio".to_vec()));
-    let resp = post(&gw, "/api/v1/audio/speech", &json!({"model": "tts-1", "input": "hi", "retries": 1}));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "tts-1", "input": "hi", "retries": 1}),
+    );
     assert_eq!(resp.status, 200);
     assert_eq!(resp.body, b"ID3-audio");
     assert_eq!(fake.requests().len(), 2);

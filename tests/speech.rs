@@ -1,5 +1,7 @@
 //! Speech end to end through the gateway against a fake OpenAI.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 
 use std::time::Duration;
@@ -24,9 +26,16 @@ fn audio_streams_through_identical_with_the_right_content_type() {
         ("wav", "audio/wav"),
     ] {
         let bytes = audio(300_000);
-        let chunks: Vec<(Duration, Vec<u8>)> =
-            bytes.chunks(70_000).map(|c| (Duration::ZERO, c.to_vec())).collect();
-        fake.push(Reply::chunked(200, "application/octet-stream", chunks, false));
+        let chunks: Vec<(Duration, Vec<u8>)> = bytes
+            .chunks(70_000)
+            .map(|c| (Duration::ZERO, c.to_vec()))
+            .collect();
+        fake.push(Reply::chunked(
+            200,
+            "application/octet-stream",
+            chunks,
+            false,
+        ));
         let resp = post(
             &gw,
             "/api/v1/audio/speech",
@@ -41,8 +50,15 @@ fn audio_streams_through_identical_with_the_right_content_type() {
     let last = got.last().unwrap();
     assert_eq!(last.method, "POST");
     assert_eq!(last.path, "/v1/audio/speech");
-    assert_eq!(last.header("authorization"), Some(format!("Bearer {PROVIDER_KEY}").as_str()));
-    assert_eq!(last.header("service-api-key"), None, "client credentials leaked upstream");
+    assert_eq!(
+        last.header("authorization"),
+        Some(format!("Bearer {PROVIDER_KEY}").as_str())
+    );
+    assert_eq!(
+        last.header("service-api-key"),
+        None,
+        "client credentials leaked upstream"
+    );
     assert_eq!(
         last.json(),
         json!({"model": "tts-1", "input": "Hello there", "voice": "nova", "response_format": "wav", "speed": 1.0})
@@ -54,7 +70,11 @@ fn defaults_fill_voice_format_and_speed() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
     fake.push(Reply::bytes(200, "audio/mpeg", audio(10)));
-    let resp = post(&gw, "/api/v1/audio/speech", &json!({"model": "tts-1", "input": "hi", "speed": 0.25}));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "tts-1", "input": "hi", "speed": 0.25}),
+    );
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert_eq!(resp.header("content-type"), Some("audio/mpeg"));
     let sent = fake.requests()[0].json();
@@ -71,7 +91,10 @@ fn sse_events_pass_through_in_order_each_as_it_arrives() {
     let mut events = Vec::new();
     for i in 0..4 {
         let ev = json!({"type": "speech.audio.delta", "audio": base64_of(&[i as u8; 8])});
-        events.push((if i == 0 { Duration::ZERO } else { gap }, format!("data: {ev}\n\n")));
+        events.push((
+            if i == 0 { Duration::ZERO } else { gap },
+            format!("data: {ev}\n\n"),
+        ));
     }
     let done = json!({"type": "speech.audio.done", "usage": {"input_tokens": 3, "output_tokens": 9, "total_tokens": 12}});
     events.push((gap, format!("data: {done}\n\n")));
@@ -92,10 +115,17 @@ fn sse_events_pass_through_in_order_each_as_it_arrives() {
     }
     assert!(got[4].contains("speech.audio.done"));
     // One chunk per event, spaced like the provider spaced them: nothing was held back.
-    assert!(resp.chunks.len() >= 5, "events were batched: {} chunks", resp.chunks.len());
+    assert!(
+        resp.chunks.len() >= 5,
+        "events were batched: {} chunks",
+        resp.chunks.len()
+    );
     for w in resp.chunks.windows(2).take(4) {
         let d = w[1].0 - w[0].0;
-        assert!(d >= Duration::from_millis(100), "event arrived early/batched: {d:?}");
+        assert!(
+            d >= Duration::from_millis(100),
+            "event arrived early/batched: {d:?}"
+        );
     }
     let sent = fake.requests()[0].json();
     assert_eq!(sent["stream_format"], "sse");
@@ -109,12 +139,22 @@ fn provider_dying_mid_audio_truncates_the_answer_visibly() {
     fake.push(Reply::chunked(
         200,
         "audio/mpeg",
-        vec![(Duration::ZERO, audio(5000)), (Duration::from_millis(20), audio(5000))],
+        vec![
+            (Duration::ZERO, audio(5000)),
+            (Duration::from_millis(20), audio(5000)),
+        ],
         true,
     ));
-    let resp = post(&gw, "/api/v1/audio/speech", &json!({"model": "tts-1", "input": "hi", "retries": 3}));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "tts-1", "input": "hi", "retries": 3}),
+    );
     assert_eq!(resp.status, 200);
-    assert!(!resp.complete, "a truncated stream must not end like a success");
+    assert!(
+        !resp.complete,
+        "a truncated stream must not end like a success"
+    );
     // Retries stop once bytes went to the client.
     assert_eq!(fake.requests().len(), 1);
 }
@@ -154,7 +194,11 @@ fn speech_errors_from_the_provider_are_translated() {
         400,
         json!({"error": {"message": "Invalid voice 'x'", "type": "invalid_request_error", "param": "voice", "code": null}}),
     ));
-    let resp = post(&gw, "/api/v1/audio/speech", &json!({"model": "tts-1", "input": "hi", "voice": "x"}));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "tts-1", "input": "hi", "voice": "x"}),
+    );
     assert_eq!(resp.status, 400);
     let body = resp.json();
     assert_eq!(body["code"], "invalid_request");

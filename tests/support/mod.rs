@@ -25,7 +25,11 @@ pub fn fixture(path: &str) -> String {
 
 /// A free loopback port (bound then released; Pingora binds it again moments later).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// The standard test configuration: two entry points, every test provider pointing at `fake_url`,
@@ -158,7 +162,10 @@ impl Drop for TestGateway {
 pub fn wait_listening(addr: SocketAddr) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_err() {
-        assert!(Instant::now() < deadline, "gateway did not start listening on {addr}");
+        assert!(
+            Instant::now() < deadline,
+            "gateway did not start listening on {addr}"
+        );
         std::thread::park_timeout(Duration::from_millis(5));
     }
 }
