@@ -148,12 +148,77 @@ static COHERE_RERANK: RerankCaps = RerankCaps {
     native_fields: &["max_tokens_per_doc", "priority"],
 };
 
+static COHERE_V1_RERANK: RerankCaps = RerankCaps {
+    max_documents: 1000,
+    max_query_chars: 32_000,
+    native_fields: &["max_chunks_per_doc"],
+};
+
+static JINA_RERANK: RerankCaps = RerankCaps {
+    max_documents: 1000,
+    max_query_chars: 32_000,
+    native_fields: &[],
+};
+
+static VOYAGE_RERANK: RerankCaps = RerankCaps {
+    max_documents: 1000,
+    max_query_chars: 32_000,
+    native_fields: &["truncation"],
+};
+
+static DASHSCOPE_RERANK: RerankCaps = RerankCaps {
+    max_documents: 500,
+    max_query_chars: 4_000,
+    native_fields: &["instruct"],
+};
+
+static SILICONFLOW_RERANK: RerankCaps = RerankCaps {
+    max_documents: 1000,
+    max_query_chars: 32_000,
+    native_fields: &["max_chunks_per_doc", "overlap_tokens", "instruction"],
+};
+
+static ZHIPU_RERANK: RerankCaps = RerankCaps {
+    max_documents: 128,
+    max_query_chars: 4096,
+    native_fields: &[],
+};
+
+static MIXEDBREAD_RERANK: RerankCaps = RerankCaps {
+    max_documents: 1000,
+    max_query_chars: 32_000,
+    native_fields: &[],
+};
+
+/// TEI's own default `--max-client-batch-size` is 32; raise `max_documents` per model to match a
+/// server started with a larger one.
+static TEI_RERANK: RerankCaps = RerankCaps {
+    max_documents: 32,
+    max_query_chars: 32_000,
+    native_fields: &["truncate", "truncation_direction"],
+};
+
+static LOCAL_RERANK: RerankCaps = RerankCaps {
+    max_documents: 10_000,
+    max_query_chars: 32_000,
+    native_fields: &[],
+};
+
 /// The capability table: family name → capabilities. Config entries name a family from here.
 pub static FAMILIES: &[(&str, Caps)] = &[
     ("openai-tts", Caps::Speech(&OPENAI_TTS)),
     ("openai-tts-instruct", Caps::Speech(&OPENAI_TTS_INSTRUCT)),
     ("dall-e-3", Caps::Images(&DALL_E_3)),
     ("cohere-rerank", Caps::Rerank(&COHERE_RERANK)),
+    ("cohere-v1-rerank", Caps::Rerank(&COHERE_V1_RERANK)),
+    ("jina-rerank", Caps::Rerank(&JINA_RERANK)),
+    ("voyage-rerank", Caps::Rerank(&VOYAGE_RERANK)),
+    ("dashscope-rerank", Caps::Rerank(&DASHSCOPE_RERANK)),
+    ("siliconflow-rerank", Caps::Rerank(&SILICONFLOW_RERANK)),
+    ("zhipu-rerank", Caps::Rerank(&ZHIPU_RERANK)),
+    ("mixedbread-rerank", Caps::Rerank(&MIXEDBREAD_RERANK)),
+    ("tei-rerank", Caps::Rerank(&TEI_RERANK)),
+    ("local-rerank", Caps::Rerank(&LOCAL_RERANK)),
 ];
 
 pub fn family(name: &str) -> Option<Caps> {

@@ -80,6 +80,33 @@ impl<'r> RerankRequest<'r> {
         Ok(items)
     }
 
+    /// The whole public result: [`Self::result`] plus usage and `metadata` (which always names the
+    /// tokenizer and whether `total_tokens` is the provider's figure or the gateway's sum).
+    pub fn build(
+        &'r self,
+        scores: impl IntoIterator<Item = (usize, f64)>,
+        provider_total: Option<u64>,
+        mut metadata: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<RerankResult<'r>, String> {
+        let results = self.result(scores)?;
+        metadata.insert("tokenizer".into(), crate::tokens::TOKENIZER.into());
+        metadata.insert(
+            "total_tokens_source".into(),
+            if provider_total.is_some() {
+                "provider"
+            } else {
+                "gateway"
+            }
+            .into(),
+        );
+        Ok(RerankResult {
+            model: &self.model.name,
+            results,
+            usage: self.usage(provider_total),
+            metadata,
+        })
+    }
+
     /// Usage counted with the gateway's tokenizer; `total_tokens` is the provider's billed total when
     /// it reports one, else the sum.
     pub fn usage(&self, provider_total: Option<u64>) -> Usage {

@@ -80,7 +80,9 @@ pub struct ProviderFile {
     /// Empty disables the provider (its models answer 503 `model_unavailable`).
     #[serde(default)]
     pub api_key: String,
-    pub base_url: String,
+    /// Required for every kind but `local`.
+    #[serde(default)]
+    pub base_url: Option<String>,
     /// Region name → base URL, for entry points whose `region` matches.
     #[serde(default)]
     pub region_base_urls: BTreeMap<String, String>,

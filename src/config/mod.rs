@@ -224,12 +224,26 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
             write: Duration::from_millis(t.write_ms),
             idle: Duration::from_millis(t.idle_ms),
         };
-        let default_ep = match Endpoint::parse(&p.base_url, timeouts) {
-            Ok(e) => e,
-            Err(m) => {
-                errors.push(format!("{at}.base_url: {m}"));
+        let default_ep = match (&p.base_url, kind.remote()) {
+            (Some(url), true) => match Endpoint::parse(url, timeouts) {
+                Ok(e) => Some(e),
+                Err(m) => {
+                    errors.push(format!("{at}.base_url: {m}"));
+                    continue;
+                }
+            },
+            (None, true) => {
+                errors.push(format!("{at}.base_url: required for kind {}", p.kind));
                 continue;
             }
+            (Some(_), false) => {
+                errors.push(format!(
+                    "{at}.base_url: kind {} runs in-process and takes none",
+                    p.kind
+                ));
+                continue;
+            }
+            (None, false) => None,
         };
         let mut regional = HashMap::new();
         for (region, url) in &p.region_base_urls {

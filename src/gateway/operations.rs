@@ -93,7 +93,7 @@ pub async fn images(
         |t| providers::image_request(t, &req),
     )
     .await?;
-    let Answer::Buffered(native) = answer else {
+    let Answer::Buffered(_, native) = answer else {
         return Err(unexpected());
     };
     let result =
@@ -125,11 +125,11 @@ pub async fn rerank(
         |t| providers::rerank_request(t, &req),
     )
     .await?;
-    let Answer::Buffered(native) = answer else {
+    let Answer::Buffered(headers, native) = answer else {
         return Err(unexpected());
     };
-    let result =
-        providers::rerank_response(target, &req, &native).map_err(GatewayError::Upstream)?;
+    let result = providers::rerank_response(target, &req, &headers, &native)
+        .map_err(GatewayError::Upstream)?;
     let out = serde_json::to_vec(&result)
         .map_err(|e| GatewayError::Internal(format!("serializing result: {e}")))?;
     ctx.status = 200;

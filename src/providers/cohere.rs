@@ -88,14 +88,12 @@ pub fn rerank_request(
 pub fn rerank_response<'r>(
     provider: &Provider,
     req: &'r RerankRequest<'r>,
+    _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
     let bad = |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
     let parsed: RerankResponse = serde_json::from_slice(body)
         .map_err(|e| bad(format!("rerank answer is not the expected JSON: {e}")))?;
-    let results = req
-        .result(parsed.results.iter().map(|r| (r.index, r.relevance_score)))
-        .map_err(bad)?;
     let meta = parsed.meta.as_ref();
     let provider_total = meta
         .and_then(|m| m.tokens.as_ref())
@@ -108,22 +106,12 @@ pub fn rerank_response<'r>(
     {
         metadata.insert("search_units".into(), serde_json::json!(units));
     }
-    metadata.insert("tokenizer".into(), crate::tokens::TOKENIZER.into());
-    metadata.insert(
-        "total_tokens_source".into(),
-        if provider_total.is_some() {
-            "provider"
-        } else {
-            "gateway"
-        }
-        .into(),
-    );
-    Ok(RerankResult {
-        model: &req.model.name,
-        results,
-        usage: req.usage(provider_total),
+    req.build(
+        parsed.results.iter().map(|r| (r.index, r.relevance_score)),
+        provider_total,
         metadata,
-    })
+    )
+    .map_err(bad)
 }
 
 // ---- error mapping ---------------------------------------------------------------------------

@@ -7,7 +7,16 @@
 //! provider, so adding a provider makes the compiler list every place that must handle it.
 
 pub mod cohere;
+pub mod cohere_v1;
+pub mod dashscope;
+pub mod jina;
+pub mod local;
+pub mod mixedbread;
 pub mod openai;
+pub mod siliconflow;
+pub mod tei;
+pub mod voyage;
+pub mod zhipu;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -30,12 +39,31 @@ use crate::upstream::endpoint::Endpoint;
 pub enum ProviderKind {
     OpenAi,
     Cohere,
+    CohereV1,
+    Jina,
+    Voyage,
+    DashScope,
+    SiliconFlow,
+    Zhipu,
+    Mixedbread,
+    Tei,
+    /// The built-in lexical reranker: no network, no key.
+    Local,
 }
 
 impl ProviderKind {
     pub const ALL: &'static [(&'static str, ProviderKind)] = &[
         ("openai", ProviderKind::OpenAi),
         ("cohere", ProviderKind::Cohere),
+        ("cohere-v1", ProviderKind::CohereV1),
+        ("jina", ProviderKind::Jina),
+        ("voyage", ProviderKind::Voyage),
+        ("dashscope", ProviderKind::DashScope),
+        ("siliconflow", ProviderKind::SiliconFlow),
+        ("zhipu", ProviderKind::Zhipu),
+        ("mixedbread", ProviderKind::Mixedbread),
+        ("tei", ProviderKind::Tei),
+        ("local", ProviderKind::Local),
     ];
 
     pub fn parse(name: &str) -> Option<ProviderKind> {
@@ -46,17 +74,34 @@ impl ProviderKind {
     pub fn serves(self, op: Operation) -> bool {
         match self {
             ProviderKind::OpenAi => matches!(op, Operation::Speech | Operation::Images),
-            ProviderKind::Cohere => op == Operation::Rerank,
+            ProviderKind::Cohere
+            | ProviderKind::CohereV1
+            | ProviderKind::Jina
+            | ProviderKind::Voyage
+            | ProviderKind::DashScope
+            | ProviderKind::SiliconFlow
+            | ProviderKind::Zhipu
+            | ProviderKind::Mixedbread
+            | ProviderKind::Tei
+            | ProviderKind::Local => op == Operation::Rerank,
         }
     }
 
-    /// The header that carries the provider key, and how the value is formed.
+    /// Whether the provider is unusable without a key (a self-hosted TEI server usually has none;
+    /// the local reranker never does).
+    pub fn requires_key(self) -> bool {
+        !matches!(self, ProviderKind::Tei | ProviderKind::Local)
+    }
+
+    /// Whether the provider is reached over HTTP (and so needs a `base_url`).
+    pub fn remote(self) -> bool {
+        self != ProviderKind::Local
+    }
+
+    /// The header that carries the provider key, and how the value is formed. Every provider
+    /// supported so far takes a bearer token.
     fn auth_header(self, key: &str) -> (HeaderName, String) {
-        match self {
-            ProviderKind::OpenAi | ProviderKind::Cohere => {
-                (http::header::AUTHORIZATION, format!("Bearer {key}"))
-            }
-        }
+        (http::header::AUTHORIZATION, format!("Bearer {key}"))
     }
 }
 
@@ -64,11 +109,12 @@ impl ProviderKind {
 pub struct Provider {
     pub name: String,
     pub kind: ProviderKind,
-    /// Built once at start and marked sensitive; `None` when the key is empty (provider disabled).
+    /// Built once at start and marked sensitive; `None` when the key is empty.
     auth: Option<(HeaderName, HeaderValue)>,
     /// The key itself, kept only to redact it should a provider ever echo it back.
     key: String,
-    default_endpoint: Endpoint,
+    /// `None` only for in-process providers.
+    default_endpoint: Option<Endpoint>,
     region_endpoints: HashMap<String, Endpoint>,
     /// Largest non-streamed answer accepted from this provider.
     pub max_response_bytes: usize,
@@ -90,7 +136,7 @@ impl Provider {
         name: String,
         kind: ProviderKind,
         api_key: &str,
-        default_endpoint: Endpoint,
+        default_endpoint: Option<Endpoint>,
         region_endpoints: HashMap<String, Endpoint>,
         max_response_bytes: usize,
     ) -> Result<Provider, String> {
@@ -114,8 +160,9 @@ impl Provider {
         })
     }
 
+    /// Usable: has its key, or needs none.
     pub fn enabled(&self) -> bool {
-        self.auth.is_some()
+        self.auth.is_some() || !self.kind.requires_key()
     }
 
     pub fn auth_header(&self) -> Option<&(HeaderName, HeaderValue)> {
@@ -123,10 +170,10 @@ impl Provider {
     }
 
     /// The endpoint for the entry point's region, or the default one.
-    pub fn endpoint(&self, region: &str) -> &Endpoint {
+    pub fn endpoint(&self, region: &str) -> Option<&Endpoint> {
         self.region_endpoints
             .get(region)
-            .unwrap_or(&self.default_endpoint)
+            .or(self.default_endpoint.as_ref())
     }
 
     /// Remove the provider key from text that came from the provider before it reaches a caller.
@@ -181,6 +228,14 @@ impl NativeRequest {
     }
 }
 
+/// What an adapter prepared for one attempt: a request to send, or (for in-process providers) the
+/// native answer itself.
+#[derive(Debug)]
+pub enum Prepared {
+    Http(NativeRequest),
+    Local(Bytes),
+}
+
 /// Serialize `known` (a struct serializing as a JSON object) followed by the caller's pass-through
 /// fields, copied verbatim as raw JSON.
 pub fn json_with_extra<T: Serialize>(
@@ -213,33 +268,19 @@ pub fn json_with_extra<T: Serialize>(
     Ok(out)
 }
 
-fn not_served(target: &Target, op: Operation) -> GatewayError {
-    GatewayError::Internal(format!(
-        "provider {} does not serve {}",
-        target.provider.name,
-        op.as_str()
-    ))
-}
-
 /// Build the native speech request for `target`.
-pub fn speech_request(
-    target: &Target,
-    req: &SpeechRequest<'_>,
-) -> Result<NativeRequest, GatewayError> {
+pub fn speech_request(target: &Target, req: &SpeechRequest<'_>) -> Result<Prepared, GatewayError> {
     match target.provider.kind {
-        ProviderKind::OpenAi => openai::speech_request(target, req),
-        ProviderKind::Cohere => Err(not_served(target, Operation::Speech)),
+        ProviderKind::OpenAi => openai::speech_request(target, req).map(Prepared::Http),
+        _ => Err(not_served(target, Operation::Speech)),
     }
 }
 
 /// Build the native image request for `target`.
-pub fn image_request(
-    target: &Target,
-    req: &ImageRequest<'_>,
-) -> Result<NativeRequest, GatewayError> {
+pub fn image_request(target: &Target, req: &ImageRequest<'_>) -> Result<Prepared, GatewayError> {
     match target.provider.kind {
-        ProviderKind::OpenAi => openai::image_request(target, req),
-        ProviderKind::Cohere => Err(not_served(target, Operation::Images)),
+        ProviderKind::OpenAi => openai::image_request(target, req).map(Prepared::Http),
+        _ => Err(not_served(target, Operation::Images)),
     }
 }
 
@@ -251,38 +292,48 @@ pub fn image_response(
 ) -> Result<ImageResult, UpstreamError> {
     match target.provider.kind {
         ProviderKind::OpenAi => openai::image_response(&target.provider, req, body),
-        ProviderKind::Cohere => Err(UpstreamError::new(
-            crate::api::error::UpstreamErrorKind::BadResponse,
-            &target.provider.name,
-            "provider does not serve images",
-        )),
+        _ => Err(wrong_answer(target, Operation::Images)),
     }
 }
 
-/// Build the native rerank request for `target`.
-pub fn rerank_request(
-    target: &Target,
-    req: &RerankRequest<'_>,
-) -> Result<NativeRequest, GatewayError> {
+/// Build the native rerank request for `target` (or, for the local reranker, its answer).
+pub fn rerank_request(target: &Target, req: &RerankRequest<'_>) -> Result<Prepared, GatewayError> {
+    let http = |r: Result<NativeRequest, GatewayError>| r.map(Prepared::Http);
     match target.provider.kind {
-        ProviderKind::Cohere => cohere::rerank_request(target, req),
+        ProviderKind::Cohere => http(cohere::rerank_request(target, req)),
+        ProviderKind::CohereV1 => http(cohere_v1::rerank_request(target, req)),
+        ProviderKind::Jina => http(jina::rerank_request(target, req)),
+        ProviderKind::Voyage => http(voyage::rerank_request(target, req)),
+        ProviderKind::DashScope => http(dashscope::rerank_request(target, req)),
+        ProviderKind::SiliconFlow => http(siliconflow::rerank_request(target, req)),
+        ProviderKind::Zhipu => http(zhipu::rerank_request(target, req)),
+        ProviderKind::Mixedbread => http(mixedbread::rerank_request(target, req)),
+        ProviderKind::Tei => http(tei::rerank_request(target, req)),
+        ProviderKind::Local => local::rerank(req).map(Prepared::Local),
         ProviderKind::OpenAi => Err(not_served(target, Operation::Rerank)),
     }
 }
 
-/// Translate a successful native rerank answer.
+/// Translate a successful native rerank answer (`headers` matter to TEI, which reports usage there).
 pub fn rerank_response<'r>(
     target: &Target,
     req: &'r RerankRequest<'r>,
+    headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    match target.provider.kind {
-        ProviderKind::Cohere => cohere::rerank_response(&target.provider, req, body),
-        ProviderKind::OpenAi => Err(UpstreamError::new(
-            crate::api::error::UpstreamErrorKind::BadResponse,
-            &target.provider.name,
-            "provider does not serve rerank",
-        )),
+    let p = &target.provider;
+    match p.kind {
+        ProviderKind::Cohere => cohere::rerank_response(p, req, headers, body),
+        ProviderKind::CohereV1 => cohere_v1::rerank_response(p, req, headers, body),
+        ProviderKind::Jina => jina::rerank_response(p, req, headers, body),
+        ProviderKind::Voyage => voyage::rerank_response(p, req, headers, body),
+        ProviderKind::DashScope => dashscope::rerank_response(p, req, headers, body),
+        ProviderKind::SiliconFlow => siliconflow::rerank_response(p, req, headers, body),
+        ProviderKind::Zhipu => zhipu::rerank_response(p, req, headers, body),
+        ProviderKind::Mixedbread => mixedbread::rerank_response(p, req, headers, body),
+        ProviderKind::Tei => tei::rerank_response(p, req, headers, body),
+        ProviderKind::Local => local::rerank_response(p, req, body),
+        ProviderKind::OpenAi => Err(wrong_answer(target, Operation::Rerank)),
     }
 }
 
@@ -296,9 +347,35 @@ pub fn error_response(
     let mut err = match provider.kind {
         ProviderKind::OpenAi => openai::error_response(provider, status, body),
         ProviderKind::Cohere => cohere::error_response(provider, status, body),
+        ProviderKind::CohereV1 => cohere_v1::error_response(provider, status, body),
+        ProviderKind::Jina => jina::error_response(provider, status, body),
+        ProviderKind::Voyage => voyage::error_response(provider, status, body),
+        ProviderKind::DashScope => dashscope::error_response(provider, status, body),
+        ProviderKind::SiliconFlow => siliconflow::error_response(provider, status, body),
+        ProviderKind::Zhipu => zhipu::error_response(provider, status, body),
+        ProviderKind::Mixedbread => mixedbread::error_response(provider, status, body),
+        ProviderKind::Tei => tei::error_response(provider, status, body),
+        // The local reranker is never called over HTTP.
+        ProviderKind::Local => UpstreamError::from_status(&provider.name, status, "local provider"),
     };
     err.retry_after = crate::upstream::retry::parse_retry_after(headers);
     err
+}
+
+fn not_served(target: &Target, op: Operation) -> GatewayError {
+    GatewayError::Internal(format!(
+        "provider {} does not serve {}",
+        target.provider.name,
+        op.as_str()
+    ))
+}
+
+fn wrong_answer(target: &Target, op: Operation) -> UpstreamError {
+    UpstreamError::new(
+        crate::api::error::UpstreamErrorKind::BadResponse,
+        &target.provider.name,
+        format!("provider does not serve {}", op.as_str()),
+    )
 }
 
 #[cfg(test)]

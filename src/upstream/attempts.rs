@@ -11,7 +11,7 @@ use bytes::Bytes;
 use super::exchange::{Response, Upstream};
 use crate::api::error::{GatewayError, UpstreamError};
 use crate::catalog::{Model, Target};
-use crate::providers::{self, NativeRequest};
+use crate::providers::{self, NativeRequest, Prepared};
 
 /// How the successful answer is wanted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +24,8 @@ pub enum Mode {
 
 /// A successful answer.
 pub enum Answer<'u> {
-    Buffered(Bytes),
+    /// The whole body, with the response headers (empty for in-process providers).
+    Buffered(http::HeaderMap, Bytes),
     Streaming(Box<Response<'u>>),
 }
 
@@ -38,7 +39,7 @@ pub async fn run<'u, 'm>(
     region: &str,
     retries: u32,
     mode: Mode,
-    build: impl Fn(&Target) -> Result<NativeRequest, GatewayError>,
+    build: impl Fn(&Target) -> Result<Prepared, GatewayError>,
 ) -> Result<(Answer<'u>, &'m Target), GatewayError> {
     let targets: Vec<&Target> = model.enabled_targets().collect();
     if targets.is_empty() {
@@ -55,7 +56,12 @@ pub async fn run<'u, 'm>(
     let mut attempt: u32 = 0;
     loop {
         let target = targets[attempt as usize % targets.len()];
-        let native = build(target)?;
+        let native = match build(target)? {
+            Prepared::Http(native) => native,
+            Prepared::Local(answer) => {
+                return Ok((Answer::Buffered(http::HeaderMap::new(), answer), target))
+            }
+        };
         let err = match try_once(upstream, target, region, &native, mode).await {
             Ok(answer) => return Ok((answer, target)),
             Err(e) => e,
@@ -86,10 +92,12 @@ async fn try_once<'u>(
     if (200..300).contains(&resp.status) {
         return match mode {
             Mode::Streaming => Ok(Answer::Streaming(Box::new(resp))),
-            Mode::Buffered => resp
-                .read_all(provider.max_response_bytes)
-                .await
-                .map(Answer::Buffered),
+            Mode::Buffered => {
+                let headers = resp.headers().cloned().unwrap_or_default();
+                resp.read_all(provider.max_response_bytes)
+                    .await
+                    .map(|body| Answer::Buffered(headers, body))
+            }
         };
     }
     let status = resp.status;

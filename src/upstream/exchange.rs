@@ -52,7 +52,13 @@ impl Upstream {
         region: &str,
         req: &NativeRequest,
     ) -> Result<Response<'_>, UpstreamError> {
-        let ep = provider.endpoint(region);
+        let ep = provider.endpoint(region).ok_or_else(|| {
+            UpstreamError::new(
+                UpstreamErrorKind::Connect,
+                &provider.name,
+                "no base_url configured",
+            )
+        })?;
         let addrs = self
             .resolver
             .resolve(&ep.host, ep.port)

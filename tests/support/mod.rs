@@ -5,6 +5,7 @@
 
 pub mod client;
 pub mod fake;
+pub mod rerank_conformance;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -75,12 +76,30 @@ switchyard:
       kind: openai
       api_key: ""
       base_url: "{fake_url}/v1"
+    cohere-v1: {{kind: cohere-v1, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    jina: {{kind: jina, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    voyage: {{kind: voyage, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    dashscope: {{kind: dashscope, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    siliconflow: {{kind: siliconflow, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    zhipu: {{kind: zhipu, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    mixedbread: {{kind: mixedbread, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    tei: {{kind: tei, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    builtin: {{kind: local}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
     dall-e-3: {{family: dall-e-3, targets: [{{provider: openai, model: dall-e-3}}]}}
     rerank-v3.5: {{family: cohere-rerank, targets: [{{provider: cohere, model: rerank-v3.5}}]}}
     tts-off: {{family: openai-tts, targets: [{{provider: disabled, model: tts-1}}]}}
+    rerank-english-v3.0: {{family: cohere-v1-rerank, targets: [{{provider: cohere-v1, model: rerank-english-v3.0}}]}}
+    jina-reranker-v2: {{family: jina-rerank, targets: [{{provider: jina, model: jina-reranker-v2-base-multilingual}}]}}
+    voyage-rerank-2.5: {{family: voyage-rerank, targets: [{{provider: voyage, model: rerank-2.5}}]}}
+    gte-rerank-v2: {{family: dashscope-rerank, targets: [{{provider: dashscope, model: gte-rerank-v2}}]}}
+    bge-reranker-v2-m3: {{family: siliconflow-rerank, targets: [{{provider: siliconflow, model: BAAI/bge-reranker-v2-m3}}]}}
+    zhipu-rerank: {{family: zhipu-rerank, targets: [{{provider: zhipu, model: rerank}}]}}
+    mxbai-rerank-large-v2: {{family: mixedbread-rerank, targets: [{{provider: mixedbread, model: mixedbread-ai/mxbai-rerank-large-v2}}]}}
+    tei-reranker: {{family: tei-rerank, targets: [{{provider: tei, model: bge-reranker-base}}]}}
+    local-bm25: {{family: local-rerank, targets: [{{provider: builtin, model: bm25}}]}}
 "#,
         p0 = ports.0,
         p1 = ports.1,
