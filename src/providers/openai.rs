@@ -204,7 +204,7 @@ mod tests {
             "openai".into(),
             super::super::ProviderKind::OpenAi,
             "sk-secret-123456",
-            ep,
+            Some(ep),
             Default::default(),
             1 << 20,
         )
