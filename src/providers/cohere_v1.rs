@@ -1,30 +1,293 @@
-//! Placeholder while the adapter is being written: every call is refused as an internal error.
+//! Cohere rerank v1 (`POST /v1/rerank`).
+//!
+//! The v1 endpoint takes the same core fields as v2 plus `return_documents` and
+//! `max_chunks_per_doc`. The gateway always sends `return_documents: false`: it re-attaches each
+//! document from the caller's own request, so asking Cohere to echo the text back would only make
+//! the answer larger. Cohere bills rerank in search units (`meta.billed_units.search_units`), which
+//! go to `metadata`; it reports no token total, so usage is the gateway's own count.
 
-use super::{NativeRequest, Provider};
+use serde::{Deserialize, Serialize};
+
+use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
-pub fn rerank_request(
-    _target: &Target,
-    _req: &RerankRequest<'_>,
-) -> Result<NativeRequest, GatewayError> {
-    Err(GatewayError::Internal("adapter not written".into()))
+// ---- constants -------------------------------------------------------------------------------
+
+const RERANK_PATH: &str = "/v1/rerank";
+
+// ---- wire types ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct RerankBody<'a> {
+    model: &'a str,
+    query: &'a str,
+    documents: Vec<&'a str>,
+    /// Only when the caller asked: Cohere's default is every document, which is also ours.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_n: Option<usize>,
+    return_documents: bool,
 }
 
-pub fn rerank_response<'r>(
-    provider: &Provider,
-    _req: &'r RerankRequest<'r>,
-    _headers: &http::HeaderMap,
-    _body: &[u8],
-) -> Result<RerankResult<'r>, UpstreamError> {
-    Err(UpstreamError::new(
-        UpstreamErrorKind::BadResponse,
-        &provider.name,
-        "adapter not written",
+#[derive(Deserialize)]
+struct RerankResponse {
+    results: Vec<ResultItem>,
+    #[serde(default)]
+    meta: Option<Meta>,
+}
+
+#[derive(Deserialize)]
+struct ResultItem {
+    index: usize,
+    relevance_score: f64,
+}
+
+#[derive(Deserialize)]
+struct Meta {
+    #[serde(default)]
+    billed_units: Option<BilledUnits>,
+}
+
+#[derive(Deserialize)]
+struct BilledUnits {
+    #[serde(default)]
+    search_units: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    message: String,
+}
+
+// ---- translation to native -------------------------------------------------------------------
+
+pub fn rerank_request(
+    target: &Target,
+    req: &RerankRequest<'_>,
+) -> Result<NativeRequest, GatewayError> {
+    let body = RerankBody {
+        model: &target.native_model,
+        query: req.query.as_str(),
+        documents: req.documents.iter().map(|d| d.as_str()).collect(),
+        top_n: req.top_n_given.then_some(req.top_n),
+        return_documents: false,
+    };
+    // The family's native fields (`max_chunks_per_doc`) travel verbatim after the known ones.
+    Ok(NativeRequest::post_json(
+        RERANK_PATH,
+        json_with_extra(&body, &req.passthrough)?,
     ))
 }
 
-pub fn error_response(provider: &Provider, status: u16, _body: &[u8]) -> UpstreamError {
-    UpstreamError::from_status(&provider.name, status, "adapter not written")
+// ---- translation back ------------------------------------------------------------------------
+
+pub fn rerank_response<'r>(
+    provider: &Provider,
+    req: &'r RerankRequest<'r>,
+    _headers: &http::HeaderMap,
+    body: &[u8],
+) -> Result<RerankResult<'r>, UpstreamError> {
+    let bad = |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
+    let parsed: RerankResponse = serde_json::from_slice(body)
+        .map_err(|e| bad(format!("rerank answer is not the expected JSON: {e}")))?;
+    let mut metadata = serde_json::Map::new();
+    if let Some(units) = parsed
+        .meta
+        .as_ref()
+        .and_then(|m| m.billed_units.as_ref())
+        .and_then(|b| b.search_units)
+    {
+        metadata.insert("search_units".into(), serde_json::json!(units));
+    }
+    // v1 reports no token count: `None` makes usage the gateway's own sum.
+    req.build(
+        parsed.results.iter().map(|r| (r.index, r.relevance_score)),
+        None,
+        metadata,
+    )
+    .map_err(bad)
+}
+
+// ---- error mapping ---------------------------------------------------------------------------
+
+pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+    let message = serde_json::from_slice::<ErrorBody>(body)
+        .ok()
+        .filter(|e| !e.message.is_empty())
+        .map(|e| provider.redact(&e.message))
+        .unwrap_or_else(|| format!("HTTP {status}"));
+    let mut err = UpstreamError::from_status(&provider.name, status, message);
+    match status {
+        // Cohere's "invalid token": the gateway's key, not the caller's request.
+        498 => err.kind = UpstreamErrorKind::AuthRejected,
+        // The native model does not exist: the gateway's configuration, not the caller.
+        404 => err.kind = UpstreamErrorKind::Failure,
+        _ => {}
+    }
+    err
+}
+
+// ---- tests -------------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::catalog::{Catalog, Model};
+    use crate::providers::ProviderKind;
+
+    const KEY: &str = "sk-cohere-secret-42";
+
+    fn provider() -> Arc<Provider> {
+        let t = std::time::Duration::from_secs(1);
+        let ep = crate::upstream::endpoint::Endpoint::parse(
+            "http://127.0.0.1:1",
+            crate::upstream::endpoint::Timeouts {
+                connect: t,
+                total_connect: t,
+                read: t,
+                write: t,
+                idle: t,
+            },
+        )
+        .unwrap();
+        Arc::new(
+            Provider::new(
+                "cohere-v1".into(),
+                ProviderKind::CohereV1,
+                KEY,
+                Some(ep),
+                Default::default(),
+                1 << 20,
+            )
+            .unwrap(),
+        )
+    }
+
+    fn catalog() -> Catalog {
+        let mut c = Catalog::default();
+        c.insert(Model {
+            name: "rerank-english-v3.0".into(),
+            caps: crate::catalog::family("cohere-v1-rerank").unwrap(),
+            targets: vec![Target {
+                provider: provider(),
+                native_model: "rerank-english-v3.0-native".into(),
+            }],
+            default_voice: None,
+            max_input_chars: 32_000,
+            max_documents: 1000,
+        });
+        c
+    }
+
+    /// The native body for a public request body, as sent (bytes, so field order is checked too).
+    fn native_body(body: &str) -> String {
+        let cat = catalog();
+        let req = crate::api::rerank::parse(body.as_bytes(), &cat, 3).unwrap();
+        let native = rerank_request(&req.model.targets[0], &req).unwrap();
+        assert_eq!(native.method, http::Method::POST);
+        assert_eq!(native.path, "/v1/rerank");
+        assert_eq!(native.content_type, "application/json");
+        String::from_utf8(native.body.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn builds_the_native_request() {
+        let got = native_body(
+            r#"{"model":"rerank-english-v3.0","query":"q","documents":["a","b","c"],"top_n":2,"max_chunks_per_doc":5}"#,
+        );
+        assert_eq!(
+            got,
+            r#"{"model":"rerank-english-v3.0-native","query":"q","documents":["a","b","c"],"top_n":2,"return_documents":false,"max_chunks_per_doc":5}"#
+        );
+    }
+
+    #[test]
+    fn omits_top_n_the_caller_did_not_send() {
+        let got =
+            native_body(r#"{"model":"rerank-english-v3.0","query":"q","documents":["a","b"]}"#);
+        assert_eq!(
+            got,
+            r#"{"model":"rerank-english-v3.0-native","query":"q","documents":["a","b"],"return_documents":false}"#
+        );
+    }
+
+    #[test]
+    fn translates_the_answer() {
+        let cat = catalog();
+        let body =
+            br#"{"model":"rerank-english-v3.0","query":"q","documents":["a","b","c"],"top_n":2}"#;
+        let req = crate::api::rerank::parse(body, &cat, 3).unwrap();
+        let native = br#"{"id":"x","results":[{"index":1,"relevance_score":0.2},{"index":2,"relevance_score":0.9},{"index":0,"relevance_score":0.1}],"meta":{"api_version":{"version":"1"},"billed_units":{"search_units":1}}}"#;
+        let out = rerank_response(&provider(), &req, &http::HeaderMap::new(), native).unwrap();
+        let got: Vec<_> = out
+            .results
+            .iter()
+            .map(|r| (r.index, r.relevance_score, r.document))
+            .collect();
+        assert_eq!(got, vec![(2, 0.9, "c"), (1, 0.2, "b")]);
+        assert_eq!(out.metadata["search_units"], 1.0);
+        assert_eq!(out.metadata["total_tokens_source"], "gateway");
+    }
+
+    #[test]
+    fn unreadable_answers_are_bad_responses() {
+        let cat = catalog();
+        let body = br#"{"model":"rerank-english-v3.0","query":"q","documents":["a","b"]}"#;
+        let req = crate::api::rerank::parse(body, &cat, 3).unwrap();
+        let p = provider();
+        let h = http::HeaderMap::new();
+        for native in [
+            &b"not json"[..],
+            br#"{"results":"nope"}"#,
+            br#"{"results":[{"index":0}]}"#,
+            br#"{"results":[{"index":7,"relevance_score":0.5}]}"#,
+        ] {
+            let e = rerank_response(&p, &req, &h, native).unwrap_err();
+            assert_eq!(e.kind, UpstreamErrorKind::BadResponse);
+        }
+    }
+
+    #[test]
+    fn maps_errors() {
+        let p = provider();
+        let e = error_response(
+            &p,
+            400,
+            br#"{"message":"invalid request: list of documents must not be empty"}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+        assert_eq!(
+            e.message,
+            "invalid request: list of documents must not be empty"
+        );
+
+        let e = error_response(
+            &p,
+            498,
+            format!(r#"{{"message":"invalid api token {KEY}"}}"#).as_bytes(),
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
+        assert!(!e.message.contains(KEY));
+
+        assert_eq!(
+            error_response(&p, 401, br#"{"message":"no api key supplied"}"#).kind,
+            UpstreamErrorKind::AuthRejected
+        );
+        assert_eq!(
+            error_response(&p, 429, br#"{"message":"too many requests"}"#).kind,
+            UpstreamErrorKind::RateLimited
+        );
+        let e = error_response(&p, 404, br#"{"message":"model not found"}"#);
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert!(!e.retryable());
+
+        let e = error_response(&p, 500, b"<html>oops</html>");
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert!(e.retryable());
+        assert_eq!(e.message, "HTTP 500");
+    }
 }

@@ -1,30 +1,351 @@
-//! Placeholder while the adapter is being written: every call is refused as an internal error.
+//! Hugging Face text-embeddings-inference (TEI), self-hosted: `POST /rerank`.
+//!
+//! A TEI server serves the one model it was started with, so the native model name is never sent.
+//! TEI has no `top_n`: it scores every text and the gateway keeps the best `top_n`. The answer is a
+//! bare JSON array `[{"index","score"}]`; usage travels only in response headers. `x-compute-tokens`
+//! is the sum of the tokens of every (query, text) pair the server ran, i.e. what the server
+//! computed, so it is the provider total. The other timing and size headers go to `metadata`.
+//! TEI needs no key unless started with `--api-key`; when one is configured the gateway sends it as
+//! `Authorization: Bearer`, which is what TEI checks.
 
-use super::{NativeRequest, Provider};
+use serde::{Deserialize, Serialize};
+
+use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
-pub fn rerank_request(
-    _target: &Target,
-    _req: &RerankRequest<'_>,
-) -> Result<NativeRequest, GatewayError> {
-    Err(GatewayError::Internal("adapter not written".into()))
+// ---- constants -------------------------------------------------------------------------------
+
+const RERANK_PATH: &str = "/rerank";
+
+/// The header carrying the tokens the server computed (all query+text pairs).
+const COMPUTE_TOKENS: &str = "x-compute-tokens";
+
+/// Numeric usage headers TEI sets on a success, and the `metadata` key each becomes. The times are
+/// whole milliseconds in TEI's source, hence the `_ms` suffix.
+const METADATA_HEADERS: &[(&str, &str)] = &[
+    ("x-compute-characters", "compute_characters"),
+    ("x-compute-time", "compute_time_ms"),
+    ("x-total-time", "total_time_ms"),
+    ("x-tokenization-time", "tokenization_time_ms"),
+    ("x-queue-time", "queue_time_ms"),
+    ("x-inference-time", "inference_time_ms"),
+];
+
+// ---- wire types ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct RerankBody<'a> {
+    query: &'a str,
+    texts: Vec<&'a str>,
+    /// Normalized scores rather than raw logits, comparable with other providers' `relevance_score`.
+    raw_scores: bool,
+    /// The gateway re-attaches the caller's own strings; echoing them would only enlarge the answer.
+    return_text: bool,
 }
 
-pub fn rerank_response<'r>(
-    provider: &Provider,
-    _req: &'r RerankRequest<'r>,
-    _headers: &http::HeaderMap,
-    _body: &[u8],
-) -> Result<RerankResult<'r>, UpstreamError> {
-    Err(UpstreamError::new(
-        UpstreamErrorKind::BadResponse,
-        &provider.name,
-        "adapter not written",
+/// One element of TEI's bare-array answer (`text` is ignored: it is never asked for).
+#[derive(Deserialize)]
+struct Rank {
+    index: usize,
+    score: f64,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    error: String,
+    #[serde(default)]
+    error_type: Option<String>,
+}
+
+// ---- translation to native -------------------------------------------------------------------
+
+pub fn rerank_request(
+    _target: &Target,
+    req: &RerankRequest<'_>,
+) -> Result<NativeRequest, GatewayError> {
+    let body = RerankBody {
+        query: req.query.as_str(),
+        texts: req.documents.iter().map(|d| d.as_str()).collect(),
+        raw_scores: false,
+        return_text: false,
+    };
+    // `truncate` / `truncation_direction` (the family's native fields) travel verbatim.
+    Ok(NativeRequest::post_json(
+        RERANK_PATH,
+        json_with_extra(&body, &req.passthrough)?,
     ))
 }
 
-pub fn error_response(provider: &Provider, status: u16, _body: &[u8]) -> UpstreamError {
-    UpstreamError::from_status(&provider.name, status, "adapter not written")
+// ---- translation back ------------------------------------------------------------------------
+
+pub fn rerank_response<'r>(
+    provider: &Provider,
+    req: &'r RerankRequest<'r>,
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> Result<RerankResult<'r>, UpstreamError> {
+    let bad = |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
+    let ranks: Vec<Rank> = serde_json::from_slice(body)
+        .map_err(|e| bad(format!("rerank answer is not the expected JSON array: {e}")))?;
+    // A missing or unreadable header is not worth failing a good answer over: usage then falls
+    // back to the gateway's own count.
+    let provider_total = header_number(headers, COMPUTE_TOKENS).and_then(|n| n.as_u64());
+    let mut metadata = serde_json::Map::new();
+    for (header, key) in METADATA_HEADERS {
+        if let Some(n) = header_number(headers, header) {
+            metadata.insert((*key).into(), serde_json::Value::Number(n));
+        }
+    }
+    req.build(
+        ranks.iter().map(|r| (r.index, r.score)),
+        provider_total,
+        metadata,
+    )
+    .map_err(bad)
+}
+
+/// A header holding a plain non-negative integer (as TEI writes them), else `None`.
+fn header_number(headers: &http::HeaderMap, name: &str) -> Option<serde_json::Number> {
+    let text = headers.get(name)?.to_str().ok()?.trim();
+    text.parse::<u64>().ok().map(serde_json::Number::from)
+}
+
+// ---- error mapping ---------------------------------------------------------------------------
+
+pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+    let parsed = serde_json::from_slice::<ErrorBody>(body).ok();
+    let message = parsed
+        .as_ref()
+        .filter(|e| !e.error.is_empty())
+        .map(|e| provider.redact(&e.error))
+        .unwrap_or_else(|| format!("HTTP {status}"));
+    let mut err = UpstreamError::from_status(&provider.name, status, message);
+    // TEI derives the status from `error_type`, so the type is the more precise signal. It is
+    // matched case-insensitively: the enum serializes capitalized, its API docs show lower case.
+    let error_type = parsed
+        .and_then(|e| e.error_type)
+        .map(|t| t.to_ascii_lowercase());
+    match error_type.as_deref() {
+        // Validation (413: too many texts, input too long without `truncate`), Tokenizer (422),
+        // Empty (400: no texts): all about what the caller sent.
+        Some("validation" | "tokenizer" | "empty") => err.kind = UpstreamErrorKind::InvalidRequest,
+        // 429: the server's concurrency limit is full; worth retrying later.
+        Some("overloaded") => err.kind = UpstreamErrorKind::RateLimited,
+        // Backend (424: inference failed, or the loaded model is not a reranker) and Unhealthy
+        // (503): the server's problem, not the caller's.
+        Some("backend" | "unhealthy") => err.kind = UpstreamErrorKind::Failure,
+        _ => match status {
+            // 424 is TEI's Backend status even when the body is unreadable.
+            424 => err.kind = UpstreamErrorKind::Failure,
+            // No such route: the configured base_url is not a TEI server.
+            404 => err.kind = UpstreamErrorKind::Failure,
+            _ => {}
+        },
+    }
+    err
+}
+
+// ---- tests -------------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::catalog::{Catalog, Model};
+    use crate::providers::ProviderKind;
+
+    fn provider(key: &str) -> Arc<Provider> {
+        let t = std::time::Duration::from_secs(1);
+        let ep = crate::upstream::endpoint::Endpoint::parse(
+            "http://127.0.0.1:1",
+            crate::upstream::endpoint::Timeouts {
+                connect: t,
+                total_connect: t,
+                read: t,
+                write: t,
+                idle: t,
+            },
+        )
+        .unwrap();
+        Arc::new(
+            Provider::new(
+                "tei".into(),
+                ProviderKind::Tei,
+                key,
+                Some(ep),
+                Default::default(),
+                1 << 20,
+            )
+            .unwrap(),
+        )
+    }
+
+    fn catalog() -> Catalog {
+        let mut c = Catalog::default();
+        c.insert(Model {
+            name: "tei-reranker".into(),
+            caps: crate::catalog::family("tei-rerank").unwrap(),
+            targets: vec![Target {
+                provider: provider(""),
+                native_model: "bge-reranker-base".into(),
+            }],
+            default_voice: None,
+            max_input_chars: 32_000,
+            max_documents: 32,
+        });
+        c
+    }
+
+    /// The native body for a public request body, as sent (bytes, so field order is checked too).
+    fn native_body(body: &str) -> String {
+        let cat = catalog();
+        let req = crate::api::rerank::parse(body.as_bytes(), &cat, 3).unwrap();
+        let native = rerank_request(&req.model.targets[0], &req).unwrap();
+        assert_eq!(native.method, http::Method::POST);
+        assert_eq!(native.path, "/rerank");
+        assert_eq!(native.content_type, "application/json");
+        String::from_utf8(native.body.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn builds_the_native_request_without_model_or_top_n() {
+        let got = native_body(
+            r#"{"model":"tei-reranker","query":"q","documents":["a","b","c"],"top_n":2}"#,
+        );
+        assert_eq!(
+            got,
+            r#"{"query":"q","texts":["a","b","c"],"raw_scores":false,"return_text":false}"#
+        );
+    }
+
+    #[test]
+    fn passes_truncation_fields_through() {
+        let got = native_body(
+            r#"{"model":"tei-reranker","query":"q","documents":["a"],"truncate":true,"truncation_direction":"Left"}"#,
+        );
+        assert_eq!(
+            got,
+            r#"{"query":"q","texts":["a"],"raw_scores":false,"return_text":false,"truncate":true,"truncation_direction":"Left"}"#
+        );
+    }
+
+    #[test]
+    fn translates_the_answer_and_reads_usage_headers() {
+        let cat = catalog();
+        let body = br#"{"model":"tei-reranker","query":"q","documents":["a","b","c"],"top_n":2}"#;
+        let req = crate::api::rerank::parse(body, &cat, 3).unwrap();
+        let mut h = http::HeaderMap::new();
+        h.insert("x-compute-tokens", "57".parse().unwrap());
+        h.insert("x-compute-characters", "12".parse().unwrap());
+        h.insert("x-inference-time", "3".parse().unwrap());
+        h.insert("x-compute-type", "gpu+optimized".parse().unwrap());
+        let native =
+            br#"[{"index":2,"score":0.9},{"index":0,"score":0.4},{"index":1,"score":0.1}]"#;
+        let out = rerank_response(&provider(""), &req, &h, native).unwrap();
+        let got: Vec<_> = out
+            .results
+            .iter()
+            .map(|r| (r.index, r.relevance_score, r.document))
+            .collect();
+        assert_eq!(got, vec![(2, 0.9, "c"), (0, 0.4, "a")]);
+        assert_eq!(out.usage.total_tokens, 57);
+        assert_eq!(out.metadata["total_tokens_source"], "provider");
+        assert_eq!(out.metadata["compute_characters"], 12);
+        assert_eq!(out.metadata["inference_time_ms"], 3);
+        assert!(out.metadata.get("queue_time_ms").is_none());
+        assert!(out.metadata.get("compute_type").is_none());
+    }
+
+    #[test]
+    fn without_usage_headers_the_gateway_counts() {
+        let cat = catalog();
+        let body = br#"{"model":"tei-reranker","query":"q","documents":["a","b"]}"#;
+        let req = crate::api::rerank::parse(body, &cat, 3).unwrap();
+        let mut h = http::HeaderMap::new();
+        h.insert("x-compute-tokens", "lots".parse().unwrap());
+        let native = br#"[{"index":0,"score":0.5,"text":"a"},{"index":1,"score":0.4}]"#;
+        let out = rerank_response(&provider(""), &req, &h, native).unwrap();
+        assert_eq!(out.results.len(), 2);
+        assert_eq!(out.metadata["total_tokens_source"], "gateway");
+    }
+
+    #[test]
+    fn unreadable_answers_are_bad_responses() {
+        let cat = catalog();
+        let body = br#"{"model":"tei-reranker","query":"q","documents":["a","b"]}"#;
+        let req = crate::api::rerank::parse(body, &cat, 3).unwrap();
+        let p = provider("");
+        let h = http::HeaderMap::new();
+        for native in [
+            &b"not json"[..],
+            br#"{"results":[{"index":0,"relevance_score":0.5}]}"#,
+            br#"[{"index":0}]"#,
+            br#"[{"index":5,"score":0.5}]"#,
+        ] {
+            let e = rerank_response(&p, &req, &h, native).unwrap_err();
+            assert_eq!(e.kind, UpstreamErrorKind::BadResponse);
+        }
+    }
+
+    #[test]
+    fn maps_errors() {
+        let p = provider("sk-tei-secret-99");
+        let cases: [(u16, &[u8], UpstreamErrorKind); 11] = [
+            (
+                413,
+                br#"{"error":"batch size 40 > maximum allowed batch size 32","error_type":"Validation"}"#,
+                UpstreamErrorKind::InvalidRequest,
+            ),
+            (
+                422,
+                br#"{"error":"Tokenization error","error_type":"Tokenizer"}"#,
+                UpstreamErrorKind::InvalidRequest,
+            ),
+            (
+                400,
+                br#"{"error":"`texts` cannot be empty","error_type":"Empty"}"#,
+                UpstreamErrorKind::InvalidRequest,
+            ),
+            (
+                429,
+                br#"{"error":"Model is overloaded","error_type":"overloaded"}"#,
+                UpstreamErrorKind::RateLimited,
+            ),
+            (
+                424,
+                br#"{"error":"model is not a re-ranker model","error_type":"Backend"}"#,
+                UpstreamErrorKind::Failure,
+            ),
+            (
+                503,
+                br#"{"error":"unhealthy","error_type":"Unhealthy"}"#,
+                UpstreamErrorKind::Failure,
+            ),
+            // TEI's auth layer answers a bare 401.
+            (401, b"", UpstreamErrorKind::AuthRejected),
+            (424, b"", UpstreamErrorKind::Failure),
+            (404, b"", UpstreamErrorKind::Failure),
+            (413, b"length limit exceeded", UpstreamErrorKind::InvalidRequest),
+            (500, b"<html>oops</html>", UpstreamErrorKind::Failure),
+        ];
+        for (status, body, kind) in cases {
+            let e = error_response(&p, status, body);
+            assert_eq!(e.kind, kind, "HTTP {status}");
+            assert_eq!(e.status, Some(status));
+        }
+
+        let e = error_response(
+            &p,
+            422,
+            br#"{"error":"bad token sk-tei-secret-99","error_type":"Tokenizer"}"#,
+        );
+        assert!(!e.message.contains("sk-tei-secret"));
+        assert_eq!(error_response(&p, 401, b"").message, "HTTP 401");
+        assert!(error_response(&p, 429, br#"{"error":"x","error_type":"Overloaded"}"#).retryable());
+        assert!(!error_response(&p, 424, br#"{"error":"x","error_type":"Backend"}"#).retryable());
+    }
 }

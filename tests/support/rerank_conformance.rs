@@ -11,6 +11,13 @@ use serde_json::{json, Value};
 use super::fake::{FakeProvider, Recorded, Reply};
 use super::{post, TestGateway, PROVIDER_KEY};
 
+/// Builds a native success answer from `(index, score)` pairs and the documents.
+pub type SuccessFn = fn(scores: &[(usize, f64)], docs: &[&str]) -> Reply;
+/// Asserts the native request for a query, documents and `top_n`.
+pub type CheckFn = fn(req: &Recorded, query: &str, docs: &[&str], top_n: Option<usize>);
+/// Native error answers with the public `(status, code)` each must become.
+pub type ErrorsFn = fn() -> Vec<(Reply, u16, &'static str)>;
+
 /// One provider's wire format, as the conformance cases need it.
 pub struct RerankCase {
     /// Public model name in the test config.
@@ -22,13 +29,13 @@ pub struct RerankCase {
     /// The most documents the model accepts (its family's limit).
     pub max_documents: usize,
     /// A native success answer listing `scores` as `(index, score)` in the given order.
-    pub success: fn(scores: &[(usize, f64)], docs: &[&str]) -> Reply,
+    pub success: SuccessFn,
     /// The billed token total `success` reports, if the provider reports one.
     pub reported_total: Option<u64>,
     /// Assert the native request for this query, documents and `top_n` (None: caller sent none).
-    pub check_request: fn(req: &Recorded, query: &str, docs: &[&str], top_n: Option<usize>),
+    pub check_request: CheckFn,
     /// Native error answers and the public `(status, code)` each must become.
-    pub errors: fn() -> Vec<(Reply, u16, &'static str)>,
+    pub errors: ErrorsFn,
 }
 
 const DOCS: [&str; 4] = [
