@@ -1,30 +1,414 @@
-//! Placeholder while the adapter is being written: every call is refused as an internal error.
+//! Jina AI rerank (`POST /v1/rerank`).
+//!
+//! Jina takes Cohere-style fields (`top_n`, `return_documents`) but echoes every document back unless
+//! told not to (`return_documents` defaults to true), so the gateway asks for indexes and scores only
+//! and re-attaches the caller's own strings. Jina bills in tokens and reports `usage.total_tokens`,
+//! which becomes the public `total_tokens`.
+//!
+//! Errors are FastAPI-shaped: `{"detail": "..."}` (or a validation list under `detail`), and the
+//! current API adds a machine code next to it (`{"detail": "...", "code": "AUTHZ_INSUFFICIENT_BALANCE"}`).
 
-use super::{NativeRequest, Provider};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
-pub fn rerank_request(
-    _target: &Target,
-    _req: &RerankRequest<'_>,
-) -> Result<NativeRequest, GatewayError> {
-    Err(GatewayError::Internal("adapter not written".into()))
+// ---- constants -------------------------------------------------------------------------------
+
+const RERANK_PATH: &str = "/v1/rerank";
+
+/// Jina's codes for an account that cannot pay for the call: the operator's problem, and retrying
+/// the same request will not help.
+const BILLING_CODES: &[&str] = &[
+    "AUTHZ_INSUFFICIENT_BALANCE",
+    "AUTHZ_RESOURCE_LIMIT_EXCEEDED",
+];
+
+/// The configured native model does not exist: a gateway configuration error, not the caller's.
+const MODEL_NOT_FOUND: &str = "INPUT_MODEL_NOT_FOUND";
+
+// ---- wire types ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct RerankBody<'a> {
+    model: &'a str,
+    query: &'a str,
+    documents: Vec<&'a str>,
+    /// Jina's default is every document, so the field is sent only when the caller chose a limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_n: Option<usize>,
+    /// Always false: the documents would only double the answer's size.
+    return_documents: bool,
 }
 
-pub fn rerank_response<'r>(
-    provider: &Provider,
-    _req: &'r RerankRequest<'r>,
-    _headers: &http::HeaderMap,
-    _body: &[u8],
-) -> Result<RerankResult<'r>, UpstreamError> {
-    Err(UpstreamError::new(
-        UpstreamErrorKind::BadResponse,
-        &provider.name,
-        "adapter not written",
+#[derive(Deserialize)]
+struct RerankResponse {
+    results: Vec<ResultItem>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+/// `document` (an object `{"text": …}` or, behind some proxies, a plain string) is deliberately not
+/// read: the gateway re-attaches the caller's own string by index.
+#[derive(Deserialize)]
+struct ResultItem {
+    index: usize,
+    relevance_score: f64,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    /// A float parses too: only a finite, non-negative number is believed.
+    #[serde(default)]
+    total_tokens: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    detail: Option<Value>,
+    #[serde(default)]
+    code: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+// ---- translation to native -------------------------------------------------------------------
+
+pub fn rerank_request(
+    target: &Target,
+    req: &RerankRequest<'_>,
+) -> Result<NativeRequest, GatewayError> {
+    let body = RerankBody {
+        model: &target.native_model,
+        query: req.query.as_str(),
+        documents: req.documents.iter().map(|d| d.as_str()).collect(),
+        top_n: req.top_n_given.then_some(req.top_n),
+        return_documents: false,
+    };
+    Ok(NativeRequest::post_json(
+        RERANK_PATH,
+        json_with_extra(&body, &req.passthrough)?,
     ))
 }
 
-pub fn error_response(provider: &Provider, status: u16, _body: &[u8]) -> UpstreamError {
-    UpstreamError::from_status(&provider.name, status, "adapter not written")
+// ---- translation back ------------------------------------------------------------------------
+
+pub fn rerank_response<'r>(
+    provider: &Provider,
+    req: &'r RerankRequest<'r>,
+    _headers: &http::HeaderMap,
+    body: &[u8],
+) -> Result<RerankResult<'r>, UpstreamError> {
+    let bad = |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
+    let parsed: RerankResponse = serde_json::from_slice(body)
+        .map_err(|e| bad(format!("rerank answer is not the expected JSON: {e}")))?;
+    let provider_total = parsed
+        .usage
+        .as_ref()
+        .and_then(|u| u.total_tokens)
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .map(|t| t as u64);
+    // Jina reports nothing billed beyond the token total, which has its public field.
+    req.build(
+        parsed.results.iter().map(|r| (r.index, r.relevance_score)),
+        provider_total,
+        serde_json::Map::new(),
+    )
+    .map_err(bad)
+}
+
+// ---- error mapping ---------------------------------------------------------------------------
+
+pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+    let parsed = serde_json::from_slice::<ErrorBody>(body).ok();
+    let code = parsed.as_ref().and_then(|e| e.code.clone());
+    let message = parsed
+        .and_then(|e| {
+            e.detail
+                .as_ref()
+                .and_then(detail_text)
+                .or(e.message.filter(|m| !m.trim().is_empty()))
+        })
+        .map(|m| provider.redact(&m))
+        .unwrap_or_else(|| format!("HTTP {status}"));
+    let mut err = UpstreamError::from_status(&provider.name, status, message);
+    let code = code.as_deref().unwrap_or("");
+    if status == 402 || BILLING_CODES.contains(&code) {
+        // Out of balance (Jina has answered both 402 and 403 for it): a provider-side failure the
+        // operator must fix; the 4xx status keeps it from being retried.
+        err.kind = UpstreamErrorKind::Failure;
+    } else if status == 404 || code == MODEL_NOT_FOUND {
+        // Wrong base URL or an unknown configured model: the gateway's configuration, not the caller.
+        err.kind = UpstreamErrorKind::Failure;
+    }
+    err
+}
+
+/// The human text of a FastAPI `detail`: a string, a validation list (`[{"loc": [...], "msg": ...}]`)
+/// or an object carrying `message`. Voyage and Mixedbread answer in the same envelope and share this
+/// helper; it lives here only to keep the rerank adapters out of `providers/mod.rs`.
+pub(super) fn detail_text(detail: &Value) -> Option<String> {
+    let text = match detail {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|item| match item {
+                Value::String(s) => Some(s.clone()),
+                Value::Object(o) => {
+                    let msg = o
+                        .get("msg")
+                        .or_else(|| o.get("message"))
+                        .and_then(Value::as_str)?;
+                    let loc = o
+                        .get("loc")
+                        .and_then(Value::as_array)
+                        .map(|parts| {
+                            parts
+                                .iter()
+                                .map(|p| match p {
+                                    Value::String(s) => s.clone(),
+                                    other => other.to_string(),
+                                })
+                                .collect::<Vec<_>>()
+                                .join(".")
+                        })
+                        .unwrap_or_default();
+                    Some(if loc.is_empty() {
+                        msg.to_string()
+                    } else {
+                        format!("{loc}: {msg}")
+                    })
+                }
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        Value::Object(o) => o
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        _ => String::new(),
+    };
+    (!text.trim().is_empty()).then_some(text)
+}
+
+// ---- tests -----------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+    use std::sync::Arc;
+
+    use serde_json::value::RawValue;
+
+    use super::*;
+    use crate::api::json::Str;
+    use crate::catalog::{Caps, Model};
+    use crate::providers::ProviderKind;
+
+    const KEY: &str = "jina_secret_0123456789";
+
+    fn provider() -> Arc<Provider> {
+        Arc::new(
+            Provider::new(
+                "jina".into(),
+                ProviderKind::Jina,
+                KEY,
+                None,
+                Default::default(),
+                1 << 20,
+            )
+            .unwrap(),
+        )
+    }
+
+    fn target() -> Target {
+        Target {
+            provider: provider(),
+            native_model: "jina-reranker-v2-base-multilingual".into(),
+        }
+    }
+
+    fn request<'a>(
+        docs: &[&'a str],
+        top_n: Option<usize>,
+        passthrough: Vec<(Str<'a>, &'a RawValue)>,
+    ) -> RerankRequest<'a> {
+        let Some(Caps::Rerank(caps)) = crate::catalog::family("jina-rerank") else {
+            panic!("jina-rerank family missing");
+        };
+        let model = Model {
+            name: "jina-reranker-v2".into(),
+            caps: Caps::Rerank(caps),
+            targets: Vec::new(),
+            default_voice: None,
+            max_input_chars: 32_000,
+            max_documents: 1000,
+        };
+        RerankRequest {
+            model: Arc::new(model),
+            caps,
+            query: Str(Cow::Borrowed("capital of France")),
+            documents: docs.iter().map(|d| Str(Cow::Borrowed(*d))).collect(),
+            top_n: top_n.unwrap_or(docs.len()),
+            top_n_given: top_n.is_some(),
+            retries: 0,
+            passthrough,
+        }
+    }
+
+    fn body_of(req: &RerankRequest<'_>) -> String {
+        let native = rerank_request(&target(), req).unwrap();
+        assert_eq!(native.path, "/v1/rerank");
+        assert_eq!(native.content_type, "application/json");
+        String::from_utf8(native.body.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn request_with_top_n() {
+        let req = request(&["Paris", "Berlin"], Some(1), Vec::new());
+        assert_eq!(
+            body_of(&req),
+            r#"{"model":"jina-reranker-v2-base-multilingual","query":"capital of France","documents":["Paris","Berlin"],"top_n":1,"return_documents":false}"#
+        );
+    }
+
+    #[test]
+    fn request_without_top_n_leaves_jina_default() {
+        let req = request(&["Paris", "Berlin"], None, Vec::new());
+        assert_eq!(
+            body_of(&req),
+            r#"{"model":"jina-reranker-v2-base-multilingual","query":"capital of France","documents":["Paris","Berlin"],"return_documents":false}"#
+        );
+    }
+
+    #[test]
+    fn passthrough_is_appended_verbatim() {
+        let raw = RawValue::from_string("{\"a\": 1}".into()).unwrap();
+        let req = request(&["Paris"], None, vec![(Str(Cow::Borrowed("x")), &*raw)]);
+        assert!(body_of(&req).ends_with(r#""return_documents":false,"x":{"a": 1}}"#));
+    }
+
+    #[test]
+    fn response_with_object_or_string_documents() {
+        let p = provider();
+        let req = request(&["Paris", "Berlin", "Rome"], Some(2), Vec::new());
+        let body = br#"{"model":"jina-reranker-v2-base-multilingual","usage":{"total_tokens":815,"prompt_tokens":815},
+            "results":[{"index":1,"document":{"text":"Berlin"},"relevance_score":0.2},
+                       {"index":0,"document":"Paris","relevance_score":0.9},
+                       {"index":2,"relevance_score":0.1}]}"#;
+        let out = rerank_response(&p, &req, &http::HeaderMap::new(), body).unwrap();
+        let got: Vec<_> = out.results.iter().map(|r| (r.index, r.document)).collect();
+        assert_eq!(got, vec![(0, "Paris"), (1, "Berlin")]);
+        assert_eq!(out.usage.total_tokens, 815);
+        assert_eq!(out.metadata["total_tokens_source"], "provider");
+    }
+
+    #[test]
+    fn response_without_usage_counts_locally() {
+        let p = provider();
+        let req = request(&["Paris"], None, Vec::new());
+        let body = br#"{"results":[{"index":0,"relevance_score":0.5}]}"#;
+        let out = rerank_response(&p, &req, &http::HeaderMap::new(), body).unwrap();
+        assert_eq!(out.metadata["total_tokens_source"], "gateway");
+    }
+
+    #[test]
+    fn bad_answers_are_bad_responses() {
+        let p = provider();
+        let req = request(&["Paris"], None, Vec::new());
+        for body in [
+            &b"not json"[..],
+            br#"{"results":"nope"}"#,
+            br#"{"data":[{"index":0,"relevance_score":0.5}]}"#,
+            br#"{"results":[{"index":0}]}"#,
+            br#"{"results":[{"index":7,"relevance_score":0.5}]}"#,
+        ] {
+            let e = rerank_response(&p, &req, &http::HeaderMap::new(), body).unwrap_err();
+            assert_eq!(e.kind, UpstreamErrorKind::BadResponse, "{e}");
+        }
+    }
+
+    #[test]
+    fn maps_errors() {
+        let p = provider();
+        let cases: &[(u16, &str, UpstreamErrorKind, bool)] = &[
+            (
+                400,
+                r#"{"detail":"Number of documents exceeds the limit"}"#,
+                UpstreamErrorKind::InvalidRequest,
+                false,
+            ),
+            (
+                422,
+                r#"{"detail":[{"loc":["body","top_n"],"msg":"ensure this value is greater than 0","type":"value_error"}]}"#,
+                UpstreamErrorKind::InvalidRequest,
+                false,
+            ),
+            (
+                401,
+                r#"{"detail":"Failed to authenticate with the provided api key."}"#,
+                UpstreamErrorKind::AuthRejected,
+                false,
+            ),
+            (
+                402,
+                r#"{"detail":"Account balance not enough to run this query, please recharge."}"#,
+                UpstreamErrorKind::Failure,
+                false,
+            ),
+            (
+                403,
+                r#"{"detail":"Insufficient account balance.","code":"AUTHZ_INSUFFICIENT_BALANCE"}"#,
+                UpstreamErrorKind::Failure,
+                false,
+            ),
+            (
+                403,
+                r#"{"detail":"Forbidden"}"#,
+                UpstreamErrorKind::AuthRejected,
+                false,
+            ),
+            (
+                400,
+                r#"{"detail":"Model 'nope' not found","code":"INPUT_MODEL_NOT_FOUND"}"#,
+                UpstreamErrorKind::Failure,
+                false,
+            ),
+            (
+                429,
+                r#"{"detail":"Rate limit exceeded","code":"RATE_REQUEST_LIMIT_EXCEEDED"}"#,
+                UpstreamErrorKind::RateLimited,
+                true,
+            ),
+            (500, "<html>oops</html>", UpstreamErrorKind::Failure, true),
+        ];
+        for (status, body, kind, retryable) in cases {
+            let e = error_response(&p, *status, body.as_bytes());
+            assert_eq!(e.kind, *kind, "{status} {body}");
+            assert_eq!(e.retryable(), *retryable, "{status} {body}");
+            assert_eq!(e.status, Some(*status));
+        }
+
+        let e = error_response(&p, 422, cases[1].1.as_bytes());
+        assert_eq!(e.message, "body.top_n: ensure this value is greater than 0");
+        assert_eq!(error_response(&p, 500, b"<html>").message, "HTTP 500");
+        assert_eq!(
+            error_response(&p, 503, br#"{"message":"overloaded"}"#).message,
+            "overloaded"
+        );
+    }
+
+    #[test]
+    fn error_messages_are_redacted() {
+        let p = provider();
+        let body = format!(r#"{{"detail":"Invalid API key {KEY}"}}"#);
+        let e = error_response(&p, 401, body.as_bytes());
+        assert!(!e.message.contains(KEY), "{}", e.message);
+    }
 }

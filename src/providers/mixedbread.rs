@@ -1,30 +1,357 @@
-//! Placeholder while the adapter is being written: every call is refused as an internal error.
+//! Mixedbread rerank (`POST /v1/reranking`).
+//!
+//! Mixedbread's wire names differ from Cohere's almost everywhere: documents go in `input`, the limit
+//! is `top_k` (default: every document), echoing documents is `return_input` (default false; sent
+//! as false anyway, the gateway re-attaches the caller's own strings), results are under `data` and
+//! the score is `score`. Usage is OpenAI-style (`usage.prompt_tokens`, `usage.total_tokens`); the
+//! total becomes the public `total_tokens`.
+//!
+//! Mixedbread documents its status codes but not its error body, so the message is looked for in
+//! the FastAPI `detail`, then `message`, then `error`.
 
-use super::{NativeRequest, Provider};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::jina::detail_text;
+use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
-pub fn rerank_request(
-    _target: &Target,
-    _req: &RerankRequest<'_>,
-) -> Result<NativeRequest, GatewayError> {
-    Err(GatewayError::Internal("adapter not written".into()))
+// ---- constants -------------------------------------------------------------------------------
+
+const RERANK_PATH: &str = "/v1/reranking";
+
+// ---- wire types ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct RerankBody<'a> {
+    model: &'a str,
+    query: &'a str,
+    input: Vec<&'a str>,
+    /// Mixedbread's default is every document, so the field is sent only when the caller chose a
+    /// limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_k: Option<usize>,
+    /// Already Mixedbread's default; sent so the answer stays small whatever the default becomes.
+    return_input: bool,
 }
 
-pub fn rerank_response<'r>(
-    provider: &Provider,
-    _req: &'r RerankRequest<'r>,
-    _headers: &http::HeaderMap,
-    _body: &[u8],
-) -> Result<RerankResult<'r>, UpstreamError> {
-    Err(UpstreamError::new(
-        UpstreamErrorKind::BadResponse,
-        &provider.name,
-        "adapter not written",
+#[derive(Deserialize)]
+struct RerankResponse {
+    data: Vec<ResultItem>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+/// `input` (the echoed document) is not read even if present: the gateway re-attaches the caller's
+/// own string.
+#[derive(Deserialize)]
+struct ResultItem {
+    index: usize,
+    score: f64,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    /// A float parses too: only a finite, non-negative number is believed.
+    #[serde(default)]
+    total_tokens: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    detail: Option<Value>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+// ---- translation to native -------------------------------------------------------------------
+
+pub fn rerank_request(
+    target: &Target,
+    req: &RerankRequest<'_>,
+) -> Result<NativeRequest, GatewayError> {
+    let body = RerankBody {
+        model: &target.native_model,
+        query: req.query.as_str(),
+        input: req.documents.iter().map(|d| d.as_str()).collect(),
+        top_k: req.top_n_given.then_some(req.top_n),
+        return_input: false,
+    };
+    Ok(NativeRequest::post_json(
+        RERANK_PATH,
+        json_with_extra(&body, &req.passthrough)?,
     ))
 }
 
-pub fn error_response(provider: &Provider, status: u16, _body: &[u8]) -> UpstreamError {
-    UpstreamError::from_status(&provider.name, status, "adapter not written")
+// ---- translation back ------------------------------------------------------------------------
+
+pub fn rerank_response<'r>(
+    provider: &Provider,
+    req: &'r RerankRequest<'r>,
+    _headers: &http::HeaderMap,
+    body: &[u8],
+) -> Result<RerankResult<'r>, UpstreamError> {
+    let bad = |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
+    let parsed: RerankResponse = serde_json::from_slice(body)
+        .map_err(|e| bad(format!("rerank answer is not the expected JSON: {e}")))?;
+    let provider_total = parsed
+        .usage
+        .as_ref()
+        .and_then(|u| u.total_tokens)
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .map(|t| t as u64);
+    // `prompt_tokens` is the same count as `total_tokens` for a reranker (no completion), so nothing
+    // billed is left for `metadata`.
+    req.build(
+        parsed.data.iter().map(|r| (r.index, r.score)),
+        provider_total,
+        serde_json::Map::new(),
+    )
+    .map_err(bad)
+}
+
+// ---- error mapping ---------------------------------------------------------------------------
+
+pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+    let message = serde_json::from_slice::<ErrorBody>(body)
+        .ok()
+        .and_then(|e| {
+            e.detail
+                .as_ref()
+                .and_then(detail_text)
+                .or(e.message.filter(|m| !m.trim().is_empty()))
+                .or(e.error.as_ref().and_then(error_text))
+        })
+        .map(|m| provider.redact(&m))
+        .unwrap_or_else(|| format!("HTTP {status}"));
+    let mut err = UpstreamError::from_status(&provider.name, status, message);
+    match status {
+        // "Account needs balance top-up or valid payment method": the operator's problem; the 4xx
+        // status keeps it from being retried.
+        402 => err.kind = UpstreamErrorKind::Failure,
+        // Wrong base URL or an unknown configured model: the gateway's configuration, not the caller.
+        404 => err.kind = UpstreamErrorKind::Failure,
+        _ => {}
+    }
+    err
+}
+
+/// `error` as a plain string or an OpenAI-style `{"message": ...}` object.
+fn error_text(error: &Value) -> Option<String> {
+    let text = match error {
+        Value::String(s) => s.as_str(),
+        Value::Object(o) => o.get("message").and_then(Value::as_str).unwrap_or(""),
+        _ => "",
+    };
+    (!text.trim().is_empty()).then(|| text.to_string())
+}
+
+// ---- tests -----------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+    use std::sync::Arc;
+
+    use serde_json::value::RawValue;
+
+    use super::*;
+    use crate::api::json::Str;
+    use crate::catalog::{Caps, Model};
+    use crate::providers::ProviderKind;
+
+    const KEY: &str = "mxb_secret_0123456789";
+
+    fn provider() -> Arc<Provider> {
+        Arc::new(
+            Provider::new(
+                "mixedbread".into(),
+                ProviderKind::Mixedbread,
+                KEY,
+                None,
+                Default::default(),
+                1 << 20,
+            )
+            .unwrap(),
+        )
+    }
+
+    fn target() -> Target {
+        Target {
+            provider: provider(),
+            native_model: "mixedbread-ai/mxbai-rerank-large-v2".into(),
+        }
+    }
+
+    fn request<'a>(
+        docs: &[&'a str],
+        top_n: Option<usize>,
+        passthrough: Vec<(Str<'a>, &'a RawValue)>,
+    ) -> RerankRequest<'a> {
+        let Some(Caps::Rerank(caps)) = crate::catalog::family("mixedbread-rerank") else {
+            panic!("mixedbread-rerank family missing");
+        };
+        let model = Model {
+            name: "mxbai-rerank-large-v2".into(),
+            caps: Caps::Rerank(caps),
+            targets: Vec::new(),
+            default_voice: None,
+            max_input_chars: 32_000,
+            max_documents: 1000,
+        };
+        RerankRequest {
+            model: Arc::new(model),
+            caps,
+            query: Str(Cow::Borrowed("capital of France")),
+            documents: docs.iter().map(|d| Str(Cow::Borrowed(*d))).collect(),
+            top_n: top_n.unwrap_or(docs.len()),
+            top_n_given: top_n.is_some(),
+            retries: 0,
+            passthrough,
+        }
+    }
+
+    fn body_of(req: &RerankRequest<'_>) -> String {
+        let native = rerank_request(&target(), req).unwrap();
+        assert_eq!(native.path, "/v1/reranking");
+        assert_eq!(native.content_type, "application/json");
+        String::from_utf8(native.body.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn request_uses_input_and_top_k() {
+        let req = request(&["Paris", "Berlin"], Some(1), Vec::new());
+        assert_eq!(
+            body_of(&req),
+            r#"{"model":"mixedbread-ai/mxbai-rerank-large-v2","query":"capital of France","input":["Paris","Berlin"],"top_k":1,"return_input":false}"#
+        );
+    }
+
+    #[test]
+    fn request_without_top_n_leaves_mixedbread_default() {
+        let req = request(&["Paris", "Berlin"], None, Vec::new());
+        assert_eq!(
+            body_of(&req),
+            r#"{"model":"mixedbread-ai/mxbai-rerank-large-v2","query":"capital of France","input":["Paris","Berlin"],"return_input":false}"#
+        );
+    }
+
+    #[test]
+    fn passthrough_is_appended_verbatim() {
+        let raw = RawValue::from_string("true".into()).unwrap();
+        let req = request(&["Paris"], None, vec![(Str(Cow::Borrowed("x")), &*raw)]);
+        assert!(body_of(&req).ends_with(r#""return_input":false,"x":true}"#));
+    }
+
+    #[test]
+    fn response_reads_data_score_and_usage() {
+        let p = provider();
+        let req = request(&["Paris", "Berlin", "Rome"], Some(2), Vec::new());
+        let body = br#"{"object":"list","model":"mixedbread-ai/mxbai-rerank-large-v2","top_k":2,"return_input":false,
+            "data":[{"index":1,"score":0.2,"object":"rank_result"},{"index":0,"score":0.9,"input":"Paris","object":"rank_result"}],
+            "usage":{"prompt_tokens":120,"total_tokens":120,"completion_tokens":0}}"#;
+        let out = rerank_response(&p, &req, &http::HeaderMap::new(), body).unwrap();
+        let got: Vec<_> = out.results.iter().map(|r| (r.index, r.document)).collect();
+        assert_eq!(got, vec![(0, "Paris"), (1, "Berlin")]);
+        assert_eq!(out.usage.total_tokens, 120);
+        assert_eq!(out.metadata["total_tokens_source"], "provider");
+    }
+
+    #[test]
+    fn bad_answers_are_bad_responses() {
+        let p = provider();
+        let req = request(&["Paris"], None, Vec::new());
+        for body in [
+            &b"not json"[..],
+            br#"{"data":"nope"}"#,
+            // Voyage/Cohere score name: Mixedbread's is `score`.
+            br#"{"data":[{"index":0,"relevance_score":0.5}]}"#,
+            br#"{"results":[{"index":0,"score":0.5}]}"#,
+            br#"{"data":[{"index":3,"score":0.5}]}"#,
+        ] {
+            let e = rerank_response(&p, &req, &http::HeaderMap::new(), body).unwrap_err();
+            assert_eq!(e.kind, UpstreamErrorKind::BadResponse, "{e}");
+        }
+    }
+
+    #[test]
+    fn maps_errors() {
+        let p = provider();
+        let cases: &[(u16, &str, UpstreamErrorKind, bool)] = &[
+            (
+                422,
+                r#"{"detail":[{"loc":["body","input"],"msg":"List should have at least 1 item","type":"too_short"}]}"#,
+                UpstreamErrorKind::InvalidRequest,
+                false,
+            ),
+            (
+                400,
+                r#"{"message":"Malformed request"}"#,
+                UpstreamErrorKind::InvalidRequest,
+                false,
+            ),
+            (
+                401,
+                r#"{"detail":"Invalid API key"}"#,
+                UpstreamErrorKind::AuthRejected,
+                false,
+            ),
+            (
+                402,
+                r#"{"detail":"Insufficient balance"}"#,
+                UpstreamErrorKind::Failure,
+                false,
+            ),
+            (
+                404,
+                r#"{"detail":"Not Found"}"#,
+                UpstreamErrorKind::Failure,
+                false,
+            ),
+            (
+                429,
+                r#"{"error":{"message":"Rate limit exceeded"}}"#,
+                UpstreamErrorKind::RateLimited,
+                true,
+            ),
+            (
+                500,
+                "Internal Server Error",
+                UpstreamErrorKind::Failure,
+                true,
+            ),
+            (504, "", UpstreamErrorKind::Timeout, true),
+        ];
+        for (status, body, kind, retryable) in cases {
+            let e = error_response(&p, *status, body.as_bytes());
+            assert_eq!(e.kind, *kind, "{status} {body}");
+            assert_eq!(e.retryable(), *retryable, "{status} {body}");
+        }
+        assert_eq!(
+            error_response(&p, 422, cases[0].1.as_bytes()).message,
+            "body.input: List should have at least 1 item"
+        );
+        assert_eq!(
+            error_response(&p, 429, cases[5].1.as_bytes()).message,
+            "Rate limit exceeded"
+        );
+        assert_eq!(
+            error_response(&p, 400, cases[1].1.as_bytes()).message,
+            "Malformed request"
+        );
+        assert_eq!(error_response(&p, 500, b"oops").message, "HTTP 500");
+    }
+
+    #[test]
+    fn error_messages_are_redacted() {
+        let p = provider();
+        let body = format!(r#"{{"error":"bad key {KEY}"}}"#);
+        let e = error_response(&p, 401, body.as_bytes());
+        assert!(!e.message.contains(KEY), "{}", e.message);
+    }
 }

@@ -1,30 +1,337 @@
-//! Placeholder while the adapter is being written: every call is refused as an internal error.
+//! Voyage AI rerank (`POST /v1/rerank`).
+//!
+//! Voyage names the limit `top_k` (default: every document) and lists results under `data`, not
+//! `results`. Documents come back only when asked (`return_documents`, default false); the gateway
+//! says false explicitly and re-attaches the caller's own strings. Voyage bills
+//! `query_tokens × documents + Σ document tokens` and reports it as `usage.total_tokens`, which
+//! becomes the public `total_tokens`. `truncation` passes through natively.
+//!
+//! Errors are FastAPI-shaped (`{"detail": "..."}`), the envelope Voyage's own client reads.
 
-use super::{NativeRequest, Provider};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::jina::detail_text;
+use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
-pub fn rerank_request(
-    _target: &Target,
-    _req: &RerankRequest<'_>,
-) -> Result<NativeRequest, GatewayError> {
-    Err(GatewayError::Internal("adapter not written".into()))
+// ---- constants -------------------------------------------------------------------------------
+
+const RERANK_PATH: &str = "/v1/rerank";
+
+// ---- wire types ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct RerankBody<'a> {
+    model: &'a str,
+    query: &'a str,
+    documents: Vec<&'a str>,
+    /// Voyage's default is every document, so the field is sent only when the caller chose a limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_k: Option<usize>,
+    /// Already Voyage's default; sent so the answer stays small whatever the default becomes.
+    return_documents: bool,
 }
 
-pub fn rerank_response<'r>(
-    provider: &Provider,
-    _req: &'r RerankRequest<'r>,
-    _headers: &http::HeaderMap,
-    _body: &[u8],
-) -> Result<RerankResult<'r>, UpstreamError> {
-    Err(UpstreamError::new(
-        UpstreamErrorKind::BadResponse,
-        &provider.name,
-        "adapter not written",
+#[derive(Deserialize)]
+struct RerankResponse {
+    data: Vec<ResultItem>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+/// `document` is not read even if present: the gateway re-attaches the caller's own string.
+#[derive(Deserialize)]
+struct ResultItem {
+    index: usize,
+    relevance_score: f64,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    /// A float parses too: only a finite, non-negative number is believed.
+    #[serde(default)]
+    total_tokens: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    detail: Option<Value>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+// ---- translation to native -------------------------------------------------------------------
+
+pub fn rerank_request(
+    target: &Target,
+    req: &RerankRequest<'_>,
+) -> Result<NativeRequest, GatewayError> {
+    let body = RerankBody {
+        model: &target.native_model,
+        query: req.query.as_str(),
+        documents: req.documents.iter().map(|d| d.as_str()).collect(),
+        top_k: req.top_n_given.then_some(req.top_n),
+        return_documents: false,
+    };
+    Ok(NativeRequest::post_json(
+        RERANK_PATH,
+        json_with_extra(&body, &req.passthrough)?,
     ))
 }
 
-pub fn error_response(provider: &Provider, status: u16, _body: &[u8]) -> UpstreamError {
-    UpstreamError::from_status(&provider.name, status, "adapter not written")
+// ---- translation back ------------------------------------------------------------------------
+
+pub fn rerank_response<'r>(
+    provider: &Provider,
+    req: &'r RerankRequest<'r>,
+    _headers: &http::HeaderMap,
+    body: &[u8],
+) -> Result<RerankResult<'r>, UpstreamError> {
+    let bad = |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
+    let parsed: RerankResponse = serde_json::from_slice(body)
+        .map_err(|e| bad(format!("rerank answer is not the expected JSON: {e}")))?;
+    let provider_total = parsed
+        .usage
+        .as_ref()
+        .and_then(|u| u.total_tokens)
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .map(|t| t as u64);
+    // Voyage reports nothing billed beyond the token total, which has its public field.
+    req.build(
+        parsed.data.iter().map(|r| (r.index, r.relevance_score)),
+        provider_total,
+        serde_json::Map::new(),
+    )
+    .map_err(bad)
+}
+
+// ---- error mapping ---------------------------------------------------------------------------
+
+pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+    let message = serde_json::from_slice::<ErrorBody>(body)
+        .ok()
+        .and_then(|e| {
+            e.detail
+                .as_ref()
+                .and_then(detail_text)
+                .or(e.message.filter(|m| !m.trim().is_empty()))
+        })
+        .map(|m| provider.redact(&m))
+        .unwrap_or_else(|| format!("HTTP {status}"));
+    let mut err = UpstreamError::from_status(&provider.name, status, message);
+    match status {
+        // Payment required: the account, not the request; the 4xx status keeps it from retrying.
+        402 => err.kind = UpstreamErrorKind::Failure,
+        // Wrong base URL: the gateway's configuration, not the caller.
+        404 => err.kind = UpstreamErrorKind::Failure,
+        _ => {}
+    }
+    err
+}
+
+// ---- tests -----------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+    use std::sync::Arc;
+
+    use serde_json::value::RawValue;
+
+    use super::*;
+    use crate::api::json::Str;
+    use crate::catalog::{Caps, Model};
+    use crate::providers::ProviderKind;
+
+    const KEY: &str = "pa-voyage-secret-0123456789";
+
+    fn provider() -> Arc<Provider> {
+        Arc::new(
+            Provider::new(
+                "voyage".into(),
+                ProviderKind::Voyage,
+                KEY,
+                None,
+                Default::default(),
+                1 << 20,
+            )
+            .unwrap(),
+        )
+    }
+
+    fn target() -> Target {
+        Target {
+            provider: provider(),
+            native_model: "rerank-2.5".into(),
+        }
+    }
+
+    fn request<'a>(
+        docs: &[&'a str],
+        top_n: Option<usize>,
+        passthrough: Vec<(Str<'a>, &'a RawValue)>,
+    ) -> RerankRequest<'a> {
+        let Some(Caps::Rerank(caps)) = crate::catalog::family("voyage-rerank") else {
+            panic!("voyage-rerank family missing");
+        };
+        let model = Model {
+            name: "voyage-rerank-2.5".into(),
+            caps: Caps::Rerank(caps),
+            targets: Vec::new(),
+            default_voice: None,
+            max_input_chars: 32_000,
+            max_documents: 1000,
+        };
+        RerankRequest {
+            model: Arc::new(model),
+            caps,
+            query: Str(Cow::Borrowed("capital of France")),
+            documents: docs.iter().map(|d| Str(Cow::Borrowed(*d))).collect(),
+            top_n: top_n.unwrap_or(docs.len()),
+            top_n_given: top_n.is_some(),
+            retries: 0,
+            passthrough,
+        }
+    }
+
+    fn body_of(req: &RerankRequest<'_>) -> String {
+        let native = rerank_request(&target(), req).unwrap();
+        assert_eq!(native.path, "/v1/rerank");
+        assert_eq!(native.content_type, "application/json");
+        String::from_utf8(native.body.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn request_maps_top_n_to_top_k() {
+        let req = request(&["Paris", "Berlin"], Some(1), Vec::new());
+        assert_eq!(
+            body_of(&req),
+            r#"{"model":"rerank-2.5","query":"capital of France","documents":["Paris","Berlin"],"top_k":1,"return_documents":false}"#
+        );
+    }
+
+    #[test]
+    fn request_without_top_n_leaves_voyage_default() {
+        let req = request(&["Paris", "Berlin"], None, Vec::new());
+        assert_eq!(
+            body_of(&req),
+            r#"{"model":"rerank-2.5","query":"capital of France","documents":["Paris","Berlin"],"return_documents":false}"#
+        );
+    }
+
+    #[test]
+    fn truncation_passes_through() {
+        let raw = RawValue::from_string("false".into()).unwrap();
+        let req = request(
+            &["Paris"],
+            Some(1),
+            vec![(Str(Cow::Borrowed("truncation")), &*raw)],
+        );
+        assert_eq!(
+            body_of(&req),
+            r#"{"model":"rerank-2.5","query":"capital of France","documents":["Paris"],"top_k":1,"return_documents":false,"truncation":false}"#
+        );
+    }
+
+    #[test]
+    fn response_reads_data_and_usage() {
+        let p = provider();
+        let req = request(&["Paris", "Berlin", "Rome"], Some(2), Vec::new());
+        let body = br#"{"object":"list","data":[{"relevance_score":0.2,"index":1},{"relevance_score":0.9,"index":0,"document":"Paris"},{"relevance_score":0.1,"index":2}],
+            "model":"rerank-2.5","usage":{"total_tokens":26}}"#;
+        let out = rerank_response(&p, &req, &http::HeaderMap::new(), body).unwrap();
+        let got: Vec<_> = out.results.iter().map(|r| (r.index, r.document)).collect();
+        assert_eq!(got, vec![(0, "Paris"), (1, "Berlin")]);
+        assert_eq!(out.usage.total_tokens, 26);
+        assert_eq!(out.metadata["total_tokens_source"], "provider");
+    }
+
+    #[test]
+    fn bad_answers_are_bad_responses() {
+        let p = provider();
+        let req = request(&["Paris"], None, Vec::new());
+        for body in [
+            &b"not json"[..],
+            br#"{"data":"nope"}"#,
+            // Cohere/Jina shape: Voyage's results are under `data`.
+            br#"{"results":[{"index":0,"relevance_score":0.5}]}"#,
+            br#"{"data":[{"index":0,"score":0.5}]}"#,
+            br#"{"data":[{"index":3,"relevance_score":0.5}]}"#,
+        ] {
+            let e = rerank_response(&p, &req, &http::HeaderMap::new(), body).unwrap_err();
+            assert_eq!(e.kind, UpstreamErrorKind::BadResponse, "{e}");
+        }
+    }
+
+    #[test]
+    fn maps_errors() {
+        let p = provider();
+        let cases: &[(u16, &str, UpstreamErrorKind, bool)] = &[
+            (
+                400,
+                r#"{"detail":"The total number of tokens exceeds the limit."}"#,
+                UpstreamErrorKind::InvalidRequest,
+                false,
+            ),
+            (
+                422,
+                r#"{"detail":[{"loc":["body","top_k"],"msg":"Input should be greater than or equal to 1","type":"greater_than_equal"}]}"#,
+                UpstreamErrorKind::InvalidRequest,
+                false,
+            ),
+            (
+                401,
+                r#"{"detail":"Provided API key is invalid."}"#,
+                UpstreamErrorKind::AuthRejected,
+                false,
+            ),
+            (
+                403,
+                r#"{"detail":"Forbidden"}"#,
+                UpstreamErrorKind::AuthRejected,
+                false,
+            ),
+            (
+                402,
+                r#"{"detail":"Payment required"}"#,
+                UpstreamErrorKind::Failure,
+                false,
+            ),
+            (
+                429,
+                r#"{"detail":"You have exceeded the rate limit."}"#,
+                UpstreamErrorKind::RateLimited,
+                true,
+            ),
+            (
+                500,
+                r#"{"detail":"Internal server error"}"#,
+                UpstreamErrorKind::Failure,
+                true,
+            ),
+            (503, "", UpstreamErrorKind::Failure, true),
+        ];
+        for (status, body, kind, retryable) in cases {
+            let e = error_response(&p, *status, body.as_bytes());
+            assert_eq!(e.kind, *kind, "{status} {body}");
+            assert_eq!(e.retryable(), *retryable, "{status} {body}");
+        }
+        assert_eq!(
+            error_response(&p, 422, cases[1].1.as_bytes()).message,
+            "body.top_k: Input should be greater than or equal to 1"
+        );
+        assert_eq!(error_response(&p, 503, b"").message, "HTTP 503");
+    }
+
+    #[test]
+    fn error_messages_are_redacted() {
+        let p = provider();
+        let body = format!(r#"{{"detail":"API key {KEY} is invalid"}}"#);
+        let e = error_response(&p, 401, body.as_bytes());
+        assert!(!e.message.contains(KEY), "{}", e.message);
+    }
 }
