@@ -187,7 +187,7 @@ static ZHIPU_RERANK: RerankCaps = RerankCaps {
 static MIXEDBREAD_RERANK: RerankCaps = RerankCaps {
     max_documents: 1000,
     max_query_chars: 32_000,
-    native_fields: &[],
+    native_fields: &["rewrite_query"],
 };
 
 /// TEI's own default `--max-client-batch-size` is 32; raise `max_documents` per model to match a

@@ -1,30 +1,359 @@
-//! Placeholder while the adapter is being written: every call is refused as an internal error.
+//! SiliconFlow (硅基流动) rerank (`POST /v1/rerank`).
+//!
+//! Cohere-like request (`model`, `query`, `documents`, `top_n`, `return_documents`) plus native
+//! chunking options (`max_chunks_per_doc`, `overlap_tokens`) and the Qwen3 rerankers' `instruction`,
+//! all top-level. `top_n` has no documented default other than "all", so it is sent only when the
+//! caller gave one. Token counts come under `tokens{input_tokens,output_tokens}` (the API reference);
+//! some integrations read them under `meta.tokens`, so both places are accepted.
+//!
+//! Errors are `{"code":<int>,"message":"…","data":null}`; a rejected key may instead come as a bare
+//! JSON string or plain text (`"Invalid token"`), so the message is read from any of those.
 
-use super::{NativeRequest, Provider};
+use serde::{Deserialize, Serialize};
+
+use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
-pub fn rerank_request(
-    _target: &Target,
-    _req: &RerankRequest<'_>,
-) -> Result<NativeRequest, GatewayError> {
-    Err(GatewayError::Internal("adapter not written".into()))
+// ---- constants -------------------------------------------------------------------------------
+
+const RERANK_PATH: &str = "/v1/rerank";
+
+/// Longest plain-text error body taken as a message; anything longer is probably a page, not a
+/// reason.
+const MAX_PLAIN_MESSAGE: usize = 200;
+
+/// "Sorry, your account balance is insufficient" (sent with 402 or 403).
+const CODE_BALANCE: i64 = 30001;
+/// "Model does not exist. Please check it carefully."
+const CODE_NO_MODEL: i64 = 20012;
+
+// ---- wire types ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct RerankBody<'a> {
+    model: &'a str,
+    query: &'a str,
+    documents: Vec<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_n: Option<usize>,
+    return_documents: bool,
 }
 
-pub fn rerank_response<'r>(
-    provider: &Provider,
-    _req: &'r RerankRequest<'r>,
-    _headers: &http::HeaderMap,
-    _body: &[u8],
-) -> Result<RerankResult<'r>, UpstreamError> {
-    Err(UpstreamError::new(
-        UpstreamErrorKind::BadResponse,
-        &provider.name,
-        "adapter not written",
+#[derive(Deserialize)]
+struct RerankResponse {
+    results: Vec<ResultItem>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    tokens: Option<Tokens>,
+    #[serde(default)]
+    meta: Option<Meta>,
+}
+
+#[derive(Deserialize)]
+struct ResultItem {
+    index: usize,
+    relevance_score: f64,
+}
+
+#[derive(Deserialize)]
+struct Meta {
+    #[serde(default)]
+    tokens: Option<Tokens>,
+}
+
+#[derive(Deserialize)]
+struct Tokens {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ErrorBody {
+    Envelope {
+        #[serde(default)]
+        code: Option<serde_json::Value>,
+        #[serde(default)]
+        message: Option<String>,
+    },
+    Text(String),
+}
+
+// ---- translation to native -------------------------------------------------------------------
+
+pub fn rerank_request(
+    target: &Target,
+    req: &RerankRequest<'_>,
+) -> Result<NativeRequest, GatewayError> {
+    let body = RerankBody {
+        model: &target.native_model,
+        query: req.query.as_str(),
+        documents: req.documents.iter().map(|d| d.as_str()).collect(),
+        top_n: req.top_n_given.then_some(req.top_n),
+        return_documents: false,
+    };
+    Ok(NativeRequest::post_json(
+        RERANK_PATH,
+        json_with_extra(&body, &req.passthrough)?,
     ))
 }
 
-pub fn error_response(provider: &Provider, status: u16, _body: &[u8]) -> UpstreamError {
-    UpstreamError::from_status(&provider.name, status, "adapter not written")
+// ---- translation back ------------------------------------------------------------------------
+
+pub fn rerank_response<'r>(
+    provider: &Provider,
+    req: &'r RerankRequest<'r>,
+    _headers: &http::HeaderMap,
+    body: &[u8],
+) -> Result<RerankResult<'r>, UpstreamError> {
+    let bad = |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
+    let parsed: RerankResponse = serde_json::from_slice(body)
+        .map_err(|e| bad(format!("rerank answer is not the expected JSON: {e}")))?;
+    let tokens = parsed
+        .tokens
+        .as_ref()
+        .or_else(|| parsed.meta.as_ref().and_then(|m| m.tokens.as_ref()));
+    // Billed total: input tokens, plus output tokens should a model ever report any.
+    let provider_total = tokens.and_then(|t| {
+        t.input_tokens
+            .map(|i| i + t.output_tokens.unwrap_or(0))
+            .or(t.output_tokens.filter(|o| *o > 0))
+    });
+    let mut metadata = serde_json::Map::new();
+    if let Some(id) = parsed.id.filter(|s| !s.is_empty()) {
+        metadata.insert("request_id".into(), id.into());
+    }
+    req.build(
+        parsed.results.iter().map(|r| (r.index, r.relevance_score)),
+        provider_total,
+        metadata,
+    )
+    .map_err(bad)
+}
+
+// ---- error mapping ---------------------------------------------------------------------------
+
+pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+    let (code, message) = match serde_json::from_slice::<ErrorBody>(body) {
+        Ok(ErrorBody::Envelope { code, message }) => (code.as_ref().and_then(code_number), message),
+        Ok(ErrorBody::Text(t)) => (None, Some(t)),
+        Err(_) => (None, plain_text(body)),
+    };
+    let message = message
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty())
+        .map(|m| provider.redact(&m))
+        .unwrap_or_else(|| format!("HTTP {status}"));
+    let mut err = UpstreamError::from_status(&provider.name, status, message);
+    match code {
+        // Out of money: not the caller's fault and retrying will not help; the 4xx status keeps
+        // it from being retried.
+        Some(CODE_BALANCE) => err.kind = UpstreamErrorKind::Failure,
+        // The configured native model is wrong: an operator problem.
+        Some(CODE_NO_MODEL) => err.kind = UpstreamErrorKind::Failure,
+        _ if status == 404 => err.kind = UpstreamErrorKind::Failure,
+        _ => {}
+    }
+    err
+}
+
+/// The error code as a number (SiliconFlow sends integers; numeric strings are tolerated).
+fn code_number(v: &serde_json::Value) -> Option<i64> {
+    match v {
+        serde_json::Value::Number(n) => n.as_i64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// A short single-line, non-markup text body (the plain-text 401), else nothing.
+fn plain_text(body: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(body).ok()?.trim();
+    (!text.is_empty()
+        && text.len() <= MAX_PLAIN_MESSAGE
+        && !text.contains('\n')
+        && !text.starts_with('<')
+        && !text.starts_with('{'))
+    .then(|| text.to_string())
+}
+
+// ---- tests -----------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::catalog::{Catalog, Model};
+    use crate::providers::ProviderKind;
+
+    const KEY: &str = "sk-sf-secret-123456";
+
+    fn provider() -> Arc<Provider> {
+        Arc::new(
+            Provider::new(
+                "siliconflow".into(),
+                ProviderKind::SiliconFlow,
+                KEY,
+                None,
+                Default::default(),
+                1 << 20,
+            )
+            .unwrap(),
+        )
+    }
+
+    fn catalog() -> Catalog {
+        let mut c = Catalog::default();
+        c.insert(Model {
+            name: "bge".into(),
+            caps: crate::catalog::family("siliconflow-rerank").unwrap(),
+            targets: vec![Target {
+                provider: provider(),
+                native_model: "BAAI/bge-reranker-v2-m3".into(),
+            }],
+            default_voice: None,
+            max_input_chars: 32_000,
+            max_documents: 1000,
+        });
+        c
+    }
+
+    fn native_json(body: &'static [u8]) -> serde_json::Value {
+        let catalog = catalog();
+        let req = crate::api::rerank::parse(body, &catalog, 3).unwrap();
+        let native = rerank_request(&req.model.targets[0], &req).unwrap();
+        assert_eq!(native.path, RERANK_PATH);
+        serde_json::from_slice(&native.body).unwrap()
+    }
+
+    #[test]
+    fn builds_request() {
+        let b = native_json(br#"{"model":"bge","query":"q","documents":["a","b"]}"#);
+        assert_eq!(
+            b,
+            serde_json::json!({
+                "model": "BAAI/bge-reranker-v2-m3",
+                "query": "q",
+                "documents": ["a", "b"],
+                "return_documents": false
+            })
+        );
+        let b = native_json(
+            br#"{"model":"bge","query":"q","documents":["a","b"],"top_n":2,"max_chunks_per_doc":8,"overlap_tokens":40}"#,
+        );
+        assert_eq!(
+            b,
+            serde_json::json!({
+                "model": "BAAI/bge-reranker-v2-m3",
+                "query": "q",
+                "documents": ["a", "b"],
+                "top_n": 2,
+                "return_documents": false,
+                "max_chunks_per_doc": 8,
+                "overlap_tokens": 40
+            })
+        );
+    }
+
+    #[test]
+    fn reads_tokens_in_either_place() {
+        let catalog = catalog();
+        let req = crate::api::rerank::parse(
+            br#"{"model":"bge","query":"q","documents":["a","b"]}"#,
+            &catalog,
+            3,
+        )
+        .unwrap();
+        let p = provider();
+        let h = http::HeaderMap::new();
+        let body = br#"{"id":"sf-1","results":[{"document":{"text":"a"},"index":0,"relevance_score":0.2},{"index":1,"relevance_score":0.8}],"tokens":{"input_tokens":42,"output_tokens":0}}"#;
+        let out = rerank_response(&p, &req, &h, body).unwrap();
+        assert_eq!(out.results[0].index, 1);
+        assert_eq!(out.usage.total_tokens, 42);
+        assert_eq!(out.metadata["request_id"], "sf-1");
+
+        let body = br#"{"results":[{"index":0,"relevance_score":0.2}],"meta":{"tokens":{"input_tokens":7,"output_tokens":1}}}"#;
+        let out = rerank_response(&p, &req, &h, body).unwrap();
+        assert_eq!(out.usage.total_tokens, 8);
+        assert_eq!(out.metadata["total_tokens_source"], "provider");
+
+        let body = br#"{"results":[{"index":0,"relevance_score":0.2}]}"#;
+        let out = rerank_response(&p, &req, &h, body).unwrap();
+        assert_eq!(out.metadata["total_tokens_source"], "gateway");
+
+        let e = rerank_response(&p, &req, &h, br#"{"results":"nope"}"#).unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::BadResponse);
+        let e = rerank_response(
+            &p,
+            &req,
+            &h,
+            br#"{"results":[{"index":5,"relevance_score":0.1}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::BadResponse);
+    }
+
+    #[test]
+    fn maps_errors() {
+        let p = provider();
+        let e = error_response(
+            &p,
+            400,
+            br#"{"code":20015,"message":"The parameter is invalid. Please check again.","data":null}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+        assert_eq!(e.message, "The parameter is invalid. Please check again.");
+
+        let e = error_response(&p, 401, b"Invalid token");
+        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
+        assert_eq!(e.message, "Invalid token");
+        let e = error_response(&p, 401, br#""Api key is invalid""#);
+        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
+        assert_eq!(e.message, "Api key is invalid");
+
+        for status in [402, 403] {
+            let e = error_response(
+                &p,
+                status,
+                br#"{"code":30001,"message":"Sorry, your account balance is insufficient","data":null}"#,
+            );
+            assert_eq!(e.kind, UpstreamErrorKind::Failure, "{status}");
+            assert!(!e.retryable());
+        }
+
+        let e = error_response(
+            &p,
+            400,
+            br#"{"code":20012,"message":"Model does not exist. Please check it carefully.","data":null}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert!(!e.retryable());
+
+        let e = error_response(&p, 429, br#"{"code":50603,"message":"TPM limit reached."}"#);
+        assert_eq!(e.kind, UpstreamErrorKind::RateLimited);
+
+        let e = error_response(
+            &p,
+            503,
+            br#"{"code":50505,"message":"Model service overloaded. Please try again later."}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert!(e.retryable());
+
+        let e = error_response(&p, 500, b"<html>oops</html>");
+        assert_eq!(e.message, "HTTP 500");
+
+        let e = error_response(
+            &p,
+            400,
+            br#"{"code":20015,"message":"bad key sk-sf-secret-123456"}"#,
+        );
+        assert!(!e.message.contains(KEY));
+    }
 }
