@@ -19,7 +19,11 @@ fn ranks_in_process_without_any_provider() {
         "北京是中国的首都。",
         "France borders Spain and Italy.",
     ];
-    let resp = post(&gw, "/api/v1/rerank", &json!({"model": "local-bm25", "query": "capital of France", "documents": docs, "top_n": 2}));
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "local-bm25", "query": "capital of France", "documents": docs, "top_n": 2}),
+    );
     assert_eq!(resp.status, 200, "{}", resp.text());
     let out = resp.json();
     let results = out["results"].as_array().unwrap();
@@ -36,9 +40,17 @@ fn ranks_in_process_without_any_provider() {
         usage["query_tokens"].as_u64().unwrap() + usage["documents_tokens"].as_u64().unwrap()
     );
 
-    let resp = post(&gw, "/api/v1/rerank", &json!({"model": "local-bm25", "query": "中国的首都", "documents": docs}));
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "local-bm25", "query": "中国的首都", "documents": docs}),
+    );
     assert_eq!(resp.json()["results"][0]["index"], 2);
-    assert_eq!(fake.connections(), 0, "the local reranker reached the network");
+    assert_eq!(
+        fake.connections(),
+        0,
+        "the local reranker reached the network"
+    );
 }
 
 #[test]

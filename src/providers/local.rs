@@ -27,9 +27,9 @@ const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
 const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "how", "in", "is",
-    "it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "what", "when", "where",
-    "which", "who", "why", "with",
+    "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "how", "in",
+    "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "what", "when",
+    "where", "which", "who", "why", "with",
 ];
 
 // ---- wire types ------------------------------------------------------------------------------
@@ -189,7 +189,10 @@ mod tests {
     #[test]
     fn tokenizes_english_and_cjk() {
         assert_eq!(tokenize("The Cats, and DOGS!"), vec!["cat", "dog"]);
-        assert_eq!(tokenize("北京大学"), vec!["北", "北京", "京", "京大", "大", "大学", "学"]);
+        assert_eq!(
+            tokenize("北京大学"),
+            vec!["北", "北京", "京", "京大", "大", "大学", "学"]
+        );
         assert_eq!(tokenize("GPU是A100"), vec!["gpu", "是", "a100"]);
     }
 
