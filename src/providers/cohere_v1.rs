@@ -136,58 +136,34 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::catalog::{Catalog, Model};
-    use crate::providers::ProviderKind;
+    use crate::catalog::Catalog;
+    use crate::providers::{test_support as support, ProviderKind};
 
     const KEY: &str = "sk-cohere-secret-42";
 
     fn provider() -> Arc<Provider> {
-        let t = std::time::Duration::from_secs(1);
-        let ep = crate::upstream::endpoint::Endpoint::parse(
+        support::provider_at(
+            "cohere-v1",
+            ProviderKind::CohereV1,
+            KEY,
             "http://127.0.0.1:1",
-            crate::upstream::endpoint::Timeouts {
-                connect: t,
-                total_connect: t,
-                read: t,
-                write: t,
-                idle: t,
-            },
-        )
-        .unwrap();
-        Arc::new(
-            Provider::new(
-                "cohere-v1".into(),
-                ProviderKind::CohereV1,
-                KEY,
-                Some(ep),
-                Default::default(),
-                1 << 20,
-            )
-            .unwrap(),
         )
     }
 
     fn catalog() -> Catalog {
-        let mut c = Catalog::default();
-        c.insert(Model {
-            name: "rerank-english-v3.0".into(),
-            caps: crate::catalog::family("cohere-v1-rerank").unwrap(),
-            targets: vec![Target {
-                provider: provider(),
-                native_model: "rerank-english-v3.0-native".into(),
-            }],
-            default_voice: None,
-            max_input_chars: 32_000,
-            max_documents: 1000,
-        });
-        c
+        let target = support::target(provider(), "rerank-english-v3.0-native");
+        support::catalog(
+            "rerank-english-v3.0",
+            "cohere-v1-rerank",
+            target,
+            32_000,
+            1000,
+        )
     }
 
     /// The native body for a public request body, as sent (bytes, so field order is checked too).
     fn native_body(body: &str) -> String {
-        let cat = catalog();
-        let req = crate::api::rerank::parse(body.as_bytes(), &cat, 3).unwrap();
-        let native = rerank_request(&req.model.targets[0], &req).unwrap();
+        let native = support::native_request(&catalog(), body.as_bytes(), rerank_request);
         assert_eq!(native.method, http::Method::POST);
         assert_eq!(native.path, "/v1/rerank");
         assert_eq!(native.content_type, "application/json");
@@ -220,7 +196,7 @@ mod tests {
         let cat = catalog();
         let body =
             br#"{"model":"rerank-english-v3.0","query":"q","documents":["a","b","c"],"top_n":2}"#;
-        let req = crate::api::rerank::parse(body, &cat, 3).unwrap();
+        let req = support::parse(&cat, body);
         let native = br#"{"id":"x","results":[{"index":1,"relevance_score":0.2},{"index":2,"relevance_score":0.9},{"index":0,"relevance_score":0.1}],"meta":{"api_version":{"version":"1"},"billed_units":{"search_units":1}}}"#;
         let out = rerank_response(&provider(), &req, &http::HeaderMap::new(), native).unwrap();
         let got: Vec<_> = out
@@ -237,7 +213,7 @@ mod tests {
     fn unreadable_answers_are_bad_responses() {
         let cat = catalog();
         let body = br#"{"model":"rerank-english-v3.0","query":"q","documents":["a","b"]}"#;
-        let req = crate::api::rerank::parse(body, &cat, 3).unwrap();
+        let req = support::parse(&cat, body);
         let p = provider();
         let h = http::HeaderMap::new();
         for native in [

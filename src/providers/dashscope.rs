@@ -234,45 +234,22 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::catalog::{Catalog, Model};
-    use crate::providers::ProviderKind;
+    use crate::catalog::Catalog;
+    use crate::providers::{test_support as support, ProviderKind};
 
     const KEY: &str = "sk-dash-secret-123456";
 
     fn provider() -> Arc<Provider> {
-        Arc::new(
-            Provider::new(
-                "dashscope".into(),
-                ProviderKind::DashScope,
-                KEY,
-                None,
-                Default::default(),
-                1 << 20,
-            )
-            .unwrap(),
-        )
+        support::provider("dashscope", ProviderKind::DashScope, KEY)
     }
 
     fn catalog() -> Catalog {
-        let mut c = Catalog::default();
-        c.insert(Model {
-            name: "gte".into(),
-            caps: crate::catalog::family("dashscope-rerank").unwrap(),
-            targets: vec![Target {
-                provider: provider(),
-                native_model: "gte-rerank-v2".into(),
-            }],
-            default_voice: None,
-            max_input_chars: 4000,
-            max_documents: 500,
-        });
-        c
+        let target = support::target(provider(), "gte-rerank-v2");
+        support::catalog("gte", "dashscope-rerank", target, 4000, 500)
     }
 
     fn native_json(body: &'static [u8]) -> serde_json::Value {
-        let catalog = catalog();
-        let req = crate::api::rerank::parse(body, &catalog, 3).unwrap();
-        let native = rerank_request(&req.model.targets[0], &req).unwrap();
+        let native = support::native_request(&catalog(), body, rerank_request);
         assert_eq!(native.path, RERANK_PATH);
         serde_json::from_slice(&native.body).unwrap()
     }
@@ -312,12 +289,10 @@ mod tests {
     #[test]
     fn reads_output_results_and_usage() {
         let catalog = catalog();
-        let req = crate::api::rerank::parse(
-            br#"{"model":"gte","query":"q","documents":["a","b"]}"#,
+        let req = support::parse(
             &catalog,
-            3,
-        )
-        .unwrap();
+            br#"{"model":"gte","query":"q","documents":["a","b"]}"#,
+        );
         let p = provider();
         let body = br#"{"output":{"results":[{"index":1,"relevance_score":0.9,"document":{"text":"b"}},{"index":0,"relevance_score":0.1}]},"usage":{"total_tokens":79},"request_id":"r-1"}"#;
         let out = rerank_response(&p, &req, &http::HeaderMap::new(), body).unwrap();
@@ -334,12 +309,10 @@ mod tests {
     #[test]
     fn error_in_a_200_is_classified_like_its_status() {
         let catalog = catalog();
-        let req = crate::api::rerank::parse(
-            br#"{"model":"gte","query":"q","documents":["a"]}"#,
+        let req = support::parse(
             &catalog,
-            3,
-        )
-        .unwrap();
+            br#"{"model":"gte","query":"q","documents":["a"]}"#,
+        );
         let p = provider();
         let cases: [(&[u8], UpstreamErrorKind); 4] = [
             (

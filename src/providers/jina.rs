@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{json_with_extra, NativeRequest, Provider};
+use super::{detail_text, json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
@@ -148,55 +148,6 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
     err
 }
 
-/// The human text of a FastAPI `detail`: a string, a validation list (`[{"loc": [...], "msg": ...}]`)
-/// or an object carrying `message`. Voyage and Mixedbread answer in the same envelope and share this
-/// helper; it lives here only to keep the rerank adapters out of `providers/mod.rs`.
-pub(super) fn detail_text(detail: &Value) -> Option<String> {
-    let text = match detail {
-        Value::String(s) => s.clone(),
-        Value::Array(items) => items
-            .iter()
-            .filter_map(|item| match item {
-                Value::String(s) => Some(s.clone()),
-                Value::Object(o) => {
-                    let msg = o
-                        .get("msg")
-                        .or_else(|| o.get("message"))
-                        .and_then(Value::as_str)?;
-                    let loc = o
-                        .get("loc")
-                        .and_then(Value::as_array)
-                        .map(|parts| {
-                            parts
-                                .iter()
-                                .map(|p| match p {
-                                    Value::String(s) => s.clone(),
-                                    other => other.to_string(),
-                                })
-                                .collect::<Vec<_>>()
-                                .join(".")
-                        })
-                        .unwrap_or_default();
-                    Some(if loc.is_empty() {
-                        msg.to_string()
-                    } else {
-                        format!("{loc}: {msg}")
-                    })
-                }
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
-        Value::Object(o) => o
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        _ => String::new(),
-    };
-    (!text.trim().is_empty()).then_some(text)
-}
-
 // ---- tests -----------------------------------------------------------------------------------
 
 #[cfg(test)]
@@ -208,30 +159,12 @@ mod tests {
 
     use super::*;
     use crate::api::json::Str;
-    use crate::catalog::{Caps, Model};
-    use crate::providers::ProviderKind;
+    use crate::providers::{test_support as support, ProviderKind};
 
     const KEY: &str = "jina_secret_0123456789";
 
     fn provider() -> Arc<Provider> {
-        Arc::new(
-            Provider::new(
-                "jina".into(),
-                ProviderKind::Jina,
-                KEY,
-                None,
-                Default::default(),
-                1 << 20,
-            )
-            .unwrap(),
-        )
-    }
-
-    fn target() -> Target {
-        Target {
-            provider: provider(),
-            native_model: "jina-reranker-v2-base-multilingual".into(),
-        }
+        support::provider("jina", ProviderKind::Jina, KEY)
     }
 
     fn request<'a>(
@@ -239,31 +172,19 @@ mod tests {
         top_n: Option<usize>,
         passthrough: Vec<(Str<'a>, &'a RawValue)>,
     ) -> RerankRequest<'a> {
-        let Some(Caps::Rerank(caps)) = crate::catalog::family("jina-rerank") else {
-            panic!("jina-rerank family missing");
-        };
-        let model = Model {
-            name: "jina-reranker-v2".into(),
-            caps: Caps::Rerank(caps),
-            targets: Vec::new(),
-            default_voice: None,
-            max_input_chars: 32_000,
-            max_documents: 1000,
-        };
-        RerankRequest {
-            model: Arc::new(model),
-            caps,
-            query: Str(Cow::Borrowed("capital of France")),
-            documents: docs.iter().map(|d| Str(Cow::Borrowed(*d))).collect(),
-            top_n: top_n.unwrap_or(docs.len()),
-            top_n_given: top_n.is_some(),
-            retries: 0,
+        support::rerank_request(
+            "jina-rerank",
+            "jina-reranker-v2",
+            "capital of France",
+            docs,
+            top_n,
             passthrough,
-        }
+        )
     }
 
     fn body_of(req: &RerankRequest<'_>) -> String {
-        let native = rerank_request(&target(), req).unwrap();
+        let target = support::target(provider(), "jina-reranker-v2-base-multilingual");
+        let native = rerank_request(&target, req).unwrap();
         assert_eq!(native.path, "/v1/rerank");
         assert_eq!(native.content_type, "application/json");
         String::from_utf8(native.body.to_vec()).unwrap()

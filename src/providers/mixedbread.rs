@@ -12,8 +12,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::jina::detail_text;
-use super::{json_with_extra, NativeRequest, Provider};
+use super::{detail_text, json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
@@ -162,30 +161,12 @@ mod tests {
 
     use super::*;
     use crate::api::json::Str;
-    use crate::catalog::{Caps, Model};
-    use crate::providers::ProviderKind;
+    use crate::providers::{test_support as support, ProviderKind};
 
     const KEY: &str = "mxb_secret_0123456789";
 
     fn provider() -> Arc<Provider> {
-        Arc::new(
-            Provider::new(
-                "mixedbread".into(),
-                ProviderKind::Mixedbread,
-                KEY,
-                None,
-                Default::default(),
-                1 << 20,
-            )
-            .unwrap(),
-        )
-    }
-
-    fn target() -> Target {
-        Target {
-            provider: provider(),
-            native_model: "mixedbread-ai/mxbai-rerank-large-v2".into(),
-        }
+        support::provider("mixedbread", ProviderKind::Mixedbread, KEY)
     }
 
     fn request<'a>(
@@ -193,31 +174,19 @@ mod tests {
         top_n: Option<usize>,
         passthrough: Vec<(Str<'a>, &'a RawValue)>,
     ) -> RerankRequest<'a> {
-        let Some(Caps::Rerank(caps)) = crate::catalog::family("mixedbread-rerank") else {
-            panic!("mixedbread-rerank family missing");
-        };
-        let model = Model {
-            name: "mxbai-rerank-large-v2".into(),
-            caps: Caps::Rerank(caps),
-            targets: Vec::new(),
-            default_voice: None,
-            max_input_chars: 32_000,
-            max_documents: 1000,
-        };
-        RerankRequest {
-            model: Arc::new(model),
-            caps,
-            query: Str(Cow::Borrowed("capital of France")),
-            documents: docs.iter().map(|d| Str(Cow::Borrowed(*d))).collect(),
-            top_n: top_n.unwrap_or(docs.len()),
-            top_n_given: top_n.is_some(),
-            retries: 0,
+        support::rerank_request(
+            "mixedbread-rerank",
+            "mxbai-rerank-large-v2",
+            "capital of France",
+            docs,
+            top_n,
             passthrough,
-        }
+        )
     }
 
     fn body_of(req: &RerankRequest<'_>) -> String {
-        let native = rerank_request(&target(), req).unwrap();
+        let target = support::target(provider(), "mixedbread-ai/mxbai-rerank-large-v2");
+        let native = rerank_request(&target, req).unwrap();
         assert_eq!(native.path, "/v1/reranking");
         assert_eq!(native.content_type, "application/json");
         String::from_utf8(native.body.to_vec()).unwrap()

@@ -15,6 +15,8 @@ pub mod mixedbread;
 pub mod openai;
 pub mod siliconflow;
 pub mod tei;
+#[cfg(test)]
+pub(crate) mod test_support;
 pub mod voyage;
 pub mod zhipu;
 
@@ -25,6 +27,7 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method};
 use serde::Serialize;
 use serde_json::value::RawValue;
+use serde_json::Value;
 
 use crate::api::error::{GatewayError, UpstreamError};
 use crate::api::images::{ImageRequest, ImageResult};
@@ -184,10 +187,16 @@ impl Provider {
             text.to_string()
         };
         // Providers sometimes quote a partial key ("sk-abc***xyz"); drop anything key-shaped.
-        if s.contains("sk-") {
+        // A word counts when it starts with `sk-` once quotes and brackets are stripped, so prose
+        // such as "risk-free" survives.
+        let key_shaped = |w: &str| {
+            w.trim_start_matches(|c: char| !c.is_alphanumeric())
+                .starts_with("sk-")
+        };
+        if s.split(' ').any(key_shaped) {
             s = s
                 .split(' ')
-                .map(|w| if w.contains("sk-") { "[redacted]" } else { w })
+                .map(|w| if key_shaped(w) { "[redacted]" } else { w })
                 .collect::<Vec<_>>()
                 .join(" ");
         }
@@ -266,6 +275,55 @@ pub fn json_with_extra<T: Serialize>(
     }
     out.push(b'}');
     Ok(out)
+}
+
+/// The human text of a FastAPI `detail` (`{"detail": ...}` error bodies, as Jina, Voyage and
+/// Mixedbread send): a string, a validation list (`[{"loc": [...], "msg": ...}]`) or an object
+/// carrying `message`. `None` when that leaves no text.
+fn detail_text(detail: &Value) -> Option<String> {
+    let text = match detail {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|item| match item {
+                Value::String(s) => Some(s.clone()),
+                Value::Object(o) => {
+                    let msg = o
+                        .get("msg")
+                        .or_else(|| o.get("message"))
+                        .and_then(Value::as_str)?;
+                    let loc = o
+                        .get("loc")
+                        .and_then(Value::as_array)
+                        .map(|parts| {
+                            parts
+                                .iter()
+                                .map(|p| match p {
+                                    Value::String(s) => s.clone(),
+                                    other => other.to_string(),
+                                })
+                                .collect::<Vec<_>>()
+                                .join(".")
+                        })
+                        .unwrap_or_default();
+                    Some(if loc.is_empty() {
+                        msg.to_string()
+                    } else {
+                        format!("{loc}: {msg}")
+                    })
+                }
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        Value::Object(o) => o
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        _ => String::new(),
+    };
+    (!text.trim().is_empty()).then_some(text)
 }
 
 /// Build the native speech request for `target`.
@@ -381,6 +439,20 @@ fn wrong_answer(target: &Target, op: Operation) -> UpstreamError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redaction_removes_keys_but_not_prose() {
+        let p = test_support::provider("p", ProviderKind::OpenAi, "sk-live-abcdef123");
+        assert_eq!(
+            p.redact("Incorrect API key provided: 'sk-live-abcdef123' is risk-free"),
+            "Incorrect API key provided: '[redacted]' is risk-free"
+        );
+        assert_eq!(
+            p.redact("key \"sk-proj-xx***yy\" revoked"),
+            "key [redacted] revoked"
+        );
+        assert_eq!(p.redact(&"x".repeat(600)).chars().count(), 501);
+    }
 
     #[test]
     fn extra_fields_are_appended_verbatim() {

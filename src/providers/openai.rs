@@ -186,34 +186,16 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn provider() -> Provider {
-        let t = std::time::Duration::from_secs(1);
-        let ep = crate::upstream::endpoint::Endpoint::parse(
-            "http://127.0.0.1:1/v1",
-            crate::upstream::endpoint::Timeouts {
-                connect: t,
-                total_connect: t,
-                read: t,
-                write: t,
-                idle: t,
-            },
-        )
-        .unwrap();
-        Provider::new(
-            "openai".into(),
-            super::super::ProviderKind::OpenAi,
-            "sk-secret-123456",
-            Some(ep),
-            Default::default(),
-            1 << 20,
-        )
-        .unwrap()
-    }
+    use crate::providers::{test_support as support, ProviderKind};
 
     #[test]
     fn maps_errors() {
-        let p = provider();
+        let p = support::provider_at(
+            "openai",
+            ProviderKind::OpenAi,
+            "sk-secret-123456",
+            "http://127.0.0.1:1/v1",
+        );
         let body = br#"{"error":{"message":"Incorrect API key provided: sk-secret-123456","type":"invalid_request_error","code":"invalid_api_key"}}"#;
         let e = error_response(&p, 401, body);
         assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);

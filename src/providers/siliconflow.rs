@@ -189,45 +189,22 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::catalog::{Catalog, Model};
-    use crate::providers::ProviderKind;
+    use crate::catalog::Catalog;
+    use crate::providers::{test_support as support, ProviderKind};
 
     const KEY: &str = "sk-sf-secret-123456";
 
     fn provider() -> Arc<Provider> {
-        Arc::new(
-            Provider::new(
-                "siliconflow".into(),
-                ProviderKind::SiliconFlow,
-                KEY,
-                None,
-                Default::default(),
-                1 << 20,
-            )
-            .unwrap(),
-        )
+        support::provider("siliconflow", ProviderKind::SiliconFlow, KEY)
     }
 
     fn catalog() -> Catalog {
-        let mut c = Catalog::default();
-        c.insert(Model {
-            name: "bge".into(),
-            caps: crate::catalog::family("siliconflow-rerank").unwrap(),
-            targets: vec![Target {
-                provider: provider(),
-                native_model: "BAAI/bge-reranker-v2-m3".into(),
-            }],
-            default_voice: None,
-            max_input_chars: 32_000,
-            max_documents: 1000,
-        });
-        c
+        let target = support::target(provider(), "BAAI/bge-reranker-v2-m3");
+        support::catalog("bge", "siliconflow-rerank", target, 32_000, 1000)
     }
 
     fn native_json(body: &'static [u8]) -> serde_json::Value {
-        let catalog = catalog();
-        let req = crate::api::rerank::parse(body, &catalog, 3).unwrap();
-        let native = rerank_request(&req.model.targets[0], &req).unwrap();
+        let native = support::native_request(&catalog(), body, rerank_request);
         assert_eq!(native.path, RERANK_PATH);
         serde_json::from_slice(&native.body).unwrap()
     }
@@ -264,12 +241,10 @@ mod tests {
     #[test]
     fn reads_tokens_in_either_place() {
         let catalog = catalog();
-        let req = crate::api::rerank::parse(
-            br#"{"model":"bge","query":"q","documents":["a","b"]}"#,
+        let req = support::parse(
             &catalog,
-            3,
-        )
-        .unwrap();
+            br#"{"model":"bge","query":"q","documents":["a","b"]}"#,
+        );
         let p = provider();
         let h = http::HeaderMap::new();
         let body = br#"{"id":"sf-1","results":[{"document":{"text":"a"},"index":0,"relevance_score":0.2},{"index":1,"relevance_score":0.8}],"tokens":{"input_tokens":42,"output_tokens":0}}"#;

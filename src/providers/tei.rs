@@ -155,56 +155,21 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::catalog::{Catalog, Model};
-    use crate::providers::ProviderKind;
+    use crate::catalog::Catalog;
+    use crate::providers::{test_support as support, ProviderKind};
 
     fn provider(key: &str) -> Arc<Provider> {
-        let t = std::time::Duration::from_secs(1);
-        let ep = crate::upstream::endpoint::Endpoint::parse(
-            "http://127.0.0.1:1",
-            crate::upstream::endpoint::Timeouts {
-                connect: t,
-                total_connect: t,
-                read: t,
-                write: t,
-                idle: t,
-            },
-        )
-        .unwrap();
-        Arc::new(
-            Provider::new(
-                "tei".into(),
-                ProviderKind::Tei,
-                key,
-                Some(ep),
-                Default::default(),
-                1 << 20,
-            )
-            .unwrap(),
-        )
+        support::provider_at("tei", ProviderKind::Tei, key, "http://127.0.0.1:1")
     }
 
     fn catalog() -> Catalog {
-        let mut c = Catalog::default();
-        c.insert(Model {
-            name: "tei-reranker".into(),
-            caps: crate::catalog::family("tei-rerank").unwrap(),
-            targets: vec![Target {
-                provider: provider(""),
-                native_model: "bge-reranker-base".into(),
-            }],
-            default_voice: None,
-            max_input_chars: 32_000,
-            max_documents: 32,
-        });
-        c
+        let target = support::target(provider(""), "bge-reranker-base");
+        support::catalog("tei-reranker", "tei-rerank", target, 32_000, 32)
     }
 
     /// The native body for a public request body, as sent (bytes, so field order is checked too).
     fn native_body(body: &str) -> String {
-        let cat = catalog();
-        let req = crate::api::rerank::parse(body.as_bytes(), &cat, 3).unwrap();
-        let native = rerank_request(&req.model.targets[0], &req).unwrap();
+        let native = support::native_request(&catalog(), body.as_bytes(), rerank_request);
         assert_eq!(native.method, http::Method::POST);
         assert_eq!(native.path, "/rerank");
         assert_eq!(native.content_type, "application/json");
@@ -237,7 +202,7 @@ mod tests {
     fn translates_the_answer_and_reads_usage_headers() {
         let cat = catalog();
         let body = br#"{"model":"tei-reranker","query":"q","documents":["a","b","c"],"top_n":2}"#;
-        let req = crate::api::rerank::parse(body, &cat, 3).unwrap();
+        let req = support::parse(&cat, body);
         let mut h = http::HeaderMap::new();
         h.insert("x-compute-tokens", "57".parse().unwrap());
         h.insert("x-compute-characters", "12".parse().unwrap());
@@ -264,7 +229,7 @@ mod tests {
     fn without_usage_headers_the_gateway_counts() {
         let cat = catalog();
         let body = br#"{"model":"tei-reranker","query":"q","documents":["a","b"]}"#;
-        let req = crate::api::rerank::parse(body, &cat, 3).unwrap();
+        let req = support::parse(&cat, body);
         let mut h = http::HeaderMap::new();
         h.insert("x-compute-tokens", "lots".parse().unwrap());
         let native = br#"[{"index":0,"score":0.5,"text":"a"},{"index":1,"score":0.4}]"#;
@@ -277,7 +242,7 @@ mod tests {
     fn unreadable_answers_are_bad_responses() {
         let cat = catalog();
         let body = br#"{"model":"tei-reranker","query":"q","documents":["a","b"]}"#;
-        let req = crate::api::rerank::parse(body, &cat, 3).unwrap();
+        let req = support::parse(&cat, body);
         let p = provider("");
         let h = http::HeaderMap::new();
         for native in [

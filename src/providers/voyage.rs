@@ -11,8 +11,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::jina::detail_text;
-use super::{json_with_extra, NativeRequest, Provider};
+use super::{detail_text, json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
@@ -144,30 +143,12 @@ mod tests {
 
     use super::*;
     use crate::api::json::Str;
-    use crate::catalog::{Caps, Model};
-    use crate::providers::ProviderKind;
+    use crate::providers::{test_support as support, ProviderKind};
 
     const KEY: &str = "pa-voyage-secret-0123456789";
 
     fn provider() -> Arc<Provider> {
-        Arc::new(
-            Provider::new(
-                "voyage".into(),
-                ProviderKind::Voyage,
-                KEY,
-                None,
-                Default::default(),
-                1 << 20,
-            )
-            .unwrap(),
-        )
-    }
-
-    fn target() -> Target {
-        Target {
-            provider: provider(),
-            native_model: "rerank-2.5".into(),
-        }
+        support::provider("voyage", ProviderKind::Voyage, KEY)
     }
 
     fn request<'a>(
@@ -175,31 +156,19 @@ mod tests {
         top_n: Option<usize>,
         passthrough: Vec<(Str<'a>, &'a RawValue)>,
     ) -> RerankRequest<'a> {
-        let Some(Caps::Rerank(caps)) = crate::catalog::family("voyage-rerank") else {
-            panic!("voyage-rerank family missing");
-        };
-        let model = Model {
-            name: "voyage-rerank-2.5".into(),
-            caps: Caps::Rerank(caps),
-            targets: Vec::new(),
-            default_voice: None,
-            max_input_chars: 32_000,
-            max_documents: 1000,
-        };
-        RerankRequest {
-            model: Arc::new(model),
-            caps,
-            query: Str(Cow::Borrowed("capital of France")),
-            documents: docs.iter().map(|d| Str(Cow::Borrowed(*d))).collect(),
-            top_n: top_n.unwrap_or(docs.len()),
-            top_n_given: top_n.is_some(),
-            retries: 0,
+        support::rerank_request(
+            "voyage-rerank",
+            "voyage-rerank-2.5",
+            "capital of France",
+            docs,
+            top_n,
             passthrough,
-        }
+        )
     }
 
     fn body_of(req: &RerankRequest<'_>) -> String {
-        let native = rerank_request(&target(), req).unwrap();
+        let target = support::target(provider(), "rerank-2.5");
+        let native = rerank_request(&target, req).unwrap();
         assert_eq!(native.path, "/v1/rerank");
         assert_eq!(native.content_type, "application/json");
         String::from_utf8(native.body.to_vec()).unwrap()

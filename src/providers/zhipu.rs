@@ -216,45 +216,22 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::catalog::{Catalog, Model};
-    use crate::providers::ProviderKind;
+    use crate::catalog::Catalog;
+    use crate::providers::{test_support as support, ProviderKind};
 
     const KEY: &str = "zhipu-secret-abcdef.123456";
 
     fn provider() -> Arc<Provider> {
-        Arc::new(
-            Provider::new(
-                "zhipu".into(),
-                ProviderKind::Zhipu,
-                KEY,
-                None,
-                Default::default(),
-                1 << 20,
-            )
-            .unwrap(),
-        )
+        support::provider("zhipu", ProviderKind::Zhipu, KEY)
     }
 
     fn catalog() -> Catalog {
-        let mut c = Catalog::default();
-        c.insert(Model {
-            name: "zr".into(),
-            caps: crate::catalog::family("zhipu-rerank").unwrap(),
-            targets: vec![Target {
-                provider: provider(),
-                native_model: "rerank".into(),
-            }],
-            default_voice: None,
-            max_input_chars: 4096,
-            max_documents: 128,
-        });
-        c
+        let target = support::target(provider(), "rerank");
+        support::catalog("zr", "zhipu-rerank", target, 4096, 128)
     }
 
     fn native_json(body: &'static [u8]) -> serde_json::Value {
-        let catalog = catalog();
-        let req = crate::api::rerank::parse(body, &catalog, 3).unwrap();
-        let native = rerank_request(&req.model.targets[0], &req).unwrap();
+        let native = support::native_request(&catalog(), body, rerank_request);
         assert_eq!(native.path, RERANK_PATH);
         serde_json::from_slice(&native.body).unwrap()
     }
@@ -287,12 +264,10 @@ mod tests {
     #[test]
     fn reads_results_with_string_documents() {
         let catalog = catalog();
-        let req = crate::api::rerank::parse(
-            br#"{"model":"zr","query":"q","documents":["a","b"]}"#,
+        let req = support::parse(
             &catalog,
-            3,
-        )
-        .unwrap();
+            br#"{"model":"zr","query":"q","documents":["a","b"]}"#,
+        );
         let p = provider();
         let h = http::HeaderMap::new();
         let body = br#"{"created":1732083164,"id":"2024112014","request_id":"r-9","results":[{"document":"b","index":1,"relevance_score":0.99866986},{"index":0,"relevance_score":0.1}],"usage":{"prompt_tokens":72,"total_tokens":72}}"#;
@@ -311,12 +286,7 @@ mod tests {
     #[test]
     fn error_in_a_200_is_classified_by_its_code() {
         let catalog = catalog();
-        let req = crate::api::rerank::parse(
-            br#"{"model":"zr","query":"q","documents":["a"]}"#,
-            &catalog,
-            3,
-        )
-        .unwrap();
+        let req = support::parse(&catalog, br#"{"model":"zr","query":"q","documents":["a"]}"#);
         let p = provider();
         let h = http::HeaderMap::new();
         let cases: [(&[u8], UpstreamErrorKind); 4] = [

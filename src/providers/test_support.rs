@@ -1,0 +1,148 @@
+//! Fixtures shared by the provider adapters' unit tests.
+//!
+//! Every adapter test needs a provider account, a target, and a validated request to translate.
+//! Requests come two ways: parsed from a public body against a one-model [`catalog`] (the adapter
+//! then sees exactly what the gateway would hand it), or built straight from a catalog family with
+//! [`rerank_request`] when a test wants to set `top_n` and pass-through fields directly. The
+//! per-adapter values (names, keys, native models, limits) stay in each adapter's own tests.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+
+use super::{NativeRequest, Provider, ProviderKind};
+use crate::api::error::GatewayError;
+use crate::api::json::Str;
+use crate::api::rerank::RerankRequest;
+use crate::catalog::{Caps, Catalog, Model, Target};
+use crate::upstream::endpoint::{Endpoint, Timeouts};
+
+/// Largest answer a fixture provider accepts.
+const MAX_RESPONSE_BYTES: usize = 1 << 20;
+
+/// Retries a parsed request allows (the adapters under test never look at it).
+const MAX_RETRIES: u32 = 3;
+
+/// An adapter's `rerank_request`.
+pub(crate) type BuildRerank =
+    fn(&Target, &RerankRequest<'_>) -> Result<NativeRequest, GatewayError>;
+
+/// A provider account with no endpoint: enough for translation and error mapping, which never
+/// connect.
+pub(crate) fn provider(name: &str, kind: ProviderKind, key: &str) -> Arc<Provider> {
+    Arc::new(new_provider(name, kind, key, None))
+}
+
+/// A provider account whose default endpoint is `base_url` (1 s timeouts; nothing is ever sent).
+pub(crate) fn provider_at(
+    name: &str,
+    kind: ProviderKind,
+    key: &str,
+    base_url: &str,
+) -> Arc<Provider> {
+    let t = Duration::from_secs(1);
+    let endpoint = Endpoint::parse(
+        base_url,
+        Timeouts {
+            connect: t,
+            total_connect: t,
+            read: t,
+            write: t,
+            idle: t,
+        },
+    )
+    .unwrap();
+    Arc::new(new_provider(name, kind, key, Some(endpoint)))
+}
+
+fn new_provider(name: &str, kind: ProviderKind, key: &str, endpoint: Option<Endpoint>) -> Provider {
+    Provider::new(
+        name.into(),
+        kind,
+        key,
+        endpoint,
+        Default::default(),
+        MAX_RESPONSE_BYTES,
+    )
+    .unwrap()
+}
+
+pub(crate) fn target(provider: Arc<Provider>, native_model: &str) -> Target {
+    Target {
+        provider,
+        native_model: native_model.into(),
+    }
+}
+
+/// A catalog holding one rerank model, `public_model` of `family`, served by `target`.
+pub(crate) fn catalog(
+    public_model: &str,
+    family: &str,
+    target: Target,
+    max_input_chars: usize,
+    max_documents: usize,
+) -> Catalog {
+    let mut catalog = Catalog::default();
+    catalog.insert(Model {
+        name: public_model.into(),
+        caps: family_caps(family),
+        targets: vec![target],
+        default_voice: None,
+        max_input_chars,
+        max_documents,
+    });
+    catalog
+}
+
+/// A public rerank body parsed and validated against `catalog`.
+pub(crate) fn parse<'a>(catalog: &Catalog, body: &'a [u8]) -> RerankRequest<'a> {
+    crate::api::rerank::parse(body, catalog, MAX_RETRIES).unwrap()
+}
+
+/// The native request `build` (an adapter's `rerank_request`) makes for a public body, sent to the
+/// first target of the model it names.
+pub(crate) fn native_request(catalog: &Catalog, body: &[u8], build: BuildRerank) -> NativeRequest {
+    let req = parse(catalog, body);
+    build(&req.model.targets[0], &req).unwrap()
+}
+
+/// A validated rerank request for `public_model` of `family`, built without the parser. The model
+/// has no targets (the test hands the adapter its own) and generous limits. `top_n: None` is a
+/// caller who sent none: every document, and `top_n_given` false.
+pub(crate) fn rerank_request<'a>(
+    family: &str,
+    public_model: &str,
+    query: &'a str,
+    docs: &[&'a str],
+    top_n: Option<usize>,
+    passthrough: Vec<(Str<'a>, &'a RawValue)>,
+) -> RerankRequest<'a> {
+    let caps = family_caps(family);
+    let Caps::Rerank(rerank_caps) = caps else {
+        panic!("{family} is not a rerank family");
+    };
+    let model = Model {
+        name: public_model.into(),
+        caps,
+        targets: Vec::new(),
+        default_voice: None,
+        max_input_chars: 32_000,
+        max_documents: 1000,
+    };
+    RerankRequest {
+        model: Arc::new(model),
+        caps: rerank_caps,
+        query: Str(Cow::Borrowed(query)),
+        documents: docs.iter().map(|d| Str(Cow::Borrowed(*d))).collect(),
+        top_n: top_n.unwrap_or(docs.len()),
+        top_n_given: top_n.is_some(),
+        retries: 0,
+        passthrough,
+    }
+}
+
+fn family_caps(family: &str) -> Caps {
+    crate::catalog::family(family).unwrap_or_else(|| panic!("{family} family missing"))
+}
