@@ -118,6 +118,10 @@ impl UpstreamError {
     /// Classify an HTTP error status the usual way; adapters refine it from the native body.
     pub fn from_status(provider: &str, status: u16, message: impl Into<String>) -> Self {
         let kind = match status {
+            // Payment required (the gateway's account) and not found (a wrong base URL or native
+            // model in the gateway's config) are operator problems, not the caller's request; the
+            // kept 4xx status keeps them from being retried.
+            402 | 404 => UpstreamErrorKind::Failure,
             401 | 403 => UpstreamErrorKind::AuthRejected,
             408 | 504 => UpstreamErrorKind::Timeout,
             429 => UpstreamErrorKind::RateLimited,
@@ -328,6 +332,8 @@ mod tests {
     fn statuses_tell_the_truth() {
         let cases = [
             (429, 429, "rate_limited"),
+            (402, 502, "upstream_error"),
+            (404, 502, "upstream_error"),
             (400, 400, "invalid_request"),
             (500, 502, "upstream_error"),
             (503, 502, "upstream_error"),

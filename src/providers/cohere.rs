@@ -91,9 +91,8 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
-    let parsed: RerankResponse = serde_json::from_slice(body)
-        .map_err(|e| bad(format!("rerank answer is not the expected JSON: {e}")))?;
+    let bad = |m: String| super::bad_answer(provider, m);
+    let parsed: RerankResponse = super::parse_answer(provider, body)?;
     let meta = parsed.meta.as_ref();
     let provider_total = meta
         .and_then(|m| m.tokens.as_ref())
@@ -123,12 +122,9 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         .map(|e| provider.redact(&e.message))
         .unwrap_or_else(|| format!("HTTP {status}"));
     let mut err = UpstreamError::from_status(&provider.name, status, message);
-    match status {
-        // Cohere's "invalid token".
-        498 => err.kind = UpstreamErrorKind::AuthRejected,
-        // The native model does not exist: the gateway's configuration, not the caller.
-        404 => err.kind = UpstreamErrorKind::Failure,
-        _ => {}
+    // Cohere's "invalid token": the gateway's key, not the caller's request.
+    if status == 498 {
+        err.kind = UpstreamErrorKind::AuthRejected;
     }
     err
 }

@@ -139,9 +139,8 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
-    let parsed: RerankResponse = serde_json::from_slice(body)
-        .map_err(|e| bad(format!("rerank answer is not the expected JSON: {e}")))?;
+    let bad = |m: String| super::bad_answer(provider, m);
+    let parsed: RerankResponse = super::parse_answer(provider, body)?;
     // DashScope may report an error with HTTP 200: classify it as if it had come with the status
     // DashScope documents for its code.
     if let Some(code) = parsed.code.as_ref().and_then(code_string) {
@@ -184,10 +183,6 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         .map(|m| provider.redact(&m))
         .unwrap_or_else(|| format!("HTTP {status}"));
     let mut err = UpstreamError::from_status(&provider.name, status, message);
-    if status == 404 {
-        // The native model or path does not exist: the gateway's configuration, not the caller.
-        err.kind = UpstreamErrorKind::Failure;
-    }
     if let Some((kind, _)) = code.as_deref().and_then(native_code) {
         err.kind = kind;
     }

@@ -103,15 +103,12 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
-    let parsed: RerankResponse = serde_json::from_slice(body)
-        .map_err(|e| bad(format!("rerank answer is not the expected JSON: {e}")))?;
+    let bad = |m: String| super::bad_answer(provider, m);
+    let parsed: RerankResponse = super::parse_answer(provider, body)?;
     let provider_total = parsed
         .usage
         .as_ref()
-        .and_then(|u| u.total_tokens)
-        .filter(|t| t.is_finite() && *t >= 0.0)
-        .map(|t| t as u64);
+        .and_then(|u| super::billed_tokens(u.total_tokens));
     // Jina reports nothing billed beyond the token total, which has its public field.
     req.build(
         parsed.results.iter().map(|r| (r.index, r.relevance_score)),
@@ -137,11 +134,11 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         .unwrap_or_else(|| format!("HTTP {status}"));
     let mut err = UpstreamError::from_status(&provider.name, status, message);
     let code = code.as_deref().unwrap_or("");
-    if status == 402 || BILLING_CODES.contains(&code) {
+    if BILLING_CODES.contains(&code) {
         // Out of balance (Jina has answered both 402 and 403 for it): a provider-side failure the
         // operator must fix; the 4xx status keeps it from being retried.
         err.kind = UpstreamErrorKind::Failure;
-    } else if status == 404 || code == MODEL_NOT_FOUND {
+    } else if code == MODEL_NOT_FOUND {
         // Wrong base URL or an unknown configured model: the gateway's configuration, not the caller.
         err.kind = UpstreamErrorKind::Failure;
     }

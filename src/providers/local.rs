@@ -16,7 +16,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::Provider;
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::api::error::{GatewayError, UpstreamError};
 use crate::api::rerank::{RerankRequest, RerankResult};
 
 // ---- constants -------------------------------------------------------------------------------
@@ -161,7 +161,7 @@ pub fn rerank_response<'r>(
     req: &'r RerankRequest<'r>,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
+    let bad = |m: String| super::bad_answer(provider, m);
     let answer: Answer = serde_json::from_slice(body).map_err(|e| bad(e.to_string()))?;
     let mut metadata = serde_json::Map::new();
     metadata.insert("scorer".into(), "bm25".into());

@@ -237,6 +237,31 @@ impl NativeRequest {
     }
 }
 
+/// A provider answer the gateway cannot read.
+pub(crate) fn bad_answer(provider: &Provider, message: impl Into<String>) -> UpstreamError {
+    UpstreamError::new(
+        crate::api::error::UpstreamErrorKind::BadResponse,
+        &provider.name,
+        message,
+    )
+}
+
+/// Parse a provider's JSON answer into its wire type; a mismatch is a bad response.
+pub(crate) fn parse_answer<T: serde::de::DeserializeOwned>(
+    provider: &Provider,
+    body: &[u8],
+) -> Result<T, UpstreamError> {
+    serde_json::from_slice(body)
+        .map_err(|e| bad_answer(provider, format!("answer is not the expected JSON: {e}")))
+}
+
+/// A billed token count as a provider reported it: only a finite, non-negative number is believed.
+pub(crate) fn billed_tokens(reported: Option<f64>) -> Option<u64> {
+    reported
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .map(|t| t as u64)
+}
+
 /// What an adapter prepared for one attempt: a request to send, or (for in-process providers) the
 /// native answer itself.
 #[derive(Debug)]

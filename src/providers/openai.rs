@@ -174,9 +174,6 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
     } else if code == "insufficient_quota" {
         // The gateway's account is out of quota: not the caller's rate limit, and retrying won't help.
         err.kind = UpstreamErrorKind::Failure;
-    } else if status == 404 {
-        // The native model or path does not exist: the gateway's configuration, not the caller.
-        err.kind = UpstreamErrorKind::Failure;
     }
     err
 }

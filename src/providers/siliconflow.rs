@@ -111,9 +111,8 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
-    let parsed: RerankResponse = serde_json::from_slice(body)
-        .map_err(|e| bad(format!("rerank answer is not the expected JSON: {e}")))?;
+    let bad = |m: String| super::bad_answer(provider, m);
+    let parsed: RerankResponse = super::parse_answer(provider, body)?;
     let tokens = parsed
         .tokens
         .as_ref()
@@ -156,7 +155,6 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         Some(CODE_BALANCE) => err.kind = UpstreamErrorKind::Failure,
         // The configured native model is wrong: an operator problem.
         Some(CODE_NO_MODEL) => err.kind = UpstreamErrorKind::Failure,
-        _ if status == 404 => err.kind = UpstreamErrorKind::Failure,
         _ => {}
     }
     err

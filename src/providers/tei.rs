@@ -87,9 +87,8 @@ pub fn rerank_response<'r>(
     headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
-    let ranks: Vec<Rank> = serde_json::from_slice(body)
-        .map_err(|e| bad(format!("rerank answer is not the expected JSON array: {e}")))?;
+    let bad = |m: String| super::bad_answer(provider, m);
+    let ranks: Vec<Rank> = super::parse_answer(provider, body)?;
     // A missing or unreadable header is not worth failing a good answer over: usage then falls
     // back to the gateway's own count.
     let provider_total = header_number(headers, COMPUTE_TOKENS).and_then(|n| n.as_u64());
@@ -137,13 +136,9 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         // Backend (424: inference failed, or the loaded model is not a reranker) and Unhealthy
         // (503): the server's problem, not the caller's.
         Some("backend" | "unhealthy") => err.kind = UpstreamErrorKind::Failure,
-        _ => match status {
-            // 424 is TEI's Backend status even when the body is unreadable.
-            424 => err.kind = UpstreamErrorKind::Failure,
-            // No such route: the configured base_url is not a TEI server.
-            404 => err.kind = UpstreamErrorKind::Failure,
-            _ => {}
-        },
+        // 424 is TEI's Backend status even when the body is unreadable.
+        _ if status == 424 => err.kind = UpstreamErrorKind::Failure,
+        _ => {}
     }
     err
 }

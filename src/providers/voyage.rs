@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{detail_text, json_with_extra, NativeRequest, Provider};
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::api::error::{GatewayError, UpstreamError};
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
@@ -90,15 +90,12 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
-    let parsed: RerankResponse = serde_json::from_slice(body)
-        .map_err(|e| bad(format!("rerank answer is not the expected JSON: {e}")))?;
+    let bad = |m: String| super::bad_answer(provider, m);
+    let parsed: RerankResponse = super::parse_answer(provider, body)?;
     let provider_total = parsed
         .usage
         .as_ref()
-        .and_then(|u| u.total_tokens)
-        .filter(|t| t.is_finite() && *t >= 0.0)
-        .map(|t| t as u64);
+        .and_then(|u| super::billed_tokens(u.total_tokens));
     // Voyage reports nothing billed beyond the token total, which has its public field.
     req.build(
         parsed.data.iter().map(|r| (r.index, r.relevance_score)),
@@ -121,15 +118,8 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         })
         .map(|m| provider.redact(&m))
         .unwrap_or_else(|| format!("HTTP {status}"));
-    let mut err = UpstreamError::from_status(&provider.name, status, message);
-    match status {
-        // Payment required: the account, not the request; the 4xx status keeps it from retrying.
-        402 => err.kind = UpstreamErrorKind::Failure,
-        // Wrong base URL: the gateway's configuration, not the caller.
-        404 => err.kind = UpstreamErrorKind::Failure,
-        _ => {}
-    }
-    err
+    // 402 and 404 are classified as operator problems by `from_status` itself.
+    UpstreamError::from_status(&provider.name, status, message)
 }
 
 // ---- tests -----------------------------------------------------------------------------------
@@ -142,6 +132,7 @@ mod tests {
     use serde_json::value::RawValue;
 
     use super::*;
+    use crate::api::error::UpstreamErrorKind;
     use crate::api::json::Str;
     use crate::providers::{test_support as support, ProviderKind};
 

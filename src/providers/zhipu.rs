@@ -111,9 +111,8 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
-    let parsed: RerankResponse = serde_json::from_slice(body)
-        .map_err(|e| bad(format!("rerank answer is not the expected JSON: {e}")))?;
+    let bad = |m: String| super::bad_answer(provider, m);
+    let parsed: RerankResponse = super::parse_answer(provider, body)?;
     // An error envelope with HTTP 200: classify it as if it had come with the status Zhipu
     // documents for its code.
     if parsed.error.as_ref().is_some_and(|e| !e.is_null()) {
@@ -164,10 +163,6 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         .map(|m| provider.redact(&m))
         .unwrap_or_else(|| format!("HTTP {status}"));
     let mut err = UpstreamError::from_status(&provider.name, status, message);
-    if status == 404 {
-        // The native model or path does not exist: the gateway's configuration, not the caller.
-        err.kind = UpstreamErrorKind::Failure;
-    }
     if let Some((kind, _)) = code.and_then(native_code) {
         err.kind = kind;
     }

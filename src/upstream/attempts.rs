@@ -41,8 +41,9 @@ pub async fn run<'u, 'm>(
     mode: Mode,
     build: impl Fn(&Target) -> Result<Prepared, GatewayError>,
 ) -> Result<(Answer<'u>, &'m Target), GatewayError> {
-    let targets: Vec<&Target> = model.enabled_targets().collect();
-    if targets.is_empty() {
+    // Counted rather than collected: no allocation per request.
+    let enabled = model.enabled_targets().count();
+    if enabled == 0 {
         let names: Vec<&str> = model
             .targets
             .iter()
@@ -55,7 +56,9 @@ pub async fn run<'u, 'm>(
     }
     let mut attempt: u32 = 0;
     loop {
-        let target = targets[attempt as usize % targets.len()];
+        let Some(target) = model.enabled_targets().nth(attempt as usize % enabled) else {
+            return Err(GatewayError::Internal("target list changed".into()));
+        };
         let native = match build(target)? {
             Prepared::Http(native) => native,
             Prepared::Local(answer) => {
