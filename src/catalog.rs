@@ -37,8 +37,8 @@ pub struct SpeechCaps {
     /// Public `speed` values this family can honour.
     pub speeds: &'static [f64],
     pub instructions: bool,
-    /// Whether `stream_format: sse` is available.
-    pub sse: bool,
+    /// Formats available with `stream_format: sse` (empty: the family cannot stream as SSE).
+    pub sse_formats: &'static [&'static str],
     pub max_input_chars: usize,
     /// Voice used when the request names none (a model's config may override it).
     pub default_voice: &'static str,
@@ -101,7 +101,7 @@ static OPENAI_TTS: SpeechCaps = SpeechCaps {
     formats: OPENAI_FORMATS,
     speeds: ALL_SPEEDS,
     instructions: false,
-    sse: false,
+    sse_formats: &[],
     max_input_chars: 4096,
     default_voice: "alloy",
     native_fields: &[],
@@ -111,9 +111,74 @@ static OPENAI_TTS_INSTRUCT: SpeechCaps = SpeechCaps {
     formats: OPENAI_FORMATS,
     speeds: ALL_SPEEDS,
     instructions: true,
-    sse: true,
+    sse_formats: OPENAI_FORMATS,
     max_input_chars: 4096,
     default_voice: "alloy",
+    native_fields: &[],
+};
+
+/// ElevenLabs: `voice_settings.speed` accepts 0.7–1.2, so of the public speeds only 1; no AAC or
+/// FLAC output. SSE is the `/stream` endpoint's audio wrapped in the gateway's events.
+static ELEVENLABS_TTS: SpeechCaps = SpeechCaps {
+    formats: &["mp3", "opus", "wav", "pcm"],
+    speeds: &[1.0],
+    instructions: false,
+    sse_formats: &["mp3", "opus", "wav", "pcm"],
+    max_input_chars: 10_000,
+    default_voice: "21m00Tcm4TlvDq8ikWAM",
+    native_fields: &[
+        "language_code",
+        "seed",
+        "voice_settings",
+        "apply_text_normalization",
+        "previous_text",
+        "next_text",
+        "pronunciation_dictionary_locators",
+    ],
+};
+
+/// MiniMax T2A v2: speed 0.5–2; WAV only without streaming.
+static MINIMAX_TTS: SpeechCaps = SpeechCaps {
+    formats: &["mp3", "flac", "wav", "pcm"],
+    speeds: &[0.5, 1.0, 2.0],
+    instructions: false,
+    sse_formats: &["mp3", "flac", "pcm"],
+    max_input_chars: 10_000,
+    default_voice: "male-qn-qingse",
+    native_fields: &["language_boost", "pronunciation_dict"],
+};
+
+/// Volcengine / Doubao (V3 HTTP streaming): `speech_rate` −50..100 is 0.5×–2×, so only the public
+/// speeds 0.5, 1 and 2; Ogg-Opus is labelled `opus`.
+static DOUBAO_TTS: SpeechCaps = SpeechCaps {
+    formats: &["mp3", "opus", "pcm"],
+    speeds: &[0.5, 1.0, 2.0],
+    instructions: false,
+    sse_formats: &["mp3", "opus", "pcm"],
+    max_input_chars: 1_024,
+    default_voice: "zh_female_cancan_mars_bigtts",
+    native_fields: &[],
+};
+
+/// DashScope Qwen-TTS: no speed control; a WAV file by URL, or 24 kHz PCM when streamed.
+static QWEN_TTS: SpeechCaps = SpeechCaps {
+    formats: &["wav", "pcm"],
+    speeds: &[1.0],
+    instructions: false,
+    sse_formats: &["pcm"],
+    max_input_chars: 600,
+    default_voice: "Cherry",
+    native_fields: &["language_type"],
+};
+
+/// Google Cloud Text-to-Speech: `speakingRate` 0.25–4; streaming is gRPC only, so no SSE.
+static GOOGLE_TTS: SpeechCaps = SpeechCaps {
+    formats: &["mp3", "opus", "wav", "pcm"],
+    speeds: ALL_SPEEDS,
+    instructions: false,
+    sse_formats: &[],
+    max_input_chars: 5_000,
+    default_voice: "en-US-Standard-C",
     native_fields: &[],
 };
 
@@ -208,6 +273,11 @@ static LOCAL_RERANK: RerankCaps = RerankCaps {
 pub static FAMILIES: &[(&str, Caps)] = &[
     ("openai-tts", Caps::Speech(&OPENAI_TTS)),
     ("openai-tts-instruct", Caps::Speech(&OPENAI_TTS_INSTRUCT)),
+    ("elevenlabs-tts", Caps::Speech(&ELEVENLABS_TTS)),
+    ("minimax-tts", Caps::Speech(&MINIMAX_TTS)),
+    ("doubao-tts", Caps::Speech(&DOUBAO_TTS)),
+    ("qwen-tts", Caps::Speech(&QWEN_TTS)),
+    ("google-tts", Caps::Speech(&GOOGLE_TTS)),
     ("dall-e-3", Caps::Images(&DALL_E_3)),
     ("cohere-rerank", Caps::Rerank(&COHERE_RERANK)),
     ("cohere-v1-rerank", Caps::Rerank(&COHERE_V1_RERANK)),

@@ -94,12 +94,23 @@ pub fn parse<'a>(
         None | Some("audio") => false,
         Some("sse") => {
             if let Some(c) = caps {
-                if !c.sse {
+                if c.sse_formats.is_empty() {
                     f.error(
                         "stream_format",
                         format!(
                             "model {} cannot stream as SSE; use `audio`",
                             model_name(&model)
+                        ),
+                    );
+                } else if c.formats.contains(&response_format)
+                    && !c.sse_formats.contains(&response_format)
+                {
+                    f.error(
+                        "response_format",
+                        format!(
+                            "model {} cannot stream `{response_format}` as SSE; it streams: {}",
+                            model_name(&model),
+                            c.sse_formats.join(", ")
                         ),
                     );
                 }

@@ -90,6 +90,15 @@ pub struct ProviderFile {
     pub timeouts: TimeoutsFile,
     #[serde(default = "d_max_response")]
     pub max_response_bytes: usize,
+    /// Azure OpenAI: `api-version` for deployment URLs (absent: the v1 URL).
+    #[serde(default)]
+    pub api_version: Option<String>,
+    /// Volcengine speech: console app id (absent: the key is sent as `X-Api-Key`).
+    #[serde(default)]
+    pub app_id: Option<String>,
+    /// Hosts result URLs may be downloaded from (absent: the kind's default, see the README).
+    #[serde(default)]
+    pub result_hosts: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -19,7 +19,7 @@ use serde_yaml::Value;
 
 use crate::auth::Authenticator;
 use crate::catalog::{self, Caps, Catalog, Model, Operation, Target};
-use crate::providers::{Provider, ProviderKind};
+use crate::providers::{Provider, ProviderKind, ProviderOptions};
 use crate::upstream::endpoint::{Endpoint, Timeouts};
 use crate::upstream::retry::RetryPolicy;
 use file::GatewayFile;
@@ -261,6 +261,14 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
             default_ep,
             regional,
             p.max_response_bytes,
+            ProviderOptions {
+                api_version: p.api_version.clone().filter(|v| !v.trim().is_empty()),
+                app_id: p.app_id.clone().filter(|v| !v.trim().is_empty()),
+                result_hosts: p
+                    .result_hosts
+                    .clone()
+                    .unwrap_or_else(|| kind.default_result_hosts()),
+            },
         ) {
             Ok(provider) => {
                 if !provider.enabled() {

@@ -6,9 +6,12 @@ use super::respond;
 use super::{Ctx, GatewayState};
 use crate::api::error::GatewayError;
 use crate::api::{images, rerank, speech};
+use crate::catalog::Target;
 use crate::providers;
-use crate::stream::passthrough::{self, StreamError};
-use crate::upstream::attempts::{self, Answer, Mode};
+use crate::stream::passthrough::StreamError;
+use crate::stream::speech::{self as stream_speech, Primed};
+use crate::upstream::attempts::{self, AcceptFuture, Answer, Mode, Reply};
+use crate::upstream::exchange::{Response, Upstream};
 
 /// Why an operation stopped.
 pub enum Failure {
@@ -38,16 +41,19 @@ pub async fn speech(
     let s = &state.settings;
     let req = speech::parse(body, &s.catalog, s.retry.max_retries)?;
     ctx.model = Some(req.model.clone());
-    let (answer, _target) = attempts::run(
-        &state.upstream,
+    let upstream = &state.upstream;
+    // Priming (reading up to the first audio) runs inside the attempt loop, so errors a provider
+    // reports inside a 200 answer are retried like any other until the first byte goes out.
+    let (reply, _target) = attempts::run_with(
+        upstream,
         &req.model,
         region,
         req.retries,
-        Mode::Streaming,
         |t| providers::speech_request(t, &req),
+        |t, resp| prime_speech(upstream, t, &req, resp),
     )
     .await?;
-    let Answer::Streaming(resp) = answer else {
+    let Reply::Remote(primed) = reply else {
         return Err(unexpected());
     };
     let content_type = if req.sse {
@@ -59,12 +65,7 @@ pub async fn speech(
         .await
         .map_err(|e| Failure::Abort(format!("writing response head: {e}")))?;
     ctx.status = 200;
-    let copied = if req.sse {
-        passthrough::events(session, *resp).await
-    } else {
-        passthrough::bytes(session, *resp).await
-    };
-    match copied {
+    match stream_speech::relay(session, primed, req.sse, req.input.as_str()).await {
         Ok(()) => Ok(()),
         Err(StreamError::Client) => Err(Failure::Abort("client went away".into())),
         Err(StreamError::Upstream(e)) => Err(Failure::Abort(format!(
@@ -72,6 +73,23 @@ pub async fn speech(
             e.message()
         ))),
     }
+}
+
+/// Priming (reading up to the first audio) runs inside the attempt loop, so an error a provider
+/// reports inside a 200 answer is retried like any other until the first byte goes out.
+fn prime_speech<'u>(
+    upstream: &'u Upstream,
+    target: &Target,
+    req: &speech::SpeechRequest<'_>,
+    resp: Response<'u>,
+) -> AcceptFuture<'u, Primed<'u>> {
+    let decoding = providers::speech_decoding(target, req);
+    Box::pin(stream_speech::prime(
+        upstream,
+        target.provider.clone(),
+        resp,
+        decoding,
+    ))
 }
 
 pub async fn images(

@@ -6,17 +6,23 @@
 //! touching the caller's bytes. Dispatch is a closed enum ([`ProviderKind`]) with one `match` arm per
 //! provider, so adding a provider makes the compiler list every place that must handle it.
 
+pub mod azure;
 pub mod cohere;
 pub mod cohere_v1;
 pub mod dashscope;
+pub mod dashscope_speech;
+pub mod elevenlabs;
+pub mod google;
 pub mod jina;
 pub mod local;
+pub mod minimax;
 pub mod mixedbread;
 pub mod openai;
 pub mod siliconflow;
 pub mod tei;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub mod volcengine;
 pub mod voyage;
 pub mod zhipu;
 
@@ -35,6 +41,7 @@ use crate::api::json::Str;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::api::speech::SpeechRequest;
 use crate::catalog::{Operation, Target};
+use crate::stream::audio::SpeechDecoding;
 use crate::upstream::endpoint::Endpoint;
 
 /// The providers Switchyard can talk to.
@@ -52,6 +59,11 @@ pub enum ProviderKind {
     Tei,
     /// The built-in lexical reranker: no network, no key.
     Local,
+    AzureOpenAi,
+    ElevenLabs,
+    MiniMax,
+    Volcengine,
+    Google,
 }
 
 impl ProviderKind {
@@ -67,6 +79,11 @@ impl ProviderKind {
         ("mixedbread", ProviderKind::Mixedbread),
         ("tei", ProviderKind::Tei),
         ("local", ProviderKind::Local),
+        ("azure-openai", ProviderKind::AzureOpenAi),
+        ("elevenlabs", ProviderKind::ElevenLabs),
+        ("minimax", ProviderKind::MiniMax),
+        ("volcengine", ProviderKind::Volcengine),
+        ("google", ProviderKind::Google),
     ];
 
     pub fn parse(name: &str) -> Option<ProviderKind> {
@@ -77,11 +94,16 @@ impl ProviderKind {
     pub fn serves(self, op: Operation) -> bool {
         match self {
             ProviderKind::OpenAi => matches!(op, Operation::Speech | Operation::Images),
+            ProviderKind::DashScope => matches!(op, Operation::Speech | Operation::Rerank),
+            ProviderKind::AzureOpenAi
+            | ProviderKind::ElevenLabs
+            | ProviderKind::MiniMax
+            | ProviderKind::Volcengine
+            | ProviderKind::Google => op == Operation::Speech,
             ProviderKind::Cohere
             | ProviderKind::CohereV1
             | ProviderKind::Jina
             | ProviderKind::Voyage
-            | ProviderKind::DashScope
             | ProviderKind::SiliconFlow
             | ProviderKind::Zhipu
             | ProviderKind::Mixedbread
@@ -101,19 +123,55 @@ impl ProviderKind {
         self != ProviderKind::Local
     }
 
-    /// The header that carries the provider key, and how the value is formed. Every provider
-    /// supported so far takes a bearer token.
-    fn auth_header(self, key: &str) -> (HeaderName, String) {
-        (http::header::AUTHORIZATION, format!("Bearer {key}"))
+    /// Where this kind's answers put result files when the config names no `result_hosts`.
+    pub fn default_result_hosts(self) -> Vec<String> {
+        match self {
+            // Qwen-TTS answers with an OSS URL (`dashscope-result-*.oss-*.aliyuncs.com`).
+            ProviderKind::DashScope => vec!["*.aliyuncs.com".to_string()],
+            _ => Vec::new(),
+        }
     }
+
+    /// The headers that carry the provider's credentials, and how their values are formed.
+    fn auth_headers(self, key: &str, options: &ProviderOptions) -> Vec<(HeaderName, String)> {
+        let h = HeaderName::from_static;
+        match self {
+            ProviderKind::AzureOpenAi => vec![(h("api-key"), key.to_string())],
+            ProviderKind::ElevenLabs => vec![(h("xi-api-key"), key.to_string())],
+            // An API key (Google's OAuth tokens expire hourly, so a static config cannot hold one).
+            ProviderKind::Google => vec![(h("x-goog-api-key"), key.to_string())],
+            // The console's app id + access token pair, or the newer single API key.
+            ProviderKind::Volcengine => match &options.app_id {
+                Some(app) => vec![
+                    (h("x-api-app-id"), app.clone()),
+                    (h("x-api-access-key"), key.to_string()),
+                ],
+                None => vec![(h("x-api-key"), key.to_string())],
+            },
+            _ => vec![(http::header::AUTHORIZATION, format!("Bearer {key}"))],
+        }
+    }
+}
+
+/// Per-provider settings beyond key and URL that some adapters need.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderOptions {
+    /// Azure OpenAI: `api-version` for deployment URLs; without it the v1 URL is used.
+    pub api_version: Option<String>,
+    /// Volcengine speech: the console app id sent with the access token.
+    pub app_id: Option<String>,
+    /// Hosts the gateway may download provider results from (audio or image URLs in answers):
+    /// exact names, or `*.suffix`. The provider's own base URL host is always allowed.
+    pub result_hosts: Vec<String>,
 }
 
 /// A configured provider account: credentials and where to reach it.
 pub struct Provider {
     pub name: String,
     pub kind: ProviderKind,
-    /// Built once at start and marked sensitive; `None` when the key is empty.
-    auth: Option<(HeaderName, HeaderValue)>,
+    /// Built once at start and marked sensitive; empty when the key is empty.
+    auth: Vec<(HeaderName, HeaderValue)>,
+    pub options: ProviderOptions,
     /// The key itself, kept only to redact it should a provider ever echo it back.
     key: String,
     /// `None` only for in-process providers.
@@ -142,20 +200,23 @@ impl Provider {
         default_endpoint: Option<Endpoint>,
         region_endpoints: HashMap<String, Endpoint>,
         max_response_bytes: usize,
+        options: ProviderOptions,
     ) -> Result<Provider, String> {
-        let auth = if api_key.is_empty() {
-            None
-        } else {
-            let (name, value) = kind.auth_header(api_key);
-            let mut value = HeaderValue::from_str(&value)
-                .map_err(|_| "api_key contains characters not allowed in a header".to_string())?;
-            value.set_sensitive(true);
-            Some((name, value))
-        };
+        let mut auth = Vec::new();
+        if !api_key.is_empty() {
+            for (name, value) in kind.auth_headers(api_key, &options) {
+                let mut value = HeaderValue::from_str(&value).map_err(|_| {
+                    "api_key contains characters not allowed in a header".to_string()
+                })?;
+                value.set_sensitive(true);
+                auth.push((name, value));
+            }
+        }
         Ok(Provider {
             name,
             kind,
             auth,
+            options,
             key: api_key.to_string(),
             default_endpoint,
             region_endpoints,
@@ -165,11 +226,33 @@ impl Provider {
 
     /// Usable: has its key, or needs none.
     pub fn enabled(&self) -> bool {
-        self.auth.is_some() || !self.kind.requires_key()
+        !self.auth.is_empty() || !self.kind.requires_key()
     }
 
-    pub fn auth_header(&self) -> Option<&(HeaderName, HeaderValue)> {
-        self.auth.as_ref()
+    pub fn auth_headers(&self) -> &[(HeaderName, HeaderValue)] {
+        &self.auth
+    }
+
+    /// Whether an answer's result URL on `host` may be downloaded: the provider's own hosts and
+    /// the configured `result_hosts` (exact, or `*.suffix`).
+    pub fn result_host_allowed(&self, host: &str) -> bool {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        let own = self
+            .default_endpoint
+            .iter()
+            .chain(self.region_endpoints.values())
+            .any(|e| e.host.eq_ignore_ascii_case(&host));
+        own || self.options.result_hosts.iter().any(|pattern| {
+            let pattern = pattern.to_ascii_lowercase();
+            match pattern.strip_prefix("*.") {
+                Some(suffix) => {
+                    host.len() > suffix.len() + 1
+                        && host.ends_with(suffix)
+                        && host.as_bytes()[host.len() - suffix.len() - 1] == b'.'
+                }
+                None => host == pattern,
+            }
+        })
     }
 
     /// The endpoint for the entry point's region, or the default one.
@@ -353,9 +436,47 @@ fn detail_text(detail: &Value) -> Option<String> {
 
 /// Build the native speech request for `target`.
 pub fn speech_request(target: &Target, req: &SpeechRequest<'_>) -> Result<Prepared, GatewayError> {
+    let http = |r: Result<NativeRequest, GatewayError>| r.map(Prepared::Http);
     match target.provider.kind {
-        ProviderKind::OpenAi => openai::speech_request(target, req).map(Prepared::Http),
-        _ => Err(not_served(target, Operation::Speech)),
+        ProviderKind::OpenAi => http(openai::speech_request(target, req)),
+        ProviderKind::AzureOpenAi => http(azure::speech_request(target, req)),
+        ProviderKind::ElevenLabs => http(elevenlabs::speech_request(target, req)),
+        ProviderKind::MiniMax => http(minimax::speech_request(target, req)),
+        ProviderKind::Volcengine => http(volcengine::speech_request(target, req)),
+        ProviderKind::DashScope => http(dashscope_speech::speech_request(target, req)),
+        ProviderKind::Google => http(google::speech_request(target, req)),
+        ProviderKind::Cohere
+        | ProviderKind::CohereV1
+        | ProviderKind::Jina
+        | ProviderKind::Voyage
+        | ProviderKind::SiliconFlow
+        | ProviderKind::Zhipu
+        | ProviderKind::Mixedbread
+        | ProviderKind::Tei
+        | ProviderKind::Local => Err(not_served(target, Operation::Speech)),
+    }
+}
+
+/// How `target`'s 2xx speech body becomes the public answer for `req`.
+pub fn speech_decoding(target: &Target, req: &SpeechRequest<'_>) -> SpeechDecoding {
+    let p = &target.provider;
+    match p.kind {
+        ProviderKind::OpenAi | ProviderKind::AzureOpenAi => SpeechDecoding::Passthrough,
+        ProviderKind::ElevenLabs => elevenlabs::speech_decoding(p, req),
+        ProviderKind::MiniMax => minimax::speech_decoding(p, req),
+        ProviderKind::Volcengine => volcengine::speech_decoding(p, req),
+        ProviderKind::DashScope => dashscope_speech::speech_decoding(p, req),
+        ProviderKind::Google => google::speech_decoding(p, req),
+        // Never reached: `speech_request` refused these before anything was sent.
+        ProviderKind::Cohere
+        | ProviderKind::CohereV1
+        | ProviderKind::Jina
+        | ProviderKind::Voyage
+        | ProviderKind::SiliconFlow
+        | ProviderKind::Zhipu
+        | ProviderKind::Mixedbread
+        | ProviderKind::Tei
+        | ProviderKind::Local => SpeechDecoding::Passthrough,
     }
 }
 
@@ -393,7 +514,12 @@ pub fn rerank_request(target: &Target, req: &RerankRequest<'_>) -> Result<Prepar
         ProviderKind::Mixedbread => http(mixedbread::rerank_request(target, req)),
         ProviderKind::Tei => http(tei::rerank_request(target, req)),
         ProviderKind::Local => local::rerank(req).map(Prepared::Local),
-        ProviderKind::OpenAi => Err(not_served(target, Operation::Rerank)),
+        ProviderKind::OpenAi
+        | ProviderKind::AzureOpenAi
+        | ProviderKind::ElevenLabs
+        | ProviderKind::MiniMax
+        | ProviderKind::Volcengine
+        | ProviderKind::Google => Err(not_served(target, Operation::Rerank)),
     }
 }
 
@@ -416,7 +542,12 @@ pub fn rerank_response<'r>(
         ProviderKind::Mixedbread => mixedbread::rerank_response(p, req, headers, body),
         ProviderKind::Tei => tei::rerank_response(p, req, headers, body),
         ProviderKind::Local => local::rerank_response(p, req, body),
-        ProviderKind::OpenAi => Err(wrong_answer(target, Operation::Rerank)),
+        ProviderKind::OpenAi
+        | ProviderKind::AzureOpenAi
+        | ProviderKind::ElevenLabs
+        | ProviderKind::MiniMax
+        | ProviderKind::Volcengine
+        | ProviderKind::Google => Err(wrong_answer(target, Operation::Rerank)),
     }
 }
 
@@ -438,6 +569,11 @@ pub fn error_response(
         ProviderKind::Zhipu => zhipu::error_response(provider, status, body),
         ProviderKind::Mixedbread => mixedbread::error_response(provider, status, body),
         ProviderKind::Tei => tei::error_response(provider, status, body),
+        ProviderKind::AzureOpenAi => azure::error_response(provider, status, body),
+        ProviderKind::ElevenLabs => elevenlabs::error_response(provider, status, body),
+        ProviderKind::MiniMax => minimax::error_response(provider, status, body),
+        ProviderKind::Volcengine => volcengine::error_response(provider, status, body),
+        ProviderKind::Google => google::error_response(provider, status, body),
         // The local reranker is never called over HTTP.
         ProviderKind::Local => UpstreamError::from_status(&provider.name, status, "local provider"),
     };

@@ -65,6 +65,7 @@ fn new_provider(name: &str, kind: ProviderKind, key: &str, endpoint: Option<Endp
         endpoint,
         Default::default(),
         MAX_RESPONSE_BYTES,
+        Default::default(),
     )
     .unwrap()
 }

@@ -1,4 +1,8 @@
-//! Streaming answers: SSE framing and the pass-through of audio and event streams.
+//! Streaming answers: SSE and line framing, speech decoding, and the copy of audio and event
+//! streams to the client.
 
+pub mod audio;
+pub mod lines;
 pub mod passthrough;
+pub mod speech;
 pub mod sse;

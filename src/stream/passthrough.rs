@@ -6,6 +6,7 @@
 //! event; an audio client sees the connection close without the terminating chunk, which every HTTP
 //! client reports as a truncated body rather than a success.
 
+use bytes::Bytes;
 use pingora::proxy::Session;
 
 use super::sse::{self, EventSplitter};
@@ -20,8 +21,19 @@ pub enum StreamError {
     Client,
 }
 
-/// Copy raw bytes until the provider's body ends, then finish the client's body.
-pub async fn bytes(session: &mut Session, mut resp: Response<'_>) -> Result<(), StreamError> {
+/// Copy raw bytes (after `first`, already read) until the provider's body ends, then finish the
+/// client's body.
+pub async fn bytes(
+    session: &mut Session,
+    mut resp: Response<'_>,
+    first: Vec<Bytes>,
+) -> Result<(), StreamError> {
+    for chunk in first {
+        session
+            .write_response_body(Some(chunk), false)
+            .await
+            .map_err(|_| StreamError::Client)?;
+    }
     loop {
         match resp.chunk().await {
             Ok(Some(chunk)) => session
@@ -40,9 +52,23 @@ pub async fn bytes(session: &mut Session, mut resp: Response<'_>) -> Result<(), 
     Ok(())
 }
 
-/// Copy an SSE stream event by event; a provider failure becomes a final `error` event.
-pub async fn events(session: &mut Session, mut resp: Response<'_>) -> Result<(), StreamError> {
+/// Copy an SSE stream (after `first`, already read) event by event; a provider failure becomes a
+/// final `error` event.
+pub async fn events(
+    session: &mut Session,
+    mut resp: Response<'_>,
+    first: Vec<Bytes>,
+) -> Result<(), StreamError> {
     let mut splitter = EventSplitter::new();
+    for chunk in first {
+        splitter.push(&chunk);
+        while let Some(ev) = splitter.next_event() {
+            session
+                .write_response_body(Some(ev), false)
+                .await
+                .map_err(|_| StreamError::Client)?;
+        }
+    }
     let failure = loop {
         match resp.chunk().await {
             Ok(Some(chunk)) => {

@@ -6,6 +6,9 @@
 //! retry moves to the next target when the model has several. Nothing has been sent to the client
 //! while this loop runs, which is what makes retrying safe.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use bytes::Bytes;
 
 use super::exchange::{Response, Upstream};
@@ -29,6 +32,16 @@ pub enum Answer<'u> {
     Streaming(Box<Response<'u>>),
 }
 
+/// What the caller does with a successful (2xx) response inside the loop, so that a failure
+/// there — a short read, an error the provider reports inside a 200 — is retried like any other.
+pub type AcceptFuture<'u, T> = Pin<Box<dyn Future<Output = Result<T, UpstreamError>> + Send + 'u>>;
+
+/// A successful attempt: an in-process provider's answer, or what `accept` made of a response.
+pub enum Reply<T> {
+    Local(Bytes),
+    Remote(T),
+}
+
 /// Largest error body read from a provider (errors are small; anything bigger is cut).
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
@@ -41,6 +54,36 @@ pub async fn run<'u, 'm>(
     mode: Mode,
     build: impl Fn(&Target) -> Result<Prepared, GatewayError>,
 ) -> Result<(Answer<'u>, &'m Target), GatewayError> {
+    let accept = |target: &'m Target, resp: Response<'u>| -> AcceptFuture<'u, Answer<'u>> {
+        let limit = target.provider.max_response_bytes;
+        Box::pin(async move {
+            match mode {
+                Mode::Streaming => Ok(Answer::Streaming(Box::new(resp))),
+                Mode::Buffered => {
+                    let headers = resp.headers().cloned().unwrap_or_default();
+                    let body = resp.read_all(limit).await?;
+                    Ok(Answer::Buffered(headers, body))
+                }
+            }
+        })
+    };
+    let (reply, target) = run_with(upstream, model, region, retries, build, accept).await?;
+    Ok(match reply {
+        Reply::Local(answer) => (Answer::Buffered(http::HeaderMap::new(), answer), target),
+        Reply::Remote(answer) => (answer, target),
+    })
+}
+
+/// Run the attempts; `accept` turns each 2xx response into the caller's value, and its failures
+/// count as the attempt's.
+pub async fn run_with<'u, 'm, T>(
+    upstream: &'u Upstream,
+    model: &'m Model,
+    region: &str,
+    retries: u32,
+    build: impl Fn(&Target) -> Result<Prepared, GatewayError>,
+    accept: impl Fn(&'m Target, Response<'u>) -> AcceptFuture<'u, T>,
+) -> Result<(Reply<T>, &'m Target), GatewayError> {
     // Counted rather than collected: no allocation per request.
     let enabled = model.enabled_targets().count();
     if enabled == 0 {
@@ -61,12 +104,14 @@ pub async fn run<'u, 'm>(
         };
         let native = match build(target)? {
             Prepared::Http(native) => native,
-            Prepared::Local(answer) => {
-                return Ok((Answer::Buffered(http::HeaderMap::new(), answer), target))
-            }
+            Prepared::Local(answer) => return Ok((Reply::Local(answer), target)),
         };
-        let err = match try_once(upstream, target, region, &native, mode).await {
-            Ok(answer) => return Ok((answer, target)),
+        let outcome = match try_once(upstream, target, region, &native).await {
+            Ok(resp) => accept(target, resp).await,
+            Err(e) => Err(e),
+        };
+        let err = match outcome {
+            Ok(value) => return Ok((Reply::Remote(value), target)),
             Err(e) => e,
         };
         log::warn!(
@@ -83,25 +128,17 @@ pub async fn run<'u, 'm>(
     }
 }
 
+/// Send one native request; a 2xx response comes back unread, anything else as its classified error.
 async fn try_once<'u>(
     upstream: &'u Upstream,
     target: &Target,
     region: &str,
     native: &NativeRequest,
-    mode: Mode,
-) -> Result<Answer<'u>, UpstreamError> {
+) -> Result<Response<'u>, UpstreamError> {
     let provider = &target.provider;
     let resp = upstream.send(provider, region, native).await?;
     if (200..300).contains(&resp.status) {
-        return match mode {
-            Mode::Streaming => Ok(Answer::Streaming(Box::new(resp))),
-            Mode::Buffered => {
-                let headers = resp.headers().cloned().unwrap_or_default();
-                resp.read_all(provider.max_response_bytes)
-                    .await
-                    .map(|body| Answer::Buffered(headers, body))
-            }
-        };
+        return Ok(resp);
     }
     let status = resp.status;
     let headers = resp.headers().cloned().unwrap_or_default();

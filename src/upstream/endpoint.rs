@@ -72,6 +72,45 @@ impl Endpoint {
         })
     }
 
+    /// Parse a result URL found in a provider's answer (it may carry a signed query string). The
+    /// connection settings are the provider's, `options`.
+    pub fn parse_result_url(
+        url: &str,
+        options: &PeerOptions,
+    ) -> Result<(Endpoint, String), String> {
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e| format!("result URL is not valid: {e}"))?;
+        let tls = match uri.scheme_str() {
+            Some("https") => true,
+            Some("http") => false,
+            _ => return Err("result URL must be http or https".into()),
+        };
+        let raw_host = uri.host().ok_or("result URL has no host")?;
+        let host = raw_host.trim_start_matches('[').trim_end_matches(']');
+        let default_port = if tls { 443 } else { 80 };
+        let port = uri.port_u16().unwrap_or(default_port);
+        let authority = match uri.port_u16() {
+            Some(p) if p != default_port => format!("{raw_host}:{p}"),
+            _ => raw_host.to_string(),
+        };
+        let path = uri
+            .path_and_query()
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_else(|| "/".into());
+        Ok((
+            Endpoint {
+                tls,
+                host: host.to_string(),
+                port,
+                base_path: String::new(),
+                authority,
+                options: options.clone(),
+            },
+            path,
+        ))
+    }
+
     /// The full request path for a native path such as `/audio/speech`.
     pub fn path(&self, native: &str) -> String {
         let mut p = String::with_capacity(self.base_path.len() + native.len());
@@ -112,6 +151,15 @@ mod tests {
         assert_eq!(e.path("/v2/rerank"), "/v2/rerank");
 
         assert!(Endpoint::parse("ftp://x", t()).is_err());
+
+        let (e, path) = Endpoint::parse_result_url(
+            "https://bucket.oss-cn-beijing.aliyuncs.com/a/b.wav?Expires=1&Signature=x%2F",
+            &PeerOptions::new(),
+        )
+        .unwrap();
+        assert_eq!(e.host, "bucket.oss-cn-beijing.aliyuncs.com");
+        assert_eq!(path, "/a/b.wav?Expires=1&Signature=x%2F");
+        assert!(Endpoint::parse_result_url("file:///etc/passwd", &PeerOptions::new()).is_err());
         assert!(Endpoint::parse("nonsense", t()).is_err());
     }
 }

@@ -12,10 +12,11 @@ use bytes::{Bytes, BytesMut};
 use pingora::connectors::http::Connector;
 use pingora::http::RequestHeader;
 use pingora::protocols::http::client::HttpSession;
-use pingora::upstreams::peer::HttpPeer;
+use pingora::upstreams::peer::{HttpPeer, PeerOptions};
 use pingora::{Error as PError, ErrorType};
 
 use super::dns::Resolver;
+use super::endpoint::Endpoint;
 use super::retry::RetryPolicy;
 use crate::api::error::{UpstreamError, UpstreamErrorKind};
 use crate::providers::{NativeRequest, Provider};
@@ -59,16 +60,63 @@ impl Upstream {
                 "no base_url configured",
             )
         })?;
+        let header = build_header(provider, ep.authority.as_str(), &ep.path(&req.path), req)
+            .map_err(|e| classify(&provider.name, &e))?;
+        self.exchange(&provider.name, ep, header, &req.body).await
+    }
+
+    /// Download a result file a provider's answer points to (`GET url`, no credentials: the
+    /// provider key is only ever sent to the provider's API). Only the provider's own hosts and its
+    /// configured `result_hosts` are reachable this way.
+    pub async fn fetch(
+        &self,
+        provider: &Provider,
+        url: &str,
+    ) -> Result<Response<'_>, UpstreamError> {
+        let bad = |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
+        let options = provider
+            .endpoint("")
+            .map(|e| e.options.clone())
+            .unwrap_or_else(PeerOptions::new);
+        let (ep, path) = Endpoint::parse_result_url(url, &options).map_err(bad)?;
+        if !provider.result_host_allowed(&ep.host) {
+            return Err(bad(format!(
+                "result host {} is not one of the provider's result hosts",
+                ep.host
+            )));
+        }
+        let mut h = RequestHeader::build(http::Method::GET, path.as_bytes(), Some(2))
+            .map_err(|e| classify(&provider.name, &e))?;
+        h.insert_header(http::header::HOST, ep.authority.as_str())
+            .map_err(|e| classify(&provider.name, &e))?;
+        let resp = self.exchange(&provider.name, &ep, h, &Bytes::new()).await?;
+        if !(200..300).contains(&resp.status) {
+            let status = resp.status;
+            resp.release_unread().await;
+            return Err(UpstreamError::new(
+                UpstreamErrorKind::BadResponse,
+                &provider.name,
+                format!("result file download answered HTTP {status}"),
+            ));
+        }
+        Ok(resp)
+    }
+
+    /// One request/response-header exchange with `ep`.
+    async fn exchange(
+        &self,
+        provider: &str,
+        ep: &Endpoint,
+        header: RequestHeader,
+        body: &Bytes,
+    ) -> Result<Response<'_>, UpstreamError> {
         let addrs = self
             .resolver
             .resolve(&ep.host, ep.port)
             .await
-            .map_err(|m| UpstreamError::new(UpstreamErrorKind::Connect, &provider.name, m))?;
+            .map_err(|m| UpstreamError::new(UpstreamErrorKind::Connect, provider, m))?;
         let mut peer = HttpPeer::new(addrs[0], ep.tls, ep.host.clone());
         peer.options = ep.options.clone();
-
-        let header = build_header(provider, ep.authority.as_str(), &ep.path(&req.path), req)
-            .map_err(|e| classify(&provider.name, &e))?;
 
         // A pooled connection may have been closed by the provider while idle; a failure on a
         // reused connection before any answer is worth one immediate fresh try.
@@ -78,28 +126,25 @@ impl Upstream {
                 .connector
                 .get_http_session(&peer)
                 .await
-                .map_err(|e| classify(&provider.name, &e))?;
+                .map_err(|e| classify(provider, &e))?;
             // The connector applies only connect timeouts; reads and writes are the session's.
             session.set_read_timeout(peer.options.read_timeout);
             session.set_write_timeout(peer.options.write_timeout);
-            match write_and_read_header(&mut session, header.clone(), &req.body).await {
+            match write_and_read_header(&mut session, header.clone(), body).await {
                 Ok(status) => {
                     return Ok(Response {
                         upstream: self,
                         session,
                         peer,
-                        provider: provider.name.clone(),
+                        provider: provider.to_string(),
                         status,
                     })
                 }
                 Err(e) if reused && fresh_retry_left && !is_timeout(&e) => {
-                    log::debug!(
-                        "{}: reused connection failed ({e}); reconnecting",
-                        provider.name
-                    );
+                    log::debug!("{provider}: reused connection failed ({e}); reconnecting");
                     fresh_retry_left = false;
                 }
-                Err(e) => return Err(classify(&provider.name, &e)),
+                Err(e) => return Err(classify(provider, &e)),
             }
         }
     }
@@ -119,7 +164,7 @@ fn build_header(
     h.insert_header(http::header::HOST, authority)?;
     h.insert_header(http::header::CONTENT_TYPE, req.content_type)?;
     h.insert_header(http::header::CONTENT_LENGTH, req.body.len().to_string())?;
-    if let Some((name, value)) = provider.auth_header() {
+    for (name, value) in provider.auth_headers() {
         h.insert_header(name.clone(), value.clone())?;
     }
     for (name, value) in &req.headers {
@@ -178,6 +223,11 @@ fn classify(provider: &str, e: &PError) -> UpstreamError {
 }
 
 impl Response<'_> {
+    /// The provider (by name) this answer came from.
+    pub fn provider(&self) -> &str {
+        &self.provider
+    }
+
     pub fn headers(&self) -> Option<&http::HeaderMap> {
         self.session.response_header().map(|h| &h.headers)
     }
@@ -229,6 +279,11 @@ impl Response<'_> {
             &self.provider,
             format!("answer larger than {limit} bytes"),
         )
+    }
+
+    /// Close the connection without reading the body (an answer the gateway will not use).
+    pub async fn release_unread(mut self) {
+        self.session.shutdown().await;
     }
 
     /// Return the connection to the pool (only sound once the body was read to its end).

@@ -6,6 +6,7 @@
 pub mod client;
 pub mod fake;
 pub mod rerank_conformance;
+pub mod speech_conformance;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -80,6 +81,12 @@ switchyard:
     jina: {{kind: jina, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     voyage: {{kind: voyage, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     dashscope: {{kind: dashscope, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    azure: {{kind: azure-openai, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", api_version: "2025-03-01-preview", timeouts: {{read_ms: 1500}}}}
+    azure-v1: {{kind: azure-openai, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    elevenlabs: {{kind: elevenlabs, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    minimax: {{kind: minimax, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    volcengine: {{kind: volcengine, api_key: "{PROVIDER_KEY}", app_id: "test-app-id", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    google: {{kind: google, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     siliconflow: {{kind: siliconflow, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     zhipu: {{kind: zhipu, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     mixedbread: {{kind: mixedbread, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
@@ -100,6 +107,13 @@ switchyard:
     mxbai-rerank-large-v2: {{family: mixedbread-rerank, targets: [{{provider: mixedbread, model: mixedbread-ai/mxbai-rerank-large-v2}}]}}
     tei-reranker: {{family: tei-rerank, targets: [{{provider: tei, model: bge-reranker-base}}]}}
     local-bm25: {{family: local-rerank, targets: [{{provider: builtin, model: bm25}}]}}
+    azure-tts: {{family: openai-tts-instruct, targets: [{{provider: azure, model: tts-deployment}}]}}
+    azure-tts-v1: {{family: openai-tts, targets: [{{provider: azure-v1, model: tts-v1-deployment}}]}}
+    eleven-multilingual-v2: {{family: elevenlabs-tts, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
+    speech-2.8-hd: {{family: minimax-tts, targets: [{{provider: minimax, model: speech-2.8-hd}}]}}
+    doubao-tts: {{family: doubao-tts, targets: [{{provider: volcengine, model: seed-tts-1.0}}]}}
+    qwen3-tts-flash: {{family: qwen-tts, targets: [{{provider: dashscope, model: qwen3-tts-flash}}]}}
+    google-tts: {{family: google-tts, targets: [{{provider: google, model: default}}]}}
 "#,
         p0 = ports.0,
         p1 = ports.1,

@@ -1,0 +1,278 @@
+//! The speech answer from a provider's first byte to the client's last.
+//!
+//! [`prime`] runs inside the attempt loop: it reads the native body until the decoder has produced
+//! the first audio (or the body ended), downloading a result file first when the answer only names
+//! one. Anything that fails there — a 200 answer carrying an error, a stream that ends before any
+//! audio — is still retryable, because nothing has reached the client. [`relay`] then writes the
+//! audio out: raw bytes for `stream_format: audio`, or the gateway's public SSE events for `sse`:
+//!
+//! ```text
+//! data: {"type":"speech.audio.delta","audio":"<base64>"}
+//!
+//! data: {"type":"speech.audio.done","usage":{"input_tokens":N,"output_tokens":N,"total_tokens":N}}
+//!
+//! ```
+//!
+//! A failure after the first byte ends an SSE stream with `data: {"type":"error",…}` and cuts a raw
+//! audio answer off without its terminating chunk.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use bytes::{BufMut, Bytes, BytesMut};
+use pingora::proxy::Session;
+
+use super::audio::{Finished, Raw, SpeechDecoding, SpeechUsage};
+use super::passthrough::{self, StreamError};
+use crate::api::error::{GatewayError, UpstreamError};
+use crate::providers::{bad_answer, Provider};
+use crate::upstream::exchange::{Response, Upstream};
+
+/// A speech answer whose first audio is in hand.
+pub struct Primed<'u> {
+    resp: Response<'u>,
+    decoder: Option<Box<dyn super::audio::AudioDecoder>>,
+    /// Audio (or, for pass-through, native bytes) read but not yet written.
+    pending: Vec<Bytes>,
+    /// Set when the native body has already ended.
+    done: Option<SpeechUsage>,
+}
+
+/// Read until the first audio is decoded (see the module docs).
+pub async fn prime<'u>(
+    upstream: &'u Upstream,
+    provider: Arc<Provider>,
+    mut resp: Response<'u>,
+    decoding: SpeechDecoding,
+) -> Result<Primed<'u>, UpstreamError> {
+    let mut decoder = match decoding {
+        SpeechDecoding::Passthrough => None,
+        SpeechDecoding::Decode(d) => Some(d),
+    };
+    let mut pending = Vec::new();
+    let mut fetched = false;
+    loop {
+        match resp.chunk().await? {
+            Some(chunk) => match &mut decoder {
+                None => {
+                    if chunk.is_empty() {
+                        continue;
+                    }
+                    pending.push(chunk);
+                }
+                Some(d) => d.push(&chunk, &mut pending)?,
+            },
+            None => {
+                let usage = match &mut decoder {
+                    None => SpeechUsage::default(),
+                    Some(d) => match d.finish(&mut pending)? {
+                        Finished::Done(usage) => usage,
+                        Finished::Fetch(url) if !fetched => {
+                            resp.release().await;
+                            resp = upstream.fetch(&provider, &url).await?;
+                            decoder =
+                                Some(Box::new(Raw::new(&provider, provider.max_response_bytes)));
+                            fetched = true;
+                            continue;
+                        }
+                        Finished::Fetch(_) => {
+                            return Err(bad_answer(&provider, "result file names another file"))
+                        }
+                    },
+                };
+                if pending.is_empty() {
+                    return Err(bad_answer(&provider, "answer carried no audio"));
+                }
+                return Ok(Primed {
+                    resp,
+                    decoder,
+                    pending,
+                    done: Some(usage),
+                });
+            }
+        }
+        if !pending.is_empty() {
+            return Ok(Primed {
+                resp,
+                decoder,
+                pending,
+                done: None,
+            });
+        }
+    }
+}
+
+/// Write the primed answer to the client. `input` is the caller's text, for usage the provider
+/// does not report.
+pub async fn relay(
+    session: &mut Session,
+    primed: Primed<'_>,
+    sse: bool,
+    input: &str,
+) -> Result<(), StreamError> {
+    let Primed {
+        mut resp,
+        decoder,
+        pending,
+        done,
+    } = primed;
+    let Some(mut decoder) = decoder else {
+        return if sse {
+            passthrough::events(session, resp, pending).await
+        } else {
+            passthrough::bytes(session, resp, pending).await
+        };
+    };
+    let write = |piece: &Bytes| {
+        if sse {
+            delta_event(piece)
+        } else {
+            piece.clone()
+        }
+    };
+
+    let mut out = pending;
+    let mut done = done;
+    let failure: Option<UpstreamError> = loop {
+        for piece in out.drain(..) {
+            session
+                .write_response_body(Some(write(&piece)), false)
+                .await
+                .map_err(|_| StreamError::Client)?;
+        }
+        if done.is_some() {
+            break None;
+        }
+        match resp.chunk().await {
+            Ok(Some(chunk)) => {
+                if let Err(e) = decoder.push(&chunk, &mut out) {
+                    break Some(e);
+                }
+            }
+            Ok(None) => match decoder.finish(&mut out) {
+                Ok(Finished::Done(usage)) => done = Some(usage),
+                Ok(Finished::Fetch(_)) => {
+                    break Some(bad_answer_for(&resp, "result URL after audio"));
+                }
+                Err(e) => break Some(e),
+            },
+            Err(e) => break Some(e),
+        }
+    };
+    match failure {
+        None => {
+            if sse {
+                let usage = done.unwrap_or_default();
+                session
+                    .write_response_body(Some(done_event(usage, input)), false)
+                    .await
+                    .map_err(|_| StreamError::Client)?;
+            }
+            session
+                .write_response_body(None, true)
+                .await
+                .map_err(|_| StreamError::Client)?;
+            resp.release().await;
+            Ok(())
+        }
+        Some(err) => {
+            let err = GatewayError::Upstream(err);
+            if sse {
+                session
+                    .write_response_body(Some(passthrough::error_event(&err)), true)
+                    .await
+                    .map_err(|_| StreamError::Client)?;
+                Ok(())
+            } else {
+                Err(StreamError::Upstream(err))
+            }
+        }
+    }
+}
+
+fn bad_answer_for(resp: &Response<'_>, message: &str) -> UpstreamError {
+    UpstreamError::new(
+        crate::api::error::UpstreamErrorKind::BadResponse,
+        resp.provider(),
+        message,
+    )
+}
+
+/// `data: {"type":"speech.audio.delta","audio":"<base64>"}`
+pub fn delta_event(audio: &[u8]) -> Bytes {
+    const HEAD: &[u8] = b"data: {\"type\":\"speech.audio.delta\",\"audio\":\"";
+    const TAIL: &[u8] = b"\"}\n\n";
+    let b64_len = audio.len().div_ceil(3) * 4;
+    let mut b = BytesMut::with_capacity(HEAD.len() + b64_len + TAIL.len());
+    b.put_slice(HEAD);
+    let start = b.len();
+    b.resize(start + b64_len, 0);
+    // The buffer was sized for exactly this encoding, so this cannot fail.
+    let written = base64::engine::general_purpose::STANDARD
+        .encode_slice(audio, &mut b[start..])
+        .unwrap_or(0);
+    b.truncate(start + written);
+    b.put_slice(TAIL);
+    b.freeze()
+}
+
+/// The closing event. Token counts are the provider's where it reports them; otherwise input
+/// tokens are counted with the gateway's tokenizer and output tokens are 0.
+pub fn done_event(usage: SpeechUsage, input: &str) -> Bytes {
+    let input_tokens = usage
+        .input_tokens
+        .unwrap_or_else(|| crate::tokens::count(input) as u64);
+    let output_tokens = usage.output_tokens.unwrap_or(0);
+    let body = serde_json::json!({
+        "type": "speech.audio.done",
+        "usage": {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "total_tokens": input_tokens + output_tokens,
+        }
+    });
+    super::sse::event(body.to_string().as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delta_events_carry_base64() {
+        for n in 0..10 {
+            let audio: Vec<u8> = (0..n).map(|i| i as u8 * 37).collect();
+            let ev = delta_event(&audio);
+            let data = super::super::sse::data_of(&ev).unwrap();
+            let v: serde_json::Value = serde_json::from_str(&data).unwrap();
+            assert_eq!(v["type"], "speech.audio.delta");
+            let back = base64::engine::general_purpose::STANDARD
+                .decode(v["audio"].as_str().unwrap())
+                .unwrap();
+            assert_eq!(back, audio);
+            assert!(ev.ends_with(b"\n\n"));
+        }
+    }
+
+    #[test]
+    fn done_event_prefers_reported_usage() {
+        let ev = done_event(
+            SpeechUsage {
+                input_tokens: Some(7),
+                output_tokens: Some(30),
+            },
+            "hello",
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&super::super::sse::data_of(&ev).unwrap()).unwrap();
+        assert_eq!(
+            v["usage"],
+            serde_json::json!({"input_tokens": 7, "output_tokens": 30, "total_tokens": 37})
+        );
+        let ev = done_event(SpeechUsage::default(), "hello world");
+        let v: serde_json::Value =
+            serde_json::from_str(&super::super::sse::data_of(&ev).unwrap()).unwrap();
+        assert_eq!(v["usage"]["input_tokens"], 2);
+        assert_eq!(v["usage"]["output_tokens"], 0);
+    }
+}
