@@ -63,8 +63,17 @@ pub fn parse<'a>(
     let instructions = f.string("instructions");
     let retries = common::retries(&mut f, max_retries);
 
+    // Default `mp3`; a model that cannot produce it defaults to its own first format (the first it
+    // can stream, for SSE), rather than failing a request that named no format at all.
+    let wants_sse = stream_format.as_ref().is_some_and(|s| s.as_str() == "sse");
     let response_format: &'static str = match response_format {
-        None => "mp3",
+        None => match caps {
+            Some(c) if wants_sse && !c.sse_formats.contains(&"mp3") => {
+                c.sse_formats.first().copied().unwrap_or("mp3")
+            }
+            Some(c) if !c.formats.contains(&"mp3") => c.formats.first().copied().unwrap_or("mp3"),
+            _ => "mp3",
+        },
         Some(v) => match FORMATS.iter().find(|x| **x == v.as_str()) {
             None => {
                 f.error(

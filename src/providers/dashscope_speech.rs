@@ -1,20 +1,705 @@
-//! PLACEHOLDER: speech adapter for dashscope_speech (being written).
+//! Alibaba Cloud Model Studio (DashScope / 百炼) Qwen-TTS speech
+//! (`POST /api/v1/services/aigc/multimodal-generation/generation`).
+//!
+//! The native request nests the text: `{"model", "input": {"text", "voice", …}}`, and the family's
+//! native options (`language_type`) live inside `input` too. Qwen-TTS has two answer modes, picked
+//! by the public format:
+//!
+//! - `wav`: one JSON document naming a WAV file on DashScope's result storage
+//!   (`output.audio.url`). The decoder returns [`Finished::Fetch`]; the gateway downloads the file
+//!   itself (without the provider key, only from allowed result hosts) and streams it on.
+//! - `pcm`: requested with `X-DashScope-SSE: enable`. Each SSE event's JSON carries a base64 piece
+//!   of 24 kHz 16-bit mono PCM in `output.audio.data`; `output.finish_reason` is `"stop"` only on
+//!   the last event. A stream that ends without that marker is an error, never a short success.
+//!
+//! Errors use DashScope's one envelope `{"request_id","code","message"}`, normally with a 4xx/5xx
+//! status (classified by [`super::dashscope::error_response`], shared with the rerank adapter) but
+//! sometimes inside a 200 answer or as an SSE event (`event:error`, with a `:HTTP_STATUS/…`
+//! comment line), which this module classifies the same way.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
-use super::{NativeRequest, Provider};
-use crate::api::error::GatewayError;
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::dashscope::error_response;
+use super::{bad_answer, billed_tokens, json_with_extra, NativeRequest, Provider};
+use crate::api::error::{GatewayError, UpstreamError};
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
-use crate::stream::audio::SpeechDecoding;
+use crate::stream::audio::{
+    base64_audio, AudioDecoder, Finished, SpeechDecoding, SpeechUsage, Whole,
+};
+use crate::stream::sse::{data_of, EventSplitter};
 
-pub fn speech_request(
-    _target: &Target,
-    _req: &SpeechRequest<'_>,
-) -> Result<NativeRequest, GatewayError> {
-    Err(GatewayError::Internal("not written yet".into()))
+// ---- constants -------------------------------------------------------------------------------
+
+const SPEECH_PATH: &str = "/api/v1/services/aigc/multimodal-generation/generation";
+
+/// Asks DashScope to answer as Server-Sent Events.
+const SSE_HEADER: &str = "x-dashscope-sse";
+
+/// The `finish_reason` of the last event of a complete stream.
+const STOP: &str = "stop";
+
+/// Status assumed for an in-band error whose code this adapter does not know: a provider-side
+/// failure (retryable), as the rerank adapter assumes too.
+const UNKNOWN_CODE_STATUS: u16 = 500;
+
+// ---- wire types ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct SpeechBody<'a> {
+    model: &'a str,
+    /// `Input` plus the caller's pass-through fields, already serialized: Qwen-TTS takes its
+    /// native options (`language_type`) inside `input`, not at the top level.
+    input: Box<RawValue>,
 }
 
+#[derive(Serialize)]
+struct Input<'a> {
+    text: &'a str,
+    voice: &'a str,
+}
+
+/// A success answer, one SSE event's data, or (in a 200 or an error event) an error envelope: all
+/// are read through this one shape.
+#[derive(Deserialize)]
+struct Answer<'a> {
+    #[serde(default)]
+    code: Option<serde_json::Value>,
+    #[serde(default, borrow)]
+    output: Option<Output<'a>>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+struct Output<'a> {
+    /// `null` (or the string `"null"`) until the last event, which says `"stop"`.
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    audio: Option<Audio<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Audio<'a> {
+    #[serde(default, borrow)]
+    url: Option<Cow<'a, str>>,
+    /// Base64 PCM in streamed events (often empty); empty in the URL answer.
+    #[serde(default, borrow)]
+    data: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    #[serde(default)]
+    input_tokens: Option<f64>,
+    #[serde(default)]
+    output_tokens: Option<f64>,
+}
+
+// ---- translation to native -------------------------------------------------------------------
+
+/// Which of Qwen-TTS's two answer modes a request uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// JSON naming a WAV file.
+    WavUrl,
+    /// SSE events carrying base64 PCM.
+    PcmStream,
+}
+
+fn mode(format: &str) -> Option<Mode> {
+    match format {
+        "wav" => Some(Mode::WavUrl),
+        "pcm" => Some(Mode::PcmStream),
+        _ => None,
+    }
+}
+
+pub fn speech_request(
+    target: &Target,
+    req: &SpeechRequest<'_>,
+) -> Result<NativeRequest, GatewayError> {
+    // Validation only lets the family's formats through when the caller names one; a format that
+    // still arrives here (e.g. a default the family cannot produce) is refused rather than served
+    // as WAV under another format's Content-Type.
+    let Some(mode) = mode(req.response_format) else {
+        return Err(GatewayError::field(
+            "response_format",
+            format!(
+                "model {} cannot produce `{}`; it offers: {}",
+                req.model.name,
+                req.response_format,
+                req.caps.formats.join(", ")
+            ),
+        ));
+    };
+    let input = Input {
+        text: req.input.as_str(),
+        voice: req.voice.as_str(),
+    };
+    let input = json_with_extra(&input, &req.passthrough)?;
+    let input = String::from_utf8(input)
+        .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))
+        .and_then(|s| {
+            RawValue::from_string(s)
+                .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))
+        })?;
+    let body = SpeechBody {
+        model: &target.native_model,
+        input,
+    };
+    let body = serde_json::to_vec(&body)
+        .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))?;
+    let mut native = NativeRequest::post_json(SPEECH_PATH, body);
+    if mode == Mode::PcmStream {
+        native.headers.push((
+            HeaderName::from_static(SSE_HEADER),
+            HeaderValue::from_static("enable"),
+        ));
+    }
+    Ok(native)
+}
+
+// ---- translation back ------------------------------------------------------------------------
+
 pub fn speech_decoding(provider: &Arc<Provider>, req: &SpeechRequest<'_>) -> SpeechDecoding {
-    SpeechDecoding::raw_audio(provider, req.sse)
+    // `speech_request` refused any other format, so nothing was sent for one.
+    match mode(req.response_format) {
+        Some(Mode::WavUrl) => SpeechDecoding::Decode(Box::new(Whole::new(provider, url_answer))),
+        Some(Mode::PcmStream) | None => SpeechDecoding::Decode(Box::new(PcmEvents::new(provider))),
+    }
+}
+
+/// The non-streamed answer: the URL of the WAV file, or an error reported inside the 200.
+fn url_answer(
+    provider: &Provider,
+    body: &[u8],
+    _out: &mut Vec<Bytes>,
+) -> Result<Finished, UpstreamError> {
+    let answer: Answer<'_> = serde_json::from_slice(body).map_err(|e| not_json(provider, &e))?;
+    if let Some(code) = code_text(answer.code.as_ref()) {
+        return Err(in_band_error(provider, None, &code, body));
+    }
+    let url = answer
+        .output
+        .and_then(|o| o.audio)
+        .and_then(|a| a.url)
+        .filter(|u| !u.trim().is_empty())
+        .ok_or_else(|| bad_answer(provider, "speech answer names no output.audio.url"))?;
+    Ok(Finished::Fetch(url.trim().to_string()))
+}
+
+/// The streamed answer: SSE events, each with a base64 PCM piece.
+struct PcmEvents {
+    provider: Arc<Provider>,
+    events: EventSplitter,
+    /// Bytes pushed into `events` and not yet taken out as whole events: one incomplete event,
+    /// which must not grow without bound.
+    buffered: usize,
+    /// Whether the `"stop"` event arrived.
+    stopped: bool,
+    usage: SpeechUsage,
+}
+
+impl PcmEvents {
+    fn new(provider: &Arc<Provider>) -> PcmEvents {
+        PcmEvents {
+            provider: provider.clone(),
+            events: EventSplitter::new(),
+            buffered: 0,
+            stopped: false,
+            usage: SpeechUsage::default(),
+        }
+    }
+
+    fn event(&mut self, event: &[u8], out: &mut Vec<Bytes>) -> Result<(), UpstreamError> {
+        let provider = &*self.provider;
+        // Comments, `id:`-only events and keep-alives carry no data.
+        let Some(data) = data_of(event).filter(|d| !d.trim().is_empty()) else {
+            return Ok(());
+        };
+        let fields = EventFields::of(event);
+        let answer: Answer<'_> = serde_json::from_str(&data).map_err(|e| not_json(provider, &e))?;
+        if let Some(code) = code_text(answer.code.as_ref()) {
+            return Err(in_band_error(
+                provider,
+                fields.status,
+                &code,
+                data.as_bytes(),
+            ));
+        }
+        if fields.error {
+            // An error event without a code: still an error, classified by its status if any.
+            let status = fields.status.unwrap_or(UNKNOWN_CODE_STATUS);
+            return Err(error_response(provider, status, data.as_bytes()));
+        }
+        if let Some(u) = answer.usage {
+            self.usage = SpeechUsage {
+                input_tokens: billed_tokens(u.input_tokens),
+                output_tokens: billed_tokens(u.output_tokens),
+            };
+        }
+        let Some(output) = answer.output else {
+            return Ok(());
+        };
+        if output.finish_reason.as_deref() == Some(STOP) {
+            self.stopped = true;
+        }
+        if let Some(b64) = output.audio.and_then(|a| a.data) {
+            if !b64.trim().is_empty() {
+                let pcm = base64_audio(provider, &b64)?;
+                if !pcm.is_empty() {
+                    out.push(pcm);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl AudioDecoder for PcmEvents {
+    fn push(&mut self, chunk: &Bytes, out: &mut Vec<Bytes>) -> Result<(), UpstreamError> {
+        self.events.push(chunk);
+        self.buffered = self.buffered.saturating_add(chunk.len());
+        while let Some(event) = self.events.next_event() {
+            self.buffered = self.buffered.saturating_sub(event.len());
+            self.event(&event, out)?;
+        }
+        let limit = self.provider.max_response_bytes;
+        if self.buffered > limit {
+            return Err(bad_answer(
+                &self.provider,
+                format!("stream event larger than {limit} bytes"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut Vec<Bytes>) -> Result<Finished, UpstreamError> {
+        // A last event missing its blank line still counts.
+        if let Some(rest) = self.events.remainder() {
+            self.buffered = 0;
+            self.event(&rest, out)?;
+        }
+        if !self.stopped {
+            return Err(bad_answer(
+                &self.provider,
+                "speech stream ended before its \"stop\" event",
+            ));
+        }
+        Ok(Finished::Done(self.usage))
+    }
+}
+
+/// The SSE fields of one event besides `data`.
+struct EventFields {
+    /// `event:error`.
+    error: bool,
+    /// The status DashScope states in a `:HTTP_STATUS/400` comment line.
+    status: Option<u16>,
+}
+
+impl EventFields {
+    fn of(event: &[u8]) -> EventFields {
+        let mut fields = EventFields {
+            error: false,
+            status: None,
+        };
+        let text = String::from_utf8_lossy(event);
+        for line in text.lines() {
+            if let Some(kind) = line.strip_prefix("event:") {
+                fields.error = kind.trim().eq_ignore_ascii_case("error");
+            } else if let Some(status) = line.strip_prefix(":HTTP_STATUS/") {
+                fields.status = status.trim().parse().ok();
+            }
+        }
+        fields
+    }
+}
+
+// ---- error mapping ---------------------------------------------------------------------------
+
+/// An error DashScope reported inside a 200 answer or an SSE event. It is classified by the rerank
+/// adapter's table, as if it had come with `status` (an SSE event's own `:HTTP_STATUS`, when that
+/// says error) or with the status DashScope documents for `code`.
+fn in_band_error(
+    provider: &Provider,
+    status: Option<u16>,
+    code: &str,
+    body: &[u8],
+) -> UpstreamError {
+    let status = status
+        .filter(|s| *s >= 400)
+        .unwrap_or_else(|| code_status(code));
+    error_response(provider, status, body)
+}
+
+/// The HTTP status DashScope documents for an error code. Only the status matters here: the kind
+/// is refined from the code by [`super::dashscope::error_response`], but the status decides
+/// whether a `Failure` is retried (quota and account problems must not be).
+fn code_status(code: &str) -> u16 {
+    match code {
+        "InvalidApiKey" => 401,
+        c if c.starts_with("AccessDenied") || c.starts_with("AllocationQuota") => 403,
+        c if c.starts_with("Throttling") => 429,
+        "Arrearage" => 400,
+        c if c.starts_with("DataInspection")
+            || c.starts_with("InvalidParameter")
+            || c.starts_with("BadRequest") =>
+        {
+            400
+        }
+        "ModelNotFound" | "ModelNotExist" => 404,
+        _ => UNKNOWN_CODE_STATUS,
+    }
+}
+
+/// A non-empty error code as text (DashScope sends strings; numbers are tolerated).
+fn code_text(v: Option<&serde_json::Value>) -> Option<String> {
+    match v? {
+        serde_json::Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn not_json(provider: &Provider, e: &serde_json::Error) -> UpstreamError {
+    bad_answer(
+        provider,
+        provider.redact(&format!("speech answer is not the expected JSON: {e}")),
+    )
+}
+
+// ---- tests -----------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine;
+
+    use super::*;
+    use crate::api::error::UpstreamErrorKind;
+    use crate::catalog::Catalog;
+    use crate::providers::{test_support as support, ProviderKind};
+
+    const KEY: &str = "sk-dash-secret-123456";
+
+    fn provider() -> Arc<Provider> {
+        support::provider("dashscope", ProviderKind::DashScope, KEY)
+    }
+
+    fn catalog() -> Catalog {
+        let target = support::target(provider(), "qwen3-tts-flash");
+        support::catalog("qwen3-tts-flash", "qwen-tts", target, 600, 0)
+    }
+
+    fn parse<'a>(catalog: &Catalog, body: &'a [u8]) -> SpeechRequest<'a> {
+        crate::api::speech::parse(body, catalog, 3).unwrap()
+    }
+
+    fn b64(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    /// Feed `stream` to a fresh decoder in pieces of `cut` bytes; the audio and how it ended.
+    fn decode(stream: &[u8], cut: usize) -> (Vec<u8>, Result<Finished, UpstreamError>) {
+        let mut d = PcmEvents::new(&provider());
+        let mut out = Vec::new();
+        for piece in stream.chunks(cut) {
+            if let Err(e) = d.push(&Bytes::copy_from_slice(piece), &mut out) {
+                return (out.concat(), Err(e));
+            }
+        }
+        let end = d.finish(&mut out);
+        (out.concat(), end)
+    }
+
+    fn event(id: usize, data: &serde_json::Value) -> String {
+        format!("id:{id}\nevent:result\n:HTTP_STATUS/200\ndata:{data}\n\n")
+    }
+
+    #[test]
+    fn builds_wav_request_with_language_type_inside_input() {
+        let catalog = catalog();
+        let req = parse(
+            &catalog,
+            r#"{"model":"qwen3-tts-flash","input":"你好","voice":"Ethan","response_format":"wav","language_type":"Chinese"}"#
+                .as_bytes(),
+        );
+        let native = speech_request(&req.model.targets[0], &req).unwrap();
+        assert_eq!(native.path, SPEECH_PATH);
+        assert_eq!(native.content_type, "application/json");
+        assert!(native.headers.is_empty());
+        assert_eq!(
+            std::str::from_utf8(&native.body).unwrap(),
+            r#"{"model":"qwen3-tts-flash","input":{"text":"你好","voice":"Ethan","language_type":"Chinese"}}"#
+        );
+    }
+
+    #[test]
+    fn pcm_asks_for_sse_with_the_default_voice() {
+        let catalog = catalog();
+        for stream_format in ["audio", "sse"] {
+            let body = format!(
+                r#"{{"model":"qwen3-tts-flash","input":"hi","response_format":"pcm","stream_format":"{stream_format}"}}"#
+            );
+            let req = parse(&catalog, body.as_bytes());
+            let native = speech_request(&req.model.targets[0], &req).unwrap();
+            assert_eq!(native.headers.len(), 1);
+            assert_eq!(native.headers[0].0.as_str(), "x-dashscope-sse");
+            assert_eq!(native.headers[0].1, "enable");
+            let json: serde_json::Value = serde_json::from_slice(&native.body).unwrap();
+            assert_eq!(
+                json,
+                serde_json::json!({"model": "qwen3-tts-flash", "input": {"text": "hi", "voice": "Cherry"}})
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_a_format_the_family_cannot_produce() {
+        let catalog = catalog();
+        let mut req = parse(
+            &catalog,
+            br#"{"model":"qwen3-tts-flash","input":"hi","response_format":"wav"}"#,
+        );
+        // Validation keeps other formats out when the caller names one; this guards against one
+        // that reaches the adapter anyway (such as an unchecked default).
+        req.response_format = "mp3";
+        match speech_request(&req.model.targets[0], &req) {
+            Err(GatewayError::Validation(v)) => assert!(v.has("response_format")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn url_answer_names_the_file() {
+        let p = provider();
+        let body = br#"{"request_id":"r","output":{"finish_reason":"stop","audio":{"url":"https://dashscope-result-bj.oss-cn-beijing.aliyuncs.com/a.wav?Expires=1&Signature=x%2By","data":"","id":"audio_1","expires_at":1700000000}},"usage":{"input_tokens":14,"output_tokens":150,"characters":5}}"#;
+        let mut d = Whole::new(&p, url_answer);
+        let mut out = Vec::new();
+        for piece in body.chunks(7) {
+            d.push(&Bytes::copy_from_slice(piece), &mut out).unwrap();
+        }
+        assert_eq!(
+            d.finish(&mut out).unwrap(),
+            Finished::Fetch(
+                "https://dashscope-result-bj.oss-cn-beijing.aliyuncs.com/a.wav?Expires=1&Signature=x%2By"
+                    .into()
+            )
+        );
+        assert!(out.is_empty());
+
+        let e = url_answer(
+            &p,
+            br#"{"output":{"audio":{"url":"","data":""}}}"#,
+            &mut out,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::BadResponse);
+        let e = url_answer(&p, b"<html>", &mut out).unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::BadResponse);
+    }
+
+    #[test]
+    fn errors_inside_a_200_are_classified_by_code() {
+        let p = provider();
+        let mut out = Vec::new();
+        let cases: [(&[u8], UpstreamErrorKind, bool); 6] = [
+            (
+                br#"{"request_id":"r","code":"InvalidParameter","message":"Voice Bogus is not supported"}"#,
+                UpstreamErrorKind::InvalidRequest,
+                false,
+            ),
+            (
+                br#"{"code":"Throttling.RateQuota","message":"Requests rate limit exceeded"}"#,
+                UpstreamErrorKind::RateLimited,
+                true,
+            ),
+            (
+                br#"{"code":"DataInspectionFailed","message":"Input data may contain inappropriate content."}"#,
+                UpstreamErrorKind::ContentPolicy,
+                false,
+            ),
+            (
+                br#"{"code":"Arrearage","message":"Access denied, please make sure your account is in good standing."}"#,
+                UpstreamErrorKind::Failure,
+                false,
+            ),
+            (
+                br#"{"code":"InternalError.Algo","message":"algorithm failed"}"#,
+                UpstreamErrorKind::Failure,
+                true,
+            ),
+            (
+                br#"{"code":"SomethingNew","message":"?"}"#,
+                UpstreamErrorKind::Failure,
+                true,
+            ),
+        ];
+        for (body, kind, retryable) in cases {
+            let e = url_answer(&p, body, &mut out).unwrap_err();
+            let what = String::from_utf8_lossy(body);
+            assert_eq!(e.kind, kind, "{what}");
+            assert_eq!(e.retryable(), retryable, "{what}");
+        }
+        let e = url_answer(
+            &p,
+            br#"{"code":"InvalidApiKey","message":"Invalid API-key provided: sk-dash-secret-123456"}"#,
+            &mut out,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
+        assert!(!e.message.contains(KEY), "{}", e.message);
+    }
+
+    #[test]
+    fn http_errors_use_the_shared_envelope() {
+        // Non-2xx answers are routed to the rerank adapter's `error_response` by the parent module.
+        let p = provider();
+        let e = error_response(
+            &p,
+            400,
+            br#"{"request_id":"r","code":"InvalidParameter","message":"The text is too long"}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+        assert_eq!(e.message, "The text is too long");
+        let e = error_response(&p, 503, b"");
+        assert_eq!(e.message, "HTTP 503");
+        assert!(e.retryable());
+    }
+
+    #[test]
+    fn decodes_events_split_anywhere() {
+        let a: Vec<u8> = (0..=255).collect();
+        let b: Vec<u8> = (0..100).map(|i| i * 2).collect();
+        let mut stream = String::new();
+        stream.push_str(&event(
+            1,
+            &serde_json::json!({"output": {"finish_reason": "null", "audio": {"data": b64(&a), "url": "", "id": "x"}}, "usage": {"input_tokens": 14, "output_tokens": 3}, "request_id": "r"}),
+        ));
+        // An event with no audio, CRLF line ends, and `finish_reason` as JSON null.
+        stream.push_str(
+            &event(
+                2,
+                &serde_json::json!({"output": {"finish_reason": null, "audio": {"data": ""}}}),
+            )
+            .replace('\n', "\r\n"),
+        );
+        stream.push_str(": keep-alive\n\n");
+        stream.push_str(&event(
+            3,
+            &serde_json::json!({"output": {"finish_reason": "null", "audio": {"data": b64(&b)}}, "usage": {"input_tokens": 14, "output_tokens": 9}}),
+        ));
+        stream.push_str(&event(
+            4,
+            &serde_json::json!({"output": {"finish_reason": "stop", "audio": {"data": "", "url": "https://x.aliyuncs.com/a.wav"}}, "usage": {"input_tokens": 14, "output_tokens": 11}}),
+        ));
+        let want = [a.clone(), b.clone()].concat();
+        for cut in 1..stream.len() {
+            let (audio, end) = decode(stream.as_bytes(), cut);
+            assert_eq!(audio, want, "cut {cut}");
+            assert_eq!(
+                end.unwrap(),
+                Finished::Done(SpeechUsage {
+                    input_tokens: Some(14),
+                    output_tokens: Some(11)
+                }),
+                "cut {cut}"
+            );
+        }
+        // The last event without its blank line still ends the stream properly.
+        let trimmed = stream.trim_end();
+        let (audio, end) = decode(trimmed.as_bytes(), 64);
+        assert_eq!(audio, want);
+        assert!(matches!(end, Ok(Finished::Done(_))));
+    }
+
+    #[test]
+    fn stream_without_stop_is_an_error() {
+        let stream = event(
+            1,
+            &serde_json::json!({"output": {"finish_reason": "null", "audio": {"data": b64(b"pcm!")}}}),
+        );
+        let (audio, end) = decode(stream.as_bytes(), 5);
+        assert_eq!(audio, b"pcm!");
+        assert_eq!(end.unwrap_err().kind, UpstreamErrorKind::BadResponse);
+    }
+
+    #[test]
+    fn error_events_are_classified() {
+        let audio = event(
+            1,
+            &serde_json::json!({"output": {"finish_reason": "null", "audio": {"data": b64(b"abcd")}}}),
+        );
+        let cases: [(String, UpstreamErrorKind, bool); 4] = [
+            // DashScope's error event, with its status comment.
+            (
+                "id:2\nevent:error\n:HTTP_STATUS/400\ndata:{\"code\":\"InvalidParameter\",\"message\":\"bad voice\",\"request_id\":\"r\"}\n\n".into(),
+                UpstreamErrorKind::InvalidRequest,
+                false,
+            ),
+            (
+                "id:2\nevent:error\n:HTTP_STATUS/429\ndata:{\"code\":\"Throttling.RateQuota\",\"message\":\"slow down\"}\n\n".into(),
+                UpstreamErrorKind::RateLimited,
+                true,
+            ),
+            // A code without an error status line: the code's documented status decides.
+            (
+                "data:{\"code\":\"Arrearage\",\"message\":\"pay up\"}\n\n".into(),
+                UpstreamErrorKind::Failure,
+                false,
+            ),
+            // An error event without a code.
+            (
+                "event:error\ndata:{\"message\":\"boom\"}\n\n".into(),
+                UpstreamErrorKind::Failure,
+                true,
+            ),
+        ];
+        for (error, kind, retryable) in cases {
+            let stream = format!("{audio}{error}");
+            for cut in [1, 7, stream.len()] {
+                let (got, end) = decode(stream.as_bytes(), cut);
+                assert_eq!(got, b"abcd", "{error}");
+                let e = end.unwrap_err();
+                assert_eq!(e.kind, kind, "{error}");
+                assert_eq!(e.retryable(), retryable, "{error}");
+            }
+        }
+        // The provider key never reaches the message.
+        let stream = "event:error\n:HTTP_STATUS/401\ndata:{\"code\":\"InvalidApiKey\",\"message\":\"Invalid API-key provided: sk-dash-secret-123456\"}\n\n";
+        let e = decode(stream.as_bytes(), 3).1.unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
+        assert!(!e.message.contains(KEY), "{}", e.message);
+    }
+
+    #[test]
+    fn bad_events_are_bad_responses() {
+        for stream in [
+            "data:not json\n\n".to_string(),
+            "data:{\"output\":{\"audio\":{\"data\":\"!!!\"}}}\n\n".to_string(),
+        ] {
+            let e = decode(stream.as_bytes(), 4).1.unwrap_err();
+            assert_eq!(e.kind, UpstreamErrorKind::BadResponse, "{stream}");
+        }
+        // An event that never ends may not grow past the provider's answer limit.
+        let mut d = PcmEvents::new(&provider());
+        let mut out = Vec::new();
+        let big = Bytes::from(vec![b'a'; 64 * 1024]);
+        let mut failed = None;
+        for _ in 0..40 {
+            if let Err(e) = d.push(&big, &mut out) {
+                failed = Some(e);
+                break;
+            }
+        }
+        assert_eq!(failed.unwrap().kind, UpstreamErrorKind::BadResponse);
+    }
 }

@@ -1,24 +1,457 @@
-//! PLACEHOLDER: speech adapter for google (being written).
+//! Google Cloud Text-to-Speech: speech through `POST /v1/text:synthesize`.
+//!
+//! The request names the voice (`en-US-Standard-C`) and its language, which Google wants
+//! separately and which is the voice name's first two parts (`en-US`); a voice name without that
+//! shape is refused before anything is sent. The target's native model is not sent: Google picks
+//! the model from the voice name, so a Google target's model is only a label in the config.
+//! Speed maps to `speakingRate` (0.25–4, every public speed); WAV and PCM are asked for at 24 kHz so
+//! `pcm` matches OpenAI's (16-bit mono, headerless).
+//!
+//! The answer is one JSON document with the whole audio base64-encoded in `audioContent`, so it is
+//! buffered, decoded and written out at once. Google streams only over gRPC, so the family offers no
+//! SSE. Errors use Google's `{"error": {"code", "message", "status"}}` envelope.
 
 use std::sync::Arc;
 
-use super::{NativeRequest, Provider};
-use crate::api::error::{GatewayError, UpstreamError};
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use super::{bad_answer, json_with_extra, parse_answer, NativeRequest, Provider};
+use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
-use crate::stream::audio::SpeechDecoding;
+use crate::stream::audio::{base64_audio, Finished, SpeechDecoding, SpeechUsage, Whole};
+
+// ---- constants -------------------------------------------------------------------------------
+
+const SYNTHESIZE_PATH: &str = "/v1/text:synthesize";
+
+/// Sample rate asked for WAV and PCM (OpenAI's `pcm` is 24 kHz).
+const SAMPLE_RATE_HZ: u32 = 24_000;
+
+// ---- wire types ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct SynthesizeBody<'a> {
+    input: Input<'a>,
+    voice: Voice<'a>,
+    #[serde(rename = "audioConfig")]
+    audio_config: AudioConfig,
+}
+
+#[derive(Serialize)]
+struct Input<'a> {
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Voice<'a> {
+    language_code: &'a str,
+    name: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AudioConfig {
+    audio_encoding: &'static str,
+    speaking_rate: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sample_rate_hertz: Option<u32>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SynthesizeAnswer {
+    #[serde(default)]
+    audio_content: Option<String>,
+}
+
+/// Google's error body: one envelope, or (from some front ends) a list holding one. The list is
+/// tried first because serde would also read a list as the envelope's fields in order.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ErrorBody {
+    Many(Vec<ErrorEnvelope>),
+    One(ErrorEnvelope),
+}
+
+#[derive(Deserialize)]
+struct ErrorEnvelope {
+    error: ErrorDetail,
+}
+
+#[derive(Deserialize)]
+struct ErrorDetail {
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    details: Vec<ErrorInfo>,
+}
+
+/// One entry of `details`; only `google.rpc.ErrorInfo` carries a `reason`.
+#[derive(Deserialize)]
+struct ErrorInfo {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+// ---- translation to native -------------------------------------------------------------------
 
 pub fn speech_request(
     _target: &Target,
-    _req: &SpeechRequest<'_>,
+    req: &SpeechRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
-    Err(GatewayError::Internal("not written yet".into()))
+    let voice = req.voice.as_str();
+    let Some(language_code) = language_of(voice) else {
+        return Err(GatewayError::field(
+            "voice",
+            format!(
+                "`{voice}` is not a Google voice name; Google voice names look like \
+                 en-US-Standard-C (language-REGION-name, e.g. en-GB-Neural2-B, cmn-CN-Wavenet-A)"
+            ),
+        ));
+    };
+    let (audio_encoding, sample_rate_hertz) = match req.response_format {
+        "mp3" => ("MP3", None),
+        "opus" => ("OGG_OPUS", None),
+        // LINEAR16 answers carry a WAV header; PCM is the same samples without it.
+        "wav" => ("LINEAR16", Some(SAMPLE_RATE_HZ)),
+        "pcm" => ("PCM", Some(SAMPLE_RATE_HZ)),
+        // Validation refuses every other format for this family, so this is a catalog bug.
+        other => {
+            return Err(GatewayError::Internal(format!(
+                "google cannot produce `{other}`"
+            )))
+        }
+    };
+    let body = SynthesizeBody {
+        input: Input {
+            text: req.input.as_str(),
+        },
+        voice: Voice {
+            language_code,
+            name: voice,
+        },
+        audio_config: AudioConfig {
+            audio_encoding,
+            speaking_rate: req.speed,
+            sample_rate_hertz,
+        },
+    };
+    Ok(NativeRequest::post_json(
+        SYNTHESIZE_PATH,
+        json_with_extra(&body, &req.passthrough)?,
+    ))
 }
 
-pub fn speech_decoding(provider: &Arc<Provider>, req: &SpeechRequest<'_>) -> SpeechDecoding {
-    SpeechDecoding::raw_audio(provider, req.sse)
+/// The language code of a Google voice name: its first two dash-separated parts (`en-US` of
+/// `en-US-Standard-C`, `cmn-CN` of `cmn-CN-Wavenet-A`). `None` unless the name has that shape
+/// (a 2–3 letter language, a 2-letter or 3-digit region) followed by a non-empty rest.
+fn language_of(voice: &str) -> Option<&str> {
+    let mut parts = voice.splitn(3, '-');
+    let language = parts.next()?;
+    let region = parts.next()?;
+    let rest = parts.next()?;
+    let language_ok =
+        (2..=3).contains(&language.len()) && language.bytes().all(|b| b.is_ascii_alphabetic());
+    let region_ok = (region.len() == 2 && region.bytes().all(|b| b.is_ascii_alphabetic()))
+        || (region.len() == 3 && region.bytes().all(|b| b.is_ascii_digit()));
+    (language_ok && region_ok && !rest.is_empty())
+        .then(|| &voice[..language.len() + 1 + region.len()])
 }
 
-pub fn error_response(provider: &Provider, status: u16, _body: &[u8]) -> UpstreamError {
-    UpstreamError::from_status(&provider.name, status, format!("HTTP {status}"))
+// ---- translation back ------------------------------------------------------------------------
+
+pub fn speech_decoding(provider: &Arc<Provider>, _req: &SpeechRequest<'_>) -> SpeechDecoding {
+    // The whole audio arrives in one JSON document; SSE never gets here (validation refuses it).
+    SpeechDecoding::Decode(Box::new(Whole::new(provider, decode_answer)))
+}
+
+fn decode_answer(
+    provider: &Provider,
+    body: &[u8],
+    out: &mut Vec<Bytes>,
+) -> Result<Finished, UpstreamError> {
+    let answer: SynthesizeAnswer = parse_answer(provider, body)?;
+    let text = answer
+        .audio_content
+        .filter(|a| !a.trim().is_empty())
+        .ok_or_else(|| bad_answer(provider, "answer carries no audioContent"))?;
+    let audio = base64_audio(provider, &text)?;
+    if audio.is_empty() {
+        return Err(bad_answer(provider, "answer carries no audio"));
+    }
+    out.push(audio);
+    // Google reports no usage; the gateway estimates it from the input.
+    Ok(Finished::Done(SpeechUsage::default()))
+}
+
+// ---- error mapping ---------------------------------------------------------------------------
+
+pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+    let detail = match serde_json::from_slice::<ErrorBody>(body) {
+        Ok(ErrorBody::One(e)) => Some(e.error),
+        Ok(ErrorBody::Many(list)) => list.into_iter().next().map(|e| e.error),
+        Err(_) => None,
+    };
+    let Some(detail) = detail else {
+        return UpstreamError::from_status(&provider.name, status, format!("HTTP {status}"));
+    };
+    let message = Some(provider.redact(&detail.message))
+        .filter(|m| !m.trim().is_empty())
+        .unwrap_or_else(|| format!("HTTP {status}"));
+    let mut err = UpstreamError::from_status(&provider.name, status, message);
+    // Google answers a bad API key with 400 INVALID_ARGUMENT and says why only in `details`;
+    // that is the operator's credential, not the caller's request.
+    let bad_key = detail
+        .details
+        .iter()
+        .any(|d| d.reason.as_deref() == Some("API_KEY_INVALID"));
+    match detail.status.as_str() {
+        _ if bad_key => err.kind = UpstreamErrorKind::AuthRejected,
+        "INVALID_ARGUMENT" | "FAILED_PRECONDITION" | "OUT_OF_RANGE" => {
+            err.kind = UpstreamErrorKind::InvalidRequest
+        }
+        "UNAUTHENTICATED" | "PERMISSION_DENIED" => err.kind = UpstreamErrorKind::AuthRejected,
+        "RESOURCE_EXHAUSTED" => err.kind = UpstreamErrorKind::RateLimited,
+        _ => {}
+    }
+    err
+}
+
+// ---- tests -----------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::speech::parse;
+    use crate::catalog::Catalog;
+    use crate::providers::{test_support as support, ProviderKind};
+    use crate::stream::audio::AudioDecoder;
+    use base64::Engine;
+    use serde_json::{json, Value};
+
+    const KEY: &str = "AIzaSy-google-secret";
+
+    fn provider() -> Arc<Provider> {
+        support::provider("google", ProviderKind::Google, KEY)
+    }
+
+    fn catalog() -> Catalog {
+        support::catalog(
+            "google-tts",
+            "google-tts",
+            support::target(provider(), "default"),
+            5_000,
+            1,
+        )
+    }
+
+    fn native(body: &str) -> Result<NativeRequest, GatewayError> {
+        let catalog = catalog();
+        let req = parse(body.as_bytes(), &catalog, 3).unwrap();
+        speech_request(&req.model.targets[0], &req)
+    }
+
+    fn body_json(n: &NativeRequest) -> Value {
+        serde_json::from_slice(&n.body).unwrap()
+    }
+
+    #[test]
+    fn builds_the_native_request() {
+        let n = native(
+            r#"{"model":"google-tts","input":"Hello \"world\"","voice":"en-GB-Neural2-B","response_format":"pcm","speed":0.25}"#,
+        )
+        .unwrap();
+        assert_eq!(n.path, "/v1/text:synthesize");
+        assert_eq!(n.content_type, "application/json");
+        assert!(n.headers.is_empty());
+        assert_eq!(
+            std::str::from_utf8(&n.body).unwrap(),
+            r#"{"input":{"text":"Hello \"world\""},"voice":{"languageCode":"en-GB","name":"en-GB-Neural2-B"},"audioConfig":{"audioEncoding":"PCM","speakingRate":0.25,"sampleRateHertz":24000}}"#
+        );
+    }
+
+    #[test]
+    fn maps_formats_speeds_and_the_default_voice() {
+        for (format, encoding, rate) in [
+            ("mp3", "MP3", None),
+            ("opus", "OGG_OPUS", None),
+            ("wav", "LINEAR16", Some(24_000)),
+            ("pcm", "PCM", Some(24_000)),
+        ] {
+            for speed in [0.25, 0.5, 1.0, 2.0, 4.0] {
+                let n = native(&format!(
+                    r#"{{"model":"google-tts","input":"hi","response_format":"{format}","speed":{speed}}}"#
+                ))
+                .unwrap();
+                let mut audio = json!({"audioEncoding": encoding, "speakingRate": speed});
+                if let Some(r) = rate {
+                    audio["sampleRateHertz"] = json!(r);
+                }
+                assert_eq!(
+                    body_json(&n),
+                    json!({
+                        "input": {"text": "hi"},
+                        "voice": {"languageCode": "en-US", "name": "en-US-Standard-C"},
+                        "audioConfig": audio,
+                    })
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn language_comes_from_the_voice_name() {
+        assert_eq!(language_of("en-US-Standard-C"), Some("en-US"));
+        assert_eq!(language_of("cmn-CN-Wavenet-A"), Some("cmn-CN"));
+        assert_eq!(language_of("en-US-Chirp3-HD-Charon"), Some("en-US"));
+        assert_eq!(language_of("es-419-Neural2-A"), Some("es-419"));
+        for bad in [
+            "v-custom",
+            "Kore",
+            "en-US",
+            "en-US-",
+            "english-US-A",
+            "en-USA-A",
+            "e1-US-A",
+            "",
+        ] {
+            assert_eq!(language_of(bad), None, "{bad}");
+        }
+        let Err(GatewayError::Validation(v)) =
+            native(r#"{"model":"google-tts","input":"hi","voice":"alloy"}"#)
+        else {
+            panic!("a voice without a language must be refused");
+        };
+        let msg = &v.details()["voice"];
+        assert!(msg.contains("en-US-Standard-C"), "{msg}");
+    }
+
+    fn decoder() -> Box<dyn AudioDecoder> {
+        let catalog = catalog();
+        let req = parse(br#"{"model":"google-tts","input":"hi"}"#, &catalog, 3).unwrap();
+        match speech_decoding(&provider(), &req) {
+            SpeechDecoding::Decode(d) => d,
+            SpeechDecoding::Passthrough => panic!("Google answers need decoding"),
+        }
+    }
+
+    #[test]
+    fn decodes_the_answer_split_anywhere() {
+        let audio: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&audio);
+        let answer = format!(r#"{{"audioContent": "{b64}"}}"#).into_bytes();
+        // Cut inside the key, inside the base64 and between the last two bytes.
+        for cuts in [vec![1, 7, 40, answer.len() - 1], vec![0, 18, 19, 600]] {
+            let mut d = decoder();
+            let mut out = Vec::new();
+            let mut from = 0;
+            for cut in cuts.into_iter().chain([answer.len()]) {
+                d.push(&Bytes::copy_from_slice(&answer[from..cut]), &mut out)
+                    .unwrap();
+                from = cut;
+            }
+            assert!(out.is_empty(), "audio before the answer ended");
+            assert_eq!(
+                d.finish(&mut out).unwrap(),
+                Finished::Done(SpeechUsage::default())
+            );
+            assert_eq!(out.concat(), audio);
+        }
+    }
+
+    #[test]
+    fn refuses_answers_without_audio() {
+        for body in [
+            &br#"{}"#[..],
+            br#"{"audioContent":""}"#,
+            br#"{"audioContent":null}"#,
+            br#"{"audioContent":"!!!"}"#,
+            br#"{"audioContent":"SUQz"#,
+            b"",
+        ] {
+            let mut d = decoder();
+            let mut out = Vec::new();
+            d.push(&Bytes::copy_from_slice(body), &mut out).unwrap();
+            let e = d.finish(&mut out).unwrap_err();
+            assert_eq!(e.kind, UpstreamErrorKind::BadResponse, "{body:?}");
+            assert!(!e.retryable());
+            assert!(out.is_empty());
+        }
+    }
+
+    #[test]
+    fn maps_errors() {
+        let p = provider();
+        let e = error_response(
+            &p,
+            400,
+            br#"{"error":{"code":400,"message":"Voice 'en-US-Nope' does not exist.","status":"INVALID_ARGUMENT"}}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+        assert_eq!(e.message, "Voice 'en-US-Nope' does not exist.");
+
+        let e = error_response(
+            &p,
+            400,
+            br#"{"error":{"code":400,"message":"precondition","status":"FAILED_PRECONDITION"}}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+
+        let e = error_response(
+            &p,
+            401,
+            br#"{"error":{"code":401,"message":"Request had invalid authentication credentials.","status":"UNAUTHENTICATED"}}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
+
+        let e = error_response(
+            &p,
+            403,
+            br#"{"error":{"code":403,"message":"Key AIzaSy-google-secret lacks texttospeech","status":"PERMISSION_DENIED"}}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
+        assert!(!e.message.contains(KEY), "{}", e.message);
+
+        let e = error_response(
+            &p,
+            400,
+            br#"{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com"}]}}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
+
+        let e = error_response(
+            &p,
+            429,
+            br#"{"error":{"code":429,"message":"Quota exceeded","status":"RESOURCE_EXHAUSTED"}}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::RateLimited);
+        assert!(e.retryable());
+
+        let e = error_response(
+            &p,
+            503,
+            br#"[{"error":{"code":503,"message":"The service is currently unavailable.","status":"UNAVAILABLE"}}]"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert_eq!(e.message, "The service is currently unavailable.");
+        assert!(e.retryable());
+
+        let e = error_response(
+            &p,
+            404,
+            br#"{"error":{"code":404,"message":"","status":"NOT_FOUND"}}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert_eq!(e.message, "HTTP 404");
+        assert!(!e.retryable());
+
+        let e = error_response(&p, 502, b"<html>Bad Gateway</html>");
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert_eq!(e.message, "HTTP 502");
+    }
 }

@@ -241,7 +241,7 @@ mod tests {
     #[test]
     fn delta_events_carry_base64() {
         for n in 0..10 {
-            let audio: Vec<u8> = (0..n).map(|i| i as u8 * 37).collect();
+            let audio: Vec<u8> = (0..n).map(|i: usize| (i * 37 % 256) as u8).collect();
             let ev = delta_event(&audio);
             let data = super::super::sse::data_of(&ev).unwrap();
             let v: serde_json::Value = serde_json::from_str(&data).unwrap();

@@ -48,6 +48,8 @@ pub struct SpeechCase {
     pub rejected_speeds: &'static [f64],
     /// Whether the model honours `instructions` (refused with a 400 otherwise).
     pub instructions: bool,
+    /// A voice the provider accepts, sent by the cases that name one.
+    pub voice: &'static str,
     /// The voice used when the request names none.
     pub default_voice: &'static str,
     /// Longest input accepted (characters).
@@ -117,7 +119,7 @@ fn plain_audio(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
             "/api/v1/audio/speech",
             &body(
                 case,
-                json!({"voice": "v-custom", "response_format": format}),
+                json!({"voice": case.voice, "response_format": format}),
             ),
         );
         assert_eq!(
@@ -140,7 +142,7 @@ fn plain_audio(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
             &sent[0],
             &Expect {
                 input: INPUT,
-                voice: "v-custom",
+                voice: case.voice,
                 format,
                 speed: 1.0,
                 sse: false,
@@ -190,7 +192,7 @@ fn sse(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
             "/api/v1/audio/speech",
             &body(
                 case,
-                json!({"voice": "v-custom", "response_format": format, "stream_format": "sse"}),
+                json!({"voice": case.voice, "response_format": format, "stream_format": "sse"}),
             ),
         );
         assert_eq!(resp.status, 200, "{}: {}", case.model, resp.text());
@@ -224,7 +226,7 @@ fn sse(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
             &sent[0],
             &Expect {
                 input: INPUT,
-                voice: "v-custom",
+                voice: case.voice,
                 format,
                 speed: 1.0,
                 sse: true,
