@@ -200,7 +200,8 @@ fn code_string(v: &serde_json::Value) -> Option<String> {
 
 /// What a DashScope error code means, and the HTTP status DashScope documents for it (used when
 /// the code arrives with HTTP 200). `None`: the HTTP status decides.
-fn native_code(code: &str) -> Option<(UpstreamErrorKind, u16)> {
+/// Shared with the speech adapter, whose errors also arrive in-band.
+pub(crate) fn native_code(code: &str) -> Option<(UpstreamErrorKind, u16)> {
     use UpstreamErrorKind::*;
     Some(match code {
         "InvalidApiKey" => (AuthRejected, 401),

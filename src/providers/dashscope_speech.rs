@@ -335,30 +335,10 @@ fn in_band_error(
     code: &str,
     body: &[u8],
 ) -> UpstreamError {
-    let status = status
-        .filter(|s| *s >= 400)
-        .unwrap_or_else(|| code_status(code));
+    let status = status.filter(|s| *s >= 400).unwrap_or_else(|| {
+        super::dashscope::native_code(code).map_or(UNKNOWN_CODE_STATUS, |(_, status)| status)
+    });
     error_response(provider, status, body)
-}
-
-/// The HTTP status DashScope documents for an error code. Only the status matters here: the kind
-/// is refined from the code by [`super::dashscope::error_response`], but the status decides
-/// whether a `Failure` is retried (quota and account problems must not be).
-fn code_status(code: &str) -> u16 {
-    match code {
-        "InvalidApiKey" => 401,
-        c if c.starts_with("AccessDenied") || c.starts_with("AllocationQuota") => 403,
-        c if c.starts_with("Throttling") => 429,
-        "Arrearage" => 400,
-        c if c.starts_with("DataInspection")
-            || c.starts_with("InvalidParameter")
-            || c.starts_with("BadRequest") =>
-        {
-            400
-        }
-        "ModelNotFound" | "ModelNotExist" => 404,
-        _ => UNKNOWN_CODE_STATUS,
-    }
 }
 
 /// A non-empty error code as text (DashScope sends strings; numbers are tolerated).

@@ -1,24 +1,637 @@
-//! PLACEHOLDER: speech adapter for minimax (being written).
+//! MiniMax T2A v2 (`POST /v1/t2a_v2`): speech.
+//!
+//! Every format that MiniMax can stream (mp3, flac, pcm) is requested with `"stream": true`, in
+//! both public stream formats, so audio reaches the caller while synthesis is still running. The
+//! answer is then SSE: `data: {"data":{"audio":"<hex>","status":1},"base_resp":{…}}` events, and a
+//! last one with `status: 2` (plus `extra_info`). Audio is **hex**, not base64. Several clients
+//! report that the final event repeats the complete audio, so its audio is used only when no
+//! earlier event carried any (unconfirmed). A stream that ends before the `status: 2` event is an
+//! error, never a short success. WAV cannot stream at MiniMax: it is one JSON answer
+//! (`"stream": false`, `"output_format": "hex"`) with the whole file in `data.audio`.
+//!
+//! MiniMax reports most errors as HTTP 200 with `base_resp.status_code != 0`, in a streamed event
+//! or as a plain JSON body, so `base_resp` is checked on every event before any audio is taken.
+//! Codes (platform.minimax.io error-code table): 1002 rate limit, 1039 token (TPM) limit and
+//! 1041 connection limit are rate limits; 1004 and 2049 reject the gateway's key; 1008 (and 1028,
+//! 1030, which MiniMax's own CLI treats as exhausted quota) mean the account cannot pay, which a
+//! retry does not fix; 1026/1027 are the sensitive-content filter; 1042 (invisible characters)
+//! and the 2xxx parameter family (2013 invalid params, 20132 unknown voice) are the caller's
+//! request; anything else (1000 unknown, 1001 timeout, 1024 internal, 1033 system…) is a
+//! provider failure worth retrying. No token counts are reported.
 
 use std::sync::Arc;
 
-use super::{NativeRequest, Provider};
-use crate::api::error::{GatewayError, UpstreamError};
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use super::{bad_answer, json_with_extra, parse_answer, NativeRequest, Provider};
+use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
-use crate::stream::audio::SpeechDecoding;
+use crate::stream::audio::{hex_audio, AudioDecoder, Finished, SpeechDecoding, SpeechUsage, Whole};
+use crate::stream::sse::{data_of, EventSplitter};
+
+// ---- constants -------------------------------------------------------------------------------
+
+const SPEECH_PATH: &str = "/v1/t2a_v2";
+/// PCM at 24 kHz matches OpenAI's `pcm` (16-bit mono, 24 kHz), so callers can swap providers.
+const PCM_SAMPLE_RATE: u32 = 24_000;
+const SAMPLE_RATE: u32 = 32_000;
+const MP3_BITRATE: u32 = 128_000;
+/// `data.status` of the last event of a stream (1 = in progress).
+const FINAL_STATUS: i64 = 2;
+
+// ---- wire types ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct SpeechBody<'a> {
+    model: &'a str,
+    text: &'a str,
+    stream: bool,
+    voice_setting: VoiceSetting<'a>,
+    audio_setting: AudioSetting<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_format: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct VoiceSetting<'a> {
+    voice_id: &'a str,
+    speed: f64,
+}
+
+#[derive(Serialize)]
+struct AudioSetting<'a> {
+    format: &'a str,
+    sample_rate: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bitrate: Option<u32>,
+    channel: u8,
+}
+
+/// One streamed event, the whole non-streamed answer, and error bodies all share this shape.
+#[derive(Deserialize)]
+struct Answer {
+    #[serde(default)]
+    data: Option<AnswerData>,
+    #[serde(default)]
+    base_resp: Option<BaseResp>,
+}
+
+#[derive(Deserialize)]
+struct AnswerData {
+    #[serde(default)]
+    audio: Option<String>,
+    #[serde(default)]
+    status: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct BaseResp {
+    #[serde(default)]
+    status_code: i64,
+    #[serde(default)]
+    status_msg: String,
+}
+
+// ---- translation to native -------------------------------------------------------------------
 
 pub fn speech_request(
-    _target: &Target,
-    _req: &SpeechRequest<'_>,
+    target: &Target,
+    req: &SpeechRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
-    Err(GatewayError::Internal("not written yet".into()))
+    let format = req.response_format;
+    if !matches!(format, "mp3" | "flac" | "wav" | "pcm") {
+        // Validation already refused it; never send MiniMax a format it does not know.
+        return Err(GatewayError::field(
+            "response_format",
+            "MiniMax produces only mp3, flac, wav and pcm",
+        ));
+    }
+    let stream = streams(format);
+    let body = SpeechBody {
+        model: &target.native_model,
+        text: req.input.as_str(),
+        stream,
+        voice_setting: VoiceSetting {
+            voice_id: req.voice.as_str(),
+            speed: req.speed,
+        },
+        audio_setting: AudioSetting {
+            format,
+            sample_rate: if format == "pcm" {
+                PCM_SAMPLE_RATE
+            } else {
+                SAMPLE_RATE
+            },
+            bitrate: (format == "mp3").then_some(MP3_BITRATE),
+            channel: 1,
+        },
+        // Streaming answers are always hex; a whole answer must be asked for hex rather than a URL.
+        output_format: (!stream).then_some("hex"),
+    };
+    Ok(NativeRequest::post_json(
+        SPEECH_PATH,
+        json_with_extra(&body, &req.passthrough)?,
+    ))
 }
+
+/// Whether MiniMax can stream `format` (all but WAV, whose header needs the final length).
+fn streams(format: &str) -> bool {
+    format != "wav"
+}
+
+// ---- translation back ------------------------------------------------------------------------
 
 pub fn speech_decoding(provider: &Arc<Provider>, req: &SpeechRequest<'_>) -> SpeechDecoding {
-    SpeechDecoding::raw_audio(provider, req.sse)
+    if streams(req.response_format) {
+        SpeechDecoding::Decode(Box::new(StreamDecoder::new(provider)))
+    } else {
+        SpeechDecoding::Decode(Box::new(Whole::new(provider, whole_answer)))
+    }
 }
 
-pub fn error_response(provider: &Provider, status: u16, _body: &[u8]) -> UpstreamError {
-    UpstreamError::from_status(&provider.name, status, format!("HTTP {status}"))
+/// The non-streamed answer: `{"data":{"audio":"<hex>","status":2},"base_resp":{…}}`.
+fn whole_answer(
+    provider: &Provider,
+    body: &[u8],
+    out: &mut Vec<Bytes>,
+) -> Result<Finished, UpstreamError> {
+    let answer: Answer = parse_answer(provider, body)?;
+    check_base_resp(provider, answer.base_resp.as_ref())?;
+    let audio = answer
+        .data
+        .and_then(|d| d.audio)
+        .filter(|a| !a.trim().is_empty())
+        .ok_or_else(|| bad_answer(provider, "answer carries no audio"))?;
+    out.push(hex_audio(provider, &audio)?);
+    Ok(Finished::Done(SpeechUsage::default()))
+}
+
+/// Decodes MiniMax's SSE stream into audio (see the module docs).
+struct StreamDecoder {
+    provider: Arc<Provider>,
+    events: EventSplitter,
+    /// Bytes held in `events` (pushed, not yet handed out as an event), to cap the buffer.
+    buffered: usize,
+    /// Whether any audio was produced (the final event's copy is then skipped).
+    emitted: bool,
+    /// Whether the `status: 2` event arrived.
+    ended: bool,
+}
+
+impl StreamDecoder {
+    fn new(provider: &Arc<Provider>) -> StreamDecoder {
+        StreamDecoder {
+            provider: provider.clone(),
+            events: EventSplitter::new(),
+            buffered: 0,
+            emitted: false,
+            ended: false,
+        }
+    }
+
+    /// Handle one event's JSON.
+    fn event(&mut self, json: &str, out: &mut Vec<Bytes>) -> Result<(), UpstreamError> {
+        if self.ended {
+            // Nothing after the final event matters.
+            return Ok(());
+        }
+        let answer: Answer = serde_json::from_str(json).map_err(|e| {
+            bad_answer(
+                &self.provider,
+                format!("stream event is not the expected JSON: {e}"),
+            )
+        })?;
+        check_base_resp(&self.provider, answer.base_resp.as_ref())?;
+        let Some(data) = answer.data else {
+            return Ok(());
+        };
+        let last = data.status == Some(FINAL_STATUS);
+        if let Some(audio) = data.audio.filter(|a| !a.trim().is_empty()) {
+            // The final event may repeat everything already sent: use it only when it is all
+            // there is.
+            if !last || !self.emitted {
+                let bytes = hex_audio(&self.provider, &audio)?;
+                if !bytes.is_empty() {
+                    out.push(bytes);
+                    self.emitted = true;
+                }
+            }
+        }
+        if last {
+            self.ended = true;
+        }
+        Ok(())
+    }
+}
+
+/// The JSON an event carries: its `data:` lines, or (for an error answered as a plain JSON body
+/// rather than as SSE) the text itself. `None` for comments and other data-less events.
+fn payload(event: &[u8]) -> Option<String> {
+    if let Some(data) = data_of(event) {
+        return Some(data);
+    }
+    let text = std::str::from_utf8(event).ok()?.trim();
+    text.starts_with('{').then(|| text.to_string())
+}
+
+impl AudioDecoder for StreamDecoder {
+    fn push(&mut self, chunk: &Bytes, out: &mut Vec<Bytes>) -> Result<(), UpstreamError> {
+        self.events.push(chunk);
+        self.buffered = self.buffered.saturating_add(chunk.len());
+        while let Some(event) = self.events.next_event() {
+            self.buffered = self.buffered.saturating_sub(event.len());
+            if let Some(json) = payload(&event) {
+                self.event(&json, out)?;
+            }
+        }
+        let limit = self.provider.max_response_bytes;
+        if self.buffered > limit {
+            return Err(bad_answer(
+                &self.provider,
+                format!("stream event larger than {limit} bytes"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut Vec<Bytes>) -> Result<Finished, UpstreamError> {
+        if let Some(rest) = self.events.remainder() {
+            self.buffered = 0;
+            if let Some(json) = payload(&rest) {
+                self.event(&json, out)?;
+            }
+        }
+        if !self.ended {
+            // The provider stopped mid-synthesis; another attempt may well complete.
+            return Err(UpstreamError::new(
+                UpstreamErrorKind::Failure,
+                &self.provider.name,
+                "audio stream ended before its final event",
+            ));
+        }
+        Ok(Finished::Done(SpeechUsage::default()))
+    }
+}
+
+// ---- error mapping ---------------------------------------------------------------------------
+
+/// An error for a `base_resp` that reports one.
+fn check_base_resp(provider: &Provider, base: Option<&BaseResp>) -> Result<(), UpstreamError> {
+    match base {
+        Some(b) if b.status_code != 0 => {
+            let (kind, status) =
+                classify(b.status_code).unwrap_or((UpstreamErrorKind::Failure, None));
+            Err(native_error(provider, b, kind, status))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// What a `base_resp.status_code` means (see the module docs); `None` for codes not listed.
+fn classify(code: i64) -> Option<(UpstreamErrorKind, Option<u16>)> {
+    use UpstreamErrorKind as K;
+    Some(match code {
+        1002 | 1039 | 1041 => (K::RateLimited, None),
+        1004 | 2049 => (K::AuthRejected, None),
+        // The account cannot pay: an operator problem a retry does not fix.
+        1008 | 1028 | 1030 => (K::Failure, Some(402)),
+        1026 | 1027 => (K::ContentPolicy, None),
+        1042 | 2000..=2999 | 20000..=29999 => (K::InvalidRequest, None),
+        1000 | 1001 | 1013 | 1024 | 1033 => (K::Failure, None),
+        _ => return None,
+    })
+}
+
+fn native_error(
+    provider: &Provider,
+    base: &BaseResp,
+    kind: UpstreamErrorKind,
+    status: Option<u16>,
+) -> UpstreamError {
+    let err = UpstreamError::new(kind, &provider.name, native_message(provider, base));
+    match status {
+        Some(s) => err.with_status(s),
+        None => err,
+    }
+}
+
+/// The provider's text (redacted) with its code, which is what MiniMax's docs are indexed by.
+fn native_message(provider: &Provider, base: &BaseResp) -> String {
+    let text = provider.redact(base.status_msg.trim());
+    if text.is_empty() {
+        format!("MiniMax status_code {}", base.status_code)
+    } else {
+        format!("{text} (status_code {})", base.status_code)
+    }
+}
+
+pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+    let base = serde_json::from_slice::<Answer>(body)
+        .ok()
+        .and_then(|a| a.base_resp);
+    let Some(base) = base else {
+        return UpstreamError::from_status(&provider.name, status, format!("HTTP {status}"));
+    };
+    if base.status_code == 0 {
+        let text = provider.redact(base.status_msg.trim());
+        let message = if text.is_empty() {
+            format!("HTTP {status}")
+        } else {
+            text
+        };
+        return UpstreamError::from_status(&provider.name, status, message);
+    }
+    match classify(base.status_code) {
+        Some((kind, code_status)) => native_error(provider, &base, kind, code_status),
+        // A code not in MiniMax's table: the HTTP status says more than a guess would.
+        None => UpstreamError::from_status(&provider.name, status, native_message(provider, &base)),
+    }
+}
+
+// ---- tests -----------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::speech::{self, SpeechRequest};
+    use crate::catalog::Catalog;
+    use crate::providers::{test_support as support, ProviderKind};
+
+    const KEY: &str = "sk-minimax-secret-42";
+
+    fn provider() -> Arc<Provider> {
+        support::provider("minimax", ProviderKind::MiniMax, KEY)
+    }
+
+    fn catalog() -> Catalog {
+        support::catalog(
+            "speech-2.8-hd",
+            "minimax-tts",
+            support::target(provider(), "speech-2.8-hd"),
+            10_000,
+            0,
+        )
+    }
+
+    fn request<'a>(catalog: &Catalog, body: &'a [u8]) -> SpeechRequest<'a> {
+        speech::parse(body, catalog, 3).unwrap()
+    }
+
+    fn native(body: &[u8]) -> serde_json::Value {
+        let c = catalog();
+        let req = request(&c, body);
+        let n = speech_request(&req.model.targets[0], &req).unwrap();
+        assert_eq!(n.path, "/v1/t2a_v2");
+        assert!(n.headers.is_empty());
+        serde_json::from_slice(&n.body).unwrap()
+    }
+
+    #[test]
+    fn builds_a_streaming_request_with_pass_through_fields() {
+        let got = native(
+            br#"{"model":"speech-2.8-hd","input":"Hello","voice":"female-shaonv","speed":2,
+                "response_format":"mp3","stream_format":"sse","language_boost":"English",
+                "pronunciation_dict":{"tone":["a/(a1)"]}}"#,
+        );
+        assert_eq!(
+            got,
+            serde_json::json!({
+                "model": "speech-2.8-hd",
+                "text": "Hello",
+                "stream": true,
+                "voice_setting": {"voice_id": "female-shaonv", "speed": 2.0},
+                "audio_setting": {"format": "mp3", "sample_rate": 32000, "bitrate": 128000, "channel": 1},
+                "language_boost": "English",
+                "pronunciation_dict": {"tone": ["a/(a1)"]},
+            })
+        );
+    }
+
+    #[test]
+    fn pcm_streams_at_24k_and_wav_is_whole_hex() {
+        let pcm = native(br#"{"model":"speech-2.8-hd","input":"Hi","response_format":"pcm"}"#);
+        assert_eq!(pcm["stream"], true);
+        assert_eq!(
+            pcm["audio_setting"],
+            serde_json::json!({"format": "pcm", "sample_rate": 24000, "channel": 1})
+        );
+        assert_eq!(pcm["voice_setting"]["voice_id"], "male-qn-qingse");
+        assert!(pcm.get("output_format").is_none());
+
+        let wav = native(
+            br#"{"model":"speech-2.8-hd","input":"Hi","response_format":"wav","speed":0.5}"#,
+        );
+        assert_eq!(wav["stream"], false);
+        assert_eq!(wav["output_format"], "hex");
+        assert_eq!(wav["voice_setting"]["speed"], 0.5);
+        assert_eq!(
+            wav["audio_setting"],
+            serde_json::json!({"format": "wav", "sample_rate": 32000, "channel": 1})
+        );
+    }
+
+    fn decoder_for(format: &str) -> Box<dyn AudioDecoder> {
+        let c = catalog();
+        let body =
+            format!(r#"{{"model":"speech-2.8-hd","input":"Hi","response_format":"{format}"}}"#);
+        let req = request(&c, body.as_bytes());
+        match speech_decoding(&provider(), &req) {
+            SpeechDecoding::Decode(d) => d,
+            SpeechDecoding::Passthrough => panic!("MiniMax answers must be decoded"),
+        }
+    }
+
+    /// Feed `stream` in pieces of `cut` bytes; the audio, and the first error.
+    fn run(format: &str, stream: &[u8], cut: usize) -> (Vec<u8>, Result<Finished, UpstreamError>) {
+        let mut d = decoder_for(format);
+        let mut out = Vec::new();
+        for piece in stream.chunks(cut) {
+            if let Err(e) = d.push(&Bytes::copy_from_slice(piece), &mut out) {
+                return (out.concat(), Err(e));
+            }
+        }
+        let end = d.finish(&mut out);
+        (out.concat(), end)
+    }
+
+    fn event(json: serde_json::Value) -> String {
+        format!("data: {json}\n\n")
+    }
+
+    fn ok() -> serde_json::Value {
+        serde_json::json!({"status_code": 0, "status_msg": ""})
+    }
+
+    #[test]
+    fn decodes_hex_events_at_any_split_and_skips_the_repeated_final_audio() {
+        let stream = [
+            event(serde_json::json!({"data": {"audio": "494433", "status": 1}, "base_resp": ok()})),
+            ": keep-alive\n\n".to_string(),
+            event(serde_json::json!({"data": {"audio": "0a0b", "status": 1}, "base_resp": ok()})),
+            event(
+                serde_json::json!({"data": {"audio": "4944330a0b", "status": 2},
+                "extra_info": {"audio_length": 10, "usage_characters": 2},
+                "base_resp": {"status_code": 0, "status_msg": "success"}}),
+            ),
+        ]
+        .concat();
+        for cut in 1..stream.len() {
+            let (audio, end) = run("mp3", stream.as_bytes(), cut);
+            assert_eq!(audio, b"ID3\x0a\x0b", "cut {cut}");
+            assert_eq!(end.unwrap(), Finished::Done(SpeechUsage::default()));
+        }
+    }
+
+    #[test]
+    fn final_audio_is_used_when_nothing_came_before() {
+        let stream = event(serde_json::json!({"data": {"audio": "494433", "status": 2},
+            "base_resp": ok()}));
+        // Without the closing blank line too (the remainder is still read).
+        for s in [stream.as_str(), stream.trim_end()] {
+            let (audio, end) = run("flac", s.as_bytes(), 7);
+            assert_eq!(audio, b"ID3");
+            assert!(end.is_ok());
+        }
+    }
+
+    #[test]
+    fn a_stream_without_its_final_event_fails() {
+        let stream = event(serde_json::json!({"data": {"audio": "494433", "status": 1},
+            "base_resp": ok()}));
+        let (audio, end) = run("mp3", stream.as_bytes(), 5);
+        assert_eq!(audio, b"ID3");
+        let e = end.unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert!(e.retryable());
+
+        let (audio, end) = run("mp3", b"", 1);
+        assert!(audio.is_empty());
+        assert!(end.is_err());
+    }
+
+    #[test]
+    fn in_band_errors_are_classified_and_redacted() {
+        let cases = [
+            (1002, UpstreamErrorKind::RateLimited, true),
+            (1039, UpstreamErrorKind::RateLimited, true),
+            (1004, UpstreamErrorKind::AuthRejected, false),
+            (2049, UpstreamErrorKind::AuthRejected, false),
+            (1008, UpstreamErrorKind::Failure, false),
+            (1026, UpstreamErrorKind::ContentPolicy, false),
+            (1027, UpstreamErrorKind::ContentPolicy, false),
+            (2013, UpstreamErrorKind::InvalidRequest, false),
+            (20132, UpstreamErrorKind::InvalidRequest, false),
+            (1000, UpstreamErrorKind::Failure, true),
+            (1024, UpstreamErrorKind::Failure, true),
+            (9999, UpstreamErrorKind::Failure, true),
+        ];
+        for (code, kind, retryable) in cases {
+            let stream = event(serde_json::json!({"data": null,
+                "base_resp": {"status_code": code, "status_msg": format!("bad key {KEY}")}}));
+            let (audio, end) = run("pcm", stream.as_bytes(), 3);
+            assert!(audio.is_empty());
+            let e = end.unwrap_err();
+            assert_eq!((e.kind, e.retryable()), (kind, retryable), "code {code}");
+            assert!(!e.message.contains(KEY), "{}", e.message);
+            assert!(e.message.contains(&code.to_string()), "{}", e.message);
+        }
+    }
+
+    #[test]
+    fn an_error_after_audio_stops_the_stream() {
+        let stream = [
+            event(serde_json::json!({"data": {"audio": "494433", "status": 1}, "base_resp": ok()})),
+            event(serde_json::json!({"base_resp": {"status_code": 1000, "status_msg": "unknown error"}})),
+        ]
+        .concat();
+        let (audio, end) = run("mp3", stream.as_bytes(), 4);
+        assert_eq!(audio, b"ID3");
+        assert_eq!(end.unwrap_err().message, "unknown error (status_code 1000)");
+    }
+
+    #[test]
+    fn a_plain_json_error_to_a_streaming_request_is_read() {
+        let body = br#"{"base_resp":{"status_code":1004,"status_msg":"login fail"}}"#;
+        let (_, end) = run("mp3", body, 9);
+        assert_eq!(end.unwrap_err().kind, UpstreamErrorKind::AuthRejected);
+    }
+
+    #[test]
+    fn garbage_and_bad_hex_are_bad_responses() {
+        let (_, end) = run("mp3", b"data: not json\n\n", 4);
+        assert_eq!(end.unwrap_err().kind, UpstreamErrorKind::BadResponse);
+        let stream = event(serde_json::json!({"data": {"audio": "zz", "status": 1}}));
+        let (_, end) = run("mp3", stream.as_bytes(), 4);
+        assert_eq!(end.unwrap_err().kind, UpstreamErrorKind::BadResponse);
+    }
+
+    #[test]
+    fn wav_is_one_json_answer() {
+        let body = serde_json::json!({"data": {"audio": "52494646", "status": 2},
+            "extra_info": {"audio_format": "wav"}, "trace_id": "t", "base_resp": ok()})
+        .to_string();
+        for cut in [1, 5, body.len()] {
+            let (audio, end) = run("wav", body.as_bytes(), cut);
+            assert_eq!(audio, b"RIFF");
+            assert!(end.is_ok());
+        }
+        let body =
+            br#"{"data":null,"base_resp":{"status_code":1026,"status_msg":"input new_sensitive"}}"#;
+        let (audio, end) = run("wav", body, 10);
+        assert!(audio.is_empty());
+        assert_eq!(end.unwrap_err().kind, UpstreamErrorKind::ContentPolicy);
+        let (_, end) = run(
+            "wav",
+            br#"{"data":{"audio":""},"base_resp":{"status_code":0}}"#,
+            10,
+        );
+        assert_eq!(end.unwrap_err().kind, UpstreamErrorKind::BadResponse);
+    }
+
+    #[test]
+    fn maps_http_errors() {
+        let p = provider();
+        let e = error_response(
+            &p,
+            401,
+            format!(
+                r#"{{"base_resp":{{"status_code":2049,"status_msg":"invalid api key {KEY}"}}}}"#
+            )
+            .as_bytes(),
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
+        assert!(!e.message.contains(KEY));
+
+        let e = error_response(
+            &p,
+            200,
+            br#"{"base_resp":{"status_code":1008,"status_msg":"insufficient balance"}}"#,
+        );
+        assert_eq!((e.kind, e.status), (UpstreamErrorKind::Failure, Some(402)));
+        assert!(!e.retryable());
+
+        // An unknown code falls back to the HTTP status.
+        let e = error_response(
+            &p,
+            400,
+            br#"{"base_resp":{"status_code":7777,"status_msg":"odd"}}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+        assert_eq!(e.message, "odd (status_code 7777)");
+
+        let e = error_response(&p, 503, b"<html>busy</html>");
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert!(e.retryable());
+        assert_eq!(e.message, "HTTP 503");
+
+        let e = error_response(
+            &p,
+            429,
+            br#"{"base_resp":{"status_code":0,"status_msg":""}}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::RateLimited);
+        assert_eq!(e.message, "HTTP 429");
+    }
 }
