@@ -1,0 +1,195 @@
+//! Criterion micro-benchmarks of the gateway's pure hot paths, on one core, with the same bodies
+//! as the throughput benchmark (`benches/throughput/workload.rs`):
+//!
+//! - rerank, 100 and 10 documents: validate the public request, translate it to Cohere's, translate
+//!   Cohere's answer back and serialize the public answer (`end_to_end`: the issue's ≤ 50 µs target
+//!   for 100 documents), and each step alone, including the gateway's token counting for `usage`;
+//! - image: the same four steps for DALL·E 3;
+//! - SSE: splitting OpenAI's events (pass-through) and wrapping raw audio in the gateway's events
+//!   (ElevenLabs);
+//! - authentication of an API key.
+//!
+//! `cargo bench --bench hot_paths`; see `benches/README.md`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[allow(dead_code)]
+#[path = "throughput/workload.rs"]
+mod workload;
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use bytes::Bytes;
+use criterion::{criterion_group, criterion_main, Criterion};
+use switchyard::api::{images, rerank};
+use switchyard::catalog::{Catalog, Target};
+use switchyard::providers;
+
+const CONFIG: &str = r#"
+version: 1
+switchyard:
+  listeners: [{name: bench, address: "127.0.0.1:1"}]
+  auth: {api_keys: [{name: bench, key: "bench-key"}]}
+  providers:
+    cohere: {kind: cohere, api_key: "sk-bench", base_url: "http://127.0.0.1:9"}
+    openai: {kind: openai, api_key: "sk-bench", base_url: "http://127.0.0.1:9/v1"}
+  models:
+    rerank-v3.5: {family: cohere-rerank, targets: [{provider: cohere, model: rerank-v3.5}]}
+    dall-e-3: {family: dall-e-3, targets: [{provider: openai, model: dall-e-3}]}
+"#;
+
+struct Fixture {
+    settings: switchyard::config::GatewaySettings,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let settings = switchyard::config::load_str(CONFIG, &|_| None)
+            .unwrap_or_else(|e| panic!("bench config: {e:?}"))
+            .gateway;
+        switchyard::tokens::warm_up();
+        Fixture { settings }
+    }
+
+    fn catalog(&self) -> &Catalog {
+        &self.settings.catalog
+    }
+
+    fn target(&self, model: &str) -> &Target {
+        &self.catalog().get(model).unwrap().targets[0]
+    }
+}
+
+/// Validate, translate, translate back and serialize: one rerank request's pure work.
+fn rerank_once(f: &Fixture, body: &[u8], answer: &[u8], headers: &http::HeaderMap) -> usize {
+    let req = rerank::parse(body, f.catalog(), 5).unwrap();
+    let target = f.target("rerank-v3.5");
+    let native = providers::rerank_request(target, &req).unwrap();
+    let result = providers::rerank_response(target, &req, headers, answer).unwrap();
+    let out = serde_json::to_vec(&result).unwrap();
+    match native {
+        providers::Prepared::Http(n) => n.body.len() + out.len(),
+        providers::Prepared::Local(b) => b.len() + out.len(),
+    }
+}
+
+fn bench_rerank(c: &mut Criterion, docs: usize) {
+    let f = Fixture::new();
+    let body = workload::rerank_body("rerank-v3.5", docs).into_bytes();
+    let answer = workload::rerank_answer(docs).into_bytes();
+    let headers = http::HeaderMap::new();
+    let target = f.target("rerank-v3.5");
+    let mut g = c.benchmark_group(format!("rerank_{docs}"));
+    g.bench_function("end_to_end", |b| {
+        b.iter(|| rerank_once(&f, black_box(&body), black_box(&answer), &headers))
+    });
+    g.bench_function("validate", |b| {
+        b.iter(|| rerank::parse(black_box(&body), f.catalog(), 5).unwrap())
+    });
+    let req = rerank::parse(&body, f.catalog(), 5).unwrap();
+    g.bench_function("translate_request", |b| {
+        b.iter(|| providers::rerank_request(target, black_box(&req)).unwrap())
+    });
+    g.bench_function("translate_answer", |b| {
+        b.iter(|| {
+            let r = providers::rerank_response(target, &req, &headers, black_box(&answer)).unwrap();
+            serde_json::to_vec(&r).unwrap()
+        })
+    });
+    g.bench_function("usage_tokens", |b| b.iter(|| black_box(&req).usage(None)));
+    g.finish();
+}
+
+fn rerank_100(c: &mut Criterion) {
+    bench_rerank(c, 100);
+}
+
+fn rerank_10(c: &mut Criterion) {
+    bench_rerank(c, 10);
+}
+
+fn image(c: &mut Criterion) {
+    let f = Fixture::new();
+    let (_, body) = workload::Workload::Image.public();
+    let body = body.into_bytes();
+    let answer = workload::IMAGE_ANSWER.as_bytes();
+    let target = f.target("dall-e-3");
+    let mut g = c.benchmark_group("image");
+    g.bench_function("end_to_end", |b| {
+        b.iter(|| {
+            let req = images::parse(black_box(&body), f.catalog(), 5).unwrap();
+            let native = providers::image_request(target, &req).unwrap();
+            let result = providers::image_response(target, &req, black_box(answer)).unwrap();
+            (native, serde_json::to_vec(&result).unwrap())
+        })
+    });
+    g.bench_function("validate", |b| {
+        b.iter(|| images::parse(black_box(&body), f.catalog(), 5).unwrap())
+    });
+    let req = images::parse(&body, f.catalog(), 5).unwrap();
+    g.bench_function("translate_request", |b| {
+        b.iter(|| providers::image_request(target, black_box(&req)).unwrap())
+    });
+    g.bench_function("translate_answer", |b| {
+        b.iter(|| {
+            let r = providers::image_response(target, &req, black_box(answer)).unwrap();
+            serde_json::to_vec(&r).unwrap()
+        })
+    });
+    g.finish();
+}
+
+fn sse(c: &mut Criterion) {
+    use switchyard::stream::speech::delta_event;
+    use switchyard::stream::sse::EventSplitter;
+    let mut g = c.benchmark_group("sse");
+    // Four OpenAI delta events (1 KiB of audio each) arriving in one read.
+    let b64 = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        workload::audio(1024),
+    );
+    let one = format!("data: {{\"type\":\"speech.audio.delta\",\"audio\":\"{b64}\"}}\n\n");
+    let read = Bytes::from(one.repeat(4));
+    g.bench_function("openai_split_4_events", |b| {
+        b.iter(|| {
+            let mut s = EventSplitter::new();
+            s.push(black_box(&read));
+            let mut n = 0;
+            while let Some(ev) = s.next_event() {
+                n += ev.len();
+            }
+            n
+        })
+    });
+    let piece = workload::audio(1024);
+    g.bench_function("elevenlabs_delta_event_1KiB", |b| {
+        b.iter(|| delta_event(black_box(&piece)))
+    });
+    let piece = workload::audio(16 * 1024);
+    g.bench_function("elevenlabs_delta_event_16KiB", |b| {
+        b.iter(|| delta_event(black_box(&piece)))
+    });
+    g.finish();
+}
+
+fn auth(c: &mut Criterion) {
+    let f = Fixture::new();
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        "service-api-key",
+        http::HeaderValue::from_static("bench-key"),
+    );
+    c.bench_function("auth/api_key", |b| {
+        b.iter(|| f.settings.auth.authenticate(black_box(&headers)).unwrap())
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    targets = rerank_100, rerank_10, image, sse, auth
+}
+criterion_main!(benches);

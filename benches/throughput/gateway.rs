@@ -1,0 +1,123 @@
+//! Starting the system under test: the real `switchyard` binary (built by `cargo bench` along
+//! with this bench) with a generated config pointing every provider at the fake, and the baseline
+//! proxy (this bench executable in its `baseline` role).
+//!
+//! Both get one Pingora worker thread and the same core; the gateway logs at `error` only
+//! (`RUST_LOG=error`, unless `SWITCHYARD_BENCH_GATEWAY_LOG` says otherwise), so no access log is
+//! written per request.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use crate::procs::{self, Proc};
+use crate::workload::{KEY, PROVIDER_KEY};
+
+/// The gateway's config: one listener, one key, providers at the fake (path prefixes pick the
+/// fake's special answers: `/d100` 100 rerank results, `/big` 100 MiB audio, `/sse` timed SSE).
+pub fn config(port: u16, fake: SocketAddr, tag: &str) -> String {
+    let f = format!("http://{fake}");
+    format!(
+        r#"version: 1
+threads: 1
+grace_period_seconds: 0
+graceful_shutdown_timeout_seconds: 1
+pid_file: /tmp/switchyard-bench-{tag}.pid
+upgrade_sock: /tmp/switchyard-bench-{tag}.sock
+switchyard:
+  listeners: [{{name: bench, address: "127.0.0.1:{port}"}}]
+  auth: {{api_keys: [{{name: bench, key: "{KEY}"}}]}}
+  providers:
+    cohere: {{kind: cohere, api_key: "{PROVIDER_KEY}", base_url: "{f}"}}
+    cohere-d100: {{kind: cohere, api_key: "{PROVIDER_KEY}", base_url: "{f}/d100"}}
+    openai: {{kind: openai, api_key: "{PROVIDER_KEY}", base_url: "{f}/v1"}}
+    openai-big: {{kind: openai, api_key: "{PROVIDER_KEY}", base_url: "{f}/big/v1"}}
+    openai-sse: {{kind: openai, api_key: "{PROVIDER_KEY}", base_url: "{f}/sse/v1"}}
+    elevenlabs: {{kind: elevenlabs, api_key: "{PROVIDER_KEY}", base_url: "{f}"}}
+  models:
+    rerank-v3.5: {{family: cohere-rerank, targets: [{{provider: cohere, model: rerank-v3.5}}]}}
+    rerank-v3.5-d100: {{family: cohere-rerank, targets: [{{provider: cohere-d100, model: rerank-v3.5}}]}}
+    tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
+    tts-1-big: {{family: openai-tts, targets: [{{provider: openai-big, model: tts-1}}]}}
+    dall-e-3: {{family: dall-e-3, targets: [{{provider: openai, model: dall-e-3}}]}}
+    gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai-sse, model: gpt-4o-mini-tts}}]}}
+    eleven: {{family: elevenlabs-tts, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
+"#
+    )
+}
+
+/// The `switchyard` binary: `SWITCHYARD_BIN` if set, else the one cargo built for this bench.
+pub fn binary() -> PathBuf {
+    match std::env::var_os("SWITCHYARD_BIN") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(env!("CARGO_BIN_EXE_switchyard")),
+    }
+}
+
+/// Start the gateway on a free port; its stderr goes to `<dir>/gateway.log`.
+pub fn start(
+    fake: SocketAddr,
+    core: Option<usize>,
+    dir: &Path,
+) -> Result<(Proc, SocketAddr), String> {
+    let port = procs::free_port().map_err(|e| e.to_string())?;
+    let tag = format!("{}-{port}", std::process::id());
+    let file = dir.join("gateway.yaml");
+    std::fs::write(&file, config(port, fake, &tag)).map_err(|e| e.to_string())?;
+    let log = std::fs::File::create(dir.join("gateway.log")).map_err(|e| e.to_string())?;
+    let level = std::env::var("SWITCHYARD_BENCH_GATEWAY_LOG").unwrap_or_else(|_| "error".into());
+    let conf = file.to_string_lossy().into_owned();
+    let mut p = procs::spawn(
+        "gateway",
+        &binary(),
+        &["-c", &conf],
+        &[("RUST_LOG", level)],
+        core,
+        Stdio::null(),
+        Stdio::from(log),
+    )
+    .map_err(|e| format!("starting {}: {e}", binary().display()))?;
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    procs::wait_listening(&mut p, addr)?;
+    Ok((p, addr))
+}
+
+/// Start the baseline proxy (this executable, role `baseline`) on a free port.
+pub fn start_baseline(fake: SocketAddr, core: Option<usize>) -> Result<(Proc, SocketAddr), String> {
+    let port = procs::free_port().map_err(|e| e.to_string())?;
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut p = procs::spawn(
+        "baseline",
+        &me,
+        &[],
+        &[
+            ("SWITCHYARD_BENCH_ROLE", "baseline".into()),
+            ("SWITCHYARD_BENCH_LISTEN", addr.to_string()),
+            ("SWITCHYARD_BENCH_UPSTREAM", fake.to_string()),
+        ],
+        core,
+        Stdio::null(),
+        Stdio::null(),
+    )
+    .map_err(|e| format!("starting the baseline: {e}"))?;
+    procs::wait_listening(&mut p, addr)?;
+    Ok((p, addr))
+}
+
+/// Start the fake provider (this executable, role `fake`) on the current core.
+pub fn start_fake() -> Result<(Proc, SocketAddr), String> {
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut p = procs::spawn(
+        "fake",
+        &me,
+        &[],
+        &[("SWITCHYARD_BENCH_ROLE", "fake".into())],
+        None,
+        Stdio::piped(),
+        Stdio::inherit(),
+    )
+    .map_err(|e| format!("starting the fake: {e}"))?;
+    let port = procs::read_port(&mut p)?;
+    Ok((p, ([127, 0, 0, 1], port).into()))
+}

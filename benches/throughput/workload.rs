@@ -1,0 +1,153 @@
+//! What each scenario sends and gets: the public request to the gateway, the native request the
+//! gateway would send for it (which goes to the fake directly and through the plain proxy), and
+//! the fake provider's canned answers. `hot_paths.rs` uses the same bodies.
+
+/// The gateway's API key in the benchmark config.
+pub const KEY: &str = "bench-key";
+/// The provider key the gateway sends (and the native requests carry).
+pub const PROVIDER_KEY: &str = "sk-bench-provider-key";
+
+/// A load scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    Rerank10,
+    Rerank100,
+    Speech,
+    Image,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 4] = [
+        Workload::Rerank10,
+        Workload::Rerank100,
+        Workload::Speech,
+        Workload::Image,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Rerank10 => "rerank-10",
+            Workload::Rerank100 => "rerank-100",
+            Workload::Speech => "speech",
+            Workload::Image => "image",
+        }
+    }
+
+    /// `(path, body)` for the gateway.
+    pub fn public(self) -> (&'static str, String) {
+        match self {
+            Workload::Rerank10 => ("/api/v1/rerank", rerank_body("rerank-v3.5", 10)),
+            Workload::Rerank100 => ("/api/v1/rerank", rerank_body("rerank-v3.5-d100", 100)),
+            Workload::Speech => ("/api/v1/audio/speech", speech_body("tts-1")),
+            Workload::Image => (
+                "/api/v1/images/generations",
+                format!(
+                    r#"{{"model":"dall-e-3","prompt":"{PROMPT}","size":"1024x1024","quality":"standard"}}"#
+                ),
+            ),
+        }
+    }
+
+    /// `(path, body)` of the native request, as the gateway sends it to the fake provider.
+    pub fn native(self) -> (&'static str, String) {
+        match self {
+            Workload::Rerank10 => ("/v2/rerank", rerank_body("rerank-v3.5", 10)),
+            Workload::Rerank100 => ("/d100/v2/rerank", rerank_body("rerank-v3.5", 100)),
+            Workload::Speech => (
+                "/v1/audio/speech",
+                format!(
+                    r#"{{"model":"tts-1","input":"{SPEECH}","voice":"alloy","response_format":"mp3","speed":1.0}}"#
+                ),
+            ),
+            Workload::Image => (
+                "/v1/images/generations",
+                format!(
+                    r#"{{"model":"dall-e-3","prompt":"{PROMPT}","n":1,"size":"1024x1024","quality":"standard","response_format":"url"}}"#
+                ),
+            ),
+        }
+    }
+}
+
+const PROMPT: &str = "a lighthouse at dusk on a rocky shore, oil painting";
+const SPEECH: &str = "Hello from Switchyard. This sentence is synthesized by the fake provider.";
+
+const SENTENCES: &[&str] = &[
+    "Carson City is the capital city of the American state of Nevada.",
+    "The Commonwealth of the Northern Mariana Islands is a group of islands in the Pacific Ocean.",
+    "Washington, D.C. is the capital of the United States and a federal district.",
+    "Capitalization in English grammar is the use of a capital letter at the start of a word.",
+    "Capital punishment has existed in the United States since before it was a country.",
+    "Paris has been the capital of France since the tenth century, with brief interruptions.",
+    "The Yellowstone caldera is a volcanic caldera and supervolcano in Yellowstone National Park.",
+    "Photosynthesis converts light energy into chemical energy stored in glucose.",
+    "The Great Barrier Reef is the world's largest coral reef system, off Queensland, Australia.",
+    "Rust is a general-purpose programming language emphasizing performance and memory safety.",
+    "Mount Kilimanjaro is a dormant volcano in Tanzania and the highest mountain in Africa.",
+    "The Rosetta Stone is a stele inscribed with three versions of a decree issued in 196 BC.",
+];
+
+/// Document `i`: three sentences (about 230 characters, 45 tokens), different for every `i`.
+pub fn document(i: usize) -> String {
+    let n = SENTENCES.len();
+    format!(
+        "{} {} {} (Passage {i}.)",
+        SENTENCES[i % n],
+        SENTENCES[(i * 5 + 3) % n],
+        SENTENCES[(i * 7 + 1) % n]
+    )
+}
+
+/// A rerank request body for `model` with `docs` documents.
+pub fn rerank_body(model: &str, docs: usize) -> String {
+    let documents: Vec<String> = (0..docs).map(|i| format!("\"{}\"", document(i))).collect();
+    format!(
+        r#"{{"model":"{model}","query":"What is the capital of the United States?","documents":[{}]}}"#,
+        documents.join(",")
+    )
+}
+
+/// A public speech request body.
+pub fn speech_body(model: &str) -> String {
+    format!(r#"{{"model":"{model}","input":"{SPEECH}","voice":"alloy"}}"#)
+}
+
+/// A complete HTTP/1.1 POST with a JSON body. `gateway` picks the caller's key header, otherwise
+/// the provider key is sent as the gateway would.
+pub fn http_post(path: &str, body: &str, gateway: bool) -> Vec<u8> {
+    let auth = if gateway {
+        format!("Service-API-Key: {KEY}")
+    } else {
+        format!("Authorization: Bearer {PROVIDER_KEY}")
+    };
+    format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Cohere v2 answer with `n` results, best first.
+pub fn rerank_answer(n: usize) -> String {
+    let results: Vec<String> = (0..n)
+        .map(|i| {
+            let index = (i * 7) % n;
+            format!(
+                "{{\"index\":{index},\"relevance_score\":{:.6}}}",
+                0.99 - i as f64 * 0.009
+            )
+        })
+        .collect();
+    format!(
+        "{{\"id\":\"07734bd2-2473-4f07-94e1-0d9f0e6843cf\",\"results\":[{}],\"meta\":{{\"api_version\":{{\"version\":\"2\"}},\"billed_units\":{{\"search_units\":1}}}}}}",
+        results.join(",")
+    )
+}
+
+/// OpenAI image answer.
+pub const IMAGE_ANSWER: &str = r#"{"created":1700000000,"data":[{"url":"https://oaidalleapiprodscus.blob.core.windows.net/private/org-bench/user-bench/img-abc123.png?st=2024-01-01T00%3A00%3A00Z&se=2024-01-01T02%3A00%3A00Z&sp=r&sig=abcdefghijklmnopqrstuvwxyz0123456789","revised_prompt":"A lighthouse standing on a rocky shore at dusk, its beam sweeping across a calm purple sea under the first stars."}]}"#;
+
+/// Audio-like bytes.
+pub fn audio(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 131 % 251) as u8).collect()
+}
