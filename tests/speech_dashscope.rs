@@ -9,8 +9,8 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Recorded, Reply};
-use support::speech_conformance::{run, Expect, SpeechCase};
-use support::{client, post, TestGateway, PROVIDER_KEY};
+use support::speech_conformance::{audio, public_events, run, speech, Expect, SpeechCase};
+use support::{TestGateway, PROVIDER_KEY};
 
 const MODEL: &str = "qwen3-tts-flash";
 const SPEECH_PATH: &str = "/api/v1/services/aigc/multimodal-generation/generation";
@@ -226,25 +226,6 @@ fn qwen_tts_conformance() {
 
 // ---- provider-specific cases -----------------------------------------------------------------
 
-fn speech(gw: &TestGateway, extra: Value) -> client::Response {
-    let mut body = json!({"model": MODEL, "input": INPUT});
-    for (k, v) in extra.as_object().unwrap() {
-        body[k] = v.clone();
-    }
-    post(gw, "/api/v1/audio/speech", &body)
-}
-
-fn audio(n: usize, seed: u8) -> Vec<u8> {
-    (0..n).map(|i| (i as u8).wrapping_mul(seed)).collect()
-}
-
-fn public_events(resp: &client::Response) -> Vec<Value> {
-    client::sse_events(&resp.body)
-        .iter()
-        .map(|e| serde_json::from_str(e).unwrap())
-        .collect()
-}
-
 #[test]
 fn result_download_keeps_the_query_and_sends_no_key() {
     let fake = FakeProvider::start();
@@ -252,7 +233,7 @@ fn result_download_keeps_the_query_and_sends_no_key() {
     let wav = audio(5000, 7);
     fake.push(url_answer(&format!("{}{RESULT_PATH}", fake.base_url())));
     fake.push(Reply::bytes(200, "audio/wav", wav.clone()));
-    let resp = speech(&gw, json!({"response_format": "wav"}));
+    let resp = speech(&gw, MODEL, INPUT, json!({"response_format": "wav"}));
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert_eq!(resp.body, wav);
 
@@ -281,7 +262,12 @@ fn result_url_on_a_foreign_host_is_not_fetched() {
     // "localhost" is neither the configured base host (127.0.0.1) nor a result host.
     let url = format!("http://localhost:{}/x.wav", fake.addr().port());
     fake.push(url_answer(&url));
-    let resp = speech(&gw, json!({"response_format": "wav", "retries": 2}));
+    let resp = speech(
+        &gw,
+        MODEL,
+        INPUT,
+        json!({"response_format": "wav", "retries": 2}),
+    );
     assert_eq!(resp.status, 502, "{}", resp.text());
     assert_eq!(resp.json()["code"], "upstream_bad_response");
     let sent = fake.requests();
@@ -299,7 +285,7 @@ fn result_download_failure_is_a_bad_response() {
         "application/xml",
         b"<Error><Code>NoSuchKey</Code></Error>".to_vec(),
     ));
-    let resp = speech(&gw, json!({"response_format": "wav"}));
+    let resp = speech(&gw, MODEL, INPUT, json!({"response_format": "wav"}));
     assert_eq!(resp.status, 502, "{}", resp.text());
     assert_eq!(resp.json()["code"], "upstream_bad_response");
     assert_eq!(fake.requests().len(), 2);
@@ -319,7 +305,12 @@ fn errors_inside_a_200_are_retried_when_retryable() {
     ));
     fake.push(url_answer(&format!("{}{RESULT_PATH}", fake.base_url())));
     fake.push(Reply::bytes(200, "audio/wav", wav.clone()));
-    let resp = speech(&gw, json!({"response_format": "wav", "retries": 1}));
+    let resp = speech(
+        &gw,
+        MODEL,
+        INPUT,
+        json!({"response_format": "wav", "retries": 1}),
+    );
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert_eq!(resp.body, wav);
     assert_eq!(fake.requests().len(), 3);
@@ -334,7 +325,12 @@ fn errors_inside_a_200_are_retried_when_retryable() {
         "Requests rate limit exceeded",
     )]));
     fake.push(pcm_stream(&pcm));
-    let resp = speech(&gw, json!({"response_format": "pcm", "retries": 1}));
+    let resp = speech(
+        &gw,
+        MODEL,
+        INPUT,
+        json!({"response_format": "pcm", "retries": 1}),
+    );
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert_eq!(resp.header("content-type"), Some("audio/pcm"));
     assert_eq!(resp.body, pcm.concat());
@@ -353,6 +349,8 @@ fn errors_inside_a_200_are_translated_otherwise() {
     ));
     let resp = speech(
         &gw,
+        MODEL,
+        INPUT,
         json!({"response_format": "wav", "voice": "Bogus", "retries": 2}),
     );
     assert_eq!(resp.status, 400, "{}", resp.text());
@@ -369,6 +367,8 @@ fn errors_inside_a_200_are_translated_otherwise() {
     )]));
     let resp = speech(
         &gw,
+        MODEL,
+        INPUT,
         json!({"response_format": "pcm", "stream_format": "sse", "retries": 2}),
     );
     assert_eq!(resp.status, 400, "{}", resp.text());
@@ -397,6 +397,8 @@ fn error_event_after_audio_ends_the_answer_with_an_error() {
     fake.push(stream());
     let resp = speech(
         &gw,
+        MODEL,
+        INPUT,
         json!({"response_format": "pcm", "stream_format": "sse"}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
@@ -407,7 +409,7 @@ fn error_event_after_audio_ends_the_answer_with_an_error() {
 
     // Raw audio: cut off without the terminating chunk.
     fake.push(stream());
-    let resp = speech(&gw, json!({"response_format": "pcm"}));
+    let resp = speech(&gw, MODEL, INPUT, json!({"response_format": "pcm"}));
     assert_eq!(resp.status, 200);
     assert!(!resp.complete, "a failed stream looked complete");
     assert_eq!(resp.body, first);
@@ -421,13 +423,15 @@ fn stream_without_stop_is_incomplete() {
     let stream = || Reply::sse(vec![audio_event(1, &first), audio_event(2, &first)]);
 
     fake.push(stream());
-    let resp = speech(&gw, json!({"response_format": "pcm"}));
+    let resp = speech(&gw, MODEL, INPUT, json!({"response_format": "pcm"}));
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert!(!resp.complete, "a stream without \"stop\" looked complete");
 
     fake.push(stream());
     let resp = speech(
         &gw,
+        MODEL,
+        INPUT,
         json!({"response_format": "pcm", "stream_format": "sse"}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
@@ -443,6 +447,8 @@ fn sse_usage_and_language_type_reach_their_places() {
     fake.push(pcm_stream(&pcm));
     let resp = speech(
         &gw,
+        MODEL,
+        INPUT,
         json!({"response_format": "pcm", "stream_format": "sse", "voice": "Serena", "language_type": "English"}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());

@@ -6,10 +6,10 @@ mod support;
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use support::fake::{FakeProvider, Recorded, Reply};
-use support::speech_conformance::{run, Expect, SpeechCase};
-use support::{client, post, TestGateway, PROVIDER_KEY};
+use support::speech_conformance::{public_events, run, Expect, SpeechCase};
+use support::{post, TestGateway, PROVIDER_KEY};
 
 const MODEL: &str = "eleven-multilingual-v2";
 
@@ -252,10 +252,7 @@ fn stream_cut_before_any_audio_is_retried() {
         &json!({"model": MODEL, "input": "hi", "retries": 1, "stream_format": "sse"}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
-    let events: Vec<Value> = client::sse_events(&resp.body)
-        .iter()
-        .map(|e| serde_json::from_str(e).unwrap())
-        .collect();
+    let events = public_events(&resp);
     assert_eq!(events.last().unwrap()["type"], "speech.audio.done");
     assert_eq!(fake.requests().len(), 2);
 
@@ -313,10 +310,7 @@ fn stream_cut_after_audio_ends_sse_with_an_error_event() {
         &json!({"model": MODEL, "input": "hi", "stream_format": "sse", "retries": 3}),
     );
     assert_eq!(resp.status, 200);
-    let events: Vec<Value> = client::sse_events(&resp.body)
-        .iter()
-        .map(|e| serde_json::from_str(e).unwrap())
-        .collect();
+    let events = public_events(&resp);
     assert!(events.len() >= 2, "{events:?}");
     let (last, deltas) = events.split_last().unwrap();
     assert!(deltas.iter().all(|d| d["type"] == "speech.audio.delta"));

@@ -6,11 +6,12 @@ mod support;
 
 use std::time::Duration;
 
-use base64::Engine;
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Recorded, Reply};
-use support::speech_conformance::{run, Expect, SpeechCase};
-use support::{client, post, TestGateway, PROVIDER_KEY};
+use support::speech_conformance::{
+    audio, decoded_audio, public_events, run, speech, Expect, SpeechCase,
+};
+use support::{TestGateway, PROVIDER_KEY};
 
 const MODEL: &str = "speech-2.8-hd";
 
@@ -174,37 +175,6 @@ fn minimax_conformance() {
     });
 }
 
-fn audio(n: usize, seed: u8) -> Vec<u8> {
-    (0..n).map(|i| (i as u8).wrapping_mul(seed)).collect()
-}
-
-fn speech(gw: &TestGateway, extra: Value) -> client::Response {
-    let mut body = json!({"model": MODEL, "input": "Hello there"});
-    for (k, v) in extra.as_object().unwrap() {
-        body[k] = v.clone();
-    }
-    post(gw, "/api/v1/audio/speech", &body)
-}
-
-fn sse_json(resp: &client::Response) -> Vec<Value> {
-    client::sse_events(&resp.body)
-        .iter()
-        .map(|e| serde_json::from_str(e).unwrap())
-        .collect()
-}
-
-fn decoded_deltas(events: &[Value]) -> Vec<u8> {
-    events
-        .iter()
-        .filter(|e| e["type"] == "speech.audio.delta")
-        .flat_map(|e| {
-            base64::engine::general_purpose::STANDARD
-                .decode(e["audio"].as_str().unwrap())
-                .unwrap()
-        })
-        .collect()
-}
-
 #[test]
 fn a_rate_limit_inside_a_200_stream_is_retried_then_reported() {
     let fake = FakeProvider::start();
@@ -212,13 +182,13 @@ fn a_rate_limit_inside_a_200_stream_is_retried_then_reported() {
     let piece = audio(500, 3);
     fake.push(stream_error(1002, "rate limit"));
     fake.push(Reply::sse(vec![delta(&piece), last(&piece)]));
-    let resp = speech(&gw, json!({"retries": 1}));
+    let resp = speech(&gw, MODEL, "Hello there", json!({"retries": 1}));
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert!(resp.body == piece);
     assert_eq!(fake.requests().len(), 2);
 
     fake.push(stream_error(1002, "rate limit"));
-    let resp = speech(&gw, json!({}));
+    let resp = speech(&gw, MODEL, "Hello there", json!({}));
     assert_eq!(resp.status, 429, "{}", resp.text());
     assert_eq!(resp.json()["code"], "rate_limited");
 }
@@ -237,15 +207,15 @@ fn an_error_after_audio_ends_the_answer_early() {
     };
 
     fake.push(failing());
-    let resp = speech(&gw, json!({"stream_format": "sse"}));
+    let resp = speech(&gw, MODEL, "Hello there", json!({"stream_format": "sse"}));
     assert_eq!(resp.status, 200);
-    let events = sse_json(&resp);
-    assert_eq!(decoded_deltas(&events), first);
+    let events = public_events(&resp);
+    assert_eq!(decoded_audio(&events), first);
     let end = events.last().unwrap();
     assert_eq!(end["type"], "error", "{end}");
 
     fake.push(failing());
-    let resp = speech(&gw, json!({}));
+    let resp = speech(&gw, MODEL, "Hello there", json!({}));
     assert_eq!(resp.status, 200);
     assert!(!resp.complete, "a cut-off answer must not look complete");
     assert!(resp.body == first);
@@ -260,21 +230,28 @@ fn a_stream_without_its_final_event_is_not_a_short_success() {
     fake.push(Reply::sse(vec![delta(&first)]));
     let resp = speech(
         &gw,
+        MODEL,
+        "Hello there",
         json!({"stream_format": "sse", "response_format": "pcm"}),
     );
     assert_eq!(resp.status, 200);
-    let events = sse_json(&resp);
-    assert_eq!(decoded_deltas(&events), first);
+    let events = public_events(&resp);
+    assert_eq!(decoded_audio(&events), first);
     assert_eq!(events.last().unwrap()["type"], "error");
 
     fake.push(Reply::sse(vec![delta(&first)]));
-    let resp = speech(&gw, json!({"response_format": "flac"}));
+    let resp = speech(
+        &gw,
+        MODEL,
+        "Hello there",
+        json!({"response_format": "flac"}),
+    );
     assert_eq!(resp.status, 200);
     assert!(!resp.complete);
 
     // Nothing at all before the stream ended: an error answer, no audio.
     fake.push(Reply::sse(vec![(Duration::ZERO, ": ping\n\n".to_string())]));
-    let resp = speech(&gw, json!({}));
+    let resp = speech(&gw, MODEL, "Hello there", json!({}));
     assert_eq!(resp.status, 502, "{}", resp.text());
     assert_eq!(resp.json()["code"], "upstream_error");
 }
@@ -285,10 +262,10 @@ fn the_final_event_alone_carries_the_audio() {
     let gw = TestGateway::start(&fake);
     let all = audio(900, 11);
     fake.push(Reply::sse(vec![last(&all)]));
-    let resp = speech(&gw, json!({"stream_format": "sse"}));
+    let resp = speech(&gw, MODEL, "Hello there", json!({"stream_format": "sse"}));
     assert_eq!(resp.status, 200, "{}", resp.text());
-    let events = sse_json(&resp);
-    assert_eq!(decoded_deltas(&events), all);
+    let events = public_events(&resp);
+    assert_eq!(decoded_audio(&events), all);
     assert_eq!(events.last().unwrap()["type"], "speech.audio.done");
 }
 
@@ -297,7 +274,7 @@ fn wav_errors_inside_a_200_answer_are_translated() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
     fake.push(Reply::json(200, in_band(1027, "output new_sensitive")));
-    let resp = speech(&gw, json!({"response_format": "wav"}));
+    let resp = speech(&gw, MODEL, "Hello there", json!({"response_format": "wav"}));
     assert_eq!(resp.status, 400, "{}", resp.text());
     assert_eq!(resp.json()["code"], "content_policy_violation");
 
@@ -308,7 +285,12 @@ fn wav_errors_inside_a_200_answer_are_translated() {
         200,
         json!({"data": {"audio": hex::encode(&all), "status": 2}, "base_resp": ok()}),
     ));
-    let resp = speech(&gw, json!({"response_format": "wav", "retries": 1}));
+    let resp = speech(
+        &gw,
+        MODEL,
+        "Hello there",
+        json!({"response_format": "wav", "retries": 1}),
+    );
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert!(resp.body == all);
 }
@@ -321,6 +303,8 @@ fn native_fields_pass_through_verbatim() {
     fake.push(Reply::sse(vec![delta(&piece), last(&piece)]));
     let resp = speech(
         &gw,
+        MODEL,
+        "Hello there",
         json!({"language_boost": "Chinese", "pronunciation_dict": {"tone": ["处理/(chu3)(li3)"]}}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());

@@ -8,9 +8,9 @@ mod support;
 
 use std::time::Duration;
 
-use base64::Engine;
 use serde_json::json;
 use support::fake::{FakeProvider, Reply};
+use support::speech_conformance::{decoded_audio, public_events};
 use support::{client, post, TestGateway};
 
 const GAP: Duration = Duration::from_millis(120);
@@ -38,21 +38,6 @@ fn assert_paced(resp: &client::Response, events: usize) {
     }
 }
 
-fn decode(events: &[String]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for e in events {
-        let v: serde_json::Value = serde_json::from_str(e).unwrap();
-        if v["type"] == "speech.audio.delta" {
-            out.extend(
-                base64::engine::general_purpose::STANDARD
-                    .decode(v["audio"].as_str().unwrap())
-                    .unwrap(),
-            );
-        }
-    }
-    out
-}
-
 #[test]
 fn raw_audio_becomes_sse_event_by_event() {
     let fake = FakeProvider::start();
@@ -74,9 +59,9 @@ fn raw_audio_becomes_sse_event_by_event() {
         &json!({"model": "eleven-multilingual-v2", "input": "hi", "stream_format": "sse"}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
-    let events = client::sse_events(&resp.body);
+    let events = public_events(&resp);
     assert_eq!(events.len(), 6, "{events:?}");
-    assert_eq!(decode(&events), pieces.concat());
+    assert_eq!(decoded_audio(&events), pieces.concat());
     assert_paced(&resp, 5);
 }
 
@@ -105,8 +90,7 @@ fn provider_sse_is_translated_event_by_event() {
         &json!({"model": "speech-2.8-hd", "input": "hi", "stream_format": "sse"}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
-    let got = client::sse_events(&resp.body);
     // The final event's aggregate copy of the audio is not sent twice.
-    assert_eq!(decode(&got), pieces.concat());
+    assert_eq!(decoded_audio(&public_events(&resp)), pieces.concat());
     assert_paced(&resp, 4);
 }

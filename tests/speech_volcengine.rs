@@ -9,8 +9,10 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Recorded, Reply};
-use support::speech_conformance::{run, Expect, SpeechCase};
-use support::{client, post, TestGateway, PROVIDER_KEY};
+use support::speech_conformance::{
+    audio, decoded_audio, public_events, run, speech, Expect, SpeechCase,
+};
+use support::{TestGateway, PROVIDER_KEY};
 
 const MODEL: &str = "doubao-tts";
 
@@ -168,37 +170,6 @@ fn volcengine_conformance() {
     });
 }
 
-fn audio(n: usize, seed: u8) -> Vec<u8> {
-    (0..n).map(|i| (i as u8).wrapping_mul(seed)).collect()
-}
-
-fn speech(gw: &TestGateway, extra: Value) -> client::Response {
-    let mut body = json!({"model": MODEL, "input": "你好，世界"});
-    for (k, v) in extra.as_object().unwrap() {
-        body[k] = v.clone();
-    }
-    post(gw, "/api/v1/audio/speech", &body)
-}
-
-fn sse_json(resp: &client::Response) -> Vec<Value> {
-    client::sse_events(&resp.body)
-        .iter()
-        .map(|e| serde_json::from_str(e).unwrap())
-        .collect()
-}
-
-fn decoded_deltas(events: &[Value]) -> Vec<u8> {
-    events
-        .iter()
-        .filter(|e| e["type"] == "speech.audio.delta")
-        .flat_map(|e| {
-            base64::engine::general_purpose::STANDARD
-                .decode(e["audio"].as_str().unwrap())
-                .unwrap()
-        })
-        .collect()
-}
-
 #[test]
 fn errors_before_audio_are_retried_with_a_new_request_id() {
     let fake = FakeProvider::start();
@@ -214,7 +185,7 @@ fn errors_before_audio_are_retried_with_a_new_request_id() {
         json!({"code": 55000000, "message": "busy"}),
     ));
     fake.push(ndjson(vec![chunk(&piece), end()]));
-    let resp = speech(&gw, json!({"retries": 2}));
+    let resp = speech(&gw, MODEL, "你好，世界", json!({"retries": 2}));
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert!(resp.body == piece);
     let sent = fake.requests();
@@ -231,7 +202,7 @@ fn errors_before_audio_are_retried_with_a_new_request_id() {
 
     // Not retried: the caller's request.
     fake.push(ndjson(vec![failure(45002001, "No readable text!")]));
-    let resp = speech(&gw, json!({"retries": 2}));
+    let resp = speech(&gw, MODEL, "你好，世界", json!({"retries": 2}));
     assert_eq!(resp.status, 400, "{}", resp.text());
     assert_eq!(fake.requests().len(), 4);
 }
@@ -253,16 +224,18 @@ fn an_error_after_audio_ends_the_answer_early() {
     fake.push(failing());
     let resp = speech(
         &gw,
+        MODEL,
+        "你好，世界",
         json!({"stream_format": "sse", "response_format": "opus"}),
     );
     assert_eq!(resp.status, 200);
-    let events = sse_json(&resp);
-    assert_eq!(decoded_deltas(&events), first);
+    let events = public_events(&resp);
+    assert_eq!(decoded_audio(&events), first);
     let last = events.last().unwrap();
     assert_eq!(last["type"], "error", "{last}");
 
     fake.push(failing());
-    let resp = speech(&gw, json!({}));
+    let resp = speech(&gw, MODEL, "你好，世界", json!({}));
     assert_eq!(resp.status, 200);
     assert!(!resp.complete, "a cut-off answer must not look complete");
     assert!(resp.body == first);
@@ -275,14 +248,14 @@ fn a_stream_without_its_end_line_is_not_a_short_success() {
     let first = audio(400, 9);
 
     fake.push(ndjson(vec![chunk(&first)]));
-    let resp = speech(&gw, json!({"stream_format": "sse"}));
+    let resp = speech(&gw, MODEL, "你好，世界", json!({"stream_format": "sse"}));
     assert_eq!(resp.status, 200);
-    let events = sse_json(&resp);
-    assert_eq!(decoded_deltas(&events), first);
+    let events = public_events(&resp);
+    assert_eq!(decoded_audio(&events), first);
     assert_eq!(events.last().unwrap()["type"], "error");
 
     fake.push(ndjson(vec![chunk(&first)]));
-    let resp = speech(&gw, json!({"response_format": "pcm"}));
+    let resp = speech(&gw, MODEL, "你好，世界", json!({"response_format": "pcm"}));
     assert_eq!(resp.status, 200);
     assert!(!resp.complete);
 
@@ -293,7 +266,7 @@ fn a_stream_without_its_end_line_is_not_a_short_success() {
         vec![chunk(&first)],
         true,
     ));
-    let resp = speech(&gw, json!({}));
+    let resp = speech(&gw, MODEL, "你好，世界", json!({}));
     assert!(!resp.complete);
 }
 
@@ -311,10 +284,12 @@ fn v1_style_success_code_and_unterminated_last_line_are_accepted() {
     ]));
     let resp = speech(
         &gw,
+        MODEL,
+        "你好，世界",
         json!({"stream_format": "sse", "response_format": "pcm"}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
-    let events = sse_json(&resp);
-    assert_eq!(decoded_deltas(&events), [a, b].concat());
+    let events = public_events(&resp);
+    assert_eq!(decoded_audio(&events), [a, b].concat());
     assert_eq!(events.last().unwrap()["type"], "speech.audio.done");
 }

@@ -10,7 +10,7 @@ use crate::catalog::Target;
 use crate::providers;
 use crate::stream::passthrough::StreamError;
 use crate::stream::speech::{self as stream_speech, Primed};
-use crate::upstream::attempts::{self, AcceptFuture, Answer, Mode, Reply};
+use crate::upstream::attempts::{self, AcceptFuture, Reply};
 use crate::upstream::exchange::{Response, Upstream};
 
 /// Why an operation stopped.
@@ -28,7 +28,9 @@ impl From<GatewayError> for Failure {
 }
 
 fn unexpected() -> Failure {
-    Failure::Answer(GatewayError::Internal("unexpected answer mode".into()))
+    Failure::Answer(GatewayError::Internal(
+        "an in-process provider answered speech".into(),
+    ))
 }
 
 pub async fn speech(
@@ -102,18 +104,11 @@ pub async fn images(
     let s = &state.settings;
     let req = images::parse(body, &s.catalog, s.retry.max_retries)?;
     ctx.model = Some(req.model.clone());
-    let (answer, target) = attempts::run(
-        &state.upstream,
-        &req.model,
-        region,
-        req.retries,
-        Mode::Buffered,
-        |t| providers::image_request(t, &req),
-    )
-    .await?;
-    let Answer::Buffered(_, native) = answer else {
-        return Err(unexpected());
-    };
+    let ((_, native), target) =
+        attempts::run(&state.upstream, &req.model, region, req.retries, |t| {
+            providers::image_request(t, &req)
+        })
+        .await?;
     let result =
         providers::image_response(target, &req, &native).map_err(GatewayError::Upstream)?;
     let out = serde_json::to_vec(&result)
@@ -134,18 +129,11 @@ pub async fn rerank(
     let s = &state.settings;
     let req = rerank::parse(body, &s.catalog, s.retry.max_retries)?;
     ctx.model = Some(req.model.clone());
-    let (answer, target) = attempts::run(
-        &state.upstream,
-        &req.model,
-        region,
-        req.retries,
-        Mode::Buffered,
-        |t| providers::rerank_request(t, &req),
-    )
-    .await?;
-    let Answer::Buffered(headers, native) = answer else {
-        return Err(unexpected());
-    };
+    let ((headers, native), target) =
+        attempts::run(&state.upstream, &req.model, region, req.retries, |t| {
+            providers::rerank_request(t, &req)
+        })
+        .await?;
     let result = providers::rerank_response(target, &req, &headers, &native)
         .map_err(GatewayError::Upstream)?;
     let out = serde_json::to_vec(&result)

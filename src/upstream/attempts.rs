@@ -16,22 +16,6 @@ use crate::api::error::{GatewayError, UpstreamError};
 use crate::catalog::{Model, Target};
 use crate::providers::{self, NativeRequest, Prepared};
 
-/// How the successful answer is wanted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Read the whole body inside the loop (a failure while reading is retried too).
-    Buffered,
-    /// Hand back the response once its header is in; the caller streams the body.
-    Streaming,
-}
-
-/// A successful answer.
-pub enum Answer<'u> {
-    /// The whole body, with the response headers (empty for in-process providers).
-    Buffered(http::HeaderMap, Bytes),
-    Streaming(Box<Response<'u>>),
-}
-
 /// What the caller does with a successful (2xx) response inside the loop, so that a failure
 /// there — a short read, an error the provider reports inside a 200 — is retried like any other.
 pub type AcceptFuture<'u, T> = Pin<Box<dyn Future<Output = Result<T, UpstreamError>> + Send + 'u>>;
@@ -45,31 +29,28 @@ pub enum Reply<T> {
 /// Largest error body read from a provider (errors are small; anything bigger is cut).
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
-/// Run the attempts. `build` makes the native request for a target.
+/// Run the attempts, reading the whole answer inside the loop (a failure while reading is retried
+/// too). `build` makes the native request for a target. The answer's headers are empty for
+/// in-process providers.
 pub async fn run<'u, 'm>(
     upstream: &'u Upstream,
     model: &'m Model,
     region: &str,
     retries: u32,
-    mode: Mode,
     build: impl Fn(&Target) -> Result<Prepared, GatewayError>,
-) -> Result<(Answer<'u>, &'m Target), GatewayError> {
-    let accept = |target: &'m Target, resp: Response<'u>| -> AcceptFuture<'u, Answer<'u>> {
-        let limit = target.provider.max_response_bytes;
-        Box::pin(async move {
-            match mode {
-                Mode::Streaming => Ok(Answer::Streaming(Box::new(resp))),
-                Mode::Buffered => {
-                    let headers = resp.headers().cloned().unwrap_or_default();
-                    let body = resp.read_all(limit).await?;
-                    Ok(Answer::Buffered(headers, body))
-                }
-            }
-        })
-    };
+) -> Result<((http::HeaderMap, Bytes), &'m Target), GatewayError> {
+    let accept =
+        |target: &'m Target, resp: Response<'u>| -> AcceptFuture<'u, (http::HeaderMap, Bytes)> {
+            let limit = target.provider.max_response_bytes;
+            Box::pin(async move {
+                let headers = resp.headers().cloned().unwrap_or_default();
+                let body = resp.read_all(limit).await?;
+                Ok((headers, body))
+            })
+        };
     let (reply, target) = run_with(upstream, model, region, retries, build, accept).await?;
     Ok(match reply {
-        Reply::Local(answer) => (Answer::Buffered(http::HeaderMap::new(), answer), target),
+        Reply::Local(answer) => ((http::HeaderMap::new(), answer), target),
         Reply::Remote(answer) => (answer, target),
     })
 }

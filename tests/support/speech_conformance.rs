@@ -64,8 +64,41 @@ pub struct SpeechCase {
     pub retryable: fn() -> Vec<Reply>,
 }
 
-fn audio(n: usize, seed: usize) -> Vec<u8> {
+/// Test audio: `n` bytes whose pattern depends on `seed`.
+pub fn audio(n: usize, seed: usize) -> Vec<u8> {
     (0..n).map(|i| ((i * 31 + seed * 7) % 251) as u8).collect()
+}
+
+/// POST a speech request for `model` and `input`, with the fields of `extra` added.
+pub fn speech(gw: &TestGateway, model: &str, input: &str, extra: Value) -> client::Response {
+    let mut body = json!({"model": model, "input": input});
+    if let (Some(b), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+        for (k, v) in extra {
+            b.insert(k.clone(), v.clone());
+        }
+    }
+    post(gw, "/api/v1/audio/speech", &body)
+}
+
+/// The public SSE events of an answer, parsed.
+pub fn public_events(resp: &client::Response) -> Vec<Value> {
+    client::sse_events(&resp.body)
+        .iter()
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect()
+}
+
+/// The audio the `speech.audio.delta` events carry, decoded and joined.
+pub fn decoded_audio(events: &[Value]) -> Vec<u8> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "speech.audio.delta")
+        .flat_map(|e| {
+            base64::engine::general_purpose::STANDARD
+                .decode(e["audio"].as_str().unwrap())
+                .unwrap()
+        })
+        .collect()
 }
 
 fn pieces() -> Vec<Vec<u8>> {
@@ -198,22 +231,17 @@ fn sse(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
         assert_eq!(resp.status, 200, "{}: {}", case.model, resp.text());
         assert_eq!(resp.header("content-type"), Some("text/event-stream"));
         assert!(resp.complete);
-        let events: Vec<Value> = client::sse_events(&resp.body)
-            .iter()
-            .map(|e| serde_json::from_str(e).unwrap())
-            .collect();
+        let events = public_events(&resp);
         assert!(events.len() >= 2, "{events:?}");
         let (done, deltas) = events.split_last().unwrap();
-        let mut got = Vec::new();
         for d in deltas {
             assert_eq!(d["type"], "speech.audio.delta", "{d}");
-            got.extend(
-                base64::engine::general_purpose::STANDARD
-                    .decode(d["audio"].as_str().unwrap())
-                    .unwrap(),
-            );
         }
-        assert!(got == p.concat(), "{}: SSE audio differs", case.model);
+        assert!(
+            decoded_audio(deltas) == p.concat(),
+            "{}: SSE audio differs",
+            case.model
+        );
         assert_eq!(done["type"], "speech.audio.done", "{done}");
         let u = &done["usage"];
         assert_eq!(
