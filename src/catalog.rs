@@ -46,27 +46,381 @@ pub struct SpeechCaps {
     pub native_fields: &'static [&'static str],
 }
 
-/// What an image model family accepts.
+/// What an image model family accepts. Validation reads only this; adapters read it to translate
+/// (`aspect_ratios` doubles as the size ↔ ratio table for providers that take only one of them).
 #[derive(Debug)]
 pub struct ImageCaps {
+    /// Public `size` values (`WxH`, or a provider keyword such as `auto` or `2K`).
     pub sizes: &'static [&'static str],
     pub default_size: &'static str,
     /// `aspect_ratio` values and the `size` each one means for this family.
     pub aspect_ratios: &'static [(&'static str, &'static str)],
     pub qualities: &'static [&'static str],
+    /// Most images one public request may ask for.
     pub max_n: u64,
-    pub response_formats: &'static [&'static str],
+    /// Most images one native call returns; beyond it the gateway fans out concurrent calls.
+    pub per_call_n: u64,
+    /// Public `output_format` values; the default is `png` when listed, else the first.
     pub output_formats: &'static [&'static str],
     pub negative_prompt: bool,
+    /// Takes a reference `image`.
     pub reference_image: bool,
+    /// Cannot work without a reference `image` (editing models).
+    pub image_required: bool,
+    /// Honours `strength` (the reference image's influence).
+    pub strength: bool,
     pub mask: bool,
+    /// Can add a watermark when asked (`watermark: true`).
     pub watermark: bool,
     pub backgrounds: &'static [&'static str],
     pub style_presets: &'static [&'static str],
     pub extra_body_keys: &'static [&'static str],
     pub max_prompt_chars: usize,
+    /// Fields outside the public spec that the provider takes natively and that pass through verbatim.
     pub native_fields: &'static [&'static str],
 }
+
+/// Family A of the spec's size table.
+const DALL_E_3_SIZES: &[&str] = &["1024x1024", "1792x1024", "1024x1792"];
+/// Family B of the spec's size table (Zhipu CogView's recommended sizes).
+const COGVIEW_SIZES: &[&str] = &[
+    "1024x1024", "768x1344", "864x1152", "1344x768", "1152x864", "1440x720", "720x1440",
+];
+
+/// Every field off; families spell out what they support on top of this.
+const IMAGE_NONE: ImageCaps = ImageCaps {
+    sizes: &["1024x1024"],
+    default_size: "1024x1024",
+    aspect_ratios: &[("1:1", "1024x1024")],
+    qualities: &[],
+    max_n: 1,
+    per_call_n: 1,
+    output_formats: &["png"],
+    negative_prompt: false,
+    reference_image: false,
+    image_required: false,
+    strength: false,
+    mask: false,
+    watermark: false,
+    backgrounds: &[],
+    style_presets: &[],
+    extra_body_keys: &[],
+    max_prompt_chars: 1000,
+    native_fields: &[],
+};
+
+/// OpenAI dall-e-2: square sizes, `n` up to 10 natively, edits (image + mask) via `/images/edits`.
+static DALL_E_2: ImageCaps = ImageCaps {
+    sizes: &["256x256", "512x512", "1024x1024"],
+    qualities: &["standard"],
+    max_n: 10,
+    per_call_n: 10,
+    reference_image: true,
+    mask: true,
+    native_fields: &["user"],
+    ..IMAGE_NONE
+};
+
+static DALL_E_3: ImageCaps = ImageCaps {
+    sizes: DALL_E_3_SIZES,
+    aspect_ratios: &[
+        ("1:1", "1024x1024"),
+        ("7:4", "1792x1024"),
+        ("16:9", "1792x1024"),
+        ("4:7", "1024x1792"),
+        ("9:16", "1024x1792"),
+    ],
+    qualities: &["standard", "hd"],
+    max_prompt_chars: 4000,
+    native_fields: &["style", "user"],
+    ..IMAGE_NONE
+};
+
+/// OpenAI GPT image models (gpt-image-1 and successors): base64 answers only (the gateway hosts
+/// them for `response_format: url`), edits via `/images/edits`.
+static GPT_IMAGE: ImageCaps = ImageCaps {
+    sizes: &["1024x1024", "1536x1024", "1024x1536", "auto"],
+    aspect_ratios: &[
+        ("1:1", "1024x1024"),
+        ("3:2", "1536x1024"),
+        ("2:3", "1024x1536"),
+    ],
+    qualities: &["auto", "low", "medium", "high"],
+    max_n: 10,
+    per_call_n: 10,
+    output_formats: &["png", "jpg", "webp"],
+    reference_image: true,
+    mask: true,
+    backgrounds: &["transparent", "opaque", "auto"],
+    max_prompt_chars: 32_000,
+    native_fields: &["moderation", "output_compression", "input_fidelity", "user"],
+    ..IMAGE_NONE
+};
+
+/// Zhipu CogView: one image per call (the gateway fans out), URL answers, `watermark_enabled`.
+static COGVIEW: ImageCaps = ImageCaps {
+    sizes: COGVIEW_SIZES,
+    aspect_ratios: &[
+        ("1:1", "1024x1024"),
+        ("4:7", "768x1344"),
+        ("3:4", "864x1152"),
+        ("7:4", "1344x768"),
+        ("4:3", "1152x864"),
+        ("2:1", "1440x720"),
+        ("1:2", "720x1440"),
+    ],
+    qualities: &["standard", "hd"],
+    max_n: 10,
+    watermark: true,
+    max_prompt_chars: 1000,
+    native_fields: &["user_id"],
+    ..IMAGE_NONE
+};
+
+/// Zhipu GLM-Image: CogView's wire format with its own sizes; `hd` is its only (and default)
+/// quality.
+static GLM_IMAGE: ImageCaps = ImageCaps {
+    sizes: &[
+        "1280x1280", "1568x1056", "1056x1568", "1472x1088", "1088x1472", "1728x960", "960x1728",
+    ],
+    default_size: "1280x1280",
+    aspect_ratios: &[
+        ("1:1", "1280x1280"),
+        ("3:2", "1568x1056"),
+        ("2:3", "1056x1568"),
+        ("4:3", "1472x1088"),
+        ("3:4", "1088x1472"),
+        ("16:9", "1728x960"),
+        ("9:16", "960x1728"),
+    ],
+    qualities: &["hd"],
+    max_n: 10,
+    watermark: true,
+    max_prompt_chars: 1000,
+    native_fields: &["user_id"],
+    ..IMAGE_NONE
+};
+
+/// Seedream's recommended pixel sizes at 2K (Ark's table for 4.0 and 4.5). Every one lies inside
+/// the pixel ranges of 4.0, 4.5 and 5.0-lite alike, so the list is shared.
+const SEEDREAM_2K_SIZES: &[(&str, &str)] = &[
+    ("1:1", "2048x2048"),
+    ("4:3", "2304x1728"),
+    ("3:4", "1728x2304"),
+    ("16:9", "2560x1440"),
+    ("9:16", "1440x2560"),
+    ("3:2", "2496x1664"),
+    ("2:3", "1664x2496"),
+    ("21:9", "3024x1296"),
+];
+
+/// What every Ark image family shares: one image per call (Ark has no `n`; the gateway fans out,
+/// while a set comes from `extra_body.sequential_image_generation`), JPEG output, and a watermark
+/// the adapter always sends because Ark's default is on. Ark recommends at most 300 CJK
+/// characters or 600 English words (~4000 characters); it does not refuse longer prompts.
+const ARK_IMAGE_BASE: ImageCaps = ImageCaps {
+    max_n: 10,
+    output_formats: &["jpg"],
+    watermark: true,
+    max_prompt_chars: 4000,
+    ..IMAGE_NONE
+};
+
+/// Volcengine Ark Seedream 4.0 / 4.5: `1K`/`2K`/`4K` or the recommended 2K pixel sizes, a
+/// reference image, sets. 4.5's smallest output is 2560x1440 pixels, so it refuses `1K` itself
+/// (Ark's 400 reaches the caller as `invalid_request`). No `seed` or `guidance_scale` (3.0 and
+/// SeedEdit only).
+static SEEDREAM: ImageCaps = ImageCaps {
+    sizes: &[
+        "1K", "2K", "4K", "2048x2048", "2304x1728", "1728x2304", "2560x1440", "1440x2560",
+        "2496x1664", "1664x2496", "3024x1296",
+    ],
+    default_size: "2048x2048",
+    aspect_ratios: SEEDREAM_2K_SIZES,
+    reference_image: true,
+    extra_body_keys: &[
+        "sequential_image_generation",
+        "sequential_image_generation_options",
+    ],
+    native_fields: &["optimize_prompt_options"],
+    ..ARK_IMAGE_BASE
+};
+
+/// Volcengine Ark Seedream 5.0 (lite): `2K`/`3K` or pixel sizes, JPEG or PNG (`output_format`
+/// exists only from 5.0), web search `tools`, and layer decomposition (5.0 pro).
+static SEEDREAM_5: ImageCaps = ImageCaps {
+    sizes: &[
+        "2K", "3K", "2048x2048", "2304x1728", "1728x2304", "2560x1440", "1440x2560", "2496x1664",
+        "1664x2496", "3024x1296",
+    ],
+    default_size: "2048x2048",
+    aspect_ratios: SEEDREAM_2K_SIZES,
+    output_formats: &["png", "jpg"],
+    reference_image: true,
+    extra_body_keys: &[
+        "sequential_image_generation",
+        "sequential_image_generation_options",
+        "layer_decomposition",
+    ],
+    native_fields: &["optimize_prompt_options", "tools"],
+    ..ARK_IMAGE_BASE
+};
+
+/// Volcengine Ark Seedream 3.0 text-to-image: pixel sizes in [512, 2048] (Ark's recommended
+/// list), `seed` and `guidance_scale`, no reference image.
+static SEEDREAM_3: ImageCaps = ImageCaps {
+    sizes: &[
+        "1024x1024", "864x1152", "1152x864", "1280x720", "720x1280", "832x1248", "1248x832",
+        "1512x648",
+    ],
+    default_size: "1024x1024",
+    aspect_ratios: &[
+        ("1:1", "1024x1024"),
+        ("3:4", "864x1152"),
+        ("4:3", "1152x864"),
+        ("16:9", "1280x720"),
+        ("9:16", "720x1280"),
+        ("2:3", "832x1248"),
+        ("3:2", "1248x832"),
+        ("21:9", "1512x648"),
+    ],
+    native_fields: &["seed", "guidance_scale"],
+    ..ARK_IMAGE_BASE
+};
+
+/// Volcengine Ark SeedEdit 3.0: edits exactly one reference image; the output keeps its size
+/// (`adaptive`). Several images are several edits of the same input, fanned out.
+static SEEDEDIT: ImageCaps = ImageCaps {
+    sizes: &["adaptive"],
+    default_size: "adaptive",
+    aspect_ratios: &[],
+    reference_image: true,
+    image_required: true,
+    native_fields: &["seed", "guidance_scale"],
+    ..ARK_IMAGE_BASE
+};
+
+/// Stability AI Stable Image v2beta (Ultra, Core, SD3.5): multipart, `aspect_ratio` natively, one
+/// image per call. Sizes are the pixel sizes each ratio means at ~1 MP (Stability's own ratio set;
+/// the exact pixels each model renders are not documented, Core reportedly ~1.5 MP): the gateway
+/// maps a `size` back to its ratio and sends only that.
+const STABILITY_SIZES: &[&str] = &[
+    "1024x1024", "1344x768", "1536x640", "832x1216", "1216x832", "896x1088", "1088x896",
+    "768x1344", "640x1536",
+];
+const STABILITY_RATIOS: &[(&str, &str)] = &[
+    ("1:1", "1024x1024"),
+    ("16:9", "1344x768"),
+    ("21:9", "1536x640"),
+    ("2:3", "832x1216"),
+    ("3:2", "1216x832"),
+    ("4:5", "896x1088"),
+    ("5:4", "1088x896"),
+    ("9:16", "768x1344"),
+    ("9:21", "640x1536"),
+];
+/// `style_preset` values of Ultra, Core and SD3.5.
+const STABILITY_STYLES: &[&str] = &[
+    "3d-model",
+    "analog-film",
+    "anime",
+    "cinematic",
+    "comic-book",
+    "digital-art",
+    "enhance",
+    "fantasy-art",
+    "isometric",
+    "line-art",
+    "low-poly",
+    "modeling-compound",
+    "neon-punk",
+    "origami",
+    "photographic",
+    "pixel-art",
+    "tile-texture",
+];
+
+/// Stable Image Core (`/generate/core`): text-to-image only (the endpoint takes no `image`).
+static STABLE_IMAGE_CORE: ImageCaps = ImageCaps {
+    sizes: STABILITY_SIZES,
+    aspect_ratios: STABILITY_RATIOS,
+    max_n: 10,
+    output_formats: &["png", "jpg", "webp"],
+    negative_prompt: true,
+    style_presets: STABILITY_STYLES,
+    max_prompt_chars: 10_000,
+    native_fields: &["seed"],
+    ..IMAGE_NONE
+};
+
+/// Stable Image Ultra (`/generate/ultra`): Core's fields plus an optional reference `image`, which
+/// Stability accepts only together with `strength` (the gateway's default 0.5 fills it in).
+static STABLE_IMAGE: ImageCaps = ImageCaps {
+    reference_image: true,
+    strength: true,
+    ..STABLE_IMAGE_CORE
+};
+
+/// Stability SD3.5 (`/generate/sd3`, native model in the `model` field): image-to-image like
+/// Ultra, no WebP output, `cfg_scale`.
+static STABILITY_SD3: ImageCaps = ImageCaps {
+    output_formats: &["png", "jpg"],
+    native_fields: &["seed", "cfg_scale"],
+    ..STABLE_IMAGE
+};
+
+/// SiliconFlow Kolors: `batch_size` up to 4 per call, negative prompt, reference image.
+static KOLORS: ImageCaps = ImageCaps {
+    sizes: &["1024x1024", "960x1280", "768x1024", "720x1440", "720x1280"],
+    aspect_ratios: &[
+        ("1:1", "1024x1024"),
+        ("3:4", "768x1024"),
+        ("1:2", "720x1440"),
+        ("9:16", "720x1280"),
+    ],
+    max_n: 10,
+    per_call_n: 4,
+    negative_prompt: true,
+    reference_image: true,
+    native_fields: &["seed", "num_inference_steps", "guidance_scale"],
+    ..IMAGE_NONE
+};
+
+/// SiliconFlow Qwen-Image.
+static QWEN_IMAGE: ImageCaps = ImageCaps {
+    sizes: &[
+        "1328x1328", "1664x928", "928x1664", "1472x1140", "1140x1472", "1584x1056", "1056x1584",
+    ],
+    default_size: "1328x1328",
+    aspect_ratios: &[
+        ("1:1", "1328x1328"),
+        ("16:9", "1664x928"),
+        ("9:16", "928x1664"),
+        ("4:3", "1472x1140"),
+        ("3:4", "1140x1472"),
+        ("3:2", "1584x1056"),
+        ("2:3", "1056x1584"),
+    ],
+    max_n: 10,
+    negative_prompt: true,
+    native_fields: &["seed", "num_inference_steps", "cfg"],
+    ..IMAGE_NONE
+};
+
+/// SiliconFlow Qwen-Image-Edit: edits one reference image, whose size the output keeps (the
+/// native API takes no `image_size`, hence the single size `auto`). The 2509 release also takes
+/// up to two more references as `image2` / `image3` (URLs or data URLs, passed through).
+static QWEN_IMAGE_EDIT: ImageCaps = ImageCaps {
+    sizes: &["auto"],
+    default_size: "auto",
+    aspect_ratios: &[],
+    max_n: 10,
+    negative_prompt: true,
+    reference_image: true,
+    image_required: true,
+    native_fields: &["seed", "num_inference_steps", "cfg", "image2", "image3"],
+    ..IMAGE_NONE
+};
 
 /// What a rerank model family accepts.
 #[derive(Debug)]
@@ -182,31 +536,6 @@ static GOOGLE_TTS: SpeechCaps = SpeechCaps {
     native_fields: &[],
 };
 
-static DALL_E_3: ImageCaps = ImageCaps {
-    sizes: &["1024x1024", "1792x1024", "1024x1792"],
-    default_size: "1024x1024",
-    aspect_ratios: &[
-        ("1:1", "1024x1024"),
-        ("7:4", "1792x1024"),
-        ("16:9", "1792x1024"),
-        ("4:7", "1024x1792"),
-        ("9:16", "1024x1792"),
-    ],
-    qualities: &["standard", "hd"],
-    max_n: 1,
-    response_formats: &["url", "b64_json"],
-    output_formats: &["png"],
-    negative_prompt: false,
-    reference_image: false,
-    mask: false,
-    watermark: false,
-    backgrounds: &[],
-    style_presets: &[],
-    extra_body_keys: &[],
-    max_prompt_chars: 4000,
-    native_fields: &["style", "user"],
-};
-
 static COHERE_RERANK: RerankCaps = RerankCaps {
     max_documents: 1000,
     max_query_chars: 32_000,
@@ -278,7 +607,21 @@ pub static FAMILIES: &[(&str, Caps)] = &[
     ("doubao-tts", Caps::Speech(&DOUBAO_TTS)),
     ("qwen-tts", Caps::Speech(&QWEN_TTS)),
     ("google-tts", Caps::Speech(&GOOGLE_TTS)),
+    ("dall-e-2", Caps::Images(&DALL_E_2)),
     ("dall-e-3", Caps::Images(&DALL_E_3)),
+    ("gpt-image", Caps::Images(&GPT_IMAGE)),
+    ("cogview", Caps::Images(&COGVIEW)),
+    ("glm-image", Caps::Images(&GLM_IMAGE)),
+    ("seedream", Caps::Images(&SEEDREAM)),
+    ("seedream-5", Caps::Images(&SEEDREAM_5)),
+    ("seedream-3", Caps::Images(&SEEDREAM_3)),
+    ("seededit", Caps::Images(&SEEDEDIT)),
+    ("stable-image", Caps::Images(&STABLE_IMAGE)),
+    ("stable-image-core", Caps::Images(&STABLE_IMAGE_CORE)),
+    ("stability-sd3", Caps::Images(&STABILITY_SD3)),
+    ("kolors", Caps::Images(&KOLORS)),
+    ("qwen-image", Caps::Images(&QWEN_IMAGE)),
+    ("qwen-image-edit", Caps::Images(&QWEN_IMAGE_EDIT)),
     ("cohere-rerank", Caps::Rerank(&COHERE_RERANK)),
     ("cohere-v1-rerank", Caps::Rerank(&COHERE_V1_RERANK)),
     ("jina-rerank", Caps::Rerank(&JINA_RERANK)),

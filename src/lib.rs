@@ -29,6 +29,7 @@ pub mod auth;
 pub mod catalog;
 pub mod config;
 pub mod gateway;
+pub mod images;
 pub mod providers;
 pub mod server;
 pub mod stream;

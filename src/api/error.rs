@@ -150,6 +150,8 @@ impl fmt::Display for UpstreamError {
 pub enum GatewayError {
     #[error("no such endpoint")]
     NotFound,
+    #[error("no such file, or its link has expired")]
+    FileNotFound,
     #[error("method not allowed; use {allowed}")]
     MethodNotAllowed { allowed: &'static str },
     #[error("{0}")]
@@ -168,6 +170,9 @@ pub enum GatewayError {
     ModelUnavailable { model: String, reason: String },
     #[error("{0}")]
     Upstream(UpstreamError),
+    /// The gateway's own state (hosted files, tasks) could not be read or written.
+    #[error("{0}")]
+    Store(String),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -183,12 +188,12 @@ impl GatewayError {
     /// The HTTP status the caller sees. Exhaustive on purpose: a new error kind must choose one.
     pub fn status(&self) -> u16 {
         match self {
-            GatewayError::NotFound => 404,
+            GatewayError::NotFound | GatewayError::FileNotFound => 404,
             GatewayError::MethodNotAllowed { .. } => 405,
             GatewayError::Unauthorized(_) => 401,
             GatewayError::PayloadTooLarge { .. } | GatewayError::InputTooLong { .. } => 413,
             GatewayError::Validation(_) => 400,
-            GatewayError::ModelUnavailable { .. } => 503,
+            GatewayError::ModelUnavailable { .. } | GatewayError::Store(_) => 503,
             GatewayError::Internal(_) => 500,
             GatewayError::Upstream(u) => match u.kind {
                 UpstreamErrorKind::InvalidRequest | UpstreamErrorKind::ContentPolicy => 400,
@@ -205,13 +210,14 @@ impl GatewayError {
     /// The machine-readable `code` of the Error object.
     pub fn code(&self) -> &'static str {
         match self {
-            GatewayError::NotFound => "not_found",
+            GatewayError::NotFound | GatewayError::FileNotFound => "not_found",
             GatewayError::MethodNotAllowed { .. } => "method_not_allowed",
             GatewayError::Unauthorized(_) => "unauthorized",
             GatewayError::PayloadTooLarge { .. } => "payload_too_large",
             GatewayError::InputTooLong { .. } => "input_too_long",
             GatewayError::Validation(_) => "validation_error",
             GatewayError::ModelUnavailable { .. } => "model_unavailable",
+            GatewayError::Store(_) => "store_unavailable",
             GatewayError::Internal(_) => "internal_error",
             GatewayError::Upstream(u) => match u.kind {
                 UpstreamErrorKind::InvalidRequest => "invalid_request",

@@ -8,12 +8,17 @@ use serde_json::value::RawValue;
 
 use super::common;
 use super::error::GatewayError;
+use super::image_input::ImageInput;
 use super::json::{Fields, Str};
 use crate::catalog::{Caps, Catalog, ImageCaps, Model, Operation};
 
 /// Most images one request may ask for (spec: bound not shown; families may allow fewer).
 pub const MAX_N: u64 = 10;
 const RESPONSE_FORMATS: &[&str] = &["url", "b64_json"];
+/// Every public `quality` value (families accept subsets).
+const QUALITIES: &[&str] = &[
+    "std", "pro", "standard", "hd", "auto", "low", "medium", "high",
+];
 const OUTPUT_FORMATS: &[&str] = &["png", "jpg", "webp"];
 const BACKGROUNDS: &[&str] = &["transparent", "opaque", "auto"];
 
@@ -24,22 +29,48 @@ pub struct ImageRequest<'a> {
     pub caps: &'static ImageCaps,
     pub prompt: Str<'a>,
     pub negative_prompt: Option<Str<'a>>,
-    pub image: Option<Str<'a>>,
-    /// Only set when `image` is (the spec's default 0.5 applies then).
+    /// The reference image; a URL is fetched by the gateway only for providers that need the bytes.
+    pub image: Option<ImageInput>,
+    /// Only set when `image` is and the family honours it (the spec's default 0.5 applies then).
     pub strength: Option<f64>,
+    /// The caller's `size`, or the size its `aspect_ratio` means, or the family's default.
     pub size: &'static str,
+    /// Whether the caller chose the size (`size` or `aspect_ratio`) rather than the default.
+    pub size_given: bool,
     pub n: u64,
     pub quality: Option<&'static str>,
     pub style_preset: Option<&'static str>,
+    /// `url` or `b64_json`: what the caller gets, whatever the provider answers.
     pub response_format: &'static str,
+    /// Public name: `png`, `jpg` or `webp`.
     pub output_format: &'static str,
-    pub mask: Option<Str<'a>>,
+    pub mask: Option<ImageInput>,
     pub watermark: bool,
     pub background: Option<&'static str>,
     /// `extra_body` keys, validated against the family's list.
     pub extra_body: Vec<(Str<'a>, &'a RawValue)>,
     pub retries: u32,
     pub passthrough: Vec<(Str<'a>, &'a RawValue)>,
+}
+
+impl ImageRequest<'_> {
+    /// The aspect ratio `size` means for this family (`None` when the table has no entry).
+    pub fn aspect_ratio(&self) -> Option<&'static str> {
+        self.caps
+            .aspect_ratios
+            .iter()
+            .find(|(_, s)| *s == self.size)
+            .map(|(r, _)| *r)
+    }
+
+    /// MIME type of `output_format`.
+    pub fn output_mime(&self) -> &'static str {
+        match self.output_format {
+            "jpg" => "image/jpeg",
+            "webp" => "image/webp",
+            _ => "image/png",
+        }
+    }
 }
 
 /// The public image generation result.
@@ -114,6 +145,13 @@ pub fn parse<'a>(
     let prompt = f.required_string("prompt");
     let negative_prompt = f.string("negative_prompt");
     let image = f.string("image");
+    let image = image.and_then(|v| match ImageInput::parse(v.as_str()) {
+        Ok(i) => Some(i),
+        Err(m) => {
+            f.error("image", m);
+            None
+        }
+    });
     let strength = f.number("strength");
     let size = f.string("size");
     let aspect_ratio = f.string("aspect_ratio");
@@ -123,6 +161,14 @@ pub fn parse<'a>(
     let response_format = f.string("response_format");
     let output_format = f.string("output_format");
     let mask = f.string("mask");
+    let mask_given = mask.is_some();
+    let mask = mask.and_then(|v| match ImageInput::parse(v.as_str()) {
+        Ok(i) => Some(i),
+        Err(m) => {
+            f.error("mask", m);
+            None
+        }
+    });
     let watermark = f.boolean("watermark");
     let background = f.string("background");
     let extra_body = f.take_raw("extra_body");
@@ -132,9 +178,12 @@ pub fn parse<'a>(
     if let Some(s) = strength {
         if !(0.0..=1.0).contains(&s) {
             f.error("strength", "must be between 0 and 1");
-        } else if image.is_none() {
+        } else if image.is_none() && !f.has_error("image") {
             f.error("strength", "applies only together with `image`");
         }
+    }
+    if mask_given && image.is_none() && !f.has_error("image") {
+        f.error("mask", "applies only together with `image`");
     }
     match n {
         Some(0) => f.error("n", format!("must be from 1 to {MAX_N}")),
@@ -162,7 +211,14 @@ pub fn parse<'a>(
             caps.negative_prompt,
         );
         check_flag(&mut f, "image", image.is_some(), caps.reference_image);
-        check_flag(&mut f, "mask", mask.is_some(), caps.mask);
+        check_flag(&mut f, "mask", mask_given, caps.mask);
+        check_flag(&mut f, "strength", strength.is_some(), caps.strength);
+        if caps.image_required && image.is_none() && !f.has_error("image") {
+            f.error(
+                "image",
+                format!("is required: model {name} edits a reference image"),
+            );
+        }
         check_flag(&mut f, "watermark", watermark == Some(true), caps.watermark);
         if let Some(p) = &prompt {
             let chars = p.as_str().chars().count();
@@ -229,14 +285,13 @@ pub fn parse<'a>(
                 );
             }
         }
+        let size_given = size.is_some() || aspect_ratio.is_some();
         let size = size_v.or(ratio_size).unwrap_or(caps.default_size);
         let quality = pick(
             &mut f,
             "quality",
             quality,
-            &[
-                "std", "pro", "standard", "hd", "auto", "low", "medium", "high",
-            ],
+            QUALITIES,
             caps.qualities,
             &name,
         );
@@ -260,15 +315,23 @@ pub fn parse<'a>(
                 }
             },
         };
+        // Every family answers both ways: the gateway downloads or hosts images as needed.
         let response_format = pick(
             &mut f,
             "response_format",
             response_format,
             RESPONSE_FORMATS,
-            caps.response_formats,
+            RESPONSE_FORMATS,
             &name,
         )
         .unwrap_or("url");
+        // The spec's default `png`, or the family's own first format when it cannot make PNG
+        // (labelling a JPEG as PNG would be a lie; failing a request that named none, a surprise).
+        let default_output = if caps.output_formats.contains(&"png") {
+            "png"
+        } else {
+            caps.output_formats.first().copied().unwrap_or("png")
+        };
         let output_format = pick(
             &mut f,
             "output_format",
@@ -277,7 +340,7 @@ pub fn parse<'a>(
             caps.output_formats,
             &name,
         )
-        .unwrap_or("png");
+        .unwrap_or(default_output);
         let background = pick(
             &mut f,
             "background",
@@ -320,6 +383,7 @@ pub fn parse<'a>(
         };
         validated = Some((
             size,
+            size_given,
             quality,
             style_preset,
             response_format,
@@ -337,15 +401,28 @@ pub fn parse<'a>(
     let (Some(model), Some(caps), Some(prompt), Some(v)) = (model, caps, prompt, validated) else {
         return Err(GatewayError::Internal("image validation incomplete".into()));
     };
-    let (size, quality, style_preset, response_format, output_format, background, extra_body) = v;
+    let (
+        size,
+        size_given,
+        quality,
+        style_preset,
+        response_format,
+        output_format,
+        background,
+        extra_body,
+    ) = v;
     Ok(ImageRequest {
         model,
         caps,
         prompt,
         negative_prompt,
-        strength: image.as_ref().map(|_| strength.unwrap_or(0.5)),
+        strength: image
+            .as_ref()
+            .filter(|_| caps.strength)
+            .map(|_| strength.unwrap_or(0.5)),
         image,
         size,
+        size_given,
         n: n.unwrap_or(1),
         quality,
         style_preset,

@@ -193,6 +193,11 @@ impl<'a> Fields<'a> {
         self.errors.add(path, message);
     }
 
+    /// Whether a problem was already recorded for `name` (so a dependent check stays quiet).
+    pub fn has_error(&self, name: &str) -> bool {
+        self.errors.has(&self.path(name))
+    }
+
     /// The fields nobody took, in body order.
     pub fn into_rest(self) -> (Vec<(Str<'a>, &'a RawValue)>, ValidationErrors) {
         (self.entries, self.errors)

@@ -2,6 +2,7 @@
 
 pub mod common;
 pub mod error;
+pub mod image_input;
 pub mod images;
 pub mod json;
 pub mod rerank;

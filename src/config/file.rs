@@ -25,6 +25,40 @@ pub struct GatewayFile {
     /// Seconds a resolved provider address is reused.
     #[serde(default = "d_dns_ttl")]
     pub dns_ttl_seconds: u64,
+    #[serde(default)]
+    pub images: ImagesFile,
+}
+
+/// Image inputs the gateway downloads, and images it hosts.
+#[derive(Debug, Deserialize)]
+#[serde(default)]
+pub struct ImagesFile {
+    /// Let `image`/`mask` URLs reach loopback, private and link-local addresses (off: SSRF guard).
+    pub allow_private_urls: bool,
+    /// Largest `image`/`mask` the gateway downloads.
+    pub max_download_bytes: usize,
+    /// Time allowed to connect to and read an `image`/`mask` URL.
+    pub download_timeout_ms: u64,
+    /// Seconds a hosted image (`GET /api/v1/files/{id}`) stays available.
+    pub file_ttl_seconds: u64,
+    /// Most bytes of hosted images kept in memory (oldest go first).
+    pub file_store_bytes: usize,
+    /// Scheme and host the links to hosted images start with (e.g. `https://ai.example.com`);
+    /// unset: the request's own `Host`.
+    pub public_base_url: Option<String>,
+}
+
+impl Default for ImagesFile {
+    fn default() -> Self {
+        ImagesFile {
+            allow_private_urls: false,
+            max_download_bytes: 20 << 20,
+            download_timeout_ms: 15_000,
+            file_ttl_seconds: 3_600,
+            file_store_bytes: 512 << 20,
+            public_base_url: None,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -53,6 +53,18 @@ impl Limits {
     }
 }
 
+/// Image inputs the gateway downloads and images it hosts (see `config::file::ImagesFile`).
+#[derive(Debug, Clone)]
+pub struct ImageSettings {
+    pub allow_private_urls: bool,
+    pub max_download_bytes: usize,
+    pub download_timeout: Duration,
+    pub file_ttl: Duration,
+    pub file_store_bytes: usize,
+    /// Without a trailing `/`.
+    pub public_base_url: Option<String>,
+}
+
 /// The gateway's validated runtime settings.
 pub struct GatewaySettings {
     pub listeners: Vec<Listener>,
@@ -61,6 +73,7 @@ pub struct GatewaySettings {
     pub auth: Authenticator,
     pub catalog: Catalog,
     pub dns_ttl: Duration,
+    pub images: ImageSettings,
 }
 
 /// Everything the file configures.
@@ -281,6 +294,7 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
     }
 
     let catalog = build_catalog(&file.models, &file.providers, &providers, errors);
+    let images = image_settings(&file.images, errors);
     Some(GatewaySettings {
         listeners,
         limits,
@@ -288,7 +302,48 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
         auth: auth?,
         catalog,
         dns_ttl: Duration::from_secs(file.dns_ttl_seconds),
+        images,
     })
+}
+
+fn image_settings(f: &file::ImagesFile, errors: &mut Vec<String>) -> ImageSettings {
+    let at = "switchyard.images";
+    for (key, zero) in [
+        ("max_download_bytes", f.max_download_bytes == 0),
+        ("download_timeout_ms", f.download_timeout_ms == 0),
+        ("file_ttl_seconds", f.file_ttl_seconds == 0),
+        ("file_store_bytes", f.file_store_bytes == 0),
+    ] {
+        if zero {
+            errors.push(format!("{at}.{key}: must be greater than 0"));
+        }
+    }
+    let public_base_url = f.public_base_url.as_deref().and_then(|u| {
+        let u = u.trim().trim_end_matches('/');
+        match u.parse::<http::Uri>() {
+            Ok(uri)
+                if matches!(uri.scheme_str(), Some("http" | "https"))
+                    && uri.host().is_some()
+                    && uri.query().is_none() =>
+            {
+                Some(u.to_string())
+            }
+            _ => {
+                errors.push(format!(
+                    "{at}.public_base_url: `{u}` is not an http(s) URL such as https://ai.example.com"
+                ));
+                None
+            }
+        }
+    });
+    ImageSettings {
+        allow_private_urls: f.allow_private_urls,
+        max_download_bytes: f.max_download_bytes,
+        download_timeout: Duration::from_millis(f.download_timeout_ms),
+        file_ttl: Duration::from_secs(f.file_ttl_seconds),
+        file_store_bytes: f.file_store_bytes,
+        public_base_url,
+    }
 }
 
 fn build_catalog(

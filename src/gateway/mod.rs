@@ -22,6 +22,8 @@ use crate::api::error::GatewayError;
 use crate::auth::Principal;
 use crate::catalog::Model;
 use crate::config::{GatewaySettings, Listener};
+use crate::images::store::{valid_id, MemoryStore};
+use crate::images::HostedFiles;
 use crate::upstream::exchange::Upstream;
 use operations::Failure;
 use route::Route;
@@ -30,13 +32,23 @@ use route::Route;
 pub struct GatewayState {
     pub settings: GatewaySettings,
     pub upstream: Upstream,
+    /// Images the gateway hosts for `response_format: url`.
+    pub files: HostedFiles,
 }
 
 impl GatewayState {
     pub fn new(settings: GatewaySettings) -> Arc<GatewayState> {
         crate::tokens::warm_up();
         let upstream = Upstream::new(settings.retry, settings.dns_ttl);
-        Arc::new(GatewayState { settings, upstream })
+        let files = HostedFiles {
+            store: Box::new(MemoryStore::new(settings.images.file_store_bytes)),
+            ttl: settings.images.file_ttl,
+        };
+        Arc::new(GatewayState {
+            settings,
+            upstream,
+            files,
+        })
     }
 }
 
@@ -84,6 +96,7 @@ impl Gateway {
                 .await
                 .map_err(|e| Failure::Abort(e.to_string()));
             }
+            Route::File => return self.file(session, ctx).await,
             Route::Operation(op) => op,
         };
         let settings = &self.state.settings;
@@ -105,6 +118,32 @@ impl Gateway {
                 operations::rerank(state, &self.region, session, ctx, &body).await
             }
         }
+    }
+}
+
+impl Gateway {
+    /// Serve a hosted image. No credentials: the unguessable, expiring link is the capability
+    /// (like a provider's signed URL), so it works in a browser or another service.
+    async fn file(&self, session: &mut Session, ctx: &mut Ctx) -> Result<(), Failure> {
+        let header = session.req_header();
+        let head_only = header.method == http::Method::HEAD;
+        let id = header
+            .uri
+            .path()
+            .strip_prefix(route::FILES_PREFIX)
+            .unwrap_or_default();
+        let found = if valid_id(id) {
+            self.state.files.store.get(id).await.map_err(|e| GatewayError::Store(e.to_string()))?
+        } else {
+            None
+        };
+        let Some((file, left)) = found else {
+            return Err(GatewayError::FileNotFound.into());
+        };
+        ctx.status = 200;
+        respond::file(session, &file.content_type, file.bytes, left.as_secs(), head_only)
+            .await
+            .map_err(|e| Failure::Abort(format!("writing file: {e}")))
     }
 }
 

@@ -5,7 +5,9 @@ use pingora::proxy::Session;
 use super::respond;
 use super::{Ctx, GatewayState};
 use crate::api::error::GatewayError;
+use crate::api::image_input::ImageInput;
 use crate::api::{images, rerank, speech};
+use crate::images::NativeImages;
 use crate::catalog::Target;
 use crate::providers;
 use crate::stream::passthrough::StreamError;
@@ -102,21 +104,127 @@ pub async fn images(
     body: &[u8],
 ) -> Result<(), Failure> {
     let s = &state.settings;
-    let req = images::parse(body, &s.catalog, s.retry.max_retries)?;
+    let mut req = images::parse(body, &s.catalog, s.retry.max_retries)?;
     ctx.model = Some(req.model.clone());
-    let ((_, native), target) =
-        attempts::run(&state.upstream, &req.model, region, req.retries, |t| {
-            providers::image_request(t, &req)
-        })
+    resolve_inputs(state, &mut req).await?;
+    // A family that returns fewer images per call than asked gets concurrent calls, all or error.
+    let per_call = req.caps.per_call_n.max(1);
+    let calls = req.n.div_ceil(per_call);
+    let batches = (0..calls).map(|i| {
+        let n = per_call.min(req.n - i * per_call);
+        image_call(state, region, &req, n)
+    });
+    let answers = futures_util::future::try_join_all(batches).await?;
+    let mut native = NativeImages::default();
+    let mut provider = None;
+    for (part, target) in answers {
+        native.created = native.created.or(part.created);
+        native.images.extend(part.images);
+        provider.get_or_insert(target);
+    }
+    let Some(target) = provider else {
+        return Err(GatewayError::Internal("no image call was made".into()).into());
+    };
+    let base = public_base(state, session);
+    let result = crate::images::deliver(
+        &state.upstream,
+        &state.files,
+        &target.provider,
+        &req,
+        native,
+        &base,
+    )
         .await?;
-    let result =
-        providers::image_response(target, &req, &native).map_err(GatewayError::Upstream)?;
     let out = serde_json::to_vec(&result)
         .map_err(|e| GatewayError::Internal(format!("serializing result: {e}")))?;
     ctx.status = 200;
     respond::json(session, 200, out.into(), &[])
         .await
         .map_err(|e| Failure::Abort(format!("writing answer: {e}")))
+}
+
+/// One native image call (with its retries) asking for `n` images; an error the provider reports
+/// inside a 200 answer is classified inside the attempt loop, so it is retried like any other.
+async fn image_call<'s>(
+    state: &'s GatewayState,
+    region: &str,
+    req: &'s images::ImageRequest<'_>,
+    n: u64,
+) -> Result<(NativeImages, &'s Target), GatewayError> {
+    let (reply, target) = attempts::run_with(
+        &state.upstream,
+        &req.model,
+        region,
+        req.retries,
+        |t| providers::image_request(t, req, n),
+        |t, resp| -> AcceptFuture<'_, NativeImages> {
+            let limit = t.provider.max_response_bytes;
+            Box::pin(async move {
+                let headers = resp.headers().cloned().unwrap_or_default();
+                let body = resp.read_all(limit).await?;
+                providers::image_response(t, req, &headers, &body)
+            })
+        },
+    )
+    .await?;
+    match reply {
+        Reply::Remote(images) => Ok((images, target)),
+        Reply::Local(_) => Err(GatewayError::Internal(
+            "an in-process provider answered images".into(),
+        )),
+    }
+}
+
+/// Download `image`/`mask` URLs through the address guard when a provider of this model needs
+/// the bytes (multipart forms); providers that take URLs get the caller's URL unchanged.
+async fn resolve_inputs(
+    state: &GatewayState,
+    req: &mut images::ImageRequest<'_>,
+) -> Result<(), GatewayError> {
+    let needs_bytes = req
+        .model
+        .enabled_targets()
+        .any(|t| t.provider.kind.image_input_as_bytes());
+    if !needs_bytes {
+        return Ok(());
+    }
+    let policy = &state.settings.images;
+    for (field, input) in [("image", &mut req.image), ("mask", &mut req.mask)] {
+        if let Some(ImageInput::Url(url)) = input {
+            let fetched = state
+                .upstream
+                .fetch_input(url, policy)
+                .await
+                .map_err(|m| GatewayError::field(field, m))?;
+            *input = Some(fetched);
+        }
+    }
+    Ok(())
+}
+
+/// Where links to hosted files point: the configured public URL, else this request's own host
+/// (`https` when the caller came over TLS or a proxy says so).
+fn public_base(state: &GatewayState, session: &Session) -> String {
+    if let Some(base) = &state.settings.images.public_base_url {
+        return base.clone();
+    }
+    let h = session.req_header();
+    let host = h
+        .headers
+        .get(http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| h.uri.authority().map(|a| a.as_str()))
+        .unwrap_or("localhost");
+    let forwarded_tls = h
+        .headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|p| p.eq_ignore_ascii_case("https"));
+    let tls = forwarded_tls
+        || session
+            .digest()
+            .is_some_and(|d| d.ssl_digest.is_some());
+    format!("{}://{host}", if tls { "https" } else { "http" })
 }
 
 pub async fn rerank(

@@ -42,3 +42,27 @@ pub async fn stream_head(session: &mut Session, content_type: &str) -> pingora::
     h.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
     session.write_response_header(Box::new(h), false).await
 }
+
+/// Write a stored file (`HEAD`: the same head, no body).
+pub async fn file(
+    session: &mut Session,
+    content_type: &str,
+    body: Bytes,
+    max_age_secs: u64,
+    head_only: bool,
+) -> pingora::Result<()> {
+    let mut h = ResponseHeader::build(200, Some(4))?;
+    h.insert_header(http::header::CONTENT_TYPE, content_type)?;
+    h.insert_header(http::header::CONTENT_LENGTH, body.len().to_string())?;
+    // The link is the credential: shared caches must not keep it past its expiry, nor at all.
+    h.insert_header(
+        http::header::CACHE_CONTROL,
+        format!("private, max-age={max_age_secs}"),
+    )?;
+    h.insert_header("x-content-type-options", "nosniff")?;
+    session.write_response_header(Box::new(h), head_only).await?;
+    if head_only {
+        return Ok(());
+    }
+    session.write_response_body(Some(body), true).await
+}

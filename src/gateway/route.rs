@@ -8,7 +8,12 @@ use crate::catalog::Operation;
 pub enum Route {
     Health,
     Operation(Operation),
+    /// `GET /api/v1/files/{id}`: an image the gateway hosts (the id is read from the path).
+    File,
 }
+
+/// Path prefix of hosted files.
+pub const FILES_PREFIX: &str = "/api/v1/files/";
 
 /// Route by path, then check the method: unknown paths are 404, wrong methods 405.
 pub fn route(method: &http::Method, path: &str) -> Result<Route, GatewayError> {
@@ -17,10 +22,18 @@ pub fn route(method: &http::Method, path: &str) -> Result<Route, GatewayError> {
         "/api/v1/audio/speech" => (Route::Operation(Operation::Speech), "POST"),
         "/api/v1/images/generations" => (Route::Operation(Operation::Images), "POST"),
         "/api/v1/rerank" => (Route::Operation(Operation::Rerank), "POST"),
+        p if p.len() > FILES_PREFIX.len()
+            && p.starts_with(FILES_PREFIX)
+            && !p[FILES_PREFIX.len()..].contains('/') =>
+        {
+            (Route::File, "GET, HEAD")
+        }
         _ => return Err(GatewayError::NotFound),
     };
     let ok = match route {
-        Route::Health => method == http::Method::GET || method == http::Method::HEAD,
+        Route::Health | Route::File => {
+            method == http::Method::GET || method == http::Method::HEAD
+        }
         Route::Operation(_) => method == http::Method::POST,
     };
     if ok {
@@ -42,6 +55,19 @@ mod tests {
             Route::Operation(Operation::Rerank)
         );
         assert_eq!(route(&Method::GET, "/healthz").unwrap(), Route::Health);
+        assert_eq!(
+            route(&Method::GET, "/api/v1/files/abc").unwrap(),
+            Route::File
+        );
+        assert_eq!(
+            route(&Method::POST, "/api/v1/files/abc")
+                .unwrap_err()
+                .status(),
+            405
+        );
+        for p in ["/api/v1/files/", "/api/v1/files/a/b"] {
+            assert_eq!(route(&Method::GET, p).unwrap_err().status(), 404, "{p}");
+        }
         assert_eq!(
             route(&Method::GET, "/api/v1/rerank").unwrap_err().status(),
             405

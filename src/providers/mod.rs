@@ -6,6 +6,7 @@
 //! touching the caller's bytes. Dispatch is a closed enum ([`ProviderKind`]) with one `match` arm per
 //! provider, so adding a provider makes the compiler list every place that must handle it.
 
+pub mod ark;
 pub mod azure;
 pub mod cohere;
 pub mod cohere_v1;
@@ -17,15 +18,21 @@ pub mod jina;
 pub mod local;
 pub mod minimax;
 pub mod mixedbread;
+pub mod multipart;
 pub mod openai;
+pub mod openai_images;
 pub mod siliconflow;
+pub mod siliconflow_images;
+pub mod stability;
 pub mod tei;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub mod volcengine;
 pub mod voyage;
 pub mod zhipu;
+pub mod zhipu_images;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 
@@ -36,11 +43,12 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::api::error::{GatewayError, UpstreamError};
-use crate::api::images::{ImageRequest, ImageResult};
+use crate::api::images::ImageRequest;
 use crate::api::json::Str;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::api::speech::SpeechRequest;
 use crate::catalog::{Operation, Target};
+use crate::images::NativeImages;
 use crate::stream::audio::SpeechDecoding;
 use crate::upstream::endpoint::Endpoint;
 
@@ -64,6 +72,9 @@ pub enum ProviderKind {
     MiniMax,
     Volcengine,
     Google,
+    /// Volcengine Ark (Seedream / SeedEdit images), Bearer-keyed unlike Volcengine speech.
+    Ark,
+    Stability,
 }
 
 impl ProviderKind {
@@ -84,6 +95,8 @@ impl ProviderKind {
         ("minimax", ProviderKind::MiniMax),
         ("volcengine", ProviderKind::Volcengine),
         ("google", ProviderKind::Google),
+        ("ark", ProviderKind::Ark),
+        ("stability", ProviderKind::Stability),
     ];
 
     pub fn parse(name: &str) -> Option<ProviderKind> {
@@ -93,10 +106,15 @@ impl ProviderKind {
     /// Operations this provider's adapter implements.
     pub fn serves(self, op: Operation) -> bool {
         match self {
-            ProviderKind::OpenAi => matches!(op, Operation::Speech | Operation::Images),
+            ProviderKind::OpenAi | ProviderKind::AzureOpenAi => {
+                matches!(op, Operation::Speech | Operation::Images)
+            }
             ProviderKind::DashScope => matches!(op, Operation::Speech | Operation::Rerank),
-            ProviderKind::AzureOpenAi
-            | ProviderKind::ElevenLabs
+            ProviderKind::SiliconFlow | ProviderKind::Zhipu => {
+                matches!(op, Operation::Images | Operation::Rerank)
+            }
+            ProviderKind::Ark | ProviderKind::Stability => op == Operation::Images,
+            ProviderKind::ElevenLabs
             | ProviderKind::MiniMax
             | ProviderKind::Volcengine
             | ProviderKind::Google => op == Operation::Speech,
@@ -104,12 +122,19 @@ impl ProviderKind {
             | ProviderKind::CohereV1
             | ProviderKind::Jina
             | ProviderKind::Voyage
-            | ProviderKind::SiliconFlow
-            | ProviderKind::Zhipu
             | ProviderKind::Mixedbread
             | ProviderKind::Tei
             | ProviderKind::Local => op == Operation::Rerank,
         }
+    }
+
+    /// Whether this provider's image requests carry reference images as bytes (multipart forms),
+    /// so a URL the caller gave must be downloaded by the gateway first.
+    pub fn image_input_as_bytes(self) -> bool {
+        matches!(
+            self,
+            ProviderKind::OpenAi | ProviderKind::AzureOpenAi | ProviderKind::Stability
+        )
     }
 
     /// Whether the provider is unusable without a key (a self-hosted TEI server usually has none;
@@ -128,6 +153,20 @@ impl ProviderKind {
         match self {
             // Qwen-TTS answers with an OSS URL (`dashscope-result-*.oss-*.aliyuncs.com`).
             ProviderKind::DashScope => vec!["*.aliyuncs.com".to_string()],
+            // DALL·E answers link to Azure blob storage (`oaidalleapiprodscus.blob.core.windows.net`).
+            ProviderKind::OpenAi | ProviderKind::AzureOpenAi => {
+                vec!["*.blob.core.windows.net".to_string()]
+            }
+            // CogView links to `aigc-files.bigmodel.cn` / `*.z.ai` storage.
+            ProviderKind::Zhipu => vec!["*.bigmodel.cn".to_string(), "*.z.ai".to_string()],
+            // Seedream links to TOS buckets (`ark-content-generation-*.tos-cn-beijing.volces.com`;
+            // BytePlus: `*.bytepluses.com`).
+            ProviderKind::Ark => vec!["*.volces.com".to_string(), "*.bytepluses.com".to_string()],
+            // SiliconFlow links to its OSS buckets (`sc-maas.oss-cn-shanghai.aliyuncs.com`).
+            ProviderKind::SiliconFlow => vec![
+                "*.aliyuncs.com".to_string(),
+                "*.siliconflow.cn".to_string(),
+            ],
             _ => Vec::new(),
         }
     }
@@ -302,7 +341,7 @@ pub struct NativeRequest {
     pub method: Method,
     /// Path relative to the provider's base URL, with any query string.
     pub path: String,
-    pub content_type: &'static str,
+    pub content_type: Cow<'static, str>,
     /// Provider-specific headers besides auth (e.g. `Accept`).
     pub headers: Vec<(HeaderName, HeaderValue)>,
     pub body: Bytes,
@@ -313,9 +352,21 @@ impl NativeRequest {
         NativeRequest {
             method: Method::POST,
             path: path.into(),
-            content_type: "application/json",
+            content_type: Cow::Borrowed("application/json"),
             headers: Vec::new(),
             body: Bytes::from(body),
+        }
+    }
+
+    /// A `multipart/form-data` POST.
+    pub fn post_form(path: impl Into<String>, form: &multipart::Form<'_>) -> NativeRequest {
+        let (content_type, body) = form.finish();
+        NativeRequest {
+            method: Method::POST,
+            path: path.into(),
+            content_type: Cow::Owned(content_type),
+            headers: Vec::new(),
+            body,
         }
     }
 }
@@ -453,7 +504,9 @@ pub fn speech_request(target: &Target, req: &SpeechRequest<'_>) -> Result<Prepar
         | ProviderKind::Zhipu
         | ProviderKind::Mixedbread
         | ProviderKind::Tei
-        | ProviderKind::Local => Err(not_served(target, Operation::Speech)),
+        | ProviderKind::Local
+        | ProviderKind::Ark
+        | ProviderKind::Stability => Err(not_served(target, Operation::Speech)),
     }
 }
 
@@ -476,27 +529,70 @@ pub fn speech_decoding(target: &Target, req: &SpeechRequest<'_>) -> SpeechDecodi
         | ProviderKind::Zhipu
         | ProviderKind::Mixedbread
         | ProviderKind::Tei
-        | ProviderKind::Local => SpeechDecoding::Passthrough,
+        | ProviderKind::Local
+        | ProviderKind::Ark
+        | ProviderKind::Stability => SpeechDecoding::Passthrough,
     }
 }
 
-/// Build the native image request for `target`.
-pub fn image_request(target: &Target, req: &ImageRequest<'_>) -> Result<Prepared, GatewayError> {
+/// Build the native image request for `target`, asking for `n` images (the gateway fans out when
+/// the family's `per_call_n` is smaller than the caller's `n`).
+pub fn image_request(
+    target: &Target,
+    req: &ImageRequest<'_>,
+    n: u64,
+) -> Result<Prepared, GatewayError> {
+    let http = |r: Result<NativeRequest, GatewayError>| r.map(Prepared::Http);
     match target.provider.kind {
-        ProviderKind::OpenAi => openai::image_request(target, req).map(Prepared::Http),
-        _ => Err(not_served(target, Operation::Images)),
+        ProviderKind::OpenAi => http(openai_images::image_request(target, req, n)),
+        ProviderKind::AzureOpenAi => http(azure::image_request(target, req, n)),
+        ProviderKind::Zhipu => http(zhipu_images::image_request(target, req, n)),
+        ProviderKind::Ark => http(ark::image_request(target, req, n)),
+        ProviderKind::Stability => http(stability::image_request(target, req, n)),
+        ProviderKind::SiliconFlow => http(siliconflow_images::image_request(target, req, n)),
+        ProviderKind::Cohere
+        | ProviderKind::CohereV1
+        | ProviderKind::Jina
+        | ProviderKind::Voyage
+        | ProviderKind::DashScope
+        | ProviderKind::Mixedbread
+        | ProviderKind::Tei
+        | ProviderKind::Local
+        | ProviderKind::ElevenLabs
+        | ProviderKind::MiniMax
+        | ProviderKind::Volcengine
+        | ProviderKind::Google => Err(not_served(target, Operation::Images)),
     }
 }
 
-/// Translate a successful native image answer.
+/// Translate a successful (2xx) native image answer; an error the provider reports inside it
+/// (a refused image in `data[]`, a filtered result) is an `Err`, so the attempt loop classifies it.
 pub fn image_response(
     target: &Target,
     req: &ImageRequest<'_>,
+    headers: &http::HeaderMap,
     body: &[u8],
-) -> Result<ImageResult, UpstreamError> {
-    match target.provider.kind {
-        ProviderKind::OpenAi => openai::image_response(&target.provider, req, body),
-        _ => Err(wrong_answer(target, Operation::Images)),
+) -> Result<NativeImages, UpstreamError> {
+    let p = &target.provider;
+    match p.kind {
+        ProviderKind::OpenAi => openai_images::image_response(p, req, headers, body),
+        ProviderKind::AzureOpenAi => azure::image_response(p, req, headers, body),
+        ProviderKind::Zhipu => zhipu_images::image_response(p, req, headers, body),
+        ProviderKind::Ark => ark::image_response(p, req, headers, body),
+        ProviderKind::Stability => stability::image_response(p, req, headers, body),
+        ProviderKind::SiliconFlow => siliconflow_images::image_response(p, req, headers, body),
+        ProviderKind::Cohere
+        | ProviderKind::CohereV1
+        | ProviderKind::Jina
+        | ProviderKind::Voyage
+        | ProviderKind::DashScope
+        | ProviderKind::Mixedbread
+        | ProviderKind::Tei
+        | ProviderKind::Local
+        | ProviderKind::ElevenLabs
+        | ProviderKind::MiniMax
+        | ProviderKind::Volcengine
+        | ProviderKind::Google => Err(wrong_answer(target, Operation::Images)),
     }
 }
 
@@ -519,7 +615,9 @@ pub fn rerank_request(target: &Target, req: &RerankRequest<'_>) -> Result<Prepar
         | ProviderKind::ElevenLabs
         | ProviderKind::MiniMax
         | ProviderKind::Volcengine
-        | ProviderKind::Google => Err(not_served(target, Operation::Rerank)),
+        | ProviderKind::Google
+        | ProviderKind::Ark
+        | ProviderKind::Stability => Err(not_served(target, Operation::Rerank)),
     }
 }
 
@@ -547,7 +645,9 @@ pub fn rerank_response<'r>(
         | ProviderKind::ElevenLabs
         | ProviderKind::MiniMax
         | ProviderKind::Volcengine
-        | ProviderKind::Google => Err(wrong_answer(target, Operation::Rerank)),
+        | ProviderKind::Google
+        | ProviderKind::Ark
+        | ProviderKind::Stability => Err(wrong_answer(target, Operation::Rerank)),
     }
 }
 
@@ -574,6 +674,8 @@ pub fn error_response(
         ProviderKind::MiniMax => minimax::error_response(provider, status, body),
         ProviderKind::Volcengine => volcengine::error_response(provider, status, body),
         ProviderKind::Google => google::error_response(provider, status, body),
+        ProviderKind::Ark => ark::error_response(provider, status, body),
+        ProviderKind::Stability => stability::error_response(provider, status, body),
         // The local reranker is never called over HTTP.
         ProviderKind::Local => UpstreamError::from_status(&provider.name, status, "local provider"),
     };

@@ -1,4 +1,5 @@
-//! OpenAI: speech (`/audio/speech`) and images (`/images/generations`).
+//! OpenAI speech (`/audio/speech`) and the error mapping OpenAI-style providers share (images are
+//! in `openai_images.rs`).
 //!
 //! The public API follows OpenAI's conventions, so translation is mostly renaming and filling in
 //! defaults: speech audio and SSE pass through untouched; image answers gain the gateway's
@@ -8,14 +9,12 @@ use serde::{Deserialize, Serialize};
 
 use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
-use crate::api::images::{ImageItem, ImageRequest, ImageResult};
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
 
 // ---- constants -------------------------------------------------------------------------------
 
 const SPEECH_PATH: &str = "/audio/speech";
-const IMAGES_PATH: &str = "/images/generations";
 
 // ---- wire types ------------------------------------------------------------------------------
 
@@ -30,30 +29,6 @@ struct SpeechBody<'a> {
     instructions: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_format: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct ImageBody<'a> {
-    model: &'a str,
-    prompt: &'a str,
-    n: u64,
-    size: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    quality: Option<&'a str>,
-    response_format: &'a str,
-}
-
-#[derive(Deserialize)]
-struct ImagesResponse {
-    created: Option<i64>,
-    data: Vec<ImageData>,
-}
-
-#[derive(Deserialize)]
-struct ImageData {
-    url: Option<String>,
-    b64_json: Option<String>,
-    revised_prompt: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -92,62 +67,6 @@ pub fn speech_request(
     ))
 }
 
-pub fn image_request(
-    target: &Target,
-    req: &ImageRequest<'_>,
-) -> Result<NativeRequest, GatewayError> {
-    let body = ImageBody {
-        model: &target.native_model,
-        prompt: req.prompt.as_str(),
-        n: req.n,
-        size: req.size,
-        quality: req.quality,
-        response_format: req.response_format,
-    };
-    Ok(NativeRequest::post_json(
-        IMAGES_PATH,
-        json_with_extra(&body, &req.passthrough)?,
-    ))
-}
-
-// ---- translation back ------------------------------------------------------------------------
-
-pub fn image_response(
-    provider: &Provider,
-    _req: &ImageRequest<'_>,
-    body: &[u8],
-) -> Result<ImageResult, UpstreamError> {
-    let parsed: ImagesResponse = serde_json::from_slice(body).map_err(|e| {
-        UpstreamError::new(
-            UpstreamErrorKind::BadResponse,
-            &provider.name,
-            format!("image answer is not the expected JSON: {e}"),
-        )
-    })?;
-    let data = parsed
-        .data
-        .into_iter()
-        .map(|d| ImageItem {
-            url: d.url,
-            b64_json: d.b64_json,
-            revised_prompt: d.revised_prompt,
-        })
-        .collect::<Vec<_>>();
-    if data.is_empty() || data.iter().any(|d| d.url.is_none() && d.b64_json.is_none()) {
-        return Err(UpstreamError::new(
-            UpstreamErrorKind::BadResponse,
-            &provider.name,
-            "image answer carries no image",
-        ));
-    }
-    Ok(ImageResult {
-        created: parsed.created.unwrap_or_else(crate::api::images::now),
-        data,
-        task_id: uuid::Uuid::new_v4().to_string(),
-        task_status: "succeed",
-    })
-}
-
 // ---- error mapping ---------------------------------------------------------------------------
 
 pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
@@ -171,8 +90,9 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         || kind_str == "image_generation_user_error" && code.contains("policy")
     {
         err.kind = UpstreamErrorKind::ContentPolicy;
-    } else if code == "insufficient_quota" {
-        // The gateway's account is out of quota: not the caller's rate limit, and retrying won't help.
+    } else if code == "insufficient_quota" || code == "billing_hard_limit_reached" {
+        // The gateway's account is out of quota or budget (images report the latter with a 400):
+        // not the caller's fault or rate limit, and retrying won't help.
         err.kind = UpstreamErrorKind::Failure;
     }
     err
@@ -206,6 +126,11 @@ mod tests {
 
         let body = br#"{"error":{"message":"quota","type":"insufficient_quota","code":"insufficient_quota"}}"#;
         let e = error_response(&p, 429, body);
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert!(!e.retryable());
+
+        let body = br#"{"error":{"message":"Billing hard limit has been reached","type":"invalid_request_error","code":"billing_hard_limit_reached"}}"#;
+        let e = error_response(&p, 400, body);
         assert_eq!(e.kind, UpstreamErrorKind::Failure);
         assert!(!e.retryable());
 

@@ -147,3 +147,30 @@ pub(crate) fn rerank_request<'a>(
 fn family_caps(family: &str) -> Caps {
     crate::catalog::family(family).unwrap_or_else(|| panic!("{family} family missing"))
 }
+
+/// A public image body parsed and validated against a one-model catalog (`public_model` of
+/// `family`, served by `target`); panics with the validation details when the body is refused.
+pub(crate) fn image_request<'a>(
+    public_model: &str,
+    family: &str,
+    target: Target,
+    body: &'a [u8],
+) -> crate::api::images::ImageRequest<'a> {
+    let catalog = catalog(public_model, family, target, 0, 0);
+    crate::api::images::parse(body, &catalog, MAX_RETRIES)
+        .unwrap_or_else(|e| panic!("refused: {}", String::from_utf8_lossy(&e.body())))
+}
+
+/// The validation `details` a public image body gets (empty map when it is accepted).
+pub(crate) fn image_refusal(
+    public_model: &str,
+    family: &str,
+    target: Target,
+    body: &[u8],
+) -> serde_json::Value {
+    let catalog = catalog(public_model, family, target, 0, 0);
+    match crate::api::images::parse(body, &catalog, MAX_RETRIES) {
+        Ok(_) => serde_json::json!({}),
+        Err(e) => serde_json::from_slice::<serde_json::Value>(&e.body()).unwrap()["details"].clone(),
+    }
+}

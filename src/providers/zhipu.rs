@@ -7,7 +7,8 @@
 //!
 //! Errors are `{"error":{"code":"1214","message":"…"}}` with a business code that says more than
 //! the HTTP status does (Zhipu sends 429 both for throttling and for an account in arrears); the
-//! same envelope may arrive with HTTP 200 and is then classified by its code.
+//! same envelope may arrive with HTTP 200 and is then classified by its code. The image adapter
+//! ([`super::zhipu_images`]) shares this error mapping: Zhipu answers every API the same way.
 
 use serde::{Deserialize, Serialize};
 
@@ -113,19 +114,8 @@ pub fn rerank_response<'r>(
 ) -> Result<RerankResult<'r>, UpstreamError> {
     let bad = |m: String| super::bad_answer(provider, m);
     let parsed: RerankResponse = super::parse_answer(provider, body)?;
-    // An error envelope with HTTP 200: classify it as if it had come with the status Zhipu
-    // documents for its code.
-    if parsed.error.as_ref().is_some_and(|e| !e.is_null()) {
-        let code = serde_json::from_slice::<ErrorBody>(body)
-            .ok()
-            .and_then(|e| e.error.and_then(|d| d.code))
-            .as_ref()
-            .and_then(code_number);
-        let status = code
-            .and_then(native_code)
-            .map(|(_, s)| s)
-            .unwrap_or(UNKNOWN_CODE_STATUS);
-        return Err(error_response(provider, status, body));
+    if let Some(err) = error_in_answer(provider, parsed.error.as_ref(), body) {
+        return Err(err);
     }
     let results = parsed
         .results
@@ -167,6 +157,29 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         err.kind = kind;
     }
     err
+}
+
+/// An error envelope that came with HTTP 200 (`error` is the answer's `error` member), classified
+/// as if it had come with the status Zhipu documents for its code; `None` when the answer is not
+/// an error (`error` absent or `null`). Shared with the image adapter, whose answers do the same.
+pub(crate) fn error_in_answer(
+    provider: &Provider,
+    error: Option<&serde_json::Value>,
+    body: &[u8],
+) -> Option<UpstreamError> {
+    if error.is_none_or(|e| e.is_null()) {
+        return None;
+    }
+    let code = serde_json::from_slice::<ErrorBody>(body)
+        .ok()
+        .and_then(|e| e.error.and_then(|d| d.code))
+        .as_ref()
+        .and_then(code_number);
+    let status = code
+        .and_then(native_code)
+        .map(|(_, s)| s)
+        .unwrap_or(UNKNOWN_CODE_STATUS);
+    Some(error_response(provider, status, body))
 }
 
 /// The business code as a number (Zhipu sends numeric strings such as `"1214"`; numbers are

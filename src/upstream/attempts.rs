@@ -18,7 +18,8 @@ use crate::providers::{self, NativeRequest, Prepared};
 
 /// What the caller does with a successful (2xx) response inside the loop, so that a failure
 /// there — a short read, an error the provider reports inside a 200 — is retried like any other.
-pub type AcceptFuture<'u, T> = Pin<Box<dyn Future<Output = Result<T, UpstreamError>> + Send + 'u>>;
+/// The future may borrow the request being served (`'f`), not only the connection pool.
+pub type AcceptFuture<'f, T> = Pin<Box<dyn Future<Output = Result<T, UpstreamError>> + Send + 'f>>;
 
 /// A successful attempt: an in-process provider's answer, or what `accept` made of a response.
 pub enum Reply<T> {
@@ -32,7 +33,7 @@ const ERROR_BODY_LIMIT: usize = 64 * 1024;
 /// Run the attempts, reading the whole answer inside the loop (a failure while reading is retried
 /// too). `build` makes the native request for a target. The answer's headers are empty for
 /// in-process providers.
-pub async fn run<'u, 'm>(
+pub async fn run<'u: 'm, 'm>(
     upstream: &'u Upstream,
     model: &'m Model,
     region: &str,
@@ -40,7 +41,7 @@ pub async fn run<'u, 'm>(
     build: impl Fn(&Target) -> Result<Prepared, GatewayError>,
 ) -> Result<((http::HeaderMap, Bytes), &'m Target), GatewayError> {
     let accept =
-        |target: &'m Target, resp: Response<'u>| -> AcceptFuture<'u, (http::HeaderMap, Bytes)> {
+        |target: &'m Target, resp: Response<'u>| -> AcceptFuture<'m, (http::HeaderMap, Bytes)> {
             let limit = target.provider.max_response_bytes;
             Box::pin(async move {
                 let headers = resp.headers().cloned().unwrap_or_default();
@@ -57,14 +58,18 @@ pub async fn run<'u, 'm>(
 
 /// Run the attempts; `accept` turns each 2xx response into the caller's value, and its failures
 /// count as the attempt's.
-pub async fn run_with<'u, 'm, T>(
+pub async fn run_with<'u, 'm, 'f, T>(
     upstream: &'u Upstream,
     model: &'m Model,
     region: &str,
     retries: u32,
     build: impl Fn(&Target) -> Result<Prepared, GatewayError>,
-    accept: impl Fn(&'m Target, Response<'u>) -> AcceptFuture<'u, T>,
-) -> Result<(Reply<T>, &'m Target), GatewayError> {
+    accept: impl Fn(&'m Target, Response<'u>) -> AcceptFuture<'f, T>,
+) -> Result<(Reply<T>, &'m Target), GatewayError>
+where
+    'u: 'f,
+    'm: 'f,
+{
     // Counted rather than collected: no allocation per request.
     let enabled = model.enabled_targets().count();
     if enabled == 0 {

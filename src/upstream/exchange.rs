@@ -102,6 +102,15 @@ impl Upstream {
         Ok(resp)
     }
 
+    /// Resolved addresses of `host:port` (cached).
+    pub(crate) async fn resolve(
+        &self,
+        host: &str,
+        port: u16,
+    ) -> Result<std::sync::Arc<[std::net::SocketAddr]>, String> {
+        self.resolver.resolve(host, port).await
+    }
+
     /// One request/response-header exchange with `ep`.
     async fn exchange(
         &self,
@@ -115,7 +124,19 @@ impl Upstream {
             .resolve(&ep.host, ep.port)
             .await
             .map_err(|m| UpstreamError::new(UpstreamErrorKind::Connect, provider, m))?;
-        let mut peer = HttpPeer::new(addrs[0], ep.tls, ep.host.clone());
+        self.exchange_at(provider, ep, addrs[0], header, body).await
+    }
+
+    /// One exchange with `ep` at an address already resolved (and, for caller-given URLs, checked).
+    pub(crate) async fn exchange_at(
+        &self,
+        provider: &str,
+        ep: &Endpoint,
+        addr: std::net::SocketAddr,
+        header: RequestHeader,
+        body: &Bytes,
+    ) -> Result<Response<'_>, UpstreamError> {
+        let mut peer = HttpPeer::new(addr, ep.tls, ep.host.clone());
         peer.options = ep.options.clone();
 
         // A pooled connection may have been closed by the provider while idle; a failure on a
@@ -162,7 +183,7 @@ fn build_header(
         Some(6 + req.headers.len()),
     )?;
     h.insert_header(http::header::HOST, authority)?;
-    h.insert_header(http::header::CONTENT_TYPE, req.content_type)?;
+    h.insert_header(http::header::CONTENT_TYPE, req.content_type.as_ref())?;
     h.insert_header(http::header::CONTENT_LENGTH, req.body.len().to_string())?;
     for (name, value) in provider.auth_headers() {
         h.insert_header(name.clone(), value.clone())?;

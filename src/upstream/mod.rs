@@ -5,4 +5,5 @@ pub mod attempts;
 pub mod dns;
 pub mod endpoint;
 pub mod exchange;
+pub mod guard;
 pub mod retry;

@@ -52,6 +52,7 @@ switchyard:
     images_body_bytes: 4194304
     rerank_body_bytes: 4194304
   retries: {{max: 3, initial_backoff_ms: 1, max_backoff_ms: 5, max_retry_after_ms: 50}}
+  images: {{allow_private_urls: true, download_timeout_ms: 2000}}
   auth:
     api_keys:
       - {{name: tester, key: "{KEY}"}}
@@ -92,6 +93,8 @@ switchyard:
     mixedbread: {{kind: mixedbread, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     tei: {{kind: tei, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     builtin: {{kind: local}}
+    ark: {{kind: ark, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}/api/v3", timeouts: {{read_ms: 1500}}}}
+    stability: {{kind: stability, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
@@ -114,6 +117,17 @@ switchyard:
     doubao-tts: {{family: doubao-tts, targets: [{{provider: volcengine, model: seed-tts-1.0}}]}}
     qwen3-tts-flash: {{family: qwen-tts, targets: [{{provider: dashscope, model: qwen3-tts-flash}}]}}
     google-tts: {{family: google-tts, targets: [{{provider: google, model: default}}]}}
+    dall-e-2: {{family: dall-e-2, targets: [{{provider: openai, model: dall-e-2}}]}}
+    gpt-image-1: {{family: gpt-image, targets: [{{provider: openai, model: gpt-image-1}}]}}
+    azure-dall-e-3: {{family: dall-e-3, targets: [{{provider: azure, model: dalle3-deployment}}]}}
+    azure-gpt-image: {{family: gpt-image, targets: [{{provider: azure-v1, model: gpt-image-deployment}}]}}
+    cogview-4: {{family: cogview, targets: [{{provider: zhipu, model: cogview-4-250304}}]}}
+    seedream-4: {{family: seedream, targets: [{{provider: ark, model: doubao-seedream-4-0-250828}}]}}
+    seededit-3: {{family: seededit, targets: [{{provider: ark, model: doubao-seededit-3-0-i2i-250628}}]}}
+    stable-image-ultra: {{family: stable-image, targets: [{{provider: stability, model: ultra}}]}}
+    sd3.5-large: {{family: stability-sd3, targets: [{{provider: stability, model: sd3.5-large}}]}}
+    kolors: {{family: kolors, targets: [{{provider: siliconflow, model: Kwai-Kolors/Kolors}}]}}
+    qwen-image: {{family: qwen-image, targets: [{{provider: siliconflow, model: Qwen/Qwen-Image}}]}}
 "#,
         p0 = ports.0,
         p1 = ports.1,

@@ -1,0 +1,140 @@
+//! Giving the caller each image in the `response_format` it asked for, whatever the provider
+//! answered, and building the public result.
+//!
+//! | provider gave | caller asked `url`            | caller asked `b64_json`                  |
+//! |---------------|-------------------------------|------------------------------------------|
+//! | URL           | the provider's URL unchanged  | downloaded from the provider's hosts     |
+//! | base64        | hosted by the gateway         | unchanged                                |
+//! | bytes         | hosted by the gateway         | encoded                                  |
+//!
+//! Downloads and stores run concurrently; any failure fails the request (a result with fewer
+//! images than asked would be a silent change).
+
+use std::time::Duration;
+
+use base64::Engine;
+use bytes::Bytes;
+use futures_util::future::try_join_all;
+
+use super::store::{new_id, FileStore, StoredFile};
+use super::{ImageData, NativeImage, NativeImages};
+use crate::api::error::GatewayError;
+use crate::api::image_input::sniff;
+use crate::api::images::{now, ImageItem, ImageRequest, ImageResult};
+use crate::providers::{bad_answer, Provider};
+use crate::upstream::exchange::Upstream;
+
+/// Where hosted images go and how long they stay.
+pub struct HostedFiles {
+    pub store: Box<dyn FileStore>,
+    pub ttl: Duration,
+}
+
+impl HostedFiles {
+    /// Store `bytes` and return the public link to them under `base` (scheme and host).
+    pub async fn host(
+        &self,
+        bytes: Bytes,
+        content_type: &str,
+        base: &str,
+    ) -> Result<String, GatewayError> {
+        let id = new_id();
+        let file = StoredFile {
+            content_type: content_type.to_string(),
+            bytes,
+        };
+        self.store
+            .put(&id, file, self.ttl)
+            .await
+            .map_err(|e| GatewayError::Store(e.to_string()))?;
+        Ok(format!("{base}/api/v1/files/{id}"))
+    }
+}
+
+/// The public result for `native`, each image converted to `req.response_format`.
+pub async fn deliver(
+    upstream: &Upstream,
+    files: &HostedFiles,
+    provider: &Provider,
+    req: &ImageRequest<'_>,
+    native: NativeImages,
+    base: &str,
+) -> Result<ImageResult, GatewayError> {
+    if native.images.is_empty() {
+        return Err(GatewayError::Upstream(bad_answer(
+            provider,
+            "image answer carries no image",
+        )));
+    }
+    let want_url = req.response_format == "url";
+    let items = native
+        .images
+        .into_iter()
+        .map(|image| convert(upstream, files, provider, req, image, want_url, base));
+    let data = try_join_all(items).await?;
+    Ok(ImageResult {
+        created: native.created.unwrap_or_else(now),
+        data,
+        task_id: uuid::Uuid::new_v4().to_string(),
+        task_status: "succeed",
+    })
+}
+
+async fn convert(
+    upstream: &Upstream,
+    files: &HostedFiles,
+    provider: &Provider,
+    req: &ImageRequest<'_>,
+    image: NativeImage,
+    want_url: bool,
+    base: &str,
+) -> Result<ImageItem, GatewayError> {
+    let NativeImage {
+        data,
+        revised_prompt,
+    } = image;
+    let item = |url: Option<String>, b64: Option<String>| ImageItem {
+        url,
+        b64_json: b64,
+        revised_prompt: revised_prompt.clone(),
+    };
+    let b64 = base64::engine::general_purpose::STANDARD;
+    Ok(match (data, want_url) {
+        (ImageData::Url(u), true) => item(Some(u), None),
+        (ImageData::Base64(s), false) => item(None, Some(s)),
+        (ImageData::Bytes(bytes), false) => item(None, Some(b64.encode(&bytes))),
+        (ImageData::Url(u), false) => {
+            let resp = upstream
+                .fetch(provider, &u)
+                .await
+                .map_err(GatewayError::Upstream)?;
+            let bytes = resp
+                .read_all(provider.max_response_bytes)
+                .await
+                .map_err(GatewayError::Upstream)?;
+            item(None, Some(b64.encode(&bytes)))
+        }
+        (ImageData::Base64(s), true) => {
+            let bytes = b64.decode(s.as_bytes()).map_err(|e| {
+                GatewayError::Upstream(bad_answer(provider, format!("image is not base64: {e}")))
+            })?;
+            let url = host(files, Bytes::from(bytes), req, base).await?;
+            item(Some(url), None)
+        }
+        (ImageData::Bytes(bytes), true) => {
+            let url = host(files, bytes, req, base).await?;
+            item(Some(url), None)
+        }
+    })
+}
+
+/// Host an image, labelled by what its bytes are (else by the format the caller asked for).
+async fn host(
+    files: &HostedFiles,
+    bytes: Bytes,
+    req: &ImageRequest<'_>,
+    base: &str,
+) -> Result<String, GatewayError> {
+    let content_type = sniff(&bytes).unwrap_or_else(|| req.output_mime());
+    files.host(bytes, content_type, base).await
+}

@@ -1,0 +1,788 @@
+//! Volcengine Ark images: Seedream and SeedEdit through `POST /images/generations`.
+//!
+//! Ark speaks an OpenAI-like JSON dialect. The reference image goes as the caller gave it (a URL,
+//! or a `data:` URL for bytes), the caller's `response_format` is asked for natively (Ark answers
+//! both `url` and `b64_json`), and `watermark` is always sent because Ark's default is on while the
+//! gateway's is off. Ark has no `n`: each call makes one image and the gateway fans out, unless the
+//! caller asks Ark for a set with `extra_body.sequential_image_generation: auto`, whose images all
+//! come back from the one call. The `extra_body` settings sit at the top level of the native body.
+//!
+//! A set can come back partly refused, with an `error` in place of some `data[]` items. The gateway
+//! cannot answer with part of a set, so any such item fails the whole call: a moderation code is a
+//! content-policy refusal, anything else a non-retryable failure (retrying would pay again for
+//! every image that did succeed). Whole-request errors use `{"error": {"code", "message"}}`.
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::{json_with_extra, NativeRequest, Provider};
+use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind, ValidationErrors};
+use crate::api::images::ImageRequest;
+use crate::api::json::Str;
+use crate::catalog::Target;
+use crate::images::{ImageData, NativeImage, NativeImages};
+
+// ---- constants -------------------------------------------------------------------------------
+
+const IMAGES_PATH: &str = "/images/generations";
+
+/// Most images in one sequential set, reference images included.
+const MAX_SET_IMAGES: u64 = 15;
+
+// ---- wire types ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct ImageBody<'a> {
+    model: &'a str,
+    prompt: &'a str,
+    size: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image: Option<Cow<'a, str>>,
+    response_format: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_format: Option<&'static str>,
+    watermark: bool,
+}
+
+#[derive(Deserialize)]
+struct ImagesAnswer {
+    #[serde(default)]
+    created: Option<i64>,
+    #[serde(default)]
+    data: Vec<AnswerItem>,
+}
+
+/// One `data[]` item: an image, or the reason it was not made. Layer-decomposition items carry
+/// layer metadata too, which the public result has no place for.
+#[derive(Deserialize)]
+struct AnswerItem {
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    b64_json: Option<String>,
+    #[serde(default)]
+    error: Option<ErrorBody>,
+}
+
+#[derive(Deserialize)]
+struct ErrorEnvelope {
+    error: ErrorBody,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    code: String,
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    param: String,
+}
+
+// ---- translation to native -------------------------------------------------------------------
+
+/// The native request for one call. `n` is always 1 here (the family's `per_call_n`): Ark has no
+/// count field, so it is not sent.
+pub fn image_request(
+    target: &Target,
+    req: &ImageRequest<'_>,
+    _n: u64,
+) -> Result<NativeRequest, GatewayError> {
+    check_extra_body(req)?;
+    let body = ImageBody {
+        model: &target.native_model,
+        prompt: req.prompt.as_str(),
+        size: req.size,
+        image: req.image.as_ref().map(|i| i.url_or_data_url()),
+        response_format: req.response_format,
+        output_format: output_format(req)?,
+        watermark: req.watermark,
+    };
+    let extra: Vec<(Str<'_>, &RawValue)> = req
+        .extra_body
+        .iter()
+        .chain(&req.passthrough)
+        .cloned()
+        .collect();
+    Ok(NativeRequest::post_json(
+        IMAGES_PATH,
+        json_with_extra(&body, &extra)?,
+    ))
+}
+
+/// Ark's `output_format`, sent only by families that can choose (5.0); the others make JPEG and
+/// have no such field.
+fn output_format(req: &ImageRequest<'_>) -> Result<Option<&'static str>, GatewayError> {
+    if req.caps.output_formats.len() < 2 {
+        return Ok(None);
+    }
+    match req.output_format {
+        "jpg" => Ok(Some("jpeg")),
+        "png" => Ok(Some("png")),
+        // Validation refuses formats the family does not list, so this is a catalog bug.
+        other => Err(GatewayError::Internal(format!(
+            "ark cannot produce `{other}`"
+        ))),
+    }
+}
+
+/// Check the values of the `extra_body` settings (validation only checked their names), and that a
+/// sequential set is not combined with a public `n` above 1.
+fn check_extra_body(req: &ImageRequest<'_>) -> Result<(), GatewayError> {
+    let mut errors = ValidationErrors::default();
+    let mut sequential = false;
+    for (key, raw) in &req.extra_body {
+        let key = key.as_str();
+        let field = format!("extra_body.{key}");
+        let value: Value = match serde_json::from_str(raw.get()) {
+            Ok(v) => v,
+            Err(_) => {
+                errors.add(field, "is not valid JSON");
+                continue;
+            }
+        };
+        match key {
+            "sequential_image_generation" => match value.as_str() {
+                Some("auto") => sequential = true,
+                Some("disabled") => {}
+                _ => errors.add(field, "must be `auto` or `disabled`"),
+            },
+            "sequential_image_generation_options" => {
+                let Some(options) = value.as_object() else {
+                    errors.add(field, "must be an object such as {\"max_images\": 4}");
+                    continue;
+                };
+                if let Some(max) = options.get("max_images") {
+                    // The reference image counts towards Ark's limit on a set.
+                    let refs = u64::from(req.image.is_some());
+                    let top = MAX_SET_IMAGES - refs;
+                    if !max.as_u64().is_some_and(|m| (1..=top).contains(&m)) {
+                        let why = if refs > 0 {
+                            " (a set holds at most 15 images, the reference image included)"
+                        } else {
+                            ""
+                        };
+                        errors.add(
+                            format!("{field}.max_images"),
+                            format!("must be an integer from 1 to {top}{why}"),
+                        );
+                    }
+                }
+            }
+            "layer_decomposition" => match value.as_bool() {
+                Some(true) if req.image.is_none() => errors.add(
+                    field,
+                    "needs a reference `image`: layer decomposition splits that image into layers",
+                ),
+                Some(_) => {}
+                None => errors.add(field, "must be a boolean"),
+            },
+            _ => {}
+        }
+    }
+    if sequential && req.n > 1 {
+        errors.add(
+            "n",
+            "cannot be combined with extra_body.sequential_image_generation `auto`, which makes \
+             one set of images in a single call; set its size with \
+             extra_body.sequential_image_generation_options.max_images instead",
+        );
+    }
+    errors.into_result()
+}
+
+// ---- translation back ------------------------------------------------------------------------
+
+pub fn image_response(
+    provider: &Provider,
+    _req: &ImageRequest<'_>,
+    _headers: &http::HeaderMap,
+    body: &[u8],
+) -> Result<NativeImages, UpstreamError> {
+    let answer: ImagesAnswer = super::parse_answer(provider, body)?;
+    let total = answer.data.len();
+    let mut images = Vec::with_capacity(total);
+    for (i, item) in answer.data.into_iter().enumerate() {
+        if let Some(e) = item.error {
+            return Err(item_error(provider, &e, i + 1, total));
+        }
+        let data = match (item.b64_json, item.url) {
+            (Some(b64), _) => ImageData::Base64(b64),
+            (None, Some(url)) => ImageData::Url(url),
+            (None, None) => {
+                return Err(super::bad_answer(
+                    provider,
+                    format!("image {} of {total} has neither url nor b64_json", i + 1),
+                ))
+            }
+        };
+        images.push(NativeImage::new(data));
+    }
+    if images.is_empty() {
+        return Err(super::bad_answer(provider, "answer holds no images"));
+    }
+    Ok(NativeImages {
+        created: answer.created,
+        images,
+    })
+}
+
+/// The error for a `data[]` item Ark could not make. Moderation is the caller's content; anything
+/// else fails the call without a retry, which would regenerate (and bill) the whole set.
+fn item_error(provider: &Provider, e: &ErrorBody, index: usize, total: usize) -> UpstreamError {
+    let reason = provider.redact(&e.message);
+    let message = format!("image {index} of {total} failed ({}): {reason}", e.code);
+    let kind = if is_moderation(&e.code) {
+        UpstreamErrorKind::ContentPolicy
+    } else {
+        UpstreamErrorKind::BadResponse
+    };
+    UpstreamError::new(kind, &provider.name, message)
+}
+
+// ---- error mapping ---------------------------------------------------------------------------
+
+pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+    let parsed = serde_json::from_slice::<ErrorEnvelope>(body).ok();
+    let message = parsed
+        .as_ref()
+        .filter(|e| !e.error.message.is_empty())
+        .map(|e| {
+            let m = &e.error.message;
+            let p = &e.error.param;
+            if p.is_empty() || m.contains(p.as_str()) {
+                provider.redact(m)
+            } else {
+                provider.redact(&format!("{m} (param: {p})"))
+            }
+        })
+        .unwrap_or_else(|| format!("HTTP {status}"));
+    let mut err = UpstreamError::from_status(&provider.name, status, message);
+    if let Some(kind) = parsed.and_then(|e| code_kind(&e.error.code)) {
+        err.kind = kind;
+    }
+    err
+}
+
+/// What an Ark error code means, when the code says more than the HTTP status. Failures keep
+/// their 4xx status, so quota and configuration problems are not retried.
+fn code_kind(code: &str) -> Option<UpstreamErrorKind> {
+    let starts = |p: &str| code.starts_with(p);
+    Some(if is_moderation(code) {
+        UpstreamErrorKind::ContentPolicy
+    } else if starts("MissingParameter") || starts("InvalidParameter") {
+        UpstreamErrorKind::InvalidRequest
+    } else if starts("AuthenticationError") {
+        UpstreamErrorKind::AuthRejected
+    } else if starts("RateLimitExceeded") || starts("ServerOverloaded") {
+        UpstreamErrorKind::RateLimited
+    } else if starts("InvalidEndpointOrModel")
+        || starts("ModelNotOpen")
+        || starts("QuotaExceeded")
+        || starts("AccountOverdue")
+        || starts("SetLimitExceeded")
+        || starts("InternalServiceError")
+    {
+        UpstreamErrorKind::Failure
+    } else {
+        return None;
+    })
+}
+
+/// Ark's moderation codes: `InputTextSensitiveContentDetected`, `OutputImageSensitiveContentDetected`,
+/// `InputTextRiskDetection` and their kin.
+fn is_moderation(code: &str) -> bool {
+    code.contains("Sensitive") || code.contains("Risk")
+}
+
+// ---- tests -----------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::{test_support as support, ProviderKind};
+    use base64::Engine;
+    use serde_json::json;
+
+    const KEY: &str = "ark-secret-key-123";
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+
+    fn ark() -> std::sync::Arc<Provider> {
+        support::provider_at(
+            "ark",
+            ProviderKind::Ark,
+            KEY,
+            "https://ark.cn-beijing.volces.com/api/v3",
+        )
+    }
+
+    fn target(native: &str) -> Target {
+        support::target(ark(), native)
+    }
+
+    const SEEDREAM_4: &str = "doubao-seedream-4-0-250828";
+    const SEEDEDIT_3: &str = "doubao-seededit-3-0-i2i-250628";
+
+    /// The native JSON body for a public body of `family`.
+    fn native(family: &str, native_model: &str, body: &Value) -> Value {
+        let bytes = serde_json::to_vec(body).unwrap();
+        let req = support::image_request("m", family, target(native_model), &bytes);
+        let out = image_request(&req.model.targets[0], &req, 1).unwrap();
+        assert_eq!(out.path, "/images/generations");
+        assert_eq!(out.content_type, "application/json");
+        serde_json::from_slice(&out.body).unwrap()
+    }
+
+    /// The 400 `details` `image_request` gives for a public body the validation accepted.
+    fn refusal(family: &str, body: &Value) -> Value {
+        let bytes = serde_json::to_vec(body).unwrap();
+        let req = support::image_request("m", family, target(SEEDREAM_4), &bytes);
+        let err = image_request(&req.model.targets[0], &req, 1).unwrap_err();
+        assert_eq!(err.status(), 400);
+        serde_json::from_slice::<Value>(&err.body()).unwrap()["details"].clone()
+    }
+
+    fn answer(body: &Value) -> Result<NativeImages, UpstreamError> {
+        let req = support::image_request(
+            "m",
+            "seedream",
+            target(SEEDREAM_4),
+            br#"{"model":"m","prompt":"p"}"#,
+        );
+        let bytes = serde_json::to_vec(body).unwrap();
+        image_response(&ark(), &req, &http::HeaderMap::new(), &bytes)
+    }
+
+    #[test]
+    fn full_seedream_request() {
+        let body = native(
+            "seedream",
+            SEEDREAM_4,
+            &json!({
+                "model": "m",
+                "prompt": "a lighthouse",
+                "image": "https://img.example/ref.png",
+                "aspect_ratio": "16:9",
+                "response_format": "b64_json",
+                "watermark": true,
+                "extra_body": {
+                    "sequential_image_generation": "auto",
+                    "sequential_image_generation_options": {"max_images": 4}
+                },
+                "optimize_prompt_options": {"mode": "fast"}
+            }),
+        );
+        assert_eq!(
+            body,
+            json!({
+                "model": SEEDREAM_4,
+                "prompt": "a lighthouse",
+                "size": "2560x1440",
+                "image": "https://img.example/ref.png",
+                "response_format": "b64_json",
+                "watermark": true,
+                "sequential_image_generation": "auto",
+                "sequential_image_generation_options": {"max_images": 4},
+                "optimize_prompt_options": {"mode": "fast"}
+            })
+        );
+    }
+
+    #[test]
+    fn defaults_turn_the_watermark_off_and_send_no_count_or_stream() {
+        let body = native(
+            "seedream",
+            SEEDREAM_4,
+            &json!({"model": "m", "prompt": "p", "n": 3}),
+        );
+        assert_eq!(
+            body,
+            json!({
+                "model": SEEDREAM_4,
+                "prompt": "p",
+                "size": "2048x2048",
+                "response_format": "url",
+                "watermark": false
+            })
+        );
+    }
+
+    #[test]
+    fn keyword_sizes_pass_through() {
+        let body = native(
+            "seedream",
+            SEEDREAM_4,
+            &json!({"model": "m", "prompt": "p", "size": "4K"}),
+        );
+        assert_eq!(body["size"], "4K");
+    }
+
+    #[test]
+    fn seededit_sends_the_image_as_a_data_url_with_native_fields() {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(PNG);
+        let body = native(
+            "seededit",
+            SEEDEDIT_3,
+            &json!({
+                "model": "m",
+                "prompt": "make it snow",
+                "image": b64,
+                "seed": 42,
+                "guidance_scale": 5.5
+            }),
+        );
+        assert_eq!(
+            body,
+            json!({
+                "model": SEEDEDIT_3,
+                "prompt": "make it snow",
+                "size": "adaptive",
+                "image": format!("data:image/png;base64,{b64}"),
+                "response_format": "url",
+                "watermark": false,
+                "seed": 42,
+                "guidance_scale": 5.5
+            })
+        );
+    }
+
+    #[test]
+    fn output_format_only_where_the_family_can_choose() {
+        let five = "doubao-seedream-5-0-260128";
+        let body = native("seedream-5", five, &json!({"model": "m", "prompt": "p"}));
+        assert_eq!(body["output_format"], "png");
+        let body = native(
+            "seedream-5",
+            five,
+            &json!({"model": "m", "prompt": "p", "output_format": "jpg", "size": "3K",
+                    "extra_body": {"layer_decomposition": false}}),
+        );
+        assert_eq!(body["output_format"], "jpeg");
+        assert_eq!(body["size"], "3K");
+        assert_eq!(body["layer_decomposition"], false);
+        let body = native(
+            "seedream",
+            SEEDREAM_4,
+            &json!({"model": "m", "prompt": "p", "output_format": "jpg"}),
+        );
+        assert!(body.get("output_format").is_none());
+    }
+
+    #[test]
+    fn seedream_3_takes_seed_and_guidance() {
+        let body = native(
+            "seedream-3",
+            "doubao-seedream-3-0-t2i-250415",
+            &json!({"model": "m", "prompt": "p", "aspect_ratio": "3:2", "seed": 7,
+                    "guidance_scale": 2.5}),
+        );
+        assert_eq!(body["size"], "1248x832");
+        assert_eq!(body["seed"], 7);
+        assert_eq!(body["guidance_scale"], 2.5);
+    }
+
+    #[test]
+    fn family_tables_refuse_what_ark_cannot_do() {
+        let t = || target(SEEDREAM_4);
+        let d = support::image_refusal(
+            "m",
+            "seedream",
+            t(),
+            br#"{"model":"m","prompt":"p","seed":1,"negative_prompt":"x"}"#,
+        );
+        assert!(
+            d.get("seed").is_some() && d.get("negative_prompt").is_some(),
+            "{d}"
+        );
+        let d = support::image_refusal("m", "seededit", t(), br#"{"model":"m","prompt":"p"}"#);
+        assert!(d.get("image").is_some(), "{d}");
+        let d = support::image_refusal(
+            "m",
+            "seedream",
+            t(),
+            br#"{"model":"m","prompt":"p","extra_body":{"layer_decomposition":true}}"#,
+        );
+        assert!(d.get("extra_body.layer_decomposition").is_some(), "{d}");
+        let d = support::image_refusal(
+            "m",
+            "seedream-3",
+            t(),
+            br#"{"model":"m","prompt":"p","image":"https://img.example/a.png"}"#,
+        );
+        assert!(d.get("image").is_some(), "{d}");
+    }
+
+    #[test]
+    fn sequential_sets_conflict_with_n() {
+        let d = refusal(
+            "seedream",
+            &json!({"model": "m", "prompt": "p", "n": 2,
+                    "extra_body": {"sequential_image_generation": "auto"}}),
+        );
+        assert!(d["n"].as_str().unwrap().contains("max_images"), "{d}");
+        // `disabled` is one image per call, so fanning out is fine.
+        let body = native(
+            "seedream",
+            SEEDREAM_4,
+            &json!({"model": "m", "prompt": "p", "n": 2,
+                    "extra_body": {"sequential_image_generation": "disabled"}}),
+        );
+        assert_eq!(body["sequential_image_generation"], "disabled");
+    }
+
+    #[test]
+    fn extra_body_values_are_checked() {
+        let d = refusal(
+            "seedream",
+            &json!({"model": "m", "prompt": "p", "extra_body": {
+                "sequential_image_generation": "always",
+                "sequential_image_generation_options": {"max_images": 16}
+            }}),
+        );
+        assert_eq!(
+            d,
+            json!({
+                "extra_body.sequential_image_generation": "must be `auto` or `disabled`",
+                "extra_body.sequential_image_generation_options.max_images":
+                    "must be an integer from 1 to 15"
+            })
+        );
+        for bad in [json!(0), json!(2.5), json!("3")] {
+            let d = refusal(
+                "seedream",
+                &json!({"model": "m", "prompt": "p", "extra_body": {
+                    "sequential_image_generation_options": {"max_images": bad}
+                }}),
+            );
+            assert!(
+                d.get("extra_body.sequential_image_generation_options.max_images")
+                    .is_some(),
+                "{d}"
+            );
+        }
+        let d = refusal(
+            "seedream",
+            &json!({"model": "m", "prompt": "p", "image": "https://img.example/a.png",
+                    "extra_body": {"sequential_image_generation_options": {"max_images": 15}}}),
+        );
+        assert!(
+            d["extra_body.sequential_image_generation_options.max_images"]
+                .as_str()
+                .unwrap()
+                .contains("1 to 14")
+        );
+        let d = refusal(
+            "seedream",
+            &json!({"model": "m", "prompt": "p",
+                    "extra_body": {"sequential_image_generation_options": [4]}}),
+        );
+        assert!(d
+            .get("extra_body.sequential_image_generation_options")
+            .is_some());
+        let d = refusal(
+            "seedream-5",
+            &json!({"model": "m", "prompt": "p", "extra_body": {"layer_decomposition": "yes"}}),
+        );
+        assert_eq!(d["extra_body.layer_decomposition"], "must be a boolean");
+        let d = refusal(
+            "seedream-5",
+            &json!({"model": "m", "prompt": "p", "extra_body": {"layer_decomposition": true}}),
+        );
+        assert!(d["extra_body.layer_decomposition"]
+            .as_str()
+            .unwrap()
+            .contains("reference `image`"));
+    }
+
+    #[test]
+    fn reads_urls_and_base64() {
+        let got = answer(&json!({
+            "model": SEEDREAM_4,
+            "created": 1757469067,
+            "data": [
+                {"url": "https://ark-content-generation.tos-cn-beijing.volces.com/a.jpeg",
+                 "size": "2048x2048"},
+                {"b64_json": "aGVsbG8=", "size": "2048x2048"}
+            ],
+            "usage": {"generated_images": 2, "output_tokens": 32768, "total_tokens": 32768}
+        }))
+        .unwrap();
+        assert_eq!(
+            got,
+            NativeImages {
+                created: Some(1757469067),
+                images: vec![
+                    NativeImage::new(ImageData::Url(
+                        "https://ark-content-generation.tos-cn-beijing.volces.com/a.jpeg".into()
+                    )),
+                    NativeImage::new(ImageData::Base64("aGVsbG8=".into())),
+                ],
+            }
+        );
+    }
+
+    #[test]
+    fn layer_metadata_is_dropped() {
+        let got = answer(&json!({
+            "created": 1,
+            "data": [
+                {"url": "https://x.volces.com/base.png", "size": "1024x1024"},
+                {"url": "https://x.volces.com/l1.png", "z_index": 1, "name": "sky",
+                 "bounding_box": [0, 0, 10, 10], "description": "the sky"}
+            ]
+        }))
+        .unwrap();
+        assert_eq!(got.images.len(), 2);
+        assert_eq!(
+            got.images[1].data,
+            ImageData::Url("https://x.volces.com/l1.png".into())
+        );
+    }
+
+    #[test]
+    fn an_item_error_fails_the_whole_answer() {
+        let e = answer(&json!({
+            "created": 1,
+            "data": [
+                {"url": "https://x.volces.com/a.jpeg"},
+                {"error": {"code": "OutputImageSensitiveContentDetected",
+                           "message": "The generated image may contain sensitive content."}}
+            ]
+        }))
+        .unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::ContentPolicy);
+        assert!(!e.retryable());
+        assert!(e.message.contains("image 2 of 2"), "{}", e.message);
+        assert!(e.message.contains("sensitive content"));
+
+        let e = answer(&json!({
+            "data": [{"error": {"code": "InternalServiceError",
+                                "message": "failed with key ark-secret-key-123"}}]
+        }))
+        .unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::BadResponse);
+        assert!(!e.retryable());
+        assert!(!e.message.contains(KEY));
+    }
+
+    #[test]
+    fn unreadable_answers_are_bad_responses() {
+        for body in [
+            json!({"data": []}),
+            json!({"created": 1}),
+            json!({"data": [{"size": "1024x1024"}]}),
+            json!({"data": "nope"}),
+        ] {
+            assert_eq!(
+                answer(&body).unwrap_err().kind,
+                UpstreamErrorKind::BadResponse,
+                "{body}"
+            );
+        }
+    }
+
+    #[test]
+    fn maps_errors() {
+        let p = ark();
+        let e = |status, code: &str| {
+            let body = json!({"error": {"code": code, "message": format!("{code} happened"),
+                                        "param": "size", "type": "BadRequest"}});
+            error_response(&p, status, &serde_json::to_vec(&body).unwrap())
+        };
+        let cases = [
+            (
+                400,
+                "InvalidParameter",
+                UpstreamErrorKind::InvalidRequest,
+                false,
+            ),
+            (
+                400,
+                "MissingParameter",
+                UpstreamErrorKind::InvalidRequest,
+                false,
+            ),
+            (
+                400,
+                "InputTextSensitiveContentDetected",
+                UpstreamErrorKind::ContentPolicy,
+                false,
+            ),
+            (
+                400,
+                "InputImageSensitiveContentDetected",
+                UpstreamErrorKind::ContentPolicy,
+                false,
+            ),
+            (
+                400,
+                "OutputImageSensitiveContentDetected",
+                UpstreamErrorKind::ContentPolicy,
+                false,
+            ),
+            (
+                400,
+                "InputTextRiskDetection",
+                UpstreamErrorKind::ContentPolicy,
+                false,
+            ),
+            (
+                401,
+                "AuthenticationError",
+                UpstreamErrorKind::AuthRejected,
+                false,
+            ),
+            (
+                404,
+                "InvalidEndpointOrModel.NotFound",
+                UpstreamErrorKind::Failure,
+                false,
+            ),
+            (
+                429,
+                "RateLimitExceeded.EndpointRPMExceeded",
+                UpstreamErrorKind::RateLimited,
+                true,
+            ),
+            (429, "QuotaExceeded", UpstreamErrorKind::Failure, false),
+            (
+                403,
+                "AccountOverdueError",
+                UpstreamErrorKind::Failure,
+                false,
+            ),
+            (
+                500,
+                "InternalServiceError",
+                UpstreamErrorKind::Failure,
+                true,
+            ),
+            (503, "SomethingNew", UpstreamErrorKind::Failure, true),
+        ];
+        for (status, code, kind, retryable) in cases {
+            let err = e(status, code);
+            assert_eq!((err.kind, err.retryable()), (kind, retryable), "{code}");
+            assert_eq!(err.status, Some(status));
+        }
+        assert_eq!(
+            e(400, "InvalidParameter").message,
+            "InvalidParameter happened (param: size)"
+        );
+
+        let body = br#"{"error":{"code":"AuthenticationError","message":"the API key ark-secret-key-123 is invalid. Request id: 0217"}}"#;
+        let err = error_response(&p, 401, body);
+        assert_eq!(
+            err.message,
+            "the API key [redacted] is invalid. Request id: 0217"
+        );
+
+        let err = error_response(&p, 502, b"<html>bad gateway</html>");
+        assert_eq!(
+            (err.kind, err.message.as_str()),
+            (UpstreamErrorKind::Failure, "HTTP 502")
+        );
+    }
+}

@@ -1,0 +1,714 @@
+//! OpenAI image generation: dall-e-2, dall-e-3 and the GPT image models, through
+//! `POST /images/generations` (JSON) or, when the caller gives a reference `image`,
+//! `POST /images/edits` (multipart/form-data, image and mask as file parts).
+//!
+//! DALL·E answers URLs or base64 as asked, so the caller's own `response_format` is asked for and
+//! nothing needs converting. GPT image models refuse `response_format` and always answer base64
+//! (the gateway hosts the images when the caller wants URLs); they take `output_format` and
+//! `background` instead. Azure OpenAI serves the same bodies at its own URLs, so `azure.rs` builds
+//! its requests and reads its answers with [`build`] and [`image_response`].
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::multipart::Form;
+use super::{json_with_extra, NativeRequest, Provider};
+use crate::api::error::{GatewayError, UpstreamError};
+use crate::api::image_input::{self, ImageInput};
+use crate::api::images::ImageRequest;
+use crate::catalog::{Caps, ImageCaps, Target};
+use crate::images::{ImageData, NativeImage, NativeImages};
+
+// ---- constants -------------------------------------------------------------------------------
+
+/// Operation paths below the provider's base URL (OpenAI's ends in `/v1`).
+pub(crate) const GENERATIONS: &str = "images/generations";
+pub(crate) const EDITS: &str = "images/edits";
+
+/// dall-e-2 edits take "a square PNG file less than 4MB".
+const DALL_E_2_MAX_EDIT_BYTES: usize = 4 * 1024 * 1024;
+
+/// What GPT image models accept as the image to edit.
+const GPT_IMAGE_EDIT_TYPES: &[&str] = &["image/png", "image/jpeg", "image/webp"];
+
+/// The catalog families this adapter serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    DallE2,
+    DallE3,
+    GptImage,
+}
+
+const FAMILIES: &[(&str, Family)] = &[
+    ("dall-e-2", Family::DallE2),
+    ("dall-e-3", Family::DallE3),
+    ("gpt-image", Family::GptImage),
+];
+
+// ---- wire types ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct GenerationBody<'a> {
+    model: &'a str,
+    prompt: &'a str,
+    n: u64,
+    size: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    quality: Option<&'a str>,
+    #[serde(flatten)]
+    formats: Formats,
+}
+
+/// How the answer should come back: DALL·E takes `response_format`, GPT image `output_format`
+/// and `background`.
+#[derive(Serialize)]
+struct Formats {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_format: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    background: Option<&'static str>,
+}
+
+#[derive(Deserialize)]
+struct ImagesAnswer {
+    #[serde(default)]
+    created: Option<i64>,
+    #[serde(default)]
+    data: Option<Vec<AnswerItem>>,
+}
+
+#[derive(Deserialize)]
+struct AnswerItem {
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    b64_json: Option<String>,
+    #[serde(default)]
+    revised_prompt: Option<String>,
+}
+
+// ---- translation to native -------------------------------------------------------------------
+
+pub fn image_request(
+    target: &Target,
+    req: &ImageRequest<'_>,
+    n: u64,
+) -> Result<NativeRequest, GatewayError> {
+    build(&target.native_model, req, n, format!("/{}", operation(req)))
+}
+
+/// The operation `req` needs, [`GENERATIONS`] or [`EDITS`] (callers put it in their own URLs).
+pub(crate) fn operation(req: &ImageRequest<'_>) -> &'static str {
+    if req.image.is_some() {
+        EDITS
+    } else {
+        GENERATIONS
+    }
+}
+
+/// The native request for `req` asking `model` for `n` images, sent to `path` (which must be the
+/// URL of [`operation`]`(req)`): a JSON body for generations, a form for edits.
+pub(crate) fn build(
+    model: &str,
+    req: &ImageRequest<'_>,
+    n: u64,
+    path: String,
+) -> Result<NativeRequest, GatewayError> {
+    let family = family_of(req)?;
+    let formats = formats(family, req);
+    match &req.image {
+        None => {
+            let body = GenerationBody {
+                model,
+                prompt: req.prompt.as_str(),
+                n,
+                size: req.size,
+                quality: req.quality,
+                formats,
+            };
+            Ok(NativeRequest::post_json(
+                path,
+                json_with_extra(&body, &req.passthrough)?,
+            ))
+        }
+        Some(image) => edit_request(model, req, family, image, n, formats, path),
+    }
+}
+
+/// Which family `req`'s model belongs to (the catalog's statics are compared by address, so a
+/// family is recognised whatever the public model is called).
+fn family_of(req: &ImageRequest<'_>) -> Result<Family, GatewayError> {
+    FAMILIES
+        .iter()
+        .find(|(name, _)| {
+            matches!(crate::catalog::family(name), Some(Caps::Images(c)) if std::ptr::eq::<ImageCaps>(c, req.caps))
+        })
+        .map(|(_, f)| *f)
+        .ok_or_else(|| {
+            GatewayError::Internal(format!(
+                "model {} is configured with an image family OpenAI does not serve",
+                req.model.name
+            ))
+        })
+}
+
+fn formats(family: Family, req: &ImageRequest<'_>) -> Formats {
+    match family {
+        // GPT image models 400 on `response_format`; they always answer base64.
+        Family::GptImage => Formats {
+            response_format: None,
+            output_format: Some(native_output_format(req.output_format)),
+            background: req.background,
+        },
+        Family::DallE2 | Family::DallE3 => Formats {
+            response_format: Some(req.response_format),
+            output_format: None,
+            background: None,
+        },
+    }
+}
+
+/// OpenAI's name for a public `output_format`.
+fn native_output_format(public: &'static str) -> &'static str {
+    match public {
+        "jpg" => "jpeg",
+        other => other,
+    }
+}
+
+fn edit_request(
+    model: &str,
+    req: &ImageRequest<'_>,
+    family: Family,
+    image: &ImageInput,
+    n: u64,
+    formats: Formats,
+    path: String,
+) -> Result<NativeRequest, GatewayError> {
+    let (image_bytes, image_mime) = downloaded(image, "image")?;
+    check_edit_image(family, &req.model.name, image_bytes, image_mime)?;
+    let mask = match &req.mask {
+        Some(mask) => {
+            let (bytes, mime) = downloaded(mask, "mask")?;
+            if mime != "image/png" {
+                return Err(GatewayError::field(
+                    "mask",
+                    format!(
+                        "must be a PNG image for model {} (this one is {mime})",
+                        req.model.name
+                    ),
+                ));
+            }
+            Some((bytes, mime))
+        }
+        None => None,
+    };
+    let image_name = format!("image.{}", image_input::extension(image_mime));
+    let mask_name = mask.map(|(_, mime)| format!("mask.{}", image_input::extension(mime)));
+    let n = n.to_string();
+    let extra: Vec<(&str, Cow<'_, str>)> = req
+        .passthrough
+        .iter()
+        .map(|(k, v)| (k.as_str(), form_value(v)))
+        .collect();
+
+    let mut form = Form::new();
+    form.file("image", &image_name, image_mime, image_bytes);
+    if let (Some((bytes, mime)), Some(name)) = (mask, &mask_name) {
+        form.file("mask", name, mime, bytes);
+    }
+    form.text("prompt", req.prompt.as_str())
+        .text("model", model)
+        .text("n", &n)
+        .text("size", req.size);
+    if let Some(q) = req.quality {
+        form.text("quality", q);
+    }
+    if let Some(f) = formats.response_format {
+        form.text("response_format", f);
+    }
+    if let Some(f) = formats.output_format {
+        form.text("output_format", f);
+    }
+    if let Some(b) = formats.background {
+        form.text("background", b);
+    }
+    for (k, v) in &extra {
+        form.text(k, v);
+    }
+    Ok(NativeRequest::post_form(path, &form))
+}
+
+/// The bytes of an image input; the gateway downloads URLs for this provider before the adapter
+/// runs, so a URL here is a gateway bug.
+fn downloaded<'i>(
+    input: &'i ImageInput,
+    field: &str,
+) -> Result<(&'i [u8], &'static str), GatewayError> {
+    input
+        .bytes()
+        .map(|(b, mime)| (b.as_ref(), mime))
+        .ok_or_else(|| GatewayError::Internal(format!("{field} URL was not downloaded")))
+}
+
+/// Refuse what the edits endpoint would refuse, with a message that says why (checked here
+/// because the family table cannot express input file types).
+fn check_edit_image(
+    family: Family,
+    model: &str,
+    bytes: &[u8],
+    mime: &str,
+) -> Result<(), GatewayError> {
+    let refuse = |msg: String| Err(GatewayError::field("image", msg));
+    match family {
+        Family::DallE2 => {
+            if mime != "image/png" {
+                return refuse(format!(
+                    "model {model} edits only PNG images (this one is {mime})"
+                ));
+            }
+            if bytes.len() >= DALL_E_2_MAX_EDIT_BYTES {
+                return refuse(format!(
+                    "must be smaller than 4 MB for model {model} (it is {} bytes)",
+                    bytes.len()
+                ));
+            }
+            match png_dimensions(bytes) {
+                Some((w, h)) if w != h => {
+                    refuse(format!("must be square for model {model} (it is {w}x{h})"))
+                }
+                _ => Ok(()),
+            }
+        }
+        Family::GptImage if !GPT_IMAGE_EDIT_TYPES.contains(&mime) => refuse(format!(
+            "model {model} edits PNG, JPEG or WebP images (this one is {mime})"
+        )),
+        Family::GptImage | Family::DallE3 => Ok(()),
+    }
+}
+
+/// Width and height from a PNG's IHDR chunk (`None` when the header is cut short).
+fn png_dimensions(bytes: &[u8]) -> Option<(u32, u32)> {
+    if bytes.get(12..16)? != b"IHDR" {
+        return None;
+    }
+    let be = |at: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+    };
+    Some((be(16)?, be(20)?))
+}
+
+/// A pass-through field as form text: a JSON string as its value, anything else as its JSON text.
+fn form_value(raw: &RawValue) -> Cow<'_, str> {
+    match serde_json::from_str::<String>(raw.get()) {
+        Ok(s) => Cow::Owned(s),
+        Err(_) => Cow::Borrowed(raw.get()),
+    }
+}
+
+// ---- translation back ------------------------------------------------------------------------
+
+pub fn image_response(
+    provider: &Provider,
+    _req: &ImageRequest<'_>,
+    _headers: &http::HeaderMap,
+    body: &[u8],
+) -> Result<NativeImages, UpstreamError> {
+    let answer: ImagesAnswer = super::parse_answer(provider, body)?;
+    let items = answer.data.unwrap_or_default();
+    if items.is_empty() {
+        return Err(super::bad_answer(provider, "answer holds no images"));
+    }
+    let images = items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let data = match (item.url, item.b64_json) {
+                (_, Some(b64)) if !b64.is_empty() => ImageData::Base64(b64),
+                (Some(url), _) if !url.is_empty() => ImageData::Url(url),
+                _ => {
+                    return Err(super::bad_answer(
+                        provider,
+                        format!("image {i} of the answer has neither url nor b64_json"),
+                    ))
+                }
+            };
+            Ok(NativeImage {
+                data,
+                revised_prompt: item.revised_prompt.filter(|p| !p.is_empty()),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(NativeImages {
+        created: answer.created,
+        images,
+    })
+}
+
+// ---- tests -----------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine;
+    use serde_json::json;
+
+    use super::*;
+    use crate::api::error::UpstreamErrorKind;
+    use crate::providers::{test_support as support, ProviderKind};
+
+    const KEY: &str = "sk-test-openai-000";
+
+    fn target(native: &str) -> Target {
+        let p = support::provider_at("openai", ProviderKind::OpenAi, KEY, "http://127.0.0.1:1/v1");
+        support::target(p, native)
+    }
+
+    fn request<'a>(family: &str, native: &str, body: &'a str) -> ImageRequest<'a> {
+        support::image_request("pub-model", family, target(native), body.as_bytes())
+    }
+
+    fn native(family: &str, native_model: &str, body: &str) -> NativeRequest {
+        let req = request(family, native_model, body);
+        let n = req.n.min(req.caps.per_call_n);
+        image_request(&req.model.targets[0], &req, n).unwrap()
+    }
+
+    fn json_of(n: &NativeRequest) -> serde_json::Value {
+        assert_eq!(n.content_type, "application/json");
+        serde_json::from_slice(&n.body).unwrap()
+    }
+
+    /// A PNG header (signature + IHDR) of the given dimensions, then `extra` filler bytes.
+    fn png(w: u32, h: u32, extra: usize) -> Vec<u8> {
+        let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        b.extend_from_slice(&w.to_be_bytes());
+        b.extend_from_slice(&h.to_be_bytes());
+        b.extend((0..extra).map(|i| (i % 251) as u8));
+        b
+    }
+
+    fn b64(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    fn details(e: GatewayError) -> serde_json::Value {
+        serde_json::from_slice::<serde_json::Value>(&e.body()).unwrap()["details"].clone()
+    }
+
+    #[test]
+    fn dall_e_3_generation_asks_for_the_callers_format() {
+        let n = native(
+            "dall-e-3",
+            "dall-e-3",
+            r#"{"model":"pub-model","prompt":"a fox","aspect_ratio":"9:16","quality":"hd",
+                "response_format":"b64_json","style":"natural","user":"u-1"}"#,
+        );
+        assert_eq!(n.path, "/images/generations");
+        assert_eq!(
+            json_of(&n),
+            json!({"model":"dall-e-3","prompt":"a fox","n":1,"size":"1024x1792","quality":"hd",
+                   "response_format":"b64_json","style":"natural","user":"u-1"})
+        );
+    }
+
+    #[test]
+    fn dall_e_2_generation_uses_the_n_argument() {
+        let req = request(
+            "dall-e-2",
+            "dall-e-2",
+            r#"{"model":"pub-model","prompt":"p","n":7,"size":"256x256"}"#,
+        );
+        let n = image_request(&req.model.targets[0], &req, 3).unwrap();
+        assert_eq!(
+            json_of(&n),
+            json!({"model":"dall-e-2","prompt":"p","n":3,"size":"256x256","response_format":"url"})
+        );
+    }
+
+    #[test]
+    fn gpt_image_generation_never_sends_response_format() {
+        let n = native(
+            "gpt-image",
+            "gpt-image-1",
+            r#"{"model":"pub-model","prompt":"a cat","n":2,"aspect_ratio":"3:2","quality":"high",
+                "response_format":"url","output_format":"jpg","background":"opaque",
+                "output_compression":80,"moderation":"low"}"#,
+        );
+        assert_eq!(n.path, "/images/generations");
+        assert_eq!(
+            json_of(&n),
+            json!({"model":"gpt-image-1","prompt":"a cat","n":2,"size":"1536x1024","quality":"high",
+                   "output_format":"jpeg","background":"opaque","output_compression":80,"moderation":"low"})
+        );
+        // Defaults: the family's size, PNG, no quality or background.
+        let n = native(
+            "gpt-image",
+            "gpt-image-1",
+            r#"{"model":"pub-model","prompt":"p"}"#,
+        );
+        assert_eq!(
+            json_of(&n),
+            json!({"model":"gpt-image-1","prompt":"p","n":1,"size":"1024x1024","output_format":"png"})
+        );
+    }
+
+    /// The parts of a form body, as (headers, value) pairs, split at the boundary in its type.
+    fn form_parts(n: &NativeRequest) -> Vec<(String, Vec<u8>)> {
+        let boundary = n
+            .content_type
+            .strip_prefix("multipart/form-data; boundary=")
+            .unwrap();
+        let body = n.body.as_ref();
+        let delim = format!("--{boundary}");
+        let end = format!("\r\n--{boundary}--\r\n");
+        assert!(body.starts_with(delim.as_bytes()));
+        assert!(body.ends_with(end.as_bytes()));
+        let inner = &body[delim.len() + 2..body.len() - end.len()];
+        let sep = format!("\r\n--{boundary}\r\n");
+        let mut parts = Vec::new();
+        let mut rest = inner;
+        loop {
+            let cut = rest
+                .windows(sep.len())
+                .position(|w| w == sep.as_bytes())
+                .unwrap_or(rest.len());
+            let part = &rest[..cut];
+            let head_end = part.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+            parts.push((
+                String::from_utf8(part[..head_end].to_vec()).unwrap(),
+                part[head_end + 4..].to_vec(),
+            ));
+            if cut == rest.len() {
+                break;
+            }
+            rest = &rest[cut + sep.len()..];
+        }
+        parts
+    }
+
+    fn text_part(name: &str) -> String {
+        format!("Content-Disposition: form-data; name=\"{name}\"")
+    }
+
+    fn file_part(name: &str, file: &str, mime: &str) -> String {
+        format!("Content-Disposition: form-data; name=\"{name}\"; filename=\"{file}\"\r\nContent-Type: {mime}")
+    }
+
+    #[test]
+    fn dall_e_2_edit_is_a_form_with_image_and_mask() {
+        let image = png(512, 512, 100);
+        let mask = png(512, 512, 30);
+        let body = format!(
+            r#"{{"model":"pub-model","prompt":"add a hat","image":"{}","mask":"data:image/png;base64,{}",
+                "n":2,"size":"512x512","response_format":"b64_json","user":"u \"7\""}}"#,
+            b64(&image),
+            b64(&mask)
+        );
+        let n = native("dall-e-2", "dall-e-2", &body);
+        assert_eq!(n.path, "/images/edits");
+        let t = |v: &str| v.as_bytes().to_vec();
+        assert_eq!(
+            form_parts(&n),
+            vec![
+                (file_part("image", "image.png", "image/png"), image),
+                (file_part("mask", "mask.png", "image/png"), mask),
+                (text_part("prompt"), t("add a hat")),
+                (text_part("model"), t("dall-e-2")),
+                (text_part("n"), t("2")),
+                (text_part("size"), t("512x512")),
+                (text_part("response_format"), t("b64_json")),
+                (text_part("user"), t("u \"7\"")),
+            ]
+        );
+    }
+
+    #[test]
+    fn gpt_image_edit_sends_output_format_and_background() {
+        let jpeg = [&[0xFF, 0xD8, 0xFF, 0xE0][..], &[7u8; 64][..]].concat();
+        let body = format!(
+            r#"{{"model":"pub-model","prompt":"p","image":"data:image/jpeg;base64,{}","quality":"low",
+                "output_format":"webp","background":"transparent","size":"auto","input_fidelity":"high",
+                "output_compression":50}}"#,
+            b64(&jpeg)
+        );
+        let n = native("gpt-image", "gpt-image-1", &body);
+        assert_eq!(n.path, "/images/edits");
+        let t = |v: &str| v.as_bytes().to_vec();
+        assert_eq!(
+            form_parts(&n),
+            vec![
+                (file_part("image", "image.jpg", "image/jpeg"), jpeg),
+                (text_part("prompt"), t("p")),
+                (text_part("model"), t("gpt-image-1")),
+                (text_part("n"), t("1")),
+                (text_part("size"), t("auto")),
+                (text_part("quality"), t("low")),
+                (text_part("output_format"), t("webp")),
+                (text_part("background"), t("transparent")),
+                (text_part("input_fidelity"), t("high")),
+                (text_part("output_compression"), t("50")),
+            ]
+        );
+    }
+
+    #[test]
+    fn edits_refuse_what_openai_would() {
+        let build = |family: &str, body: String| {
+            let req = request(family, "m", &body);
+            image_request(&req.model.targets[0], &req, 1).map(|_| ())
+        };
+        let jpeg = b64(&[0xFF, 0xD8, 0xFF, 0xE0, 1, 2, 3]);
+        let gif = b64(b"GIF89a......");
+
+        let e = build(
+            "dall-e-2",
+            format!(r#"{{"model":"pub-model","prompt":"p","image":"{jpeg}"}}"#),
+        )
+        .unwrap_err();
+        assert_eq!(e.status(), 400);
+        assert!(details(e)["image"].as_str().unwrap().contains("only PNG"));
+
+        let e = build(
+            "dall-e-2",
+            format!(
+                r#"{{"model":"pub-model","prompt":"p","image":"{}"}}"#,
+                b64(&png(512, 256, 0))
+            ),
+        )
+        .unwrap_err();
+        assert!(details(e)["image"].as_str().unwrap().contains("512x256"));
+
+        let e = build(
+            "dall-e-2",
+            format!(
+                r#"{{"model":"pub-model","prompt":"p","image":"{}"}}"#,
+                b64(&png(64, 64, DALL_E_2_MAX_EDIT_BYTES))
+            ),
+        )
+        .unwrap_err();
+        assert!(details(e)["image"].as_str().unwrap().contains("4 MB"));
+
+        let e = build(
+            "gpt-image",
+            format!(r#"{{"model":"pub-model","prompt":"p","image":"{gif}"}}"#),
+        )
+        .unwrap_err();
+        assert!(details(e)["image"].as_str().unwrap().contains("image/gif"));
+
+        let e = build(
+            "gpt-image",
+            format!(r#"{{"model":"pub-model","prompt":"p","image":"{jpeg}","mask":"{jpeg}"}}"#),
+        )
+        .unwrap_err();
+        assert!(details(e)["mask"].as_str().unwrap().contains("PNG"));
+
+        // A PNG whose header is cut short is left for OpenAI to judge.
+        assert!(build(
+            "dall-e-2",
+            format!(
+                r#"{{"model":"pub-model","prompt":"p","image":"{}"}}"#,
+                b64(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
+            ),
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn an_undownloaded_url_is_a_gateway_bug() {
+        let req = request(
+            "gpt-image",
+            "gpt-image-1",
+            r#"{"model":"pub-model","prompt":"p","image":"https://img.example/a.png"}"#,
+        );
+        let e = image_request(&req.model.targets[0], &req, 1).unwrap_err();
+        assert!(matches!(e, GatewayError::Internal(_)), "{e:?}");
+    }
+
+    #[test]
+    fn a_foreign_family_is_refused() {
+        let req = request(
+            "cogview",
+            "cogview-4",
+            r#"{"model":"pub-model","prompt":"p"}"#,
+        );
+        let e = image_request(&req.model.targets[0], &req, 1).unwrap_err();
+        assert!(matches!(e, GatewayError::Internal(_)), "{e:?}");
+    }
+
+    fn answer(body: &str) -> Result<NativeImages, UpstreamError> {
+        let req = request(
+            "dall-e-3",
+            "dall-e-3",
+            r#"{"model":"pub-model","prompt":"p"}"#,
+        );
+        let p = req.model.targets[0].provider.clone();
+        image_response(&p, &req, &http::HeaderMap::new(), body.as_bytes())
+    }
+
+    #[test]
+    fn reads_url_and_base64_answers() {
+        let got = answer(
+            r#"{"created":1713833628,"data":[{"url":"https://x.blob.core.windows.net/a.png","revised_prompt":"a red fox"},
+                {"b64_json":"iVBORw0KGgo=","revised_prompt":""}],"usage":{"total_tokens":3}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            NativeImages {
+                created: Some(1713833628),
+                images: vec![
+                    NativeImage {
+                        data: ImageData::Url("https://x.blob.core.windows.net/a.png".into()),
+                        revised_prompt: Some("a red fox".into()),
+                    },
+                    NativeImage::new(ImageData::Base64("iVBORw0KGgo=".into())),
+                ],
+            }
+        );
+        let got = answer(r#"{"data":[{"b64_json":"AAAA"}]}"#).unwrap();
+        assert_eq!(got.created, None);
+    }
+
+    #[test]
+    fn unreadable_answers_are_bad_responses() {
+        for body in [
+            r#"{"created":1,"data":[]}"#,
+            r#"{"created":1}"#,
+            r#"{"created":1,"data":[{"url":"https://a/x.png"},{"revised_prompt":"x"}]}"#,
+            r#"{"data":[{"url":""}]}"#,
+            "not json",
+        ] {
+            let e = answer(body).unwrap_err();
+            assert_eq!(e.kind, UpstreamErrorKind::BadResponse, "{body}");
+        }
+    }
+
+    #[test]
+    fn moderation_errors_are_content_policy() {
+        let p = target("gpt-image-1").provider;
+        for body in [
+            r#"{"error":{"message":"Your request was rejected by the safety system.","type":"image_generation_user_error","param":null,"code":"moderation_blocked"}}"#,
+            r#"{"error":{"message":"Your request was rejected as a result of our safety system.","type":"invalid_request_error","code":"content_policy_violation"}}"#,
+        ] {
+            let e = super::super::openai::error_response(&p, 400, body.as_bytes());
+            assert_eq!(e.kind, UpstreamErrorKind::ContentPolicy, "{body}");
+        }
+        let body = r#"{"error":{"message":"Invalid size","type":"invalid_request_error","param":"size","code":null}}"#;
+        let e = super::super::openai::error_response(&p, 400, body.as_bytes());
+        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+        assert_eq!(e.message, "Invalid size");
+    }
+
+    #[test]
+    fn form_values_unwrap_json_strings() {
+        let raw = |s: &str| RawValue::from_string(s.to_string()).unwrap();
+        assert_eq!(form_value(&raw(r#""a\"b""#)), "a\"b");
+        assert_eq!(form_value(&raw("80")), "80");
+        assert_eq!(form_value(&raw("true")), "true");
+        assert_eq!(form_value(&raw(r#"{"a":1}"#)), r#"{"a":1}"#);
+    }
+}

@@ -1,0 +1,756 @@
+//! Stability AI Stable Image v2beta: `POST /v2beta/stable-image/generate/{ultra|core|sd3}`.
+//!
+//! Stability takes only `multipart/form-data`, even without files, so every field travels as a form
+//! part: the prompt and options as text, a reference image as a file part (the gateway has already
+//! downloaded URL inputs, see [`super::ProviderKind::image_input_as_bytes`]). The target's native
+//! model picks the endpoint: `ultra`, `core`, or any `sd3*` model, which goes to `/sd3` with the
+//! model named in a `model` field and `mode` saying whether an image is edited.
+//!
+//! Stability has no `size`: text-to-image sends the `aspect_ratio` the public size means in the
+//! family table, and image-to-image keeps the input's shape, so a size chosen together with an
+//! image is refused rather than silently ignored. One call makes one image; the gateway fans out
+//! for `n > 1`. `Accept: application/json` makes the answer base64 JSON whose `finish_reason`
+//! reports a filtered result: that image is a blurred placeholder and is never delivered.
+
+use http::header::{ACCEPT, CONTENT_TYPE};
+use http::HeaderValue;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use super::multipart::Form;
+use super::{NativeRequest, Provider};
+use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::api::image_input;
+use crate::api::images::ImageRequest;
+use crate::catalog::Target;
+use crate::images::{ImageData, NativeImage, NativeImages};
+
+// ---- constants -------------------------------------------------------------------------------
+
+const GENERATE_PATH: &str = "/v2beta/stable-image/generate";
+/// The finish reason of a result the safety filter replaced with a blurred image.
+const FILTERED: &str = "CONTENT_FILTERED";
+const SUCCESS: &str = "SUCCESS";
+/// Stability requires `strength` with `image`; the spec's default, should a family ever allow an
+/// image without honouring strength.
+const DEFAULT_STRENGTH: f64 = 0.5;
+
+/// The generate endpoint a native model is served by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    Ultra,
+    Core,
+    /// SD3 / SD3.5 models, named in the form's `model` field.
+    Sd3,
+}
+
+impl Endpoint {
+    fn of(native_model: &str) -> Option<Endpoint> {
+        match native_model {
+            "ultra" => Some(Endpoint::Ultra),
+            "core" => Some(Endpoint::Core),
+            m if m.starts_with("sd3") => Some(Endpoint::Sd3),
+            _ => None,
+        }
+    }
+
+    fn path(self) -> String {
+        let name = match self {
+            Endpoint::Ultra => "ultra",
+            Endpoint::Core => "core",
+            Endpoint::Sd3 => "sd3",
+        };
+        format!("{GENERATE_PATH}/{name}")
+    }
+}
+
+// ---- wire types ------------------------------------------------------------------------------
+
+/// The JSON answer (`Accept: application/json`).
+#[derive(Deserialize)]
+struct Answer {
+    #[serde(default)]
+    image: Option<String>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+/// `{"id": …, "name": "bad_request", "errors": ["…"]}`.
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    errors: Vec<Value>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+impl ErrorBody {
+    /// The human text: the `errors` list joined, else `message`, else the error's name.
+    fn text(&self) -> Option<String> {
+        let joined = self
+            .errors
+            .iter()
+            .map(|e| match e {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .filter(|s| !s.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("; ");
+        [Some(joined), self.message.clone(), Some(self.name.clone())]
+            .into_iter()
+            .flatten()
+            .find(|s| !s.trim().is_empty())
+    }
+}
+
+// ---- translation to native -------------------------------------------------------------------
+
+pub fn image_request(
+    target: &Target,
+    req: &ImageRequest<'_>,
+    n: u64,
+) -> Result<NativeRequest, GatewayError> {
+    // The families' `per_call_n` is 1, so the gateway never asks one call for more.
+    if n != 1 {
+        return Err(GatewayError::Internal(format!(
+            "stability makes one image per call, asked for {n}"
+        )));
+    }
+    let endpoint = Endpoint::of(&target.native_model).ok_or_else(|| {
+        GatewayError::Internal(format!(
+            "stability native model `{}` is none of ultra, core, sd3*",
+            target.native_model
+        ))
+    })?;
+    let image = match &req.image {
+        None => None,
+        Some(input) => Some(input.bytes().ok_or_else(|| {
+            GatewayError::Internal("stability reference image was not downloaded".into())
+        })?),
+    };
+    if image.is_some() {
+        // A config pairing `core` with an image-capable family: Core has no image-to-image.
+        if endpoint == Endpoint::Core {
+            return Err(GatewayError::field(
+                "image",
+                format!("model {} does not support image", req.model.name),
+            ));
+        }
+        if req.size_given {
+            return Err(GatewayError::field(
+                "size",
+                "cannot be chosen together with `image`: the result keeps the reference image's \
+                 aspect ratio; omit size and aspect_ratio",
+            ));
+        }
+    }
+    let aspect_ratio = match image {
+        Some(_) => None,
+        None => Some(req.aspect_ratio().ok_or_else(|| {
+            GatewayError::Internal(format!(
+                "size {} has no aspect ratio in the family table",
+                req.size
+            ))
+        })?),
+    };
+    let strength = image.map(|_| req.strength.unwrap_or(DEFAULT_STRENGTH).to_string());
+    let filename = image.map(|(_, mime)| format!("image.{}", image_input::extension(mime)));
+    let extra: Vec<(&str, String)> = req
+        .passthrough
+        .iter()
+        .map(|(k, v)| (k.as_str(), form_value(v)))
+        .collect();
+
+    let mut form = Form::new();
+    form.text("prompt", req.prompt.as_str());
+    if let Some(np) = &req.negative_prompt {
+        form.text("negative_prompt", np.as_str());
+    }
+    if endpoint == Endpoint::Sd3 {
+        form.text("model", &target.native_model).text(
+            "mode",
+            if image.is_some() {
+                "image-to-image"
+            } else {
+                "text-to-image"
+            },
+        );
+    }
+    if let Some(ratio) = aspect_ratio {
+        form.text("aspect_ratio", ratio);
+    }
+    if let (Some((bytes, mime)), Some(name), Some(strength)) = (image, &filename, &strength) {
+        form.file("image", name, mime, bytes)
+            .text("strength", strength);
+    }
+    if let Some(style) = req.style_preset {
+        form.text("style_preset", style);
+    }
+    form.text("output_format", output_format(req.output_format));
+    for (k, v) in &extra {
+        form.text(k, v);
+    }
+    let mut native = NativeRequest::post_form(endpoint.path(), &form);
+    native
+        .headers
+        .push((ACCEPT, HeaderValue::from_static("application/json")));
+    Ok(native)
+}
+
+/// The native `output_format` for a public one.
+fn output_format(public: &str) -> &'static str {
+    match public {
+        "jpg" => "jpeg",
+        "webp" => "webp",
+        _ => "png",
+    }
+}
+
+/// A pass-through JSON value as form text: a string unquoted, anything else as its JSON text.
+fn form_value(raw: &RawValue) -> String {
+    serde_json::from_str::<String>(raw.get()).unwrap_or_else(|_| raw.get().trim().to_string())
+}
+
+// ---- translation back ------------------------------------------------------------------------
+
+pub fn image_response(
+    provider: &Provider,
+    _req: &ImageRequest<'_>,
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> Result<NativeImages, UpstreamError> {
+    let one = |data| NativeImages {
+        created: None,
+        images: vec![NativeImage::new(data)],
+    };
+    // Stability answers raw bytes (finish reason in a header) when `Accept` is not honoured.
+    let is_image = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.trim_start().to_ascii_lowercase().starts_with("image/"));
+    if is_image {
+        let reason = headers.get("finish-reason").and_then(|v| v.to_str().ok());
+        check_finish(provider, reason)?;
+        if body.is_empty() {
+            return Err(super::bad_answer(provider, "answer has no image"));
+        }
+        return Ok(one(ImageData::Bytes(bytes::Bytes::copy_from_slice(body))));
+    }
+    let answer: Answer = super::parse_answer(provider, body)?;
+    check_finish(provider, answer.finish_reason.as_deref())?;
+    let image = answer
+        .image
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| super::bad_answer(provider, "answer has no image"))?;
+    Ok(one(ImageData::Base64(image)))
+}
+
+/// A filtered result is a content-policy refusal; any reason besides success is a failure.
+fn check_finish(provider: &Provider, reason: Option<&str>) -> Result<(), UpstreamError> {
+    match reason {
+        None | Some(SUCCESS) => Ok(()),
+        Some(FILTERED) => Err(UpstreamError::new(
+            UpstreamErrorKind::ContentPolicy,
+            &provider.name,
+            "the generated image was blocked by the provider's content filter",
+        )),
+        Some(other) => Err(UpstreamError::new(
+            UpstreamErrorKind::Failure,
+            &provider.name,
+            format!("generation finished with {}", provider.redact(other)),
+        )),
+    }
+}
+
+// ---- error mapping ---------------------------------------------------------------------------
+
+pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+    let parsed = serde_json::from_slice::<ErrorBody>(body).ok();
+    let message = parsed
+        .as_ref()
+        .and_then(ErrorBody::text)
+        .map(|m| provider.redact(&m))
+        .unwrap_or_else(|| format!("HTTP {status}"));
+    let mut err = UpstreamError::from_status(&provider.name, status, message);
+    // Moderation comes as a 403, which would otherwise read as the gateway's key being refused.
+    if parsed.is_some_and(|e| e.name == "content_moderation") {
+        err.kind = UpstreamErrorKind::ContentPolicy;
+    }
+    err
+}
+
+// ---- tests -----------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::{test_support as support, ProviderKind};
+    use base64::Engine;
+
+    const KEY: &str = "sk-stability-secret-1234";
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01";
+
+    /// One part of a multipart body.
+    #[derive(Debug)]
+    struct Part {
+        name: String,
+        filename: Option<String>,
+        content_type: Option<String>,
+        data: Vec<u8>,
+    }
+
+    /// A minimal RFC 7578 reader for the bodies this adapter writes.
+    fn parts(n: &NativeRequest) -> Vec<Part> {
+        let boundary = n
+            .content_type
+            .strip_prefix("multipart/form-data; boundary=")
+            .expect("multipart content type");
+        let delim = format!("--{boundary}");
+        let body = n.body.as_ref();
+        let mut out = Vec::new();
+        let mut pos = find(body, delim.as_bytes(), 0).expect("first boundary");
+        loop {
+            pos += delim.len();
+            if body[pos..].starts_with(b"--") {
+                break;
+            }
+            pos += 2; // CRLF after the boundary
+            let head_end = find(body, b"\r\n\r\n", pos).expect("part headers");
+            let head = std::str::from_utf8(&body[pos..head_end]).unwrap();
+            let next = find(body, format!("\r\n{delim}").as_bytes(), head_end).expect("part end");
+            let mut lines = head.split("\r\n");
+            let disposition = lines.next().unwrap();
+            let attr = |key: &str| {
+                let pat = format!(" {key}=\"");
+                let start = disposition.find(&pat)? + pat.len();
+                let end = disposition[start..].find('"')? + start;
+                Some(disposition[start..end].to_string())
+            };
+            let name = attr("name").expect("part name");
+            let filename = attr("filename");
+            let content_type = lines
+                .find_map(|l| l.strip_prefix("Content-Type: "))
+                .map(str::to_string);
+            out.push(Part {
+                name,
+                filename,
+                content_type,
+                data: body[head_end + 4..next].to_vec(),
+            });
+            pos = next + 2;
+        }
+        out
+    }
+
+    fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
+        hay[from..]
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .map(|p| p + from)
+    }
+
+    /// Text parts as (name, value) pairs, in order.
+    fn texts(n: &NativeRequest) -> Vec<(String, String)> {
+        parts(n)
+            .into_iter()
+            .filter(|p| p.filename.is_none())
+            .map(|p| (p.name, String::from_utf8(p.data).unwrap()))
+            .collect()
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn provider() -> std::sync::Arc<Provider> {
+        support::provider_at(
+            "stability",
+            ProviderKind::Stability,
+            KEY,
+            "https://api.stability.ai",
+        )
+    }
+
+    fn target(native: &str) -> Target {
+        support::target(provider(), native)
+    }
+
+    /// The family each test model belongs to.
+    fn family(native: &str) -> &'static str {
+        match native {
+            "ultra" => "stable-image",
+            "core" => "stable-image-core",
+            _ => "stability-sd3",
+        }
+    }
+
+    fn native(native_model: &str, body: &str) -> NativeRequest {
+        let req = support::image_request(
+            "m",
+            family(native_model),
+            target(native_model),
+            body.as_bytes(),
+        );
+        image_request(&target(native_model), &req, 1).unwrap()
+    }
+
+    fn refused(native_model: &str, body: &str) -> GatewayError {
+        let req = support::image_request(
+            "m",
+            family(native_model),
+            target(native_model),
+            body.as_bytes(),
+        );
+        image_request(&target(native_model), &req, 1).unwrap_err()
+    }
+
+    fn b64(bytes: &[u8]) -> String {
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    #[test]
+    fn ultra_text_to_image_is_a_form_with_every_field() {
+        let n = native(
+            "ultra",
+            r#"{"model":"m","prompt":"a \"fox\"\nin snow","negative_prompt":"blur","size":"1344x768","style_preset":"anime","output_format":"jpg","n":3,"seed":42}"#,
+        );
+        assert_eq!(n.path, "/v2beta/stable-image/generate/ultra");
+        assert_eq!(n.method, http::Method::POST);
+        assert!(n.content_type.starts_with("multipart/form-data; boundary="));
+        assert_eq!(
+            n.headers,
+            vec![(ACCEPT, HeaderValue::from_static("application/json"))]
+        );
+        assert_eq!(
+            texts(&n),
+            pairs(&[
+                ("prompt", "a \"fox\"\nin snow"),
+                ("negative_prompt", "blur"),
+                ("aspect_ratio", "16:9"),
+                ("style_preset", "anime"),
+                ("output_format", "jpeg"),
+                ("seed", "42"),
+            ])
+        );
+        assert!(parts(&n).iter().all(|p| p.filename.is_none()));
+    }
+
+    #[test]
+    fn defaults_are_explicit_and_aspect_ratio_is_taken_as_given() {
+        let n = native("core", r#"{"model":"m","prompt":"p"}"#);
+        assert_eq!(n.path, "/v2beta/stable-image/generate/core");
+        assert_eq!(
+            texts(&n),
+            pairs(&[
+                ("prompt", "p"),
+                ("aspect_ratio", "1:1"),
+                ("output_format", "png")
+            ])
+        );
+        let n = native(
+            "core",
+            r#"{"model":"m","prompt":"p","aspect_ratio":"9:21","output_format":"webp"}"#,
+        );
+        assert_eq!(
+            texts(&n),
+            pairs(&[
+                ("prompt", "p"),
+                ("aspect_ratio", "9:21"),
+                ("output_format", "webp")
+            ])
+        );
+    }
+
+    #[test]
+    fn sd3_names_its_model_and_mode() {
+        let n = native(
+            "sd3.5-large-turbo",
+            r#"{"model":"m","prompt":"p","aspect_ratio":"2:3","cfg_scale":4.5,"seed":"7"}"#,
+        );
+        assert_eq!(n.path, "/v2beta/stable-image/generate/sd3");
+        assert_eq!(
+            texts(&n),
+            pairs(&[
+                ("prompt", "p"),
+                ("model", "sd3.5-large-turbo"),
+                ("mode", "text-to-image"),
+                ("aspect_ratio", "2:3"),
+                ("output_format", "png"),
+                ("cfg_scale", "4.5"),
+                ("seed", "7"),
+            ])
+        );
+    }
+
+    #[test]
+    fn image_to_image_sends_the_file_and_strength_without_aspect_ratio() {
+        let body = format!(
+            r#"{{"model":"m","prompt":"p","image":"{}","strength":0.25}}"#,
+            b64(PNG)
+        );
+        let n = native("sd3.5-medium", &body);
+        let all = parts(&n);
+        let file = all.iter().find(|p| p.name == "image").unwrap();
+        assert_eq!(file.filename.as_deref(), Some("image.png"));
+        assert_eq!(file.content_type.as_deref(), Some("image/png"));
+        assert_eq!(file.data, PNG);
+        assert_eq!(
+            texts(&n),
+            pairs(&[
+                ("prompt", "p"),
+                ("model", "sd3.5-medium"),
+                ("mode", "image-to-image"),
+                ("strength", "0.25"),
+                ("output_format", "png"),
+            ])
+        );
+
+        // Ultra with the spec's default strength; a JPEG keeps its type and extension.
+        let jpeg = [0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10, b'J', b'F', b'I', b'F'];
+        let body = format!(
+            r#"{{"model":"m","prompt":"p","image":"data:image/jpeg;base64,{}"}}"#,
+            b64(&jpeg)
+        );
+        let n = native("ultra", &body);
+        let file = parts(&n).into_iter().find(|p| p.name == "image").unwrap();
+        assert_eq!(
+            (file.filename.as_deref(), file.content_type.as_deref()),
+            (Some("image.jpg"), Some("image/jpeg"))
+        );
+        assert_eq!(file.data, jpeg);
+        assert_eq!(
+            texts(&n),
+            pairs(&[
+                ("prompt", "p"),
+                ("strength", "0.5"),
+                ("output_format", "png")
+            ])
+        );
+    }
+
+    #[test]
+    fn refuses_what_stability_cannot_do() {
+        let image = b64(PNG);
+        for field in ["size\":\"1024x1024", "aspect_ratio\":\"1:1"] {
+            let e = refused(
+                "ultra",
+                &format!(r#"{{"model":"m","prompt":"p","image":"{image}","{field}"}}"#),
+            );
+            assert_eq!(e.status(), 400);
+            let details: Value = serde_json::from_slice(&e.body()).unwrap();
+            assert!(details["details"]["size"]
+                .as_str()
+                .unwrap()
+                .contains("reference image"));
+        }
+
+        // Core cannot edit: refused by validation for its family, and by the adapter when a
+        // config pairs it with an image-capable family.
+        let body = format!(r#"{{"model":"m","prompt":"p","image":"{image}"}}"#);
+        let details =
+            support::image_refusal("m", "stable-image-core", target("core"), body.as_bytes());
+        assert!(details["image"].is_string(), "{details}");
+        let req = support::image_request("m", "stable-image", target("core"), body.as_bytes());
+        let e = image_request(&target("core"), &req, 1).unwrap_err();
+        assert_eq!(e.status(), 400);
+
+        // SD3 makes no WebP; every family refuses watermark, quality and masks.
+        let refusal = |family: &str, body: &str| {
+            support::image_refusal("m", family, target("sd3.5-large"), body.as_bytes())
+        };
+        assert!(refusal(
+            "stability-sd3",
+            r#"{"model":"m","prompt":"p","output_format":"webp"}"#
+        )["output_format"]
+            .is_string());
+        for (family, field, value) in [
+            ("stable-image", "watermark", "true"),
+            ("stable-image", "quality", "\"hd\""),
+            ("stable-image-core", "style_preset", "\"vivid\""),
+            ("stability-sd3", "size", "\"1792x1024\""),
+        ] {
+            let body = format!(r#"{{"model":"m","prompt":"p","{field}":{value}}}"#);
+            assert!(
+                refusal(family, &body)[field].is_string(),
+                "{family} {field}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_native_models_and_fetched_urls_are_internal_errors() {
+        let req = support::image_request(
+            "m",
+            "stable-image",
+            target("ultra"),
+            br#"{"model":"m","prompt":"p"}"#,
+        );
+        assert!(matches!(
+            image_request(&target("sdxl-1.0"), &req, 1),
+            Err(GatewayError::Internal(_))
+        ));
+        assert!(matches!(
+            image_request(&target("ultra"), &req, 2),
+            Err(GatewayError::Internal(_))
+        ));
+        let req = support::image_request(
+            "m",
+            "stable-image",
+            target("ultra"),
+            br#"{"model":"m","prompt":"p","image":"https://img.example/a.png"}"#,
+        );
+        assert!(matches!(
+            image_request(&target("ultra"), &req, 1),
+            Err(GatewayError::Internal(_))
+        ));
+    }
+
+    fn answer(headers: &http::HeaderMap, body: &[u8]) -> Result<NativeImages, UpstreamError> {
+        let req = support::image_request(
+            "m",
+            "stable-image",
+            target("ultra"),
+            br#"{"model":"m","prompt":"p"}"#,
+        );
+        image_response(&provider(), &req, headers, body)
+    }
+
+    fn json_headers() -> http::HeaderMap {
+        let mut h = http::HeaderMap::new();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        h
+    }
+
+    #[test]
+    fn reads_the_json_answer() {
+        let got = answer(
+            &json_headers(),
+            br#"{"image":"iVBORw0KGgo=","finish_reason":"SUCCESS","seed":123}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            NativeImages {
+                created: None,
+                images: vec![NativeImage::new(ImageData::Base64("iVBORw0KGgo=".into()))],
+            }
+        );
+    }
+
+    #[test]
+    fn filtered_missing_and_odd_answers_are_errors() {
+        let e = answer(
+            &json_headers(),
+            br#"{"image":"Ymx1cnJlZA==","finish_reason":"CONTENT_FILTERED","seed":1}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::ContentPolicy);
+        assert!(!e.retryable());
+
+        for body in [
+            &br#"{"finish_reason":"SUCCESS"}"#[..],
+            br#"{"image":"","finish_reason":"SUCCESS"}"#,
+            b"not json",
+        ] {
+            let e = answer(&json_headers(), body).unwrap_err();
+            assert_eq!(e.kind, UpstreamErrorKind::BadResponse);
+        }
+
+        let e = answer(
+            &json_headers(),
+            br#"{"image":"eA==","finish_reason":"ERROR"}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+    }
+
+    #[test]
+    fn reads_a_raw_image_answer() {
+        let mut h = http::HeaderMap::new();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("image/png"));
+        h.insert("finish-reason", HeaderValue::from_static("SUCCESS"));
+        let got = answer(&h, PNG).unwrap();
+        assert_eq!(
+            got.images[0].data,
+            ImageData::Bytes(bytes::Bytes::from_static(PNG))
+        );
+        h.insert(
+            "finish-reason",
+            HeaderValue::from_static("CONTENT_FILTERED"),
+        );
+        assert_eq!(
+            answer(&h, PNG).unwrap_err().kind,
+            UpstreamErrorKind::ContentPolicy
+        );
+    }
+
+    #[test]
+    fn maps_errors() {
+        let p = provider();
+        let err = |status: u16, name: &str, errors: &str| {
+            let body = format!(r#"{{"id":"abc123","name":"{name}","errors":{errors}}}"#);
+            error_response(&p, status, body.as_bytes())
+        };
+
+        let e = err(
+            403,
+            "content_moderation",
+            r#"["Your request was flagged by our content moderation system."]"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::ContentPolicy);
+        assert_eq!(
+            e.message,
+            "Your request was flagged by our content moderation system."
+        );
+
+        let e = err(
+            400,
+            "bad_request",
+            r#"["prompt: is required","aspect_ratio: must be one of 16:9, 1:1"]"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+        assert_eq!(
+            e.message,
+            "prompt: is required; aspect_ratio: must be one of 16:9, 1:1"
+        );
+        for (status, name, kind) in [
+            (
+                422,
+                "invalid_sdxl_v1_dimensions",
+                UpstreamErrorKind::InvalidRequest,
+            ),
+            (413, "payload_too_large", UpstreamErrorKind::InvalidRequest),
+            (401, "unauthorized", UpstreamErrorKind::AuthRejected),
+            (402, "payment_required", UpstreamErrorKind::Failure),
+            (429, "rate_limit_exceeded", UpstreamErrorKind::RateLimited),
+            (500, "internal_error", UpstreamErrorKind::Failure),
+            (503, "service_unavailable", UpstreamErrorKind::Failure),
+        ] {
+            let e = err(status, name, r#"["nope"]"#);
+            assert_eq!(e.kind, kind, "{status} {name}");
+            assert_eq!(e.status, Some(status));
+            assert_eq!(e.message, "nope");
+        }
+        assert!(!err(402, "payment_required", "[]").retryable());
+        assert!(err(429, "rate_limit_exceeded", "[]").retryable());
+
+        let e = err(401, "unauthorized", &format!(r#"["bad key {KEY}"]"#));
+        assert_eq!(e.message, "bad key [redacted]");
+
+        // No errors list: the name, then a bare status.
+        assert_eq!(err(400, "bad_request", "[]").message, "bad_request");
+        let e = error_response(&p, 502, b"<html>Bad Gateway</html>");
+        assert_eq!(
+            (e.kind, e.message.as_str()),
+            (UpstreamErrorKind::Failure, "HTTP 502")
+        );
+        let e = error_response(&p, 400, br#"{"message":"old style"}"#);
+        assert_eq!(e.message, "old style");
+    }
+}
