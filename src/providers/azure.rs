@@ -331,8 +331,8 @@ mod tests {
     fn filter_verdicts_beside_images_are_ignored() {
         let got = answer(
             r#"{"created":1700000000,"data":[{"url":"https://dalleprod.blob.core.windows.net/x.png","revised_prompt":"a fox",
-                "content_filter_results":{"hate":{"filtered":false,"severity":"safe"},"violence":{"filtered":false,"severity":"low"}},
-                "prompt_filter_results":{"jailbreak":{"filtered":false,"detected":false}}}]}"#,
+                "content_filter_results":{"hate":{"filtered":false,"severity":"safe"},"violence":{"filtered":false,"severity":"low"}}}],
+                "prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"jailbreak":{"filtered":false,"detected":false}}}]}"#,
         )
         .unwrap();
         assert_eq!(got.created, Some(1700000000));
