@@ -22,7 +22,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion};
+use switchyard::api::images::{ImageItem, ImageResult};
 use switchyard::api::{images, rerank};
+use switchyard::images::{ImageData, NativeImages};
 use switchyard::catalog::{Catalog, Target};
 use switchyard::providers;
 
@@ -109,19 +111,42 @@ fn rerank_10(c: &mut Criterion) {
     bench_rerank(c, 10);
 }
 
+/// The public result for URL answers asked as `url` (the delivery step passes them through).
+fn public(native: NativeImages) -> ImageResult {
+    let data = native
+        .images
+        .into_iter()
+        .map(|i| match i.data {
+            ImageData::Url(url) => ImageItem {
+                url: Some(url),
+                b64_json: None,
+                revised_prompt: i.revised_prompt,
+            },
+            other => panic!("the workload answers with URLs, not {other:?}"),
+        })
+        .collect();
+    ImageResult {
+        created: native.created.unwrap_or(0),
+        data,
+        task_id: uuid::Uuid::new_v4().to_string(),
+        task_status: "succeed",
+    }
+}
+
 fn image(c: &mut Criterion) {
     let f = Fixture::new();
     let (_, body) = workload::Workload::Image.public();
     let body = body.into_bytes();
     let answer = workload::IMAGE_ANSWER.as_bytes();
     let target = f.target("dall-e-3");
+    let headers = http::HeaderMap::new();
     let mut g = c.benchmark_group("image");
     g.bench_function("end_to_end", |b| {
         b.iter(|| {
             let req = images::parse(black_box(&body), f.catalog(), 5).unwrap();
-            let native = providers::image_request(target, &req).unwrap();
-            let result = providers::image_response(target, &req, black_box(answer)).unwrap();
-            (native, serde_json::to_vec(&result).unwrap())
+            let native = providers::image_request(target, &req, req.n).unwrap();
+            let images = providers::image_response(target, &req, &headers, black_box(answer));
+            (native, serde_json::to_vec(&public(images.unwrap())).unwrap())
         })
     });
     g.bench_function("validate", |b| {
@@ -129,12 +154,12 @@ fn image(c: &mut Criterion) {
     });
     let req = images::parse(&body, f.catalog(), 5).unwrap();
     g.bench_function("translate_request", |b| {
-        b.iter(|| providers::image_request(target, black_box(&req)).unwrap())
+        b.iter(|| providers::image_request(target, black_box(&req), 1).unwrap())
     });
     g.bench_function("translate_answer", |b| {
         b.iter(|| {
-            let r = providers::image_response(target, &req, black_box(answer)).unwrap();
-            serde_json::to_vec(&r).unwrap()
+            let r = providers::image_response(target, &req, &headers, black_box(answer)).unwrap();
+            serde_json::to_vec(&public(r)).unwrap()
         })
     });
     g.finish();

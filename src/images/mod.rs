@@ -8,6 +8,7 @@
 //! `GET /api/v1/files/{id}`.
 
 pub mod deliver;
+pub mod redis_store;
 pub mod store;
 
 use bytes::Bytes;

@@ -142,18 +142,17 @@ pub(crate) fn build(
 /// Which family `req`'s model belongs to (the catalog's statics are compared by address, so a
 /// family is recognised whatever the public model is called).
 fn family_of(req: &ImageRequest<'_>) -> Result<Family, GatewayError> {
-    FAMILIES
-        .iter()
-        .find(|(name, _)| {
-            matches!(crate::catalog::family(name), Some(Caps::Images(c)) if std::ptr::eq::<ImageCaps>(c, req.caps))
-        })
-        .map(|(_, f)| *f)
-        .ok_or_else(|| {
-            GatewayError::Internal(format!(
-                "model {} is configured with an image family OpenAI does not serve",
-                req.model.name
-            ))
-        })
+    for (name, family) in FAMILIES {
+        if let Some(Caps::Images(caps)) = crate::catalog::family(name) {
+            if std::ptr::eq::<ImageCaps>(caps, req.caps) {
+                return Ok(*family);
+            }
+        }
+    }
+    Err(GatewayError::Internal(format!(
+        "model {} is configured with an image family OpenAI does not serve",
+        req.model.name
+    )))
 }
 
 fn formats(family: Family, req: &ImageRequest<'_>) -> Formats {
@@ -323,6 +322,7 @@ pub fn image_response(
     if items.is_empty() {
         return Err(super::bad_answer(provider, "answer holds no images"));
     }
+    let count = items.len();
     let images = items
         .into_iter()
         .enumerate()
@@ -333,7 +333,7 @@ pub fn image_response(
                 _ => {
                     return Err(super::bad_answer(
                         provider,
-                        format!("image {i} of the answer has neither url nor b64_json"),
+                        format!("image {} of {count} has neither url nor b64_json", i + 1),
                     ))
                 }
             };

@@ -433,7 +433,7 @@ fn rejected_fields(case: &ImageCase) {
             Some((outer, inner)) => extra[outer] = json!({ inner: value }),
             None => extra[*field] = value.clone(),
         }
-        refused(&generate(&gw, case, extra), field, &format!("{field}"));
+        refused(&generate(&gw, case, extra), field, field);
     }
     assert!(
         fake.requests().is_empty(),
