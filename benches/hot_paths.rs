@@ -24,8 +24,8 @@ use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion};
 use switchyard::api::images::{ImageItem, ImageResult};
 use switchyard::api::{images, rerank};
-use switchyard::images::{ImageData, NativeImages};
 use switchyard::catalog::{Catalog, Target};
+use switchyard::images::{ImageData, NativeImages};
 use switchyard::providers;
 
 const CONFIG: &str = r#"
@@ -146,7 +146,10 @@ fn image(c: &mut Criterion) {
             let req = images::parse(black_box(&body), f.catalog(), 5).unwrap();
             let native = providers::image_request(target, &req, req.n).unwrap();
             let images = providers::image_response(target, &req, &headers, black_box(answer));
-            (native, serde_json::to_vec(&public(images.unwrap())).unwrap())
+            (
+                native,
+                serde_json::to_vec(&public(images.unwrap())).unwrap(),
+            )
         })
     });
     g.bench_function("validate", |b| {

@@ -84,7 +84,13 @@ pub struct ImageCaps {
 const DALL_E_3_SIZES: &[&str] = &["1024x1024", "1792x1024", "1024x1792"];
 /// Family B of the spec's size table (Zhipu CogView's recommended sizes).
 const COGVIEW_SIZES: &[&str] = &[
-    "1024x1024", "768x1344", "864x1152", "1344x768", "1152x864", "1440x720", "720x1440",
+    "1024x1024",
+    "768x1344",
+    "864x1152",
+    "1344x768",
+    "1152x864",
+    "1440x720",
+    "720x1440",
 ];
 
 /// Every field off; families spell out what they support on top of this.
@@ -181,7 +187,13 @@ static COGVIEW: ImageCaps = ImageCaps {
 /// quality.
 static GLM_IMAGE: ImageCaps = ImageCaps {
     sizes: &[
-        "1280x1280", "1568x1056", "1056x1568", "1472x1088", "1088x1472", "1728x960", "960x1728",
+        "1280x1280",
+        "1568x1056",
+        "1056x1568",
+        "1472x1088",
+        "1088x1472",
+        "1728x960",
+        "960x1728",
     ],
     default_size: "1280x1280",
     aspect_ratios: &[
@@ -232,8 +244,17 @@ const ARK_IMAGE_BASE: ImageCaps = ImageCaps {
 /// SeedEdit only).
 static SEEDREAM: ImageCaps = ImageCaps {
     sizes: &[
-        "1K", "2K", "4K", "2048x2048", "2304x1728", "1728x2304", "2560x1440", "1440x2560",
-        "2496x1664", "1664x2496", "3024x1296",
+        "1K",
+        "2K",
+        "4K",
+        "2048x2048",
+        "2304x1728",
+        "1728x2304",
+        "2560x1440",
+        "1440x2560",
+        "2496x1664",
+        "1664x2496",
+        "3024x1296",
     ],
     default_size: "2048x2048",
     aspect_ratios: SEEDREAM_2K_SIZES,
@@ -250,8 +271,16 @@ static SEEDREAM: ImageCaps = ImageCaps {
 /// exists only from 5.0), web search `tools`, and layer decomposition (5.0 pro).
 static SEEDREAM_5: ImageCaps = ImageCaps {
     sizes: &[
-        "2K", "3K", "2048x2048", "2304x1728", "1728x2304", "2560x1440", "1440x2560", "2496x1664",
-        "1664x2496", "3024x1296",
+        "2K",
+        "3K",
+        "2048x2048",
+        "2304x1728",
+        "1728x2304",
+        "2560x1440",
+        "1440x2560",
+        "2496x1664",
+        "1664x2496",
+        "3024x1296",
     ],
     default_size: "2048x2048",
     aspect_ratios: SEEDREAM_2K_SIZES,
@@ -270,7 +299,13 @@ static SEEDREAM_5: ImageCaps = ImageCaps {
 /// list), `seed` and `guidance_scale`, no reference image.
 static SEEDREAM_3: ImageCaps = ImageCaps {
     sizes: &[
-        "1024x1024", "864x1152", "1152x864", "1280x720", "720x1280", "832x1248", "1248x832",
+        "1024x1024",
+        "864x1152",
+        "1152x864",
+        "1280x720",
+        "720x1280",
+        "832x1248",
+        "1248x832",
         "1512x648",
     ],
     default_size: "1024x1024",
@@ -305,8 +340,15 @@ static SEEDEDIT: ImageCaps = ImageCaps {
 /// the exact pixels each model renders are not documented, Core reportedly ~1.5 MP): the gateway
 /// maps a `size` back to its ratio and sends only that.
 const STABILITY_SIZES: &[&str] = &[
-    "1024x1024", "1344x768", "1536x640", "832x1216", "1216x832", "896x1088", "1088x896",
-    "768x1344", "640x1536",
+    "1024x1024",
+    "1344x768",
+    "1536x640",
+    "832x1216",
+    "1216x832",
+    "896x1088",
+    "1088x896",
+    "768x1344",
+    "640x1536",
 ];
 const STABILITY_RATIOS: &[(&str, &str)] = &[
     ("1:1", "1024x1024"),
@@ -389,7 +431,13 @@ static KOLORS: ImageCaps = ImageCaps {
 /// SiliconFlow Qwen-Image.
 static QWEN_IMAGE: ImageCaps = ImageCaps {
     sizes: &[
-        "1328x1328", "1664x928", "928x1664", "1472x1140", "1140x1472", "1584x1056", "1056x1584",
+        "1328x1328",
+        "1664x928",
+        "928x1664",
+        "1472x1140",
+        "1140x1472",
+        "1584x1056",
+        "1056x1584",
     ],
     default_size: "1328x1328",
     aspect_ratios: &[

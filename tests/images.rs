@@ -150,10 +150,8 @@ fn a_large_body_is_sent_whole() {
 /// The standard test config with the SSRF guard on (the default for a real deployment).
 fn guarded(fake: &FakeProvider) -> TestGateway {
     TestGateway::start_with(|ports| {
-        support::config(&fake.base_url(), ports).replace(
-            "allow_private_urls: true",
-            "allow_private_urls: false",
-        )
+        support::config(&fake.base_url(), ports)
+            .replace("allow_private_urls: true", "allow_private_urls: false")
     })
 }
 
@@ -183,15 +181,25 @@ fn reference_urls_to_loopback_are_refused_without_a_connection() {
             }
             let resp = post(&gw, "/api/v1/images/generations", &body);
             assert_eq!(resp.status, 400, "{url} via {model}: {}", resp.text());
-            let details = resp.json()["details"][field].as_str().unwrap_or("").to_string();
+            let details = resp.json()["details"][field]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
             assert!(
                 details.contains("refused") && details.contains("loopback"),
                 "{url}: {details}"
             );
         }
     }
-    assert_eq!(internal.connections(), 0, "the guard let a connection through");
-    assert!(provider.requests().is_empty(), "a refused request reached the provider");
+    assert_eq!(
+        internal.connections(),
+        0,
+        "the guard let a connection through"
+    );
+    assert!(
+        provider.requests().is_empty(),
+        "a refused request reached the provider"
+    );
 }
 
 #[test]
@@ -207,8 +215,7 @@ fn reference_url_download_failures_are_the_callers_400() {
             "not a PNG",
         ),
         (
-            Reply::bytes(302, "text/plain", Vec::new())
-                .with_header("location", "/moved.png"),
+            Reply::bytes(302, "text/plain", Vec::new()).with_header("location", "/moved.png"),
             "",
         ),
     ];
@@ -216,7 +223,11 @@ fn reference_url_download_failures_are_the_callers_400() {
     for (reply, expect) in cases {
         host.push(reply);
         if expect.is_empty() {
-            host.push(Reply::bytes(200, "image/png", image_conformance::png(80, 2)));
+            host.push(Reply::bytes(
+                200,
+                "image/png",
+                image_conformance::png(80, 2),
+            ));
             provider.push(Reply::json(200, json!({"image": image_conformance::b64(&image_conformance::png(50, 3)), "finish_reason": "SUCCESS", "seed": 1})));
         }
         let resp = post(
@@ -229,7 +240,10 @@ fn reference_url_download_failures_are_the_callers_400() {
             assert_eq!(host.requests().last().unwrap().path, "/moved.png");
         } else {
             assert_eq!(resp.status, 400, "{}", resp.text());
-            let d = resp.json()["details"]["image"].as_str().unwrap().to_string();
+            let d = resp.json()["details"]["image"]
+                .as_str()
+                .unwrap()
+                .to_string();
             assert!(d.contains(expect), "{d}");
         }
     }
@@ -247,14 +261,20 @@ fn malformed_image_inputs_are_refused_per_field() {
     assert_eq!(resp.status, 400);
     let d = resp.json()["details"].clone();
     assert!(d["image"].as_str().unwrap().contains("base64"), "{d}");
-    assert!(d["strength"].as_str().unwrap().contains("between 0 and 1"), "{d}");
+    assert!(
+        d["strength"].as_str().unwrap().contains("between 0 and 1"),
+        "{d}"
+    );
     let resp = post(
         &gw,
         "/api/v1/images/generations",
         &json!({"model": "dall-e-2", "prompt": "p", "mask": image_conformance::b64(&image_conformance::png(40, 1))}),
     );
     assert_eq!(resp.status, 400);
-    assert!(resp.json()["details"]["mask"].as_str().unwrap().contains("together with `image`"));
+    assert!(resp.json()["details"]["mask"]
+        .as_str()
+        .unwrap()
+        .contains("together with `image`"));
     assert!(fake.requests().is_empty());
 }
 
@@ -289,7 +309,10 @@ fn hosted_files_answer_head_and_unknown_ids() {
         .parse()
         .unwrap();
     assert!((3500..=3600).contains(&max_age), "{max_age}");
-    for bad in ["/api/v1/files/short", "/api/v1/files/..%2F..%2Fetc%2Fpasswd"] {
+    for bad in [
+        "/api/v1/files/short",
+        "/api/v1/files/..%2F..%2Fetc%2Fpasswd",
+    ] {
         let r = support::client::request(gw.addr, "GET", bad, &[], b"");
         assert_eq!(r.status, 404, "{bad}");
         assert_eq!(r.json()["code"], "not_found");
@@ -318,5 +341,8 @@ fn links_use_the_configured_public_base_url() {
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
     let url = resp.json()["data"][0]["url"].as_str().unwrap().to_string();
-    assert!(url.starts_with("https://ai.example.com/api/v1/files/"), "{url}");
+    assert!(
+        url.starts_with("https://ai.example.com/api/v1/files/"),
+        "{url}"
+    );
 }

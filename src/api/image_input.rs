@@ -71,7 +71,9 @@ impl ImageInput {
                     return Err("is a data URL without a `,` before its data".into());
                 };
                 let Some(mime) = meta.strip_suffix(";base64") else {
-                    return Err("is a data URL that is not base64 (`data:<type>;base64,...`)".into());
+                    return Err(
+                        "is a data URL that is not base64 (`data:<type>;base64,...`)".into(),
+                    );
                 };
                 (Some(mime.to_ascii_lowercase()), data)
             }
@@ -193,14 +195,14 @@ mod tests {
             assert!(ImageInput::parse(bad).is_err(), "{bad} accepted");
         }
         let text = base64::engine::general_purpose::STANDARD.encode(b"hello world");
-        assert!(ImageInput::parse(&text)
-            .unwrap_err()
-            .contains("not a PNG"));
+        assert!(ImageInput::parse(&text).unwrap_err().contains("not a PNG"));
         let svg = format!(
             "data:image/svg+xml;base64,{}",
             base64::engine::general_purpose::STANDARD.encode(b"<svg/>")
         );
-        assert!(ImageInput::parse(&svg).unwrap_err().contains("image/svg+xml"));
+        assert!(ImageInput::parse(&svg)
+            .unwrap_err()
+            .contains("image/svg+xml"));
     }
 
     #[test]

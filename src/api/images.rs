@@ -287,14 +287,7 @@ pub fn parse<'a>(
         }
         let size_given = size.is_some() || aspect_ratio.is_some();
         let size = size_v.or(ratio_size).unwrap_or(caps.default_size);
-        let quality = pick(
-            &mut f,
-            "quality",
-            quality,
-            QUALITIES,
-            caps.qualities,
-            &name,
-        );
+        let quality = pick(&mut f, "quality", quality, QUALITIES, caps.qualities, &name);
         let style_preset = match style_preset {
             None => None,
             Some(s) => match caps.style_presets.iter().find(|x| **x == s.as_str()) {

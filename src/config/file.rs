@@ -27,6 +27,19 @@ pub struct GatewayFile {
     pub dns_ttl_seconds: u64,
     #[serde(default)]
     pub images: ImagesFile,
+    #[serde(default)]
+    pub store: StoreFile,
+}
+
+/// Where state shared between instances lives (hosted images): Redis when `redis_url` is set,
+/// else this process's memory.
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+pub struct StoreFile {
+    pub redis_url: Option<String>,
+    pub key_prefix: Option<String>,
+    /// Longest a store call may take (connecting included) before it fails with 503.
+    pub timeout_ms: Option<u64>,
 }
 
 /// Image inputs the gateway downloads, and images it hosts.

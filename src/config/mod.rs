@@ -19,6 +19,7 @@ use serde_yaml::Value;
 
 use crate::auth::Authenticator;
 use crate::catalog::{self, Caps, Catalog, Model, Operation, Target};
+use crate::images::redis_store::{RedisFileStore, RedisSettings};
 use crate::providers::{Provider, ProviderKind, ProviderOptions};
 use crate::upstream::endpoint::{Endpoint, Timeouts};
 use crate::upstream::retry::RetryPolicy;
@@ -74,6 +75,8 @@ pub struct GatewaySettings {
     pub catalog: Catalog,
     pub dns_ttl: Duration,
     pub images: ImageSettings,
+    /// Shared state in Redis (`None`: in memory, one instance).
+    pub redis: Option<RedisSettings>,
 }
 
 /// Everything the file configures.
@@ -295,6 +298,7 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
 
     let catalog = build_catalog(&file.models, &file.providers, &providers, errors);
     let images = image_settings(&file.images, errors);
+    let redis = redis_settings(&file.store, errors);
     Some(GatewaySettings {
         listeners,
         limits,
@@ -303,7 +307,31 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
         catalog,
         dns_ttl: Duration::from_secs(file.dns_ttl_seconds),
         images,
+        redis,
     })
+}
+
+fn redis_settings(f: &file::StoreFile, errors: &mut Vec<String>) -> Option<RedisSettings> {
+    let url = f
+        .redis_url
+        .as_deref()
+        .map(str::trim)
+        .filter(|u| !u.is_empty())?;
+    let mut s = RedisSettings::new(url);
+    if let Some(prefix) = &f.key_prefix {
+        s.key_prefix = prefix.clone();
+    }
+    if let Some(ms) = f.timeout_ms {
+        s.timeout = Duration::from_millis(ms);
+    }
+    // Checked here so a bad URL is a config error at start, not a 503 on the first request.
+    match RedisFileStore::new(s.clone()) {
+        Ok(_) => Some(s),
+        Err(e) => {
+            errors.push(format!("switchyard.store: {e}"));
+            None
+        }
+    }
 }
 
 fn image_settings(f: &file::ImagesFile, errors: &mut Vec<String>) -> ImageSettings {

@@ -22,7 +22,8 @@ use crate::api::error::GatewayError;
 use crate::auth::Principal;
 use crate::catalog::Model;
 use crate::config::{GatewaySettings, Listener};
-use crate::images::store::{valid_id, MemoryStore};
+use crate::images::redis_store::RedisFileStore;
+use crate::images::store::{valid_id, FileStore, MemoryStore};
 use crate::images::HostedFiles;
 use crate::upstream::exchange::Upstream;
 use operations::Failure;
@@ -40,8 +41,20 @@ impl GatewayState {
     pub fn new(settings: GatewaySettings) -> Arc<GatewayState> {
         crate::tokens::warm_up();
         let upstream = Upstream::new(settings.retry, settings.dns_ttl);
+        let store: Box<dyn FileStore> = match &settings.redis {
+            // Validated when the config was loaded; a failure here would be a bug, and falling
+            // back to memory would silently break links across instances, so it is logged loudly.
+            Some(redis) => match RedisFileStore::new(redis.clone()) {
+                Ok(s) => Box::new(s),
+                Err(e) => {
+                    log::error!("redis store: {e}; hosted images stay in this instance's memory");
+                    Box::new(MemoryStore::new(settings.images.file_store_bytes))
+                }
+            },
+            None => Box::new(MemoryStore::new(settings.images.file_store_bytes)),
+        };
         let files = HostedFiles {
-            store: Box::new(MemoryStore::new(settings.images.file_store_bytes)),
+            store,
             ttl: settings.images.file_ttl,
         };
         Arc::new(GatewayState {
@@ -133,7 +146,12 @@ impl Gateway {
             .strip_prefix(route::FILES_PREFIX)
             .unwrap_or_default();
         let found = if valid_id(id) {
-            self.state.files.store.get(id).await.map_err(|e| GatewayError::Store(e.to_string()))?
+            self.state
+                .files
+                .store
+                .get(id)
+                .await
+                .map_err(|e| GatewayError::Store(e.to_string()))?
         } else {
             None
         };
@@ -141,9 +159,15 @@ impl Gateway {
             return Err(GatewayError::FileNotFound.into());
         };
         ctx.status = 200;
-        respond::file(session, &file.content_type, file.bytes, left.as_secs(), head_only)
-            .await
-            .map_err(|e| Failure::Abort(format!("writing file: {e}")))
+        respond::file(
+            session,
+            &file.content_type,
+            file.bytes,
+            left.as_secs(),
+            head_only,
+        )
+        .await
+        .map_err(|e| Failure::Abort(format!("writing file: {e}")))
     }
 }
 

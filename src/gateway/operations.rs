@@ -7,8 +7,8 @@ use super::{Ctx, GatewayState};
 use crate::api::error::GatewayError;
 use crate::api::image_input::ImageInput;
 use crate::api::{images, rerank, speech};
-use crate::images::NativeImages;
 use crate::catalog::Target;
+use crate::images::NativeImages;
 use crate::providers;
 use crate::stream::passthrough::StreamError;
 use crate::stream::speech::{self as stream_speech, Primed};
@@ -134,7 +134,7 @@ pub async fn images(
         native,
         &base,
     )
-        .await?;
+    .await?;
     let out = serde_json::to_vec(&result)
         .map_err(|e| GatewayError::Internal(format!("serializing result: {e}")))?;
     ctx.status = 200;
@@ -220,10 +220,7 @@ fn public_base(state: &GatewayState, session: &Session) -> String {
         .get("x-forwarded-proto")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|p| p.eq_ignore_ascii_case("https"));
-    let tls = forwarded_tls
-        || session
-            .digest()
-            .is_some_and(|d| d.ssl_digest.is_some());
+    let tls = forwarded_tls || session.digest().is_some_and(|d| d.ssl_digest.is_some());
     format!("{}://{host}", if tls { "https" } else { "http" })
 }
 

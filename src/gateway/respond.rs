@@ -60,7 +60,9 @@ pub async fn file(
         format!("private, max-age={max_age_secs}"),
     )?;
     h.insert_header("x-content-type-options", "nosniff")?;
-    session.write_response_header(Box::new(h), head_only).await?;
+    session
+        .write_response_header(Box::new(h), head_only)
+        .await?;
     if head_only {
         return Ok(());
     }

@@ -31,9 +31,7 @@ pub fn route(method: &http::Method, path: &str) -> Result<Route, GatewayError> {
         _ => return Err(GatewayError::NotFound),
     };
     let ok = match route {
-        Route::Health | Route::File => {
-            method == http::Method::GET || method == http::Method::HEAD
-        }
+        Route::Health | Route::File => method == http::Method::GET || method == http::Method::HEAD,
         Route::Operation(_) => method == http::Method::POST,
     };
     if ok {

@@ -209,7 +209,11 @@ impl RedisFileStore {
                 Ok(Err(e)) => {
                     log::debug!("redis file store: {e}; next call on a fresh connection");
                     self.discard(generation);
-                    last = e.to_string();
+                    last = if e.is_timeout() {
+                        format!("redis did not answer within {:?}", self.timeout)
+                    } else {
+                        format!("redis: {e}")
+                    };
                 }
                 Err(_) => {
                     // A connection that let a call run out of time may be stuck on a peer that
@@ -225,7 +229,7 @@ impl RedisFileStore {
                 break;
             }
         }
-        Err(StoreError::Unavailable(format!("redis: {last}")))
+        Err(StoreError::Unavailable(last))
     }
 }
 

@@ -169,7 +169,10 @@ mod tests {
         for id in ["a", "b", "c"] {
             s.put(id, file(40), Duration::from_secs(60)).await.unwrap();
         }
-        assert!(s.get("a").await.unwrap().is_none(), "oldest kept past the cap");
+        assert!(
+            s.get("a").await.unwrap().is_none(),
+            "oldest kept past the cap"
+        );
         assert!(s.get("b").await.unwrap().is_some());
         assert!(s.get("c").await.unwrap().is_some());
         assert_eq!(

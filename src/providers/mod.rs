@@ -163,10 +163,9 @@ impl ProviderKind {
             // BytePlus: `*.bytepluses.com`).
             ProviderKind::Ark => vec!["*.volces.com".to_string(), "*.bytepluses.com".to_string()],
             // SiliconFlow links to its OSS buckets (`sc-maas.oss-cn-shanghai.aliyuncs.com`).
-            ProviderKind::SiliconFlow => vec![
-                "*.aliyuncs.com".to_string(),
-                "*.siliconflow.cn".to_string(),
-            ],
+            ProviderKind::SiliconFlow => {
+                vec!["*.aliyuncs.com".to_string(), "*.siliconflow.cn".to_string()]
+            }
             _ => Vec::new(),
         }
     }

@@ -142,8 +142,12 @@ mod tests {
     #[test]
     fn encodes_text_and_file_parts() {
         let mut form = Form::new();
-        form.text("prompt", "a \"fox\"\r\nline two")
-            .file("image", "image.png", "image/png", b"\x89PNG\0\x01");
+        form.text("prompt", "a \"fox\"\r\nline two").file(
+            "image",
+            "image.png",
+            "image/png",
+            b"\x89PNG\0\x01",
+        );
         let (ct, body) = form.finish();
         let boundary = ct.strip_prefix("multipart/form-data; boundary=").unwrap();
         let expected = format!(

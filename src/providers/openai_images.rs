@@ -24,8 +24,8 @@ use crate::images::{ImageData, NativeImage, NativeImages};
 // ---- constants -------------------------------------------------------------------------------
 
 /// Operation paths below the provider's base URL (OpenAI's ends in `/v1`).
-pub(crate) const GENERATIONS: &str = "images/generations";
-pub(crate) const EDITS: &str = "images/edits";
+const GENERATIONS: &str = "images/generations";
+const EDITS: &str = "images/edits";
 
 /// dall-e-2 edits take "a square PNG file less than 4MB".
 const DALL_E_2_MAX_EDIT_BYTES: usize = 4 * 1024 * 1024;

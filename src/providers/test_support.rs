@@ -171,6 +171,8 @@ pub(crate) fn image_refusal(
     let catalog = catalog(public_model, family, target, 0, 0);
     match crate::api::images::parse(body, &catalog, MAX_RETRIES) {
         Ok(_) => serde_json::json!({}),
-        Err(e) => serde_json::from_slice::<serde_json::Value>(&e.body()).unwrap()["details"].clone(),
+        Err(e) => {
+            serde_json::from_slice::<serde_json::Value>(&e.body()).unwrap()["details"].clone()
+        }
     }
 }

@@ -148,7 +148,9 @@ impl Upstream {
             }
             if !(200..300).contains(&status) {
                 resp.release_unread().await;
-                return Err(format!("could not be downloaded: the server answered HTTP {status}"));
+                return Err(format!(
+                    "could not be downloaded: the server answered HTTP {status}"
+                ));
             }
             if let Some(len) = resp
                 .header_str("content-length")
@@ -159,9 +161,13 @@ impl Upstream {
                     return Err(too_large(policy));
                 }
             }
-            let declared = resp
-                .header_str("content-type")
-                .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+            let declared = resp.header_str("content-type").map(|v| {
+                v.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_ascii_lowercase()
+            });
             let bytes = read_capped(resp, policy.max_download_bytes).await?;
             let mime = sniff(&bytes).ok_or_else(|| {
                 format!(
