@@ -130,6 +130,7 @@ fn public(native: NativeImages) -> ImageResult {
         data,
         task_id: uuid::Uuid::new_v4().to_string(),
         task_status: "succeed",
+        error: None,
     }
 }
 

@@ -152,6 +152,8 @@ pub enum GatewayError {
     NotFound,
     #[error("no such file, or its link has expired")]
     FileNotFound,
+    #[error("no such task, or it has expired")]
+    TaskNotFound,
     #[error("method not allowed; use {allowed}")]
     MethodNotAllowed { allowed: &'static str },
     #[error("{0}")]
@@ -188,7 +190,7 @@ impl GatewayError {
     /// The HTTP status the caller sees. Exhaustive on purpose: a new error kind must choose one.
     pub fn status(&self) -> u16 {
         match self {
-            GatewayError::NotFound | GatewayError::FileNotFound => 404,
+            GatewayError::NotFound | GatewayError::FileNotFound | GatewayError::TaskNotFound => 404,
             GatewayError::MethodNotAllowed { .. } => 405,
             GatewayError::Unauthorized(_) => 401,
             GatewayError::PayloadTooLarge { .. } | GatewayError::InputTooLong { .. } => 413,
@@ -210,7 +212,9 @@ impl GatewayError {
     /// The machine-readable `code` of the Error object.
     pub fn code(&self) -> &'static str {
         match self {
-            GatewayError::NotFound | GatewayError::FileNotFound => "not_found",
+            GatewayError::NotFound | GatewayError::FileNotFound | GatewayError::TaskNotFound => {
+                "not_found"
+            }
             GatewayError::MethodNotAllowed { .. } => "method_not_allowed",
             GatewayError::Unauthorized(_) => "unauthorized",
             GatewayError::PayloadTooLarge { .. } => "payload_too_large",

@@ -50,6 +50,9 @@ pub struct ImageRequest<'a> {
     /// `extra_body` keys, validated against the family's list.
     pub extra_body: Vec<(Str<'a>, &'a RawValue)>,
     pub retries: u32,
+    /// `async: true`: answer at once with a task id; the result is read from
+    /// `GET /api/v1/images/{task_id}`.
+    pub is_async: bool,
     pub passthrough: Vec<(Str<'a>, &'a RawValue)>,
 }
 
@@ -73,17 +76,28 @@ impl ImageRequest<'_> {
     }
 }
 
-/// The public image generation result.
+/// The public image generation result (also what `GET /api/v1/images/{task_id}` answers).
 #[derive(Debug, Serialize)]
 pub struct ImageResult {
     /// Unix time in seconds.
     pub created: i64,
     pub data: Vec<ImageItem>,
     pub task_id: String,
+    /// `pending`, `running`, `succeed` or `failed`.
     pub task_status: &'static str,
+    /// Why a task failed (`failed` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<TaskFailure>,
 }
 
-#[derive(Debug, Serialize)]
+/// The Error object of a failed task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct TaskFailure {
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ImageItem {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
@@ -189,12 +203,6 @@ pub fn parse<'a>(
         Some(0) => f.error("n", format!("must be from 1 to {MAX_N}")),
         Some(v) if v > MAX_N => f.error("n", format!("must be from 1 to {MAX_N}")),
         _ => {}
-    }
-    if is_async == Some(true) {
-        f.error(
-            "async",
-            "asynchronous generation is not available on this gateway yet; send async: false",
-        );
     }
 
     let mut validated = None;
@@ -426,6 +434,7 @@ pub fn parse<'a>(
         background,
         extra_body,
         retries,
+        is_async: is_async.unwrap_or(false),
         passthrough,
     })
 }

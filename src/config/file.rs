@@ -56,6 +56,8 @@ pub struct ImagesFile {
     pub file_ttl_seconds: u64,
     /// Most bytes of hosted images kept in memory (oldest go first).
     pub file_store_bytes: usize,
+    /// Seconds a finished asynchronous task can be read (404 after).
+    pub task_ttl_seconds: u64,
     /// Scheme and host the links to hosted images start with (e.g. `https://ai.example.com`);
     /// unset: the request's own `Host`.
     pub public_base_url: Option<String>,
@@ -69,6 +71,7 @@ impl Default for ImagesFile {
             download_timeout_ms: 15_000,
             file_ttl_seconds: 3_600,
             file_store_bytes: 512 << 20,
+            task_ttl_seconds: 86_400,
             public_base_url: None,
         }
     }

@@ -62,6 +62,7 @@ pub struct ImageSettings {
     pub download_timeout: Duration,
     pub file_ttl: Duration,
     pub file_store_bytes: usize,
+    pub task_ttl: Duration,
     /// Without a trailing `/`.
     pub public_base_url: Option<String>,
 }
@@ -341,6 +342,7 @@ fn image_settings(f: &file::ImagesFile, errors: &mut Vec<String>) -> ImageSettin
         ("download_timeout_ms", f.download_timeout_ms == 0),
         ("file_ttl_seconds", f.file_ttl_seconds == 0),
         ("file_store_bytes", f.file_store_bytes == 0),
+        ("task_ttl_seconds", f.task_ttl_seconds == 0),
     ] {
         if zero {
             errors.push(format!("{at}.{key}: must be greater than 0"));
@@ -370,6 +372,7 @@ fn image_settings(f: &file::ImagesFile, errors: &mut Vec<String>) -> ImageSettin
         download_timeout: Duration::from_millis(f.download_timeout_ms),
         file_ttl: Duration::from_secs(f.file_ttl_seconds),
         file_store_bytes: f.file_store_bytes,
+        task_ttl: Duration::from_secs(f.task_ttl_seconds),
         public_base_url,
     }
 }

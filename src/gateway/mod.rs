@@ -6,6 +6,7 @@
 //! carrying its region, which picks providers' regional base URLs.
 
 pub mod body;
+pub mod image_tasks;
 pub mod operations;
 pub mod respond;
 pub mod route;
@@ -24,6 +25,7 @@ use crate::catalog::Model;
 use crate::config::{GatewaySettings, Listener};
 use crate::images::redis_store::RedisFileStore;
 use crate::images::store::{valid_id, FileStore, MemoryStore};
+use crate::images::tasks::{MemoryTaskStore, RedisTaskStore, TaskStore};
 use crate::images::HostedFiles;
 use crate::upstream::exchange::Upstream;
 use operations::Failure;
@@ -35,6 +37,10 @@ pub struct GatewayState {
     pub upstream: Upstream,
     /// Images the gateway hosts for `response_format: url`.
     pub files: HostedFiles,
+    /// Asynchronous image tasks.
+    pub tasks: Box<dyn TaskStore>,
+    /// This process's id in task records (which instance runs a task).
+    pub instance: String,
 }
 
 impl GatewayState {
@@ -57,10 +63,22 @@ impl GatewayState {
             store,
             ttl: settings.images.file_ttl,
         };
+        let tasks: Box<dyn TaskStore> = match &settings.redis {
+            Some(redis) => match RedisTaskStore::new(redis.clone()) {
+                Ok(s) => Box::new(s),
+                Err(e) => {
+                    log::error!("redis task store: {e}; tasks stay in this instance's memory");
+                    Box::new(MemoryTaskStore::new())
+                }
+            },
+            None => Box::new(MemoryTaskStore::new()),
+        };
         Arc::new(GatewayState {
             settings,
             upstream,
             files,
+            tasks,
+            instance: uuid::Uuid::new_v4().to_string(),
         })
     }
 }
@@ -110,6 +128,7 @@ impl Gateway {
                 .map_err(|e| Failure::Abort(e.to_string()));
             }
             Route::File => return self.file(session, ctx).await,
+            Route::Task => return self.task(session, ctx).await,
             Route::Operation(op) => op,
         };
         let settings = &self.state.settings;
@@ -125,7 +144,7 @@ impl Gateway {
                 operations::speech(state, &self.region, session, ctx, &body).await
             }
             crate::catalog::Operation::Images => {
-                operations::images(state, &self.region, session, ctx, &body).await
+                operations::images(state, &self.region, session, ctx, body).await
             }
             crate::catalog::Operation::Rerank => {
                 operations::rerank(state, &self.region, session, ctx, &body).await
@@ -135,6 +154,31 @@ impl Gateway {
 }
 
 impl Gateway {
+    /// `GET /api/v1/images/{task_id}`: the caller's own task.
+    async fn task(&self, session: &mut Session, ctx: &mut Ctx) -> Result<(), Failure> {
+        let principal = self
+            .state
+            .settings
+            .auth
+            .authenticate(&session.req_header().headers)
+            .map_err(GatewayError::Unauthorized)?;
+        let id = session
+            .req_header()
+            .uri
+            .path()
+            .strip_prefix(route::TASKS_PREFIX)
+            .unwrap_or_default()
+            .to_string();
+        let result = image_tasks::get(&self.state, &principal.id, &id).await;
+        ctx.principal = Some(principal);
+        let out = serde_json::to_vec(&result?)
+            .map_err(|e| GatewayError::Internal(format!("serializing task: {e}")))?;
+        ctx.status = 200;
+        respond::json(session, 200, out.into(), &[])
+            .await
+            .map_err(|e| Failure::Abort(format!("writing answer: {e}")))
+    }
+
     /// Serve a hosted image. No credentials: the unguessable, expiring link is the capability
     /// (like a provider's signed URL), so it works in a browser or another service.
     async fn file(&self, session: &mut Session, ctx: &mut Ctx) -> Result<(), Failure> {

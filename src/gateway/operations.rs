@@ -1,8 +1,11 @@
 //! The three operations, from a read body to a written answer.
 
+use std::sync::Arc;
+
+use bytes::Bytes;
 use pingora::proxy::Session;
 
-use super::respond;
+use super::{image_tasks, respond};
 use super::{Ctx, GatewayState};
 use crate::api::error::GatewayError;
 use crate::api::image_input::ImageInput;
@@ -97,15 +100,44 @@ fn prime_speech<'u>(
 }
 
 pub async fn images(
-    state: &GatewayState,
+    state: &Arc<GatewayState>,
     region: &str,
     session: &mut Session,
     ctx: &mut Ctx,
-    body: &[u8],
+    body: Bytes,
 ) -> Result<(), Failure> {
     let s = &state.settings;
-    let mut req = images::parse(body, &s.catalog, s.retry.max_retries)?;
+    let req = images::parse(&body, &s.catalog, s.retry.max_retries)?;
     ctx.model = Some(req.model.clone());
+    let base = public_base(state, session);
+    let result = if req.is_async {
+        let owner = ctx
+            .principal
+            .as_ref()
+            .map(|p| p.id.clone())
+            .unwrap_or_default();
+        let model = req.model.name.clone();
+        drop(req);
+        image_tasks::start(state, region, owner, model, body, base).await?
+    } else {
+        generate(state, region, req, &base).await?
+    };
+    let out = serde_json::to_vec(&result)
+        .map_err(|e| GatewayError::Internal(format!("serializing result: {e}")))?;
+    ctx.status = 200;
+    respond::json(session, 200, out.into(), &[])
+        .await
+        .map_err(|e| Failure::Abort(format!("writing answer: {e}")))
+}
+
+/// Generate the images `req` asks for and deliver them in its `response_format` (links under
+/// `base`). Shared by synchronous calls and background tasks.
+pub async fn generate(
+    state: &GatewayState,
+    region: &str,
+    mut req: images::ImageRequest<'_>,
+    base: &str,
+) -> Result<images::ImageResult, GatewayError> {
     resolve_inputs(state, &mut req).await?;
     // A family that returns fewer images per call than asked gets concurrent calls, all or error.
     let per_call = req.caps.per_call_n.max(1);
@@ -123,24 +155,17 @@ pub async fn images(
         provider.get_or_insert(target);
     }
     let Some(target) = provider else {
-        return Err(GatewayError::Internal("no image call was made".into()).into());
+        return Err(GatewayError::Internal("no image call was made".into()));
     };
-    let base = public_base(state, session);
-    let result = crate::images::deliver(
+    crate::images::deliver(
         &state.upstream,
         &state.files,
         &target.provider,
         &req,
         native,
-        &base,
+        base,
     )
-    .await?;
-    let out = serde_json::to_vec(&result)
-        .map_err(|e| GatewayError::Internal(format!("serializing result: {e}")))?;
-    ctx.status = 200;
-    respond::json(session, 200, out.into(), &[])
-        .await
-        .map_err(|e| Failure::Abort(format!("writing answer: {e}")))
+    .await
 }
 
 /// One native image call (with its retries) asking for `n` images; an error the provider reports

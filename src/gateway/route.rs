@@ -10,7 +10,12 @@ pub enum Route {
     Operation(Operation),
     /// `GET /api/v1/files/{id}`: an image the gateway hosts (the id is read from the path).
     File,
+    /// `GET /api/v1/images/{task_id}`: an asynchronous image task.
+    Task,
 }
+
+/// Path prefix of image tasks.
+pub const TASKS_PREFIX: &str = "/api/v1/images/";
 
 /// Path prefix of hosted files.
 pub const FILES_PREFIX: &str = "/api/v1/files/";
@@ -28,10 +33,17 @@ pub fn route(method: &http::Method, path: &str) -> Result<Route, GatewayError> {
         {
             (Route::File, "GET, HEAD")
         }
+        p if p.len() > TASKS_PREFIX.len()
+            && p.starts_with(TASKS_PREFIX)
+            && !p[TASKS_PREFIX.len()..].contains('/') =>
+        {
+            (Route::Task, "GET")
+        }
         _ => return Err(GatewayError::NotFound),
     };
     let ok = match route {
         Route::Health | Route::File => method == http::Method::GET || method == http::Method::HEAD,
+        Route::Task => method == http::Method::GET,
         Route::Operation(_) => method == http::Method::POST,
     };
     if ok {
@@ -63,7 +75,22 @@ mod tests {
                 .status(),
             405
         );
-        for p in ["/api/v1/files/", "/api/v1/files/a/b"] {
+        assert_eq!(
+            route(&Method::GET, "/api/v1/images/0b5e3c1a").unwrap(),
+            Route::Task
+        );
+        assert_eq!(
+            route(&Method::GET, "/api/v1/images/generations")
+                .unwrap_err()
+                .status(),
+            405
+        );
+        for p in [
+            "/api/v1/files/",
+            "/api/v1/files/a/b",
+            "/api/v1/images/",
+            "/api/v1/images/a/b",
+        ] {
             assert_eq!(route(&Method::GET, p).unwrap_err().status(), 404, "{p}");
         }
         assert_eq!(

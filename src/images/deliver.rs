@@ -77,6 +77,7 @@ pub async fn deliver(
         data,
         task_id: uuid::Uuid::new_v4().to_string(),
         task_status: "succeed",
+        error: None,
     })
 }
 

@@ -8,8 +8,10 @@
 //! `GET /api/v1/files/{id}`.
 
 pub mod deliver;
+pub mod redis_conn;
 pub mod redis_store;
 pub mod store;
+pub mod tasks;
 
 use bytes::Bytes;
 

@@ -1,0 +1,640 @@
+//! Where asynchronous image tasks live between the request that starts one and the polls that
+//! read its result.
+//!
+//! [`TaskStore`] is the seam: [`MemoryTaskStore`] is the embedded default for a single instance;
+//! [`RedisTaskStore`] is shared by every instance on one Redis, so a task started on one instance
+//! can be polled on any, and a task whose instance died can be taken over by another.
+//!
+//! Liveness is a heartbeat: the instance running a task rewrites it (moving `updated_ms`) while
+//! it works. A task not finished whose `updated_ms` is older than some threshold is *stale*: its
+//! instance has probably gone. [`TaskStore::stale`] lists such tasks, and [`TaskStore::claim`]
+//! hands one to exactly one instance, as a compare-and-set on the `updated_ms` the claimer saw:
+//! whoever writes the task first (its old instance's heartbeat, or another claimer) makes every
+//! other claim on that `updated_ms` lose.
+//!
+//! [`TaskStore::put`] itself is unconditional: an instance that lost its task to a claim must
+//! check ([`TaskStore::get`]) that it still owns it before writing.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use super::redis_conn::{InvalidRedisSettings, RedisConn, RedisSettings};
+use super::store::StoreError;
+
+/// Public task states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskStatus {
+    Pending,
+    Running,
+    Succeed,
+    Failed,
+}
+
+impl TaskStatus {
+    /// The state as the API and the stored JSON spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Pending => "pending",
+            TaskStatus::Running => "running",
+            TaskStatus::Succeed => "succeed",
+            TaskStatus::Failed => "failed",
+        }
+    }
+
+    /// Whether the task is over (it will not change again, and nobody needs to run it).
+    pub fn finished(self) -> bool {
+        matches!(self, TaskStatus::Succeed | TaskStatus::Failed)
+    }
+}
+
+/// Why a task failed, as the caller sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskError {
+    pub code: String,
+    pub message: String,
+}
+
+/// One task as stored (serialized as JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    /// The caller's principal id (API key name or JWT subject): only they may read it.
+    pub owner: String,
+    pub model: String,
+    pub status: TaskStatus,
+    /// Unix seconds.
+    pub created: i64,
+    /// Unix milliseconds of the last write: the heartbeat that says the task is being run.
+    pub updated_ms: i64,
+    /// Id of the gateway instance running it.
+    pub instance: String,
+    /// The public `data[]` items, once it succeeded.
+    // `default` on the optional parts, so records written by an older gateway still read.
+    #[serde(default)]
+    pub data: Vec<serde_json::Value>,
+    /// What went wrong, once it failed.
+    #[serde(default)]
+    pub error: Option<TaskError>,
+    /// The original public request body, kept when the task may need to be run again.
+    #[serde(default)]
+    pub request: Option<String>,
+    /// The provider's own task reference (provider, native id, polling URL) when the provider is
+    /// itself asynchronous.
+    #[serde(default)]
+    pub native: Option<serde_json::Value>,
+}
+
+/// Tasks by id, each kept for a limited time.
+#[async_trait]
+pub trait TaskStore: Send + Sync {
+    /// Write `task` under `id` (replacing any), kept for `ttl` from now.
+    async fn put(&self, id: &str, task: &TaskRecord, ttl: Duration) -> Result<(), StoreError>;
+    /// The task, if it exists and has not expired.
+    async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreError>;
+    /// Ids of tasks not finished whose `updated_ms` is older than `stale_before_ms` (for takeover
+    /// by another instance), oldest first. At most `limit`; an implementation may return fewer
+    /// per call.
+    async fn stale(&self, stale_before_ms: i64, limit: usize) -> Result<Vec<String>, StoreError>;
+    /// Atomically claim a stale task for `instance` (compare-and-set on `updated_ms`): true if
+    /// this caller won. The winner's task then has `instance`, `updated_ms = now_ms`, and is kept
+    /// for `ttl` from now. A task gone, finished, or written since the caller read
+    /// `expected_updated_ms` is not claimed.
+    async fn claim(
+        &self,
+        id: &str,
+        expected_updated_ms: i64,
+        instance: &str,
+        now_ms: i64,
+        ttl: Duration,
+    ) -> Result<bool, StoreError>;
+}
+
+struct Entry {
+    task: TaskRecord,
+    expires: Instant,
+}
+
+#[derive(Default)]
+struct Inner {
+    tasks: HashMap<String, Entry>,
+    /// Every entry's expiry and id, soonest first: what goes when its time is up. Kept exactly
+    /// in step with `tasks`.
+    expiries: BTreeSet<(Instant, String)>,
+}
+
+impl Inner {
+    /// Forget the tasks whose time is up, so an instance running for months does not keep them.
+    fn purge(&mut self, now: Instant) {
+        while let Some((expires, _)) = self.expiries.first() {
+            if *expires > now {
+                break;
+            }
+            if let Some((_, id)) = self.expiries.pop_first() {
+                self.tasks.remove(&id);
+            }
+        }
+    }
+
+    fn insert(&mut self, id: &str, task: TaskRecord, expires: Instant) {
+        if let Some(old) = self.tasks.remove(id) {
+            self.expiries.remove(&(old.expires, id.to_string()));
+        }
+        self.expiries.insert((expires, id.to_string()));
+        self.tasks.insert(id.to_string(), Entry { task, expires });
+    }
+
+    /// The entry for `id`, unless its time is up.
+    fn live(&self, id: &str, now: Instant) -> Option<&Entry> {
+        self.tasks.get(id).filter(|e| e.expires > now)
+    }
+}
+
+/// The single-instance store: tasks in process memory, each until its expiry.
+#[derive(Default)]
+pub struct MemoryTaskStore {
+    inner: Mutex<Inner>,
+}
+
+impl MemoryTaskStore {
+    pub fn new() -> MemoryTaskStore {
+        MemoryTaskStore::default()
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Inner>, StoreError> {
+        self.inner
+            .lock()
+            .map_err(|_| StoreError::Unavailable("memory task store lock poisoned".into()))
+    }
+}
+
+#[async_trait]
+impl TaskStore for MemoryTaskStore {
+    async fn put(&self, id: &str, task: &TaskRecord, ttl: Duration) -> Result<(), StoreError> {
+        let now = Instant::now();
+        let mut inner = self.lock()?;
+        inner.purge(now);
+        inner.insert(id, task.clone(), now + ttl);
+        Ok(())
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let now = Instant::now();
+        Ok(self.lock()?.live(id, now).map(|e| e.task.clone()))
+    }
+
+    async fn stale(&self, stale_before_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {
+        let now = Instant::now();
+        let inner = self.lock()?;
+        let mut found: Vec<(i64, &str)> = inner
+            .tasks
+            .iter()
+            .filter(|(_, e)| {
+                e.expires > now && !e.task.status.finished() && e.task.updated_ms < stale_before_ms
+            })
+            .map(|(id, e)| (e.task.updated_ms, id.as_str()))
+            .collect();
+        // The same order as the Redis sorted set: by time, then by id.
+        found.sort_unstable();
+        Ok(found
+            .into_iter()
+            .take(limit)
+            .map(|(_, id)| id.to_string())
+            .collect())
+    }
+
+    async fn claim(
+        &self,
+        id: &str,
+        expected_updated_ms: i64,
+        instance: &str,
+        now_ms: i64,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let now = Instant::now();
+        let mut inner = self.lock()?;
+        let task = match inner.live(id, now) {
+            Some(e) if !e.task.status.finished() && e.task.updated_ms == expected_updated_ms => {
+                let mut task = e.task.clone();
+                task.instance = instance.to_string();
+                task.updated_ms = now_ms;
+                task
+            }
+            _ => return Ok(false),
+        };
+        inner.insert(id, task, now + ttl);
+        Ok(true)
+    }
+}
+
+/// Longest expiry sent to Redis: about a thousand years, far beyond any task, and small enough
+/// to stay exact in the scripts' Lua numbers (doubles) and not to overflow Redis's clock.
+const MAX_TTL_MS: u128 = 1000 * 366 * 24 * 3600 * 1000;
+/// Most ids one [`TaskStore::stale`] call returns from Redis: a script runs alone in Redis, so
+/// its work per call is bounded.
+const MAX_STALE: usize = 1000;
+/// Most dangling ids (of tasks that expired while not finished) one `stale` call cleans out of
+/// the active set beyond the ones it returns, for the same reason.
+const MAX_STALE_CLEANUP: usize = 1000;
+
+/// Write a task and keep the active set in step, atomically.
+/// KEYS: task key, active set. ARGV: JSON, ttl ms, id, updated_ms, "1" if finished.
+/// The active set expires no sooner than its longest-lived member, so it too goes by itself when
+/// the gateway stops using the prefix.
+const PUT_SCRIPT: &str = r"
+local ttl = tonumber(ARGV[2])
+if ttl <= 0 then
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[2], ARGV[3])
+  return 1
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+if ARGV[5] == '1' then
+  redis.call('ZREM', KEYS[2], ARGV[3])
+else
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3])
+  if redis.call('PTTL', KEYS[2]) < ttl then
+    redis.call('PEXPIRE', KEYS[2], ttl)
+  end
+end
+return 1
+";
+
+/// The active ids scored below a time, oldest first, dropping the ones whose task has expired.
+/// KEYS: active set. ARGV: stale_before_ms, limit, task key prefix, cleanup budget.
+/// The task keys are built here from the prefix, not passed in KEYS: their ids are only known
+/// inside the script. That is fine on a single Redis (not on Redis Cluster, which this store does
+/// not support).
+const STALE_SCRIPT: &str = r"
+local limit = tonumber(ARGV[2])
+local budget = tonumber(ARGV[4])
+local out = {}
+local offset = 0
+while #out < limit do
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', offset, limit - #out)
+  if #ids == 0 then break end
+  for _, id in ipairs(ids) do
+    if redis.call('EXISTS', ARGV[3] .. id) == 1 then
+      out[#out + 1] = id
+      offset = offset + 1
+    elseif budget > 0 then
+      redis.call('ZREM', KEYS[1], id)
+      budget = budget - 1
+    else
+      offset = offset + 1
+    end
+  end
+  if budget <= 0 and #ids > 0 and #out < limit then
+    -- Out of cleanup budget: what is left waits for the next call.
+    break
+  end
+end
+return out
+";
+
+/// Replace a task only if it is still exactly what the claimer read: the compare-and-set of a
+/// claim. Comparing the whole stored JSON (not a field decoded in Lua) keeps the record byte for
+/// byte as serde wrote it, and catches any write since the read. Seeing its own new value means
+/// this claim already won (a retry after a lost reply), so it says so again.
+/// KEYS: task key, active set. ARGV: old JSON, new JSON, ttl ms, id, now_ms.
+const CLAIM_SCRIPT: &str = r"
+local cur = redis.call('GET', KEYS[1])
+if cur == ARGV[2] then return 1 end
+if cur ~= ARGV[1] then return 0 end
+local ttl = tonumber(ARGV[3])
+if ttl <= 0 then
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[2], ARGV[4])
+  return 1
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ttl)
+redis.call('ZADD', KEYS[2], ARGV[5], ARGV[4])
+if redis.call('PTTL', KEYS[2]) < ttl then
+  redis.call('PEXPIRE', KEYS[2], ttl)
+end
+return 1
+";
+
+/// Tasks in a Redis shared by the gateway's instances.
+///
+/// Each task is the JSON of its [`TaskRecord`] at `{key_prefix}task:{id}`, with its expiry. The
+/// ids of tasks not finished are in the sorted set `{key_prefix}tasks:active`, scored by
+/// `updated_ms`; every write goes through a Lua script that updates both at once, so the set
+/// never disagrees with the tasks (except for tasks that expired unfinished, which
+/// [`TaskStore::stale`] drops as it meets them).
+pub struct RedisTaskStore {
+    conn: RedisConn,
+}
+
+impl RedisTaskStore {
+    /// A store for `settings`. No I/O: only the URL is checked here, and Redis need not be up.
+    pub fn new(settings: RedisSettings) -> Result<RedisTaskStore, InvalidRedisSettings> {
+        Ok(RedisTaskStore::with_conn(RedisConn::new(&settings)?))
+    }
+
+    /// A store on `conn`, which other stores may share.
+    pub fn with_conn(conn: RedisConn) -> RedisTaskStore {
+        RedisTaskStore { conn }
+    }
+
+    /// The Redis key of task `id`.
+    pub fn key(&self, id: &str) -> String {
+        format!("{}task:{id}", self.conn.key_prefix())
+    }
+
+    /// The Redis key of the set of tasks not finished.
+    pub fn active_key(&self) -> String {
+        format!("{}tasks:active", self.conn.key_prefix())
+    }
+
+    /// Whether Redis answers `PING` in time.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.conn.ping().await
+    }
+
+    /// The raw stored JSON of task `id`.
+    async fn get_raw(&self, id: &str) -> Result<Option<String>, StoreError> {
+        let key = self.key(id);
+        let key = &key;
+        self.conn
+            .run(|mut conn| async move {
+                redis::cmd("GET")
+                    .arg(key)
+                    .query_async::<Option<String>>(&mut conn)
+                    .await
+            })
+            .await
+    }
+}
+
+fn ttl_ms(ttl: Duration) -> u64 {
+    ttl.as_millis().min(MAX_TTL_MS) as u64
+}
+
+/// `raw` as a task, or nothing (with a warning) if it is not one: a key this store did not write
+/// (another program, or a far newer gateway) must not make the task's polls fail forever.
+fn decode(raw: &str) -> Option<TaskRecord> {
+    match serde_json::from_str(raw) {
+        Ok(task) => Some(task),
+        Err(e) => {
+            // Not the id: task ids are the callers' handles, and logs are read widely.
+            log::warn!("redis task store: a task key does not hold a task ({e}); ignoring it");
+            None
+        }
+    }
+}
+
+fn encode(task: &TaskRecord) -> Result<String, StoreError> {
+    serde_json::to_string(task)
+        .map_err(|e| StoreError::Unavailable(format!("task not serializable: {e}")))
+}
+
+#[async_trait]
+impl TaskStore for RedisTaskStore {
+    async fn put(&self, id: &str, task: &TaskRecord, ttl: Duration) -> Result<(), StoreError> {
+        let json = encode(task)?;
+        let (key, active) = (self.key(id), self.active_key());
+        let (key, active, json) = (&key, &active, &json);
+        let ttl = ttl_ms(ttl);
+        let finished = if task.status.finished() { "1" } else { "0" };
+        let updated_ms = task.updated_ms;
+        self.conn
+            .run(|mut conn| async move {
+                redis::cmd("EVAL")
+                    .arg(PUT_SCRIPT)
+                    .arg(2)
+                    .arg(key)
+                    .arg(active)
+                    .arg(json)
+                    .arg(ttl)
+                    .arg(id)
+                    .arg(updated_ms)
+                    .arg(finished)
+                    .query_async::<i64>(&mut conn)
+                    .await
+                    .map(|_| ())
+            })
+            .await
+    }
+
+    async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self.get_raw(id).await?.as_deref().and_then(decode))
+    }
+
+    async fn stale(&self, stale_before_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {
+        let limit = limit.min(MAX_STALE);
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let active = self.active_key();
+        let task_prefix = format!("{}task:", self.conn.key_prefix());
+        let (active, task_prefix) = (&active, &task_prefix);
+        self.conn
+            .run(|mut conn| async move {
+                redis::cmd("EVAL")
+                    .arg(STALE_SCRIPT)
+                    .arg(1)
+                    .arg(active)
+                    .arg(stale_before_ms)
+                    .arg(limit)
+                    .arg(task_prefix)
+                    .arg(MAX_STALE_CLEANUP)
+                    .query_async::<Vec<String>>(&mut conn)
+                    .await
+            })
+            .await
+    }
+
+    async fn claim(
+        &self,
+        id: &str,
+        expected_updated_ms: i64,
+        instance: &str,
+        now_ms: i64,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let Some(old) = self.get_raw(id).await? else {
+            return Ok(false);
+        };
+        let Some(mut task) = decode(&old) else {
+            return Ok(false);
+        };
+        if task.status.finished() || task.updated_ms != expected_updated_ms {
+            return Ok(false);
+        }
+        task.instance = instance.to_string();
+        task.updated_ms = now_ms;
+        let new = encode(&task)?;
+        let (key, active) = (self.key(id), self.active_key());
+        let (key, active, old, new) = (&key, &active, &old, &new);
+        let ttl = ttl_ms(ttl);
+        let won = self
+            .conn
+            .run(|mut conn| async move {
+                redis::cmd("EVAL")
+                    .arg(CLAIM_SCRIPT)
+                    .arg(2)
+                    .arg(key)
+                    .arg(active)
+                    .arg(old)
+                    .arg(new)
+                    .arg(ttl)
+                    .arg(id)
+                    .arg(now_ms)
+                    .query_async::<i64>(&mut conn)
+                    .await
+            })
+            .await?;
+        Ok(won == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(status: TaskStatus, updated_ms: i64) -> TaskRecord {
+        TaskRecord {
+            owner: "key-a".into(),
+            model: "img-1".into(),
+            status,
+            created: 1_700_000_000,
+            updated_ms,
+            instance: "i1".into(),
+            data: Vec::new(),
+            error: None,
+            request: Some(r#"{"prompt":"a fox"}"#.into()),
+            native: None,
+        }
+    }
+
+    const MIN: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn statuses_are_spelled_as_the_api_spells_them() {
+        for s in [
+            TaskStatus::Pending,
+            TaskStatus::Running,
+            TaskStatus::Succeed,
+            TaskStatus::Failed,
+        ] {
+            assert_eq!(
+                serde_json::to_string(&s).unwrap(),
+                format!("\"{}\"", s.as_str())
+            );
+            assert_eq!(
+                s.finished(),
+                matches!(s, TaskStatus::Succeed | TaskStatus::Failed)
+            );
+        }
+        // The optional parts may be missing from a stored record.
+        let t: TaskRecord = serde_json::from_str(
+            r#"{"owner":"o","model":"m","status":"running","created":1,"updated_ms":2,"instance":"i"}"#,
+        )
+        .unwrap();
+        assert_eq!(t.status, TaskStatus::Running);
+        assert!(t.data.is_empty() && t.error.is_none() && t.native.is_none());
+    }
+
+    #[tokio::test]
+    async fn keeps_tasks_until_they_expire() {
+        let s = MemoryTaskStore::new();
+        let mut done = task(TaskStatus::Succeed, 5);
+        done.data = vec![serde_json::json!({"url": "https://x/y.png"})];
+        s.put("a", &done, MIN).await.unwrap();
+        s.put("b", &task(TaskStatus::Pending, 5), Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(s.get("a").await.unwrap(), Some(done));
+        assert_eq!(s.get("b").await.unwrap(), None, "expired task served");
+        assert_eq!(s.get("zzz").await.unwrap(), None);
+
+        // A put replaces, expiry included; expired entries are forgotten, not only hidden.
+        s.put("a", &task(TaskStatus::Failed, 6), Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(s.get("a").await.unwrap(), None);
+        s.put("c", &task(TaskStatus::Running, 6), MIN)
+            .await
+            .unwrap();
+        let inner = s.lock().unwrap();
+        assert_eq!(inner.tasks.len(), 1);
+        assert_eq!(inner.expiries.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn lists_stale_unfinished_tasks_oldest_first() {
+        let s = MemoryTaskStore::new();
+        s.put("old", &task(TaskStatus::Running, 100), MIN)
+            .await
+            .unwrap();
+        s.put("older", &task(TaskStatus::Pending, 50), MIN)
+            .await
+            .unwrap();
+        s.put("fresh", &task(TaskStatus::Running, 1000), MIN)
+            .await
+            .unwrap();
+        s.put("done", &task(TaskStatus::Succeed, 10), MIN)
+            .await
+            .unwrap();
+        s.put("failed", &task(TaskStatus::Failed, 10), MIN)
+            .await
+            .unwrap();
+        s.put("gone", &task(TaskStatus::Running, 10), Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(s.stale(500, 10).await.unwrap(), vec!["older", "old"]);
+        assert_eq!(s.stale(500, 1).await.unwrap(), vec!["older"]);
+        assert_eq!(
+            s.stale(100, 10).await.unwrap(),
+            vec!["older"],
+            "a task exactly at the bound is not stale"
+        );
+        assert!(s.stale(500, 0).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn only_one_claim_on_the_same_heartbeat_wins() {
+        let s = MemoryTaskStore::new();
+        s.put("t", &task(TaskStatus::Running, 100), MIN)
+            .await
+            .unwrap();
+        assert!(s.claim("t", 100, "i2", 5000, MIN).await.unwrap());
+        let got = s.get("t").await.unwrap().unwrap();
+        assert_eq!((got.instance.as_str(), got.updated_ms), ("i2", 5000));
+        assert_eq!(got.request, task(TaskStatus::Running, 100).request);
+        assert!(
+            !s.claim("t", 100, "i3", 5001, MIN).await.unwrap(),
+            "second claim on the old heartbeat won"
+        );
+        assert_eq!(s.get("t").await.unwrap().unwrap().instance, "i2");
+        assert!(
+            s.stale(5000, 10).await.unwrap().is_empty(),
+            "claim is a heartbeat"
+        );
+
+        // Gone, finished or expired tasks are not claimed.
+        assert!(!s.claim("nope", 100, "i2", 5000, MIN).await.unwrap());
+        s.put("f", &task(TaskStatus::Failed, 100), MIN)
+            .await
+            .unwrap();
+        assert!(!s.claim("f", 100, "i2", 5000, MIN).await.unwrap());
+        s.put("x", &task(TaskStatus::Running, 100), Duration::ZERO)
+            .await
+            .unwrap();
+        assert!(!s.claim("x", 100, "i2", 5000, MIN).await.unwrap());
+    }
+
+    #[test]
+    fn redis_keys_follow_the_prefix_without_io() {
+        let mut settings = RedisSettings::new("redis://127.0.0.1:6379");
+        settings.key_prefix = "p:".into();
+        let s = RedisTaskStore::new(settings).unwrap();
+        assert_eq!(s.key("abc"), "p:task:abc");
+        assert_eq!(s.active_key(), "p:tasks:active");
+        assert_eq!(ttl_ms(Duration::MAX), MAX_TTL_MS as u64);
+    }
+}

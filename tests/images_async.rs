@@ -1,0 +1,234 @@
+//! Asynchronous image tasks: `async: true` answers at once with a running task, the result is read
+//! back with `GET /api/v1/images/{task_id}` (only by its creator), through any instance sharing
+//! the Redis store. Redis is found at `SWITCHYARD_TEST_REDIS_URL` (default
+//! `redis://127.0.0.1:6379`); without it the shared-store tests fail.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use switchyard::images::tasks::TaskStore;
+
+use serde_json::{json, Value};
+use support::fake::{FakeProvider, Reply};
+use support::{client, image_conformance as ic, post, TestGateway, KEY};
+
+fn redis_url() -> String {
+    std::env::var("SWITCHYARD_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+fn shared(fake: &FakeProvider, prefix: &str) -> TestGateway {
+    let url = redis_url();
+    TestGateway::start_with(|ports| {
+        support::config(&fake.base_url(), ports).replace(
+            "  images: {",
+            &format!(
+                "  store: {{redis_url: \"{url}\", key_prefix: \"{prefix}\", timeout_ms: 2000}}\n  images: {{"
+            ),
+        )
+    })
+}
+
+fn task(gw: &TestGateway, id: &str, key: &str) -> client::Response {
+    client::request(
+        gw.addr,
+        "GET",
+        &format!("/api/v1/images/{id}"),
+        &[("Service-API-Key", key)],
+        b"",
+    )
+}
+
+/// Poll the task until it is finished (a condition with a deadline, not a fixed wait).
+fn finished(gw: &TestGateway, id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let resp = task(gw, id, KEY);
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        let body = resp.json();
+        if body["task_status"] == "succeed" || body["task_status"] == "failed" {
+            return body;
+        }
+        assert_eq!(body["task_status"], "running");
+        assert!(Instant::now() < deadline, "task {id} never finished");
+        std::thread::park_timeout(Duration::from_millis(20));
+    }
+}
+
+fn start(gw: &TestGateway, body: Value) -> String {
+    let resp = post(gw, "/api/v1/images/generations", &body);
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let out = resp.json();
+    assert_eq!(out["task_status"], "running");
+    assert_eq!(out["data"], json!([]));
+    assert!(out["created"].as_i64().unwrap() > 0);
+    let id = out["task_id"].as_str().unwrap().to_string();
+    assert!(uuid::Uuid::parse_str(&id).is_ok());
+    id
+}
+
+#[test]
+fn an_async_task_runs_in_the_background_and_is_read_by_its_creator_only() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    // The provider answers only after the task id went back to the caller.
+    fake.push(Reply::json(
+        200,
+        json!({"created": 9, "data": [{"url": ic::fake_url(&fake, "a.png"), "revised_prompt": "r"}]}),
+    ));
+    let id = start(
+        &gw,
+        json!({"model": "dall-e-3", "prompt": "a fox", "async": true, "quality": "hd"}),
+    );
+    let done = finished(&gw, &id);
+    assert_eq!(done["task_id"], id);
+    assert_eq!(done["data"][0]["url"], ic::fake_url(&fake, "a.png"));
+    assert_eq!(done["data"][0]["revised_prompt"], "r");
+    assert!(done.get("error").is_none());
+    // Same translation as a sync call.
+    let sent = fake.requests()[0].json();
+    assert_eq!(sent["quality"], "hd");
+    assert!(sent.get("async").is_none(), "async reached the provider");
+
+    // Another caller, an unknown id and a malformed one: the same 404.
+    for (id, key) in [
+        (id.as_str(), "hashed-secret-key"),
+        ("6f1c2d4e-0000-4000-8000-000000000000", KEY),
+        ("nope", KEY),
+    ] {
+        let resp = task(&gw, id, key);
+        assert_eq!(resp.status, 404, "{id}");
+        assert_eq!(resp.json()["code"], "not_found");
+    }
+    let resp = client::request(gw.addr, "GET", &format!("/api/v1/images/{id}"), &[], b"");
+    assert_eq!(resp.status, 401);
+}
+
+#[test]
+fn failures_are_reported_in_the_task() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(Reply::json(
+        400,
+        json!({"error": {"message": "rejected by the safety system", "type": "invalid_request_error", "code": "content_policy_violation"}}),
+    ));
+    let id = start(
+        &gw,
+        json!({"model": "dall-e-3", "prompt": "p", "async": true}),
+    );
+    let done = finished(&gw, &id);
+    assert_eq!(done["task_status"], "failed");
+    assert_eq!(done["data"], json!([]));
+    assert_eq!(done["error"]["code"], "content_policy_violation");
+    assert!(done["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("safety"));
+    // Validation still answers at once.
+    let resp = post(
+        &gw,
+        "/api/v1/images/generations",
+        &json!({"model": "dall-e-3", "prompt": "p", "async": true, "size": "1x1"}),
+    );
+    assert_eq!(resp.status, 400);
+}
+
+#[test]
+fn a_task_created_through_one_instance_is_read_through_another() {
+    let prefix = format!("switchyard-test-{}:", uuid::Uuid::new_v4().simple());
+    let fake = FakeProvider::start();
+    let a = shared(&fake, &prefix);
+    let b = shared(&fake, &prefix);
+    let img = ic::png(2048, 3);
+    fake.push(Reply::json(
+        200,
+        json!({"data": [{"b64_json": ic::b64(&img)}]}),
+    ));
+    let id = start(
+        &a,
+        json!({"model": "gpt-image-1", "prompt": "p", "async": true}),
+    );
+    let done = finished(&b, &id);
+    assert_eq!(done["task_status"], "succeed", "{done}");
+    // The hosted link minted by A's task is served by B too.
+    let url = done["data"][0]["url"].as_str().unwrap();
+    let path = url.split_once(&a.addr.to_string()).unwrap().1;
+    let file = client::request(b.addr, "GET", path, &[], b"");
+    assert_eq!(file.body, img);
+}
+
+#[test]
+fn a_task_whose_instance_died_is_reported_failed() {
+    let prefix = format!("switchyard-test-{}:", uuid::Uuid::new_v4().simple());
+    let fake = FakeProvider::start();
+    let gw = shared(&fake, &prefix);
+    // A running task last heard of two minutes ago, as a dead instance would leave it.
+    let store = switchyard::images::tasks::RedisTaskStore::new({
+        let mut s = switchyard::images::redis_store::RedisSettings::new(redis_url());
+        s.key_prefix = prefix.clone();
+        s
+    })
+    .unwrap();
+    let id = uuid::Uuid::new_v4().to_string();
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let record = switchyard::images::tasks::TaskRecord {
+        owner: "key:tester".into(),
+        model: "dall-e-3".into(),
+        status: switchyard::images::tasks::TaskStatus::Running,
+        created: now_ms / 1000 - 120,
+        updated_ms: now_ms - 120_000,
+        instance: "gone".into(),
+        data: Vec::new(),
+        error: None,
+        request: None,
+        native: None,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(store.put(&id, &record, Duration::from_secs(60)))
+        .unwrap();
+    let done = finished(&gw, &id);
+    assert_eq!(done["task_status"], "failed");
+    assert_eq!(done["error"]["code"], "instance_lost");
+}
+
+#[test]
+fn without_the_store_async_fails_fast_and_sync_keeps_working() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start_with(|ports| {
+        support::config(&fake.base_url(), ports).replace(
+            "  images: {",
+            "  store: {redis_url: \"redis://127.0.0.1:1\", timeout_ms: 500}\n  images: {",
+        )
+    });
+    let started = Instant::now();
+    let resp = post(
+        &gw,
+        "/api/v1/images/generations",
+        &json!({"model": "dall-e-3", "prompt": "p", "async": true}),
+    );
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    assert_eq!(resp.json()["code"], "store_unavailable");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(
+        fake.requests().is_empty(),
+        "an unrecorded task reached the provider"
+    );
+    fake.push(Reply::json(
+        200,
+        json!({"data": [{"url": "https://x.example/a.png"}]}),
+    ));
+    let resp = post(
+        &gw,
+        "/api/v1/images/generations",
+        &json!({"model": "dall-e-3", "prompt": "p"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+}
