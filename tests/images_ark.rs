@@ -10,7 +10,7 @@ mod support;
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Recorded, Reply};
 use support::image_conformance::{
-    self as conformance, b64, data_url_bytes, fake_url, png, unb64, Answers, ImageCase, Reference,
+    self as conformance, b64, fake_url, png, unb64, Answers, ImageCase,
 };
 use support::{config, post, TestGateway, PROVIDER_KEY};
 
@@ -122,18 +122,6 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
 
 // ---- reading native requests -----------------------------------------------------------------
 
-fn reference(req: &Recorded) -> Reference {
-    let image = req.json()["image"]
-        .as_str()
-        .expect("no image in the native request")
-        .to_string();
-    if image.starts_with("data:") {
-        Reference::Bytes(data_url_bytes(&image))
-    } else {
-        Reference::Url(image)
-    }
-}
-
 fn check_seedream_full(req: &Recorded) {
     assert_eq!(req.path, PATH);
     assert_eq!(
@@ -213,7 +201,7 @@ fn seedream_4_conformance() {
             ("extra_body.sequential_image_generation", json!("always")),
             ("extra_body.sequential_image_generation_options", json!([3])),
         ],
-        reference: Some(reference),
+        reference: Some(conformance::json_reference),
         errors,
     });
 }
@@ -250,7 +238,7 @@ fn seededit_3_conformance() {
             ("optimize_prompt_options", json!({"mode": "fast"})),
             ("extra_body.sequential_image_generation", json!("auto")),
         ],
-        reference: Some(reference),
+        reference: Some(conformance::json_reference),
         errors,
     });
 }

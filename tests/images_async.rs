@@ -13,23 +13,7 @@ use switchyard::images::tasks::TaskStore;
 
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Reply};
-use support::{client, image_conformance as ic, post, TestGateway, KEY};
-
-fn redis_url() -> String {
-    std::env::var("SWITCHYARD_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
-}
-
-fn shared(fake: &FakeProvider, prefix: &str) -> TestGateway {
-    let url = redis_url();
-    TestGateway::start_with(|ports| {
-        support::config(&fake.base_url(), ports).replace(
-            "  images: {",
-            &format!(
-                "  store: {{redis_url: \"{url}\", key_prefix: \"{prefix}\", timeout_ms: 2000}}\n  images: {{"
-            ),
-        )
-    })
-}
+use support::{client, image_conformance as ic, post, redis, TestGateway, KEY};
 
 fn task(gw: &TestGateway, id: &str, key: &str) -> client::Response {
     client::request(
@@ -137,10 +121,10 @@ fn failures_are_reported_in_the_task() {
 
 #[test]
 fn a_task_created_through_one_instance_is_read_through_another() {
-    let prefix = format!("switchyard-test-{}:", uuid::Uuid::new_v4().simple());
+    let prefix = redis::run_prefix();
     let fake = FakeProvider::start();
-    let a = shared(&fake, &prefix);
-    let b = shared(&fake, &prefix);
+    let a = redis::gateway(&fake, &prefix);
+    let b = redis::gateway(&fake, &prefix);
     let img = ic::png(2048, 3);
     fake.push(Reply::json(
         200,
@@ -161,12 +145,12 @@ fn a_task_created_through_one_instance_is_read_through_another() {
 
 #[test]
 fn a_task_whose_instance_died_is_reported_failed() {
-    let prefix = format!("switchyard-test-{}:", uuid::Uuid::new_v4().simple());
+    let prefix = redis::run_prefix();
     let fake = FakeProvider::start();
-    let gw = shared(&fake, &prefix);
+    let gw = redis::gateway(&fake, &prefix);
     // A running task last heard of two minutes ago, as a dead instance would leave it.
     let store = switchyard::images::tasks::RedisTaskStore::new({
-        let mut s = switchyard::images::redis_store::RedisSettings::new(redis_url());
+        let mut s = switchyard::images::redis_store::RedisSettings::new(redis::redis_url());
         s.key_prefix = prefix.clone();
         s
     })
@@ -202,12 +186,7 @@ fn a_task_whose_instance_died_is_reported_failed() {
 #[test]
 fn without_the_store_async_fails_fast_and_sync_keeps_working() {
     let fake = FakeProvider::start();
-    let gw = TestGateway::start_with(|ports| {
-        support::config(&fake.base_url(), ports).replace(
-            "  images: {",
-            "  store: {redis_url: \"redis://127.0.0.1:1\", timeout_ms: 500}\n  images: {",
-        )
-    });
+    let gw = redis::gateway_at(&fake, "redis://127.0.0.1:1", "unused:", 500);
     let started = Instant::now();
     let resp = post(
         &gw,

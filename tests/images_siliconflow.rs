@@ -9,9 +9,7 @@ mod support;
 
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Recorded, Reply};
-use support::image_conformance::{
-    self as conformance, b64, data_url_bytes, fake_url, png, Answers, ImageCase, Reference,
-};
+use support::image_conformance::{self as conformance, b64, fake_url, png, Answers, ImageCase};
 use support::{config, post, TestGateway, PROVIDER_KEY};
 
 const PATH: &str = "/v1/images/generations";
@@ -96,18 +94,6 @@ fn batch_size(req: &Recorded) -> u64 {
         .expect("no batch_size in the native request")
 }
 
-fn reference(req: &Recorded) -> Reference {
-    let image = req.json()["image"]
-        .as_str()
-        .expect("no image in the native request")
-        .to_string();
-    if image.starts_with("data:") {
-        Reference::Bytes(data_url_bytes(&image))
-    } else {
-        Reference::Url(image)
-    }
-}
-
 fn check_kolors_full(req: &Recorded) {
     assert_eq!(req.path, PATH);
     assert_eq!(
@@ -185,7 +171,7 @@ fn kolors_conformance() {
             ("batch_size", json!(2)),
             ("extra_body.sequential_image_generation", json!("auto")),
         ],
-        reference: Some(reference),
+        reference: Some(conformance::json_reference),
         errors,
     });
 }

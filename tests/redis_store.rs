@@ -7,40 +7,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use support::redis::{raw, redis_url, run_prefix};
 use switchyard::images::redis_store::{RedisFileStore, RedisSettings};
 use switchyard::images::store::{new_id, FileStore, StoreError, StoredFile};
-
-fn redis_url() -> String {
-    std::env::var("SWITCHYARD_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
-}
-
-/// A prefix no other run uses.
-fn run_prefix() -> String {
-    format!("switchyard-test:{}:", uuid::Uuid::new_v4())
-}
-
-/// A direct connection to the test Redis, to look at what the store wrote. Fails the test, with
-/// what to do, when there is no Redis.
-async fn raw() -> redis::aio::MultiplexedConnection {
-    let url = redis_url();
-    let client = redis::Client::open(url.as_str()).unwrap();
-    let conn = tokio::time::timeout(
-        Duration::from_secs(5),
-        client.get_multiplexed_async_connection(),
-    )
-    .await;
-    match conn {
-        Ok(Ok(c)) => c,
-        Ok(Err(e)) => panic!(
-            "no Redis at {url} ({e}): start one (redis-server, as .ci/run does) or set \
-             SWITCHYARD_TEST_REDIS_URL"
-        ),
-        Err(_) => panic!("Redis at {url} did not answer within 5 s"),
-    }
-}
 
 fn store(prefix: &str) -> RedisFileStore {
     let mut s = RedisSettings::new(redis_url());

@@ -8,31 +8,14 @@ mod support;
 
 use serde_json::json;
 use support::fake::{FakeProvider, Reply};
-use support::{image_conformance as ic, post, TestGateway};
-
-fn redis_url() -> String {
-    std::env::var("SWITCHYARD_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
-}
-
-/// A gateway using the shared store under `prefix`.
-fn instance(fake: &FakeProvider, prefix: &str) -> TestGateway {
-    let url = redis_url();
-    TestGateway::start_with(|ports| {
-        support::config(&fake.base_url(), ports).replace(
-            "  images: {",
-            &format!(
-                "  store: {{redis_url: \"{url}\", key_prefix: \"{prefix}\", timeout_ms: 2000}}\n  images: {{"
-            ),
-        )
-    })
-}
+use support::{image_conformance as ic, post, redis};
 
 #[test]
 fn a_link_minted_by_one_instance_is_served_by_another() {
-    let prefix = format!("switchyard-test-{}:", uuid::Uuid::new_v4().simple());
+    let prefix = redis::run_prefix();
     let fake = FakeProvider::start();
-    let a = instance(&fake, &prefix);
-    let b = instance(&fake, &prefix);
+    let a = redis::gateway(&fake, &prefix);
+    let b = redis::gateway(&fake, &prefix);
     let img = ic::png(150_000, 4);
     fake.push(Reply::json(
         200,
@@ -56,12 +39,7 @@ fn a_link_minted_by_one_instance_is_served_by_another() {
 
     // A store that cannot be reached is a 503 in the Error shape, not a hang or a lost image.
     let fake2 = FakeProvider::start();
-    let down = TestGateway::start_with(|ports| {
-        support::config(&fake2.base_url(), ports).replace(
-            "  images: {",
-            "  store: {redis_url: \"redis://127.0.0.1:1\", timeout_ms: 500}\n  images: {",
-        )
-    });
+    let down = redis::gateway_at(&fake2, "redis://127.0.0.1:1", "unused:", 500);
     fake2.push(Reply::json(
         200,
         json!({"data": [{"b64_json": ic::b64(&img)}]}),

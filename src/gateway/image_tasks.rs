@@ -57,7 +57,8 @@ pub async fn start(
         instance: state.instance.clone(),
         data: Vec::new(),
         error: None,
-        request: Some(String::from_utf8_lossy(&body).into_owned()),
+        // Not kept: nothing re-runs a lost task yet, and bodies can carry megabytes of images.
+        request: None,
         native: None,
     };
     // Written before anything runs: if the store is down the caller gets a 503 now, never a task
@@ -137,7 +138,6 @@ impl Job {
             }
         }
         record.updated_ms = now_ms();
-        record.request = None;
         if let Err(e) = state.tasks.put(&id, &record, ttl).await {
             // The result is lost; once the heartbeat is stale the reader sees an instance loss
             // rather than `running` forever.

@@ -112,6 +112,20 @@ pub fn data_url_bytes(s: &str) -> Vec<u8> {
     unb64(data)
 }
 
+/// The reference image of a JSON native request whose `image` field holds a URL or a data URL
+/// (Ark, SiliconFlow).
+pub fn json_reference(req: &Recorded) -> Reference {
+    let image = req.json()["image"]
+        .as_str()
+        .expect("no image in the native request")
+        .to_string();
+    if image.starts_with("data:") {
+        Reference::Bytes(data_url_bytes(&image))
+    } else {
+        Reference::Url(image)
+    }
+}
+
 /// A link on the fake's own host (so the gateway may download it as a provider result).
 pub fn fake_url(fake: &FakeProvider, name: &str) -> String {
     format!("{}/results/{name}", fake.base_url())

@@ -6,6 +6,7 @@
 pub mod client;
 pub mod fake;
 pub mod image_conformance;
+pub mod redis;
 pub mod rerank_conformance;
 pub mod speech_conformance;
 
