@@ -124,10 +124,7 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
 
 fn check_seedream_full(req: &Recorded) {
     assert_eq!(req.path, PATH);
-    assert_eq!(
-        req.header("authorization"),
-        Some(format!("Bearer {PROVIDER_KEY}").as_str())
-    );
+    conformance::assert_bearer(req);
     assert_eq!(
         req.json(),
         json!({

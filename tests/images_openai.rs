@@ -161,10 +161,7 @@ fn reference(req: &Recorded) -> Reference {
 }
 
 fn check_auth(req: &Recorded) {
-    assert_eq!(
-        req.header("authorization"),
-        Some(format!("Bearer {PROVIDER_KEY}").as_str())
-    );
+    conformance::assert_bearer(req);
 }
 
 fn check_dall_e_2_full(req: &Recorded) {

@@ -96,10 +96,7 @@ fn batch_size(req: &Recorded) -> u64 {
 
 fn check_kolors_full(req: &Recorded) {
     assert_eq!(req.path, PATH);
-    assert_eq!(
-        req.header("authorization"),
-        Some(format!("Bearer {PROVIDER_KEY}").as_str())
-    );
+    conformance::assert_bearer(req);
     assert_eq!(
         req.json(),
         json!({

@@ -154,10 +154,7 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
 
 fn check_common(req: &Recorded, path: &str) {
     assert_eq!(req.path, path);
-    assert_eq!(
-        req.header("authorization"),
-        Some(format!("Bearer {PROVIDER_KEY}").as_str())
-    );
+    conformance::assert_bearer(req);
     assert_eq!(req.header("accept"), Some("application/json"));
     assert!(req
         .header("content-type")

@@ -19,7 +19,7 @@ use serde_yaml::Value;
 
 use crate::auth::Authenticator;
 use crate::catalog::{self, Caps, Catalog, Model, Operation, Target};
-use crate::images::redis_store::{RedisFileStore, RedisSettings};
+use crate::images::redis_conn::{RedisConn, RedisSettings};
 use crate::providers::{Provider, ProviderKind, ProviderOptions};
 use crate::upstream::endpoint::{Endpoint, Timeouts};
 use crate::upstream::retry::RetryPolicy;
@@ -76,8 +76,9 @@ pub struct GatewaySettings {
     pub catalog: Catalog,
     pub dns_ttl: Duration,
     pub images: ImageSettings,
-    /// Shared state in Redis (`None`: in memory, one instance).
-    pub redis: Option<RedisSettings>,
+    /// Shared state in Redis (`None`: in memory, one instance). One connection, shared by the
+    /// hosted-file and task stores.
+    pub redis: Option<RedisConn>,
 }
 
 /// Everything the file configures.
@@ -312,7 +313,7 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
     })
 }
 
-fn redis_settings(f: &file::StoreFile, errors: &mut Vec<String>) -> Option<RedisSettings> {
+fn redis_settings(f: &file::StoreFile, errors: &mut Vec<String>) -> Option<RedisConn> {
     let url = f
         .redis_url
         .as_deref()
@@ -325,9 +326,10 @@ fn redis_settings(f: &file::StoreFile, errors: &mut Vec<String>) -> Option<Redis
     if let Some(ms) = f.timeout_ms {
         s.timeout = Duration::from_millis(ms);
     }
-    // Checked here so a bad URL is a config error at start, not a 503 on the first request.
-    match RedisFileStore::new(s.clone()) {
-        Ok(_) => Some(s),
+    // Built here (no I/O yet) so a bad URL is a config error at start, not a 503 on the first
+    // request.
+    match RedisConn::new(&s) {
+        Ok(conn) => Some(conn),
         Err(e) => {
             errors.push(format!("switchyard.store: {e}"));
             None

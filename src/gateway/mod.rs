@@ -47,31 +47,19 @@ impl GatewayState {
     pub fn new(settings: GatewaySettings) -> Arc<GatewayState> {
         crate::tokens::warm_up();
         let upstream = Upstream::new(settings.retry, settings.dns_ttl);
-        let store: Box<dyn FileStore> = match &settings.redis {
-            // Validated when the config was loaded; a failure here would be a bug, and falling
-            // back to memory would silently break links across instances, so it is logged loudly.
-            Some(redis) => match RedisFileStore::new(redis.clone()) {
-                Ok(s) => Box::new(s),
-                Err(e) => {
-                    log::error!("redis store: {e}; hosted images stay in this instance's memory");
-                    Box::new(MemoryStore::new(settings.images.file_store_bytes))
-                }
-            },
-            None => Box::new(MemoryStore::new(settings.images.file_store_bytes)),
+        let (store, tasks): (Box<dyn FileStore>, Box<dyn TaskStore>) = match &settings.redis {
+            Some(conn) => (
+                Box::new(RedisFileStore::with_conn(conn.clone())),
+                Box::new(RedisTaskStore::with_conn(conn.clone())),
+            ),
+            None => (
+                Box::new(MemoryStore::new(settings.images.file_store_bytes)),
+                Box::new(MemoryTaskStore::new()),
+            ),
         };
         let files = HostedFiles {
             store,
             ttl: settings.images.file_ttl,
-        };
-        let tasks: Box<dyn TaskStore> = match &settings.redis {
-            Some(redis) => match RedisTaskStore::new(redis.clone()) {
-                Ok(s) => Box::new(s),
-                Err(e) => {
-                    log::error!("redis task store: {e}; tasks stay in this instance's memory");
-                    Box::new(MemoryTaskStore::new())
-                }
-            },
-            None => Box::new(MemoryTaskStore::new()),
         };
         Arc::new(GatewayState {
             settings,

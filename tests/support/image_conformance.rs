@@ -126,6 +126,14 @@ pub fn json_reference(req: &Recorded) -> Reference {
     }
 }
 
+/// The native request carries the provider key as a Bearer token (and so not the caller's).
+pub fn assert_bearer(req: &Recorded) {
+    assert_eq!(
+        req.header("authorization"),
+        Some(format!("Bearer {}", super::PROVIDER_KEY).as_str())
+    );
+}
+
 /// A link on the fake's own host (so the gateway may download it as a provider result).
 pub fn fake_url(fake: &FakeProvider, name: &str) -> String {
     format!("{}/results/{name}", fake.base_url())

@@ -54,3 +54,24 @@ pub fn gateway_at(fake: &FakeProvider, url: &str, prefix: &str, timeout_ms: u64)
         )
     })
 }
+
+/// Paces a loop that waits for Redis to act on its own clock (key expiry): each [`Expiry::again`]
+/// fails the test past the limit, else waits for the next 50 ms re-check.
+pub struct Expiry {
+    deadline: std::time::Instant,
+    every: tokio::time::Interval,
+}
+
+impl Expiry {
+    pub fn within(limit: Duration) -> Expiry {
+        Expiry {
+            deadline: std::time::Instant::now() + limit,
+            every: tokio::time::interval(Duration::from_millis(50)),
+        }
+    }
+
+    pub async fn again(&mut self, what: &str) {
+        assert!(std::time::Instant::now() < self.deadline, "{what}");
+        self.every.tick().await;
+    }
+}
