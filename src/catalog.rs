@@ -411,6 +411,109 @@ static STABILITY_SD3: ImageCaps = ImageCaps {
     ..STABLE_IMAGE
 };
 
+/// DashScope Wan / Wanx text-to-image (`wanx2.1-t2i-*`, `wan2.2-t2i-*`): asynchronous task API,
+/// up to 4 images per task, sides 512–1440 px (`W*H` natively).
+static WAN: ImageCaps = ImageCaps {
+    sizes: &[
+        "1024x1024",
+        "1440x1440",
+        "1280x720",
+        "720x1280",
+        "1152x864",
+        "864x1152",
+        "1440x720",
+        "720x1440",
+    ],
+    aspect_ratios: &[
+        ("1:1", "1024x1024"),
+        ("16:9", "1280x720"),
+        ("9:16", "720x1280"),
+        ("4:3", "1152x864"),
+        ("3:4", "864x1152"),
+        ("2:1", "1440x720"),
+        ("1:2", "720x1440"),
+    ],
+    max_n: 4,
+    per_call_n: 4,
+    negative_prompt: true,
+    watermark: true,
+    max_prompt_chars: 800,
+    native_fields: &["seed", "prompt_extend"],
+    ..IMAGE_NONE
+};
+
+/// Black Forest Labs FLUX with pixel sizes (`flux-pro-1.1`, `flux-dev`, `flux-pro`): asynchronous,
+/// one image per task (the gateway fans out), width and height multiples of 32 in 256–1440.
+static FLUX: ImageCaps = ImageCaps {
+    sizes: &[
+        "1024x1024",
+        "1344x768",
+        "768x1344",
+        "1152x896",
+        "896x1152",
+        "1216x832",
+        "832x1216",
+        "1440x1440",
+    ],
+    aspect_ratios: &[
+        ("1:1", "1024x1024"),
+        ("16:9", "1344x768"),
+        ("9:16", "768x1344"),
+        ("4:3", "1152x896"),
+        ("3:4", "896x1152"),
+        ("3:2", "1216x832"),
+        ("2:3", "832x1216"),
+    ],
+    max_n: 4,
+    per_call_n: 1,
+    output_formats: &["png", "jpg"],
+    max_prompt_chars: 10_000,
+    native_fields: &["seed", "safety_tolerance", "prompt_upsampling"],
+    ..IMAGE_NONE
+};
+
+/// FLUX Kontext (`flux-kontext-pro`, `flux-kontext-max`): text-to-image and editing of a
+/// reference image (`input_image`); sized by aspect ratio only.
+static FLUX_KONTEXT: ImageCaps = ImageCaps {
+    reference_image: true,
+    ..FLUX
+};
+
+/// Kling (可灵) images (`kling-v1` … `kling-v2-1`): asynchronous, up to 9 images per task, sized by
+/// aspect ratio; `quality` std/pro is the native `resolution` 1k/2k; a reference image with
+/// `strength` (native `image_fidelity`).
+static KLING: ImageCaps = ImageCaps {
+    sizes: &[
+        "1024x1024",
+        "1280x720",
+        "720x1280",
+        "1024x768",
+        "768x1024",
+        "1152x768",
+        "768x1152",
+        "1344x576",
+    ],
+    aspect_ratios: &[
+        ("1:1", "1024x1024"),
+        ("16:9", "1280x720"),
+        ("9:16", "720x1280"),
+        ("4:3", "1024x768"),
+        ("3:4", "768x1024"),
+        ("3:2", "1152x768"),
+        ("2:3", "768x1152"),
+        ("21:9", "1344x576"),
+    ],
+    qualities: &["std", "pro"],
+    max_n: 9,
+    per_call_n: 9,
+    negative_prompt: true,
+    reference_image: true,
+    strength: true,
+    max_prompt_chars: 2_500,
+    native_fields: &["image_reference", "human_fidelity"],
+    ..IMAGE_NONE
+};
+
 /// SiliconFlow Kolors: `batch_size` up to 4 per call, negative prompt, reference image.
 static KOLORS: ImageCaps = ImageCaps {
     sizes: &["1024x1024", "960x1280", "768x1024", "720x1440", "720x1280"],
@@ -670,6 +773,10 @@ pub static FAMILIES: &[(&str, Caps)] = &[
     ("kolors", Caps::Images(&KOLORS)),
     ("qwen-image", Caps::Images(&QWEN_IMAGE)),
     ("qwen-image-edit", Caps::Images(&QWEN_IMAGE_EDIT)),
+    ("wan", Caps::Images(&WAN)),
+    ("flux", Caps::Images(&FLUX)),
+    ("flux-kontext", Caps::Images(&FLUX_KONTEXT)),
+    ("kling", Caps::Images(&KLING)),
     ("cohere-rerank", Caps::Rerank(&COHERE_RERANK)),
     ("cohere-v1-rerank", Caps::Rerank(&COHERE_V1_RERANK)),
     ("jina-rerank", Caps::Rerank(&JINA_RERANK)),

@@ -11,47 +11,10 @@ use std::time::{Duration, Instant};
 
 use switchyard::images::tasks::TaskStore;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use support::fake::{FakeProvider, Reply};
+use support::tasks::{finished, start, task};
 use support::{client, image_conformance as ic, post, redis, TestGateway, KEY};
-
-fn task(gw: &TestGateway, id: &str, key: &str) -> client::Response {
-    client::request(
-        gw.addr,
-        "GET",
-        &format!("/api/v1/images/{id}"),
-        &[("Service-API-Key", key)],
-        b"",
-    )
-}
-
-/// Poll the task until it is finished (a condition with a deadline, not a fixed wait).
-fn finished(gw: &TestGateway, id: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let resp = task(gw, id, KEY);
-        assert_eq!(resp.status, 200, "{}", resp.text());
-        let body = resp.json();
-        if body["task_status"] == "succeed" || body["task_status"] == "failed" {
-            return body;
-        }
-        assert_eq!(body["task_status"], "running");
-        assert!(Instant::now() < deadline, "task {id} never finished");
-        std::thread::park_timeout(Duration::from_millis(20));
-    }
-}
-
-fn start(gw: &TestGateway, body: Value) -> String {
-    let resp = post(gw, "/api/v1/images/generations", &body);
-    assert_eq!(resp.status, 200, "{}", resp.text());
-    let out = resp.json();
-    assert_eq!(out["task_status"], "running");
-    assert_eq!(out["data"], json!([]));
-    assert!(out["created"].as_i64().unwrap() > 0);
-    let id = out["task_id"].as_str().unwrap().to_string();
-    assert!(uuid::Uuid::parse_str(&id).is_ok());
-    id
-}
 
 #[test]
 fn an_async_task_runs_in_the_background_and_is_read_by_its_creator_only() {

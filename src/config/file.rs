@@ -61,6 +61,16 @@ pub struct ImagesFile {
     /// Scheme and host the links to hosted images start with (e.g. `https://ai.example.com`);
     /// unset: the request's own `Host`.
     pub public_base_url: Option<String>,
+    /// How often a natively asynchronous provider's task is polled.
+    pub poll_interval_ms: u64,
+    /// Longest a synchronous request to a natively asynchronous model waits (then 504).
+    pub sync_wait_seconds: u64,
+    /// Longest an asynchronous task may run, from its creation (then `failed`, `upstream_timeout`).
+    pub task_wait_seconds: u64,
+    /// How often the instance running a task proves it is alive.
+    pub task_heartbeat_ms: u64,
+    /// Silence after which a running task's instance is taken for dead and another takes over.
+    pub task_lost_after_ms: u64,
 }
 
 impl Default for ImagesFile {
@@ -73,6 +83,11 @@ impl Default for ImagesFile {
             file_store_bytes: 512 << 20,
             task_ttl_seconds: 86_400,
             public_base_url: None,
+            poll_interval_ms: 2_000,
+            sync_wait_seconds: 300,
+            task_wait_seconds: 3_600,
+            task_heartbeat_ms: 10_000,
+            task_lost_after_ms: 45_000,
         }
     }
 }
@@ -149,6 +164,9 @@ pub struct ProviderFile {
     /// Hosts result URLs may be downloaded from (absent: the kind's default, see the README).
     #[serde(default)]
     pub result_hosts: Option<Vec<String>>,
+    /// Kling: the secret key its tokens are signed with (`api_key` is the access key).
+    #[serde(default)]
+    pub secret_key: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -65,6 +65,16 @@ pub struct ImageSettings {
     pub task_ttl: Duration,
     /// Without a trailing `/`.
     pub public_base_url: Option<String>,
+    /// Natively asynchronous providers: time between polls of one task.
+    pub poll_interval: Duration,
+    /// Natively asynchronous providers: longest a synchronous request waits.
+    pub sync_wait: Duration,
+    /// Longest an asynchronous task runs, from its creation.
+    pub task_wait: Duration,
+    /// Time between a running task's heartbeats.
+    pub task_heartbeat: Duration,
+    /// Heartbeat silence after which another instance takes a task over.
+    pub task_lost_after: Duration,
 }
 
 /// The gateway's validated runtime settings.
@@ -286,6 +296,7 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
                     .result_hosts
                     .clone()
                     .unwrap_or_else(|| kind.default_result_hosts()),
+                secret_key: p.secret_key.clone().filter(|v| !v.trim().is_empty()),
             },
         ) {
             Ok(provider) => {
@@ -345,10 +356,22 @@ fn image_settings(f: &file::ImagesFile, errors: &mut Vec<String>) -> ImageSettin
         ("file_ttl_seconds", f.file_ttl_seconds == 0),
         ("file_store_bytes", f.file_store_bytes == 0),
         ("task_ttl_seconds", f.task_ttl_seconds == 0),
+        ("poll_interval_ms", f.poll_interval_ms == 0),
+        ("sync_wait_seconds", f.sync_wait_seconds == 0),
+        ("task_wait_seconds", f.task_wait_seconds == 0),
+        ("task_heartbeat_ms", f.task_heartbeat_ms == 0),
     ] {
         if zero {
             errors.push(format!("{at}.{key}: must be greater than 0"));
         }
+    }
+    // Two heartbeats may be missed (a slow store, a busy instance) before a live task is taken
+    // over by another instance.
+    if f.task_lost_after_ms < 3 * f.task_heartbeat_ms {
+        errors.push(format!(
+            "{at}.task_lost_after_ms: must be at least three times task_heartbeat_ms ({})",
+            3 * f.task_heartbeat_ms
+        ));
     }
     let public_base_url = f.public_base_url.as_deref().and_then(|u| {
         let u = u.trim().trim_end_matches('/');
@@ -376,6 +399,11 @@ fn image_settings(f: &file::ImagesFile, errors: &mut Vec<String>) -> ImageSettin
         file_store_bytes: f.file_store_bytes,
         task_ttl: Duration::from_secs(f.task_ttl_seconds),
         public_base_url,
+        poll_interval: Duration::from_millis(f.poll_interval_ms),
+        sync_wait: Duration::from_secs(f.sync_wait_seconds),
+        task_wait: Duration::from_secs(f.task_wait_seconds),
+        task_heartbeat: Duration::from_millis(f.task_heartbeat_ms),
+        task_lost_after: Duration::from_millis(f.task_lost_after_ms),
     }
 }
 

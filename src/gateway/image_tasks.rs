@@ -156,7 +156,7 @@ async fn generate(
 ) -> Result<Vec<serde_json::Value>, GatewayError> {
     let s = &state.settings;
     let req = images::parse(body, &s.catalog, s.retry.max_retries)?;
-    let result = operations::generate(state, region, req, base).await?;
+    let result = operations::generate(state, region, req, base, &operations::Synchronous::new(state)).await?;
     result
         .data
         .iter()

@@ -2,15 +2,20 @@
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use bytes::Bytes;
 use pingora::proxy::Session;
+use tokio::time::Instant;
 
 use super::{image_tasks, respond};
 use super::{Ctx, GatewayState};
 use crate::api::error::GatewayError;
 use crate::api::image_input::ImageInput;
 use crate::api::{images, rerank, speech};
-use crate::catalog::Target;
+use crate::catalog::{Model, Target};
+use crate::images::deliver::Delivery;
+use crate::images::native::{ImageAnswer, NativeTask};
+use crate::images::poll::{self, Watch};
 use crate::images::NativeImages;
 use crate::providers;
 use crate::stream::passthrough::StreamError;
@@ -120,7 +125,8 @@ pub async fn images(
         drop(req);
         image_tasks::start(state, region, owner, model, body, base).await?
     } else {
-        generate(state, region, req, &base).await?
+        let progress = Synchronous::new(state);
+        generate(state, region, req, &base, &progress).await?
     };
     let out = serde_json::to_vec(&result)
         .map_err(|e| GatewayError::Internal(format!("serializing result: {e}")))?;
@@ -130,6 +136,47 @@ pub async fn images(
         .map_err(|e| Failure::Abort(format!("writing answer: {e}")))
 }
 
+/// What a background task learns as its generation goes (a synchronous request ignores it).
+#[async_trait]
+pub trait Progress: Watch + Send + Sync {
+    /// Called once, before anything is sent to a provider, with the number of native calls; an
+    /// error stops the generation with nothing sent.
+    async fn sending(&self, calls: usize) -> Result<(), GatewayError>;
+    /// A natively asynchronous provider accepted native call `slot` as `task`.
+    async fn submitted(&self, slot: usize, task: &NativeTask);
+    /// Until when the provider's tasks may be waited for.
+    fn deadline(&self) -> Instant;
+}
+
+/// A synchronous request: nothing to record; natively asynchronous providers are waited for
+/// until `images.sync_wait_seconds` from now.
+pub struct Synchronous {
+    deadline: Instant,
+}
+
+impl Synchronous {
+    pub fn new(state: &GatewayState) -> Synchronous {
+        Synchronous {
+            deadline: Instant::now() + state.settings.images.sync_wait,
+        }
+    }
+}
+
+impl Watch for Synchronous {
+    fn state(&self, _queued: bool) {}
+}
+
+#[async_trait]
+impl Progress for Synchronous {
+    async fn sending(&self, _calls: usize) -> Result<(), GatewayError> {
+        Ok(())
+    }
+    async fn submitted(&self, _slot: usize, _task: &NativeTask) {}
+    fn deadline(&self) -> Instant {
+        self.deadline
+    }
+}
+
 /// Generate the images `req` asks for and deliver them in its `response_format` (links under
 /// `base`). Shared by synchronous calls and background tasks.
 pub async fn generate(
@@ -137,16 +184,67 @@ pub async fn generate(
     region: &str,
     mut req: images::ImageRequest<'_>,
     base: &str,
+    progress: &dyn Progress,
 ) -> Result<images::ImageResult, GatewayError> {
     resolve_inputs(state, &mut req).await?;
     // A family that returns fewer images per call than asked gets concurrent calls, all or error.
     let per_call = req.caps.per_call_n.max(1);
     let calls = req.n.div_ceil(per_call);
+    progress.sending(calls as usize).await?;
     let batches = (0..calls).map(|i| {
         let n = per_call.min(req.n - i * per_call);
-        image_call(state, region, &req, n)
+        image_call(state, region, &req, n, i as usize, progress)
     });
     let answers = futures_util::future::try_join_all(batches).await?;
+    let delivery = Delivery::of(&req);
+    deliver_all(state, answers, &delivery, base).await
+}
+
+/// Finish a generation whose native tasks were submitted by another instance (or before a
+/// restart): wait for each, then deliver as the caller asked.
+pub async fn resume(
+    state: &GatewayState,
+    region: &str,
+    model: &Model,
+    tasks: &[NativeTask],
+    delivery: &Delivery,
+    base: &str,
+    progress: &dyn Progress,
+) -> Result<images::ImageResult, GatewayError> {
+    let polls = tasks.iter().map(|task| async move {
+        let target = model
+            .targets
+            .iter()
+            .find(|t| t.provider.name == task.provider)
+            .ok_or_else(|| {
+                GatewayError::Internal(format!(
+                    "model {} no longer has provider {}",
+                    model.name, task.provider
+                ))
+            })?;
+        let images = poll::wait(
+            &state.upstream,
+            target,
+            region,
+            task,
+            state.settings.images.poll_interval,
+            progress.deadline(),
+            progress,
+        )
+        .await?;
+        Ok::<_, GatewayError>((images, target))
+    });
+    let answers = futures_util::future::try_join_all(polls).await?;
+    deliver_all(state, answers, delivery, base).await
+}
+
+/// Merge the native calls' images (in call order) and deliver them.
+async fn deliver_all(
+    state: &GatewayState,
+    answers: Vec<(NativeImages, &Target)>,
+    delivery: &Delivery,
+    base: &str,
+) -> Result<images::ImageResult, GatewayError> {
     let mut native = NativeImages::default();
     let mut provider = None;
     for (part, target) in answers {
@@ -161,7 +259,7 @@ pub async fn generate(
         &state.upstream,
         &state.files,
         &target.provider,
-        &req,
+        delivery,
         native,
         base,
     )
@@ -169,12 +267,15 @@ pub async fn generate(
 }
 
 /// One native image call (with its retries) asking for `n` images; an error the provider reports
-/// inside a 200 answer is classified inside the attempt loop, so it is retried like any other.
+/// inside a 200 answer is classified inside the attempt loop, so it is retried like any other. A
+/// natively asynchronous provider answers with a task, which is then waited for.
 async fn image_call<'s>(
     state: &'s GatewayState,
     region: &str,
     req: &'s images::ImageRequest<'_>,
     n: u64,
+    slot: usize,
+    progress: &dyn Progress,
 ) -> Result<(NativeImages, &'s Target), GatewayError> {
     let (reply, target) = attempts::run_with(
         &state.upstream,
@@ -182,7 +283,7 @@ async fn image_call<'s>(
         region,
         req.retries,
         |t| providers::image_request(t, req, n),
-        |t, resp| -> AcceptFuture<'_, NativeImages> {
+        |t, resp| -> AcceptFuture<'_, ImageAnswer> {
             let limit = t.provider.max_response_bytes;
             Box::pin(async move {
                 let headers = resp.headers().cloned().unwrap_or_default();
@@ -193,7 +294,21 @@ async fn image_call<'s>(
     )
     .await?;
     match reply {
-        Reply::Remote(images) => Ok((images, target)),
+        Reply::Remote(ImageAnswer::Images(images)) => Ok((images, target)),
+        Reply::Remote(ImageAnswer::Task(task)) => {
+            progress.submitted(slot, &task).await;
+            let images = poll::wait(
+                &state.upstream,
+                target,
+                region,
+                &task,
+                state.settings.images.poll_interval,
+                progress.deadline(),
+                progress,
+            )
+            .await?;
+            Ok((images, target))
+        }
         Reply::Local(_) => Err(GatewayError::Internal(
             "an in-process provider answered images".into(),
         )),

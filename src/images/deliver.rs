@@ -21,6 +21,7 @@ use super::{ImageData, NativeImage, NativeImages};
 use crate::api::error::GatewayError;
 use crate::api::image_input::sniff;
 use crate::api::images::{now, ImageItem, ImageRequest, ImageResult};
+use serde::{Deserialize, Serialize};
 use crate::providers::{bad_answer, Provider};
 use crate::upstream::exchange::Upstream;
 
@@ -51,12 +52,32 @@ impl HostedFiles {
     }
 }
 
-/// The public result for `native`, each image converted to `req.response_format`.
+/// What the caller asked to receive: all that delivery needs of the request, small enough to
+/// keep with an asynchronous task so another instance can deliver its result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delivery {
+    /// `response_format: url` (else `b64_json`).
+    pub url: bool,
+    /// The MIME type of the `output_format` asked for: a hosted image's label when its bytes
+    /// are not recognised.
+    pub mime: String,
+}
+
+impl Delivery {
+    pub fn of(req: &ImageRequest<'_>) -> Delivery {
+        Delivery {
+            url: req.response_format == "url",
+            mime: req.output_mime().to_string(),
+        }
+    }
+}
+
+/// The public result for `native`, each image converted as `delivery` says.
 pub async fn deliver(
     upstream: &Upstream,
     files: &HostedFiles,
     provider: &Provider,
-    req: &ImageRequest<'_>,
+    delivery: &Delivery,
     native: NativeImages,
     base: &str,
 ) -> Result<ImageResult, GatewayError> {
@@ -66,11 +87,10 @@ pub async fn deliver(
             "image answer carries no image",
         )));
     }
-    let want_url = req.response_format == "url";
     let items = native
         .images
         .into_iter()
-        .map(|image| convert(upstream, files, provider, req, image, want_url, base));
+        .map(|image| convert(upstream, files, provider, delivery, image, base));
     let data = try_join_all(items).await?;
     Ok(ImageResult {
         created: native.created.unwrap_or_else(now),
@@ -85,11 +105,11 @@ async fn convert(
     upstream: &Upstream,
     files: &HostedFiles,
     provider: &Provider,
-    req: &ImageRequest<'_>,
+    delivery: &Delivery,
     image: NativeImage,
-    want_url: bool,
     base: &str,
 ) -> Result<ImageItem, GatewayError> {
+    let want_url = delivery.url;
     let NativeImage {
         data,
         revised_prompt,
@@ -119,11 +139,11 @@ async fn convert(
             let bytes = b64.decode(s.as_bytes()).map_err(|e| {
                 GatewayError::Upstream(bad_answer(provider, format!("image is not base64: {e}")))
             })?;
-            let url = host(files, Bytes::from(bytes), req, base).await?;
+            let url = host(files, Bytes::from(bytes), &delivery.mime, base).await?;
             item(Some(url), None)
         }
         (ImageData::Bytes(bytes), true) => {
-            let url = host(files, bytes, req, base).await?;
+            let url = host(files, bytes, &delivery.mime, base).await?;
             item(Some(url), None)
         }
     })
@@ -133,9 +153,9 @@ async fn convert(
 async fn host(
     files: &HostedFiles,
     bytes: Bytes,
-    req: &ImageRequest<'_>,
+    fallback_mime: &str,
     base: &str,
 ) -> Result<String, GatewayError> {
-    let content_type = sniff(&bytes).unwrap_or_else(|| req.output_mime());
+    let content_type = sniff(&bytes).unwrap_or(fallback_mime);
     files.host(bytes, content_type, base).await
 }

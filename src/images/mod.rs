@@ -8,6 +8,8 @@
 //! `GET /api/v1/files/{id}`.
 
 pub mod deliver;
+pub mod native;
+pub mod poll;
 pub mod redis_conn;
 pub mod redis_store;
 pub mod store;

@@ -8,13 +8,17 @@
 
 pub mod ark;
 pub mod azure;
+pub mod bfl;
 pub mod cohere;
 pub mod cohere_v1;
 pub mod dashscope;
+pub mod dashscope_images;
 pub mod dashscope_speech;
 pub mod elevenlabs;
 pub mod google;
 pub mod jina;
+pub mod kling;
+pub mod kling_auth;
 pub mod local;
 pub mod minimax;
 pub mod mixedbread;
@@ -48,6 +52,7 @@ use crate::api::json::Str;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::api::speech::SpeechRequest;
 use crate::catalog::{Operation, Target};
+use crate::images::native::{ImageAnswer, NativeTask, Poll};
 use crate::images::NativeImages;
 use crate::stream::audio::SpeechDecoding;
 use crate::upstream::endpoint::Endpoint;
@@ -75,6 +80,10 @@ pub enum ProviderKind {
     /// Volcengine Ark (Seedream / SeedEdit images), Bearer-keyed unlike Volcengine speech.
     Ark,
     Stability,
+    /// Black Forest Labs (FLUX): natively asynchronous, polled at the URL it returns.
+    Bfl,
+    /// Kling (可灵): natively asynchronous, JWT-signed requests.
+    Kling,
 }
 
 impl ProviderKind {
@@ -97,6 +106,8 @@ impl ProviderKind {
         ("google", ProviderKind::Google),
         ("ark", ProviderKind::Ark),
         ("stability", ProviderKind::Stability),
+        ("bfl", ProviderKind::Bfl),
+        ("kling", ProviderKind::Kling),
     ];
 
     pub fn parse(name: &str) -> Option<ProviderKind> {
@@ -109,11 +120,12 @@ impl ProviderKind {
             ProviderKind::OpenAi | ProviderKind::AzureOpenAi => {
                 matches!(op, Operation::Speech | Operation::Images)
             }
-            ProviderKind::DashScope => matches!(op, Operation::Speech | Operation::Rerank),
-            ProviderKind::SiliconFlow | ProviderKind::Zhipu => {
-                matches!(op, Operation::Images | Operation::Rerank)
+            ProviderKind::DashScope
+            | ProviderKind::SiliconFlow
+            | ProviderKind::Zhipu => true,
+            ProviderKind::Ark | ProviderKind::Stability | ProviderKind::Bfl | ProviderKind::Kling => {
+                op == Operation::Images
             }
-            ProviderKind::Ark | ProviderKind::Stability => op == Operation::Images,
             ProviderKind::ElevenLabs
             | ProviderKind::MiniMax
             | ProviderKind::Volcengine
@@ -134,6 +146,15 @@ impl ProviderKind {
         matches!(
             self,
             ProviderKind::OpenAi | ProviderKind::AzureOpenAi | ProviderKind::Stability
+        )
+    }
+
+    /// Whether the provider runs image generations as tasks that must be polled (so a synchronous
+    /// request waits for it, bounded by `images.sync_wait_seconds`).
+    pub fn async_images(self) -> bool {
+        matches!(
+            self,
+            ProviderKind::DashScope | ProviderKind::Bfl | ProviderKind::Kling
         )
     }
 
@@ -166,6 +187,10 @@ impl ProviderKind {
             ProviderKind::SiliconFlow => {
                 vec!["*.aliyuncs.com".to_string(), "*.siliconflow.cn".to_string()]
             }
+            // FLUX samples are signed links on BFL's delivery hosts (`delivery-*.bfl.ai`).
+            ProviderKind::Bfl => vec!["*.bfl.ai".to_string()],
+            // Kling's image links are on its CDN (`cdn.klingai.com`, `*-kling.klingai.com`).
+            ProviderKind::Kling => vec!["*.klingai.com".to_string()],
             _ => Vec::new(),
         }
     }
@@ -176,6 +201,9 @@ impl ProviderKind {
         match self {
             ProviderKind::AzureOpenAi => vec![(h("api-key"), key.to_string())],
             ProviderKind::ElevenLabs => vec![(h("xi-api-key"), key.to_string())],
+            ProviderKind::Bfl => vec![(h("x-key"), key.to_string())],
+            // Signed per token from the access and secret keys (see `kling_auth`), not static.
+            ProviderKind::Kling => Vec::new(),
             // An API key (Google's OAuth tokens expire hourly, so a static config cannot hold one).
             ProviderKind::Google => vec![(h("x-goog-api-key"), key.to_string())],
             // The console's app id + access token pair, or the newer single API key.
@@ -192,7 +220,7 @@ impl ProviderKind {
 }
 
 /// Per-provider settings beyond key and URL that some adapters need.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ProviderOptions {
     /// Azure OpenAI: `api-version` for deployment URLs; without it the v1 URL is used.
     pub api_version: Option<String>,
@@ -201,6 +229,20 @@ pub struct ProviderOptions {
     /// Hosts the gateway may download provider results from (audio or image URLs in answers):
     /// exact names, or `*.suffix`. The provider's own base URL host is always allowed.
     pub result_hosts: Vec<String>,
+    /// Kling: the secret key that signs its tokens (the access key is `api_key`).
+    pub secret_key: Option<String>,
+}
+
+impl fmt::Debug for ProviderOptions {
+    // The secret key must never reach a log line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProviderOptions")
+            .field("api_version", &self.api_version)
+            .field("app_id", &self.app_id)
+            .field("result_hosts", &self.result_hosts)
+            .field("secret_key", &self.secret_key.as_ref().map(|_| "[redacted]"))
+            .finish()
+    }
 }
 
 /// A configured provider account: credentials and where to reach it.
@@ -209,6 +251,8 @@ pub struct Provider {
     pub kind: ProviderKind,
     /// Built once at start and marked sensitive; empty when the key is empty.
     auth: Vec<(HeaderName, HeaderValue)>,
+    /// Kling: signs a short-lived token instead of a static header.
+    signer: Option<kling_auth::Signer>,
     pub options: ProviderOptions,
     /// The key itself, kept only to redact it should a provider ever echo it back.
     key: String,
@@ -250,10 +294,22 @@ impl Provider {
                 auth.push((name, value));
             }
         }
+        let signer = match (kind, api_key.is_empty(), options.secret_key.as_deref()) {
+            (ProviderKind::Kling, false, Some(secret)) if !secret.is_empty() => {
+                Some(kling_auth::Signer::new(api_key, secret))
+            }
+            (ProviderKind::Kling, false, _) => {
+                return Err(
+                    "kling signs its tokens with a secret key: set secret_key as well".to_string(),
+                )
+            }
+            _ => None,
+        };
         Ok(Provider {
             name,
             kind,
             auth,
+            signer,
             options,
             key: api_key.to_string(),
             default_endpoint,
@@ -264,11 +320,18 @@ impl Provider {
 
     /// Usable: has its key, or needs none.
     pub fn enabled(&self) -> bool {
-        !self.auth.is_empty() || !self.kind.requires_key()
+        !self.auth.is_empty() || self.signer.is_some() || !self.kind.requires_key()
     }
 
-    pub fn auth_headers(&self) -> &[(HeaderName, HeaderValue)] {
-        &self.auth
+    /// The credential headers for a request sent now.
+    pub fn auth_headers(&self) -> Result<Cow<'_, [(HeaderName, HeaderValue)]>, String> {
+        match &self.signer {
+            Some(signer) => Ok(Cow::Owned(vec![(
+                http::header::AUTHORIZATION,
+                signer.authorization()?,
+            )])),
+            None => Ok(Cow::Borrowed(&self.auth)),
+        }
     }
 
     /// Whether an answer's result URL on `host` may be downloaded: the provider's own hosts and
@@ -347,6 +410,17 @@ pub struct NativeRequest {
 }
 
 impl NativeRequest {
+    /// A `GET` without a body (polling a task).
+    pub fn get(path: impl Into<String>) -> NativeRequest {
+        NativeRequest {
+            method: Method::GET,
+            path: path.into(),
+            content_type: Cow::Borrowed("application/json"),
+            headers: Vec::new(),
+            body: Bytes::new(),
+        }
+    }
+
     pub fn post_json(path: impl Into<String>, body: Vec<u8>) -> NativeRequest {
         NativeRequest {
             method: Method::POST,
@@ -505,7 +579,9 @@ pub fn speech_request(target: &Target, req: &SpeechRequest<'_>) -> Result<Prepar
         | ProviderKind::Tei
         | ProviderKind::Local
         | ProviderKind::Ark
-        | ProviderKind::Stability => Err(not_served(target, Operation::Speech)),
+        | ProviderKind::Stability
+        | ProviderKind::Bfl
+        | ProviderKind::Kling => Err(not_served(target, Operation::Speech)),
     }
 }
 
@@ -530,7 +606,9 @@ pub fn speech_decoding(target: &Target, req: &SpeechRequest<'_>) -> SpeechDecodi
         | ProviderKind::Tei
         | ProviderKind::Local
         | ProviderKind::Ark
-        | ProviderKind::Stability => SpeechDecoding::Passthrough,
+        | ProviderKind::Stability
+        | ProviderKind::Bfl
+        | ProviderKind::Kling => SpeechDecoding::Passthrough,
     }
 }
 
@@ -549,11 +627,13 @@ pub fn image_request(
         ProviderKind::Ark => http(ark::image_request(target, req, n)),
         ProviderKind::Stability => http(stability::image_request(target, req, n)),
         ProviderKind::SiliconFlow => http(siliconflow_images::image_request(target, req, n)),
+        ProviderKind::DashScope => http(dashscope_images::image_request(target, req, n)),
+        ProviderKind::Bfl => http(bfl::image_request(target, req, n)),
+        ProviderKind::Kling => http(kling::image_request(target, req, n)),
         ProviderKind::Cohere
         | ProviderKind::CohereV1
         | ProviderKind::Jina
         | ProviderKind::Voyage
-        | ProviderKind::DashScope
         | ProviderKind::Mixedbread
         | ProviderKind::Tei
         | ProviderKind::Local
@@ -564,27 +644,33 @@ pub fn image_request(
     }
 }
 
-/// Translate a successful (2xx) native image answer; an error the provider reports inside it
-/// (a refused image in `data[]`, a filtered result) is an `Err`, so the attempt loop classifies it.
+/// Translate a successful (2xx) native image answer: the images, or (natively asynchronous
+/// providers) the task to poll. An error the provider reports inside it (a refused image in
+/// `data[]`, a filtered result) is an `Err`, so the attempt loop classifies it.
 pub fn image_response(
     target: &Target,
     req: &ImageRequest<'_>,
     headers: &http::HeaderMap,
     body: &[u8],
-) -> Result<NativeImages, UpstreamError> {
+) -> Result<ImageAnswer, UpstreamError> {
     let p = &target.provider;
+    let images = |r: Result<NativeImages, UpstreamError>| r.map(ImageAnswer::Images);
     match p.kind {
-        ProviderKind::OpenAi => openai_images::image_response(p, req, headers, body),
-        ProviderKind::AzureOpenAi => azure::image_response(p, req, headers, body),
-        ProviderKind::Zhipu => zhipu_images::image_response(p, req, headers, body),
-        ProviderKind::Ark => ark::image_response(p, req, headers, body),
-        ProviderKind::Stability => stability::image_response(p, req, headers, body),
-        ProviderKind::SiliconFlow => siliconflow_images::image_response(p, req, headers, body),
+        ProviderKind::OpenAi => images(openai_images::image_response(p, req, headers, body)),
+        ProviderKind::AzureOpenAi => images(azure::image_response(p, req, headers, body)),
+        ProviderKind::Zhipu => images(zhipu_images::image_response(p, req, headers, body)),
+        ProviderKind::Ark => images(ark::image_response(p, req, headers, body)),
+        ProviderKind::Stability => images(stability::image_response(p, req, headers, body)),
+        ProviderKind::SiliconFlow => {
+            images(siliconflow_images::image_response(p, req, headers, body))
+        }
+        ProviderKind::DashScope => dashscope_images::image_response(p, req, headers, body),
+        ProviderKind::Bfl => bfl::image_response(p, req, headers, body),
+        ProviderKind::Kling => kling::image_response(p, req, headers, body),
         ProviderKind::Cohere
         | ProviderKind::CohereV1
         | ProviderKind::Jina
         | ProviderKind::Voyage
-        | ProviderKind::DashScope
         | ProviderKind::Mixedbread
         | ProviderKind::Tei
         | ProviderKind::Local
@@ -592,6 +678,46 @@ pub fn image_response(
         | ProviderKind::MiniMax
         | ProviderKind::Volcengine
         | ProviderKind::Google => Err(wrong_answer(target, Operation::Images)),
+    }
+}
+
+/// How to read a provider task's state.
+#[derive(Debug)]
+pub enum PollRequest {
+    /// A request to the provider's API, relative to its base URL like any other.
+    Api(NativeRequest),
+    /// A `GET` of a URL the provider's own answer gave (BFL's `polling_url`), sent with the
+    /// provider's credentials: the adapter has checked it is on the provider's own domain.
+    Url(String),
+}
+
+/// The request that reads `task`'s state from its provider.
+pub fn image_poll_request(provider: &Provider, task: &NativeTask) -> Result<PollRequest, UpstreamError> {
+    match provider.kind {
+        ProviderKind::DashScope => Ok(PollRequest::Api(dashscope_images::poll_request(task))),
+        ProviderKind::Bfl => bfl::poll_request(provider, task),
+        ProviderKind::Kling => Ok(PollRequest::Api(kling::poll_request(task))),
+        _ => Err(bad_answer(
+            provider,
+            "provider does not run image generations as tasks",
+        )),
+    }
+}
+
+/// Read one poll's 2xx answer: still waiting, or the images; a task that failed is an `Err`.
+pub fn image_poll_response(
+    provider: &Provider,
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> Result<Poll, UpstreamError> {
+    match provider.kind {
+        ProviderKind::DashScope => dashscope_images::poll_response(provider, headers, body),
+        ProviderKind::Bfl => bfl::poll_response(provider, headers, body),
+        ProviderKind::Kling => kling::poll_response(provider, headers, body),
+        _ => Err(bad_answer(
+            provider,
+            "provider does not run image generations as tasks",
+        )),
     }
 }
 
@@ -616,7 +742,9 @@ pub fn rerank_request(target: &Target, req: &RerankRequest<'_>) -> Result<Prepar
         | ProviderKind::Volcengine
         | ProviderKind::Google
         | ProviderKind::Ark
-        | ProviderKind::Stability => Err(not_served(target, Operation::Rerank)),
+        | ProviderKind::Stability
+        | ProviderKind::Bfl
+        | ProviderKind::Kling => Err(not_served(target, Operation::Rerank)),
     }
 }
 
@@ -646,7 +774,9 @@ pub fn rerank_response<'r>(
         | ProviderKind::Volcengine
         | ProviderKind::Google
         | ProviderKind::Ark
-        | ProviderKind::Stability => Err(wrong_answer(target, Operation::Rerank)),
+        | ProviderKind::Stability
+        | ProviderKind::Bfl
+        | ProviderKind::Kling => Err(wrong_answer(target, Operation::Rerank)),
     }
 }
 
@@ -675,6 +805,8 @@ pub fn error_response(
         ProviderKind::Google => google::error_response(provider, status, body),
         ProviderKind::Ark => ark::error_response(provider, status, body),
         ProviderKind::Stability => stability::error_response(provider, status, body),
+        ProviderKind::Bfl => bfl::error_response(provider, status, body),
+        ProviderKind::Kling => kling::error_response(provider, status, body),
         // The local reranker is never called over HTTP.
         ProviderKind::Local => UpstreamError::from_status(&provider.name, status, "local provider"),
     };

@@ -19,7 +19,7 @@ use super::dns::Resolver;
 use super::endpoint::Endpoint;
 use super::retry::RetryPolicy;
 use crate::api::error::{UpstreamError, UpstreamErrorKind};
-use crate::providers::{NativeRequest, Provider};
+use crate::providers::{NativeRequest, PollRequest, Provider};
 
 /// The shared client side: connection pool, resolver and retry policy.
 pub struct Upstream {
@@ -63,6 +63,32 @@ impl Upstream {
         let header = build_header(provider, ep.authority.as_str(), &ep.path(&req.path), req)
             .map_err(|e| classify(&provider.name, &e))?;
         self.exchange(&provider.name, ep, header, &req.body).await
+    }
+
+    /// Read a provider task's state: a request to its API, or a `GET` of the polling URL its
+    /// answer gave (which the adapter checked is the provider's own), with its credentials.
+    pub async fn poll(
+        &self,
+        provider: &Provider,
+        region: &str,
+        req: &PollRequest,
+    ) -> Result<Response<'_>, UpstreamError> {
+        match req {
+            PollRequest::Api(native) => self.send(provider, region, native).await,
+            PollRequest::Url(url) => {
+                let bad =
+                    |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
+                let options = provider
+                    .endpoint(region)
+                    .map(|e| e.options.clone())
+                    .unwrap_or_else(PeerOptions::new);
+                let (ep, path) = Endpoint::parse_result_url(url, &options).map_err(bad)?;
+                let get = NativeRequest::get(path.clone());
+                let header = build_header(provider, ep.authority.as_str(), &path, &get)
+                    .map_err(|e| classify(&provider.name, &e))?;
+                self.exchange(&provider.name, &ep, header, &get.body).await
+            }
+        }
     }
 
     /// Download a result file a provider's answer points to (`GET url`, no credentials: the
@@ -183,9 +209,15 @@ fn build_header(
         Some(6 + req.headers.len()),
     )?;
     h.insert_header(http::header::HOST, authority)?;
-    h.insert_header(http::header::CONTENT_TYPE, req.content_type.as_ref())?;
-    h.insert_header(http::header::CONTENT_LENGTH, req.body.len().to_string())?;
-    for (name, value) in provider.auth_headers() {
+    // A GET (a task poll) carries no body, so no body headers either.
+    if req.method != http::Method::GET {
+        h.insert_header(http::header::CONTENT_TYPE, req.content_type.as_ref())?;
+        h.insert_header(http::header::CONTENT_LENGTH, req.body.len().to_string())?;
+    }
+    let auth = provider
+        .auth_headers()
+        .map_err(|m| PError::explain(ErrorType::InternalError, m))?;
+    for (name, value) in auth.iter() {
         h.insert_header(name.clone(), value.clone())?;
     }
     for (name, value) in &req.headers {

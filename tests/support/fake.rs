@@ -192,7 +192,12 @@ impl Reply {
     }
 }
 
+/// Answers a request from what it carries (a stateful emulator, e.g. of a task API); `None`
+/// falls back to the queue and the default.
+pub type Handler = Box<dyn FnMut(&Recorded) -> Option<Reply> + Send>;
+
 struct State {
+    handler: Option<Handler>,
     queue: VecDeque<Reply>,
     default: Reply,
     requests: Vec<Recorded>,
@@ -231,6 +236,7 @@ impl FakeProvider {
         let addr = listener.local_addr().expect("fake provider: local_addr");
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
+                handler: None,
                 queue: VecDeque::new(),
                 default: Reply::json(500, serde_json::json!({"error": "no scripted reply"})),
                 requests: Vec::new(),
@@ -271,6 +277,12 @@ impl FakeProvider {
     /// Queue a reply; each incoming request takes the next queued reply (FIFO).
     pub fn push(&self, reply: Reply) {
         self.shared.lock().queue.push_back(reply);
+    }
+
+    /// Answer requests with `handler` first (it sees each request as recorded); where it returns
+    /// `None`, the queue and the default answer as usual.
+    pub fn set_handler(&self, handler: impl FnMut(&Recorded) -> Option<Reply> + Send + 'static) {
+        self.shared.lock().handler = Some(Box::new(handler));
     }
 
     /// The reply used when the queue is empty (initially 500 `{"error":"no scripted reply"}`).
@@ -412,13 +424,15 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) {
 
         let reply = {
             let mut state = shared.lock();
-            state.requests.push(Recorded {
+            let recorded = Recorded {
                 method: head.method,
                 path: head.path,
                 headers: head.headers,
                 body,
-            });
-            match state.queue.pop_front() {
+            };
+            let handled = state.handler.as_mut().and_then(|h| h(&recorded));
+            state.requests.push(recorded);
+            match handled.or_else(|| state.queue.pop_front()) {
                 Some(reply) => reply,
                 None => state.default.clone(),
             }

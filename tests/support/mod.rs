@@ -9,6 +9,7 @@ pub mod image_conformance;
 pub mod redis;
 pub mod rerank_conformance;
 pub mod speech_conformance;
+pub mod tasks;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -22,6 +23,9 @@ pub const KEY: &str = "test-key";
 pub const JWT_SECRET: &str = "test-secret-that-is-at-least-32-bytes!";
 /// The key the gateway must send to providers (never the caller's).
 pub const PROVIDER_KEY: &str = "sk-provider-secret-0001";
+/// Kling signs its own tokens: the access key (the JWT's `iss`) and the secret key.
+pub const KLING_ACCESS_KEY: &str = "kling-access-key-0001";
+pub const KLING_SECRET_KEY: &str = "kling-secret-key-0001";
 
 pub fn fixture(path: &str) -> String {
     format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"))
@@ -54,7 +58,7 @@ switchyard:
     images_body_bytes: 4194304
     rerank_body_bytes: 4194304
   retries: {{max: 3, initial_backoff_ms: 1, max_backoff_ms: 5, max_retry_after_ms: 50}}
-  images: {{allow_private_urls: true, download_timeout_ms: 2000}}
+  images: {{allow_private_urls: true, download_timeout_ms: 2000, poll_interval_ms: 20}}
   auth:
     api_keys:
       - {{name: tester, key: "{KEY}"}}
@@ -97,6 +101,8 @@ switchyard:
     builtin: {{kind: local}}
     ark: {{kind: ark, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}/api/v3", timeouts: {{read_ms: 1500}}}}
     stability: {{kind: stability, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    bfl: {{kind: bfl, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    kling: {{kind: kling, api_key: "{KLING_ACCESS_KEY}", secret_key: "{KLING_SECRET_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
@@ -130,6 +136,10 @@ switchyard:
     sd3.5-large: {{family: stability-sd3, targets: [{{provider: stability, model: sd3.5-large}}]}}
     kolors: {{family: kolors, targets: [{{provider: siliconflow, model: Kwai-Kolors/Kolors}}]}}
     qwen-image: {{family: qwen-image, targets: [{{provider: siliconflow, model: Qwen/Qwen-Image}}]}}
+    wanx2.1-t2i-turbo: {{family: wan, targets: [{{provider: dashscope, model: wanx2.1-t2i-turbo}}]}}
+    flux-pro-1.1: {{family: flux, targets: [{{provider: bfl, model: flux-pro-1.1}}]}}
+    flux-kontext-pro: {{family: flux-kontext, targets: [{{provider: bfl, model: flux-kontext-pro}}]}}
+    kling-v2-1: {{family: kling, targets: [{{provider: kling, model: kling-v2-1}}]}}
 "#,
         p0 = ports.0,
         p1 = ports.1,

@@ -1,0 +1,99 @@
+//! Waiting for a natively asynchronous provider's task: poll its state every
+//! `images.poll_interval` until it finishes, fails, or the deadline passes.
+//!
+//! A poll that fails in a way that may pass (connection trouble, a timeout, 429, 5xx) is not the
+//! task failing: the next poll tries again, up to [`MAX_POLL_FAILURES`] in a row. The provider's
+//! own verdict (moderated, failed, expired) ends the wait at once.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::catalog::Target;
+use crate::images::native::{NativeTask, Poll};
+use crate::images::NativeImages;
+use crate::providers;
+use crate::upstream::exchange::Upstream;
+
+/// Failed polls in a row (each one that may pass) after which the wait gives up.
+pub const MAX_POLL_FAILURES: u32 = 5;
+
+/// Largest error body read from a poll that failed.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// Told what each poll saw, so an asynchronous task can show `pending` or `running`.
+pub trait Watch: Sync {
+    fn state(&self, queued: bool);
+}
+
+/// Nobody is watching (a synchronous request).
+pub struct Unwatched;
+
+impl Watch for Unwatched {
+    fn state(&self, _queued: bool) {}
+}
+
+/// Poll `task` on `target` until it ends, or until `deadline` (then a timeout error).
+pub async fn wait(
+    upstream: &Upstream,
+    target: &Target,
+    region: &str,
+    task: &NativeTask,
+    interval: Duration,
+    deadline: Instant,
+    watch: &dyn Watch,
+) -> Result<NativeImages, GatewayError> {
+    let provider = &target.provider;
+    let mut failures = 0u32;
+    loop {
+        match poll_once(upstream, target, region, task).await {
+            Ok(Poll::Done(images)) => return Ok(images),
+            Ok(Poll::Queued) => {
+                failures = 0;
+                watch.state(true);
+            }
+            Ok(Poll::Running) => {
+                failures = 0;
+                watch.state(false);
+            }
+            Err(e) if e.retryable() && failures + 1 < MAX_POLL_FAILURES => {
+                failures += 1;
+                log::warn!(
+                    "provider {}: poll {failures} of a task failed: {e}",
+                    provider.name
+                );
+            }
+            Err(e) => return Err(GatewayError::Upstream(e)),
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(GatewayError::Upstream(UpstreamError::new(
+                UpstreamErrorKind::Timeout,
+                &provider.name,
+                "the provider's task did not finish in the time allowed",
+            )));
+        }
+        tokio::time::sleep_until((now + interval).min(deadline)).await;
+    }
+}
+
+/// One poll: the task's state, or why it failed.
+async fn poll_once(
+    upstream: &Upstream,
+    target: &Target,
+    region: &str,
+    task: &NativeTask,
+) -> Result<Poll, UpstreamError> {
+    let provider = &target.provider;
+    let request = providers::image_poll_request(provider, task)?;
+    let resp = upstream.poll(provider, region, &request).await?;
+    let status = resp.status;
+    let headers = resp.headers().cloned().unwrap_or_default();
+    if !(200..300).contains(&status) {
+        let body = resp.read_all(ERROR_BODY_LIMIT).await.unwrap_or_default();
+        return Err(providers::error_response(provider, status, &headers, &body));
+    }
+    let body = resp.read_all(provider.max_response_bytes).await?;
+    providers::image_poll_response(provider, &headers, &body)
+}
