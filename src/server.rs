@@ -5,8 +5,11 @@ use std::sync::Arc;
 use pingora::proxy::http_proxy_service_with_name;
 use pingora::server::configuration::Opt;
 use pingora::server::Server;
+use pingora::services::background::background_service;
+use std::time::Duration;
 
 use crate::config::Settings;
+use crate::gateway::task_supervisor::{TaskSupervisor, PINGORA_DEFAULT_GRACE};
 use crate::gateway::{Gateway, GatewayState};
 
 /// A server ready to `run`, with one listening service per configured entry point.
@@ -18,8 +21,22 @@ pub fn build(opt: Option<Opt>, settings: Settings) -> Server {
     server
 }
 
-/// Add the gateway's entry points to an existing Pingora server (for embedding).
+/// Add the gateway's entry points to an existing Pingora server (for embedding), and the
+/// background service that looks after asynchronous tasks (takeover of tasks whose instance
+/// died, hand-over of unfinished ones on graceful shutdown).
 pub fn add_services(server: &mut Server, state: &Arc<GatewayState>) {
+    let grace = server
+        .configuration
+        .grace_period_seconds
+        .map(Duration::from_secs)
+        .unwrap_or(PINGORA_DEFAULT_GRACE);
+    server.add_service(background_service(
+        "switchyard tasks",
+        TaskSupervisor {
+            state: state.clone(),
+            grace,
+        },
+    ));
     for listener in &state.settings.listeners {
         let gateway = Gateway::new(state.clone(), listener);
         let mut service = http_proxy_service_with_name(

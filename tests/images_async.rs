@@ -123,17 +123,16 @@ fn a_task_whose_instance_died_is_reported_failed() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64;
+    // It had already sent its call to the provider: nothing can re-run or resume it.
     let record = switchyard::images::tasks::TaskRecord {
-        owner: "key:tester".into(),
-        model: "dall-e-3".into(),
-        status: switchyard::images::tasks::TaskStatus::Running,
-        created: now_ms / 1000 - 120,
-        updated_ms: now_ms - 120_000,
-        instance: "gone".into(),
-        data: Vec::new(),
-        error: None,
-        request: None,
-        native: None,
+        sent: true,
+        ..switchyard::images::tasks::TaskRecord::started(
+            "key:tester".into(),
+            "dall-e-3".into(),
+            "gone".into(),
+            now_ms / 1000 - 120,
+            now_ms - 120_000,
+        )
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use support::redis::{raw, redis_url, run_prefix, Expiry};
+use switchyard::images::native::NativeTask;
 use switchyard::images::redis_conn::RedisSettings;
 use switchyard::images::store::StoreError;
 use switchyard::images::tasks::{RedisTaskStore, TaskError, TaskRecord, TaskStatus, TaskStore};
@@ -30,16 +31,15 @@ fn store(prefix: &str) -> RedisTaskStore {
 
 fn task(status: TaskStatus, updated_ms: i64, instance: &str) -> TaskRecord {
     TaskRecord {
-        owner: "key-a".into(),
-        model: "img-1".into(),
         status,
-        created: 1_700_000_000,
-        updated_ms,
-        instance: instance.into(),
-        data: Vec::new(),
-        error: None,
         request: Some(r#"{"model":"img-1","prompt":"a fox"}"#.into()),
-        native: None,
+        ..TaskRecord::started(
+            "key-a".into(),
+            "img-1".into(),
+            instance.into(),
+            1_700_000_000,
+            updated_ms,
+        )
     }
 }
 
@@ -64,9 +64,14 @@ async fn a_task_put_by_one_instance_is_read_by_another() {
     let id = new_id();
 
     let mut running = task(TaskStatus::Running, 1_700_000_000_123, "inst-a");
-    running.native = Some(serde_json::json!({
-        "provider": "ark", "id": "cgt-2025", "poll": "https://ark.example/tasks/cgt-2025"
-    }));
+    running.native = vec![
+        Some(NativeTask {
+            provider: "bfl".into(),
+            id: "cgt-2025".into(),
+            polling_url: Some("https://api.us1.bfl.ai/v1/get_result?id=cgt-2025".into()),
+        }),
+        None,
+    ];
     a.put(&id, &running, MIN).await.unwrap();
     assert_eq!(b.get(&id).await.unwrap(), Some(running.clone()));
     assert_eq!(

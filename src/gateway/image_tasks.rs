@@ -1,38 +1,30 @@
-//! Asynchronous image generation: `async: true` answers at once with a task id, the generation
-//! runs in the background with the same translation, retries and conversions as a synchronous
-//! call, and `GET /api/v1/images/{task_id}` reads the task back.
+//! Asynchronous image generation as the caller sees it: `async: true` answers at once with a task
+//! id, the generation runs in the background (see `task_job`) with the same translation, retries
+//! and conversions as a synchronous call, and `GET /api/v1/images/{task_id}` reads the task back.
 //!
 //! Tasks live in the task store (memory for one instance, Redis for several), so a task created
 //! through one instance is readable through any other. Only its creator (same API key name or JWT
-//! subject) can read it; anyone else gets the same 404 as for an unknown id. While a task runs,
-//! its instance refreshes `updated_ms` every [`HEARTBEAT`]; a running task whose heartbeat stopped
-//! for [`LOST_AFTER`] (its instance died) is reported `failed` with code `instance_lost`, so no
-//! task stays `running` forever.
+//! subject) can read it; anyone else gets the same 404 as for an unknown id.
+//!
+//! No task stays `running` forever. A task whose instance went silent for
+//! `images.task_lost_after` is taken over ([`take_over`]) by whichever instance notices first —
+//! the one reading it, or any instance's supervisor sweep: provider tasks already submitted are
+//! polled again from where they are; a task that had not yet sent anything to a provider is run
+//! again from its request; a task whose call may have reached a provider that answers directly
+//! cannot be recovered and fails with code `instance_lost`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::operations;
+use super::task_job::{self, now_ms, Work};
 use super::GatewayState;
 use crate::api::error::GatewayError;
 use crate::api::images::{self, ImageItem, ImageResult, TaskFailure};
+use crate::images::store::StoreError;
 use crate::images::tasks::{TaskError, TaskRecord, TaskStatus};
 
-/// How often a running task's instance proves it is alive.
-pub const HEARTBEAT: Duration = Duration::from_secs(10);
-/// Silence after which a running task's instance is taken for dead.
-pub const LOST_AFTER: Duration = Duration::from_secs(45);
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
-fn store_error(e: crate::images::store::StoreError) -> GatewayError {
+fn store_error(e: StoreError) -> GatewayError {
     GatewayError::Store(e.to_string())
 }
 
@@ -48,18 +40,14 @@ pub async fn start(
 ) -> Result<ImageResult, GatewayError> {
     let id = uuid::Uuid::new_v4().to_string();
     let created = images::now();
+    let request = String::from_utf8(body.to_vec())
+        .map_err(|_| GatewayError::Internal("validated body is not UTF-8".into()))?;
     let record = TaskRecord {
-        owner,
-        model,
-        status: TaskStatus::Running,
-        created,
-        updated_ms: now_ms(),
-        instance: state.instance.clone(),
-        data: Vec::new(),
-        error: None,
-        // Not kept: nothing re-runs a lost task yet, and bodies can carry megabytes of images.
-        request: None,
-        native: None,
+        // Kept until a native call is about to be sent, so a takeover before then can re-run it.
+        request: Some(request),
+        region: region.to_string(),
+        base,
+        ..TaskRecord::started(owner, model, state.instance.clone(), created, now_ms())
     };
     // Written before anything runs: if the store is down the caller gets a 503 now, never a task
     // id that nobody can read.
@@ -68,15 +56,7 @@ pub async fn start(
         .put(&id, &record, state.settings.images.task_ttl)
         .await
         .map_err(store_error)?;
-    let job = Job {
-        state: state.clone(),
-        region: region.to_string(),
-        id: id.clone(),
-        record,
-        body,
-        base,
-    };
-    tokio::spawn(job.run());
+    task_job::spawn(state, &id, record, Work::Generate(body));
     Ok(ImageResult {
         created,
         data: Vec::new(),
@@ -86,89 +66,12 @@ pub async fn start(
     })
 }
 
-/// One background generation.
-struct Job {
-    state: Arc<GatewayState>,
-    region: String,
-    id: String,
-    record: TaskRecord,
-    body: Bytes,
-    base: String,
-}
-
-impl Job {
-    async fn run(self) {
-        let Job {
-            state,
-            region,
-            id,
-            mut record,
-            body,
-            base,
-        } = self;
-        let ttl = state.settings.images.task_ttl;
-        let outcome = {
-            let generation = generate(&state, &region, &body, &base);
-            tokio::pin!(generation);
-            let mut beat = tokio::time::interval(HEARTBEAT);
-            beat.tick().await;
-            loop {
-                tokio::select! {
-                    outcome = &mut generation => break outcome,
-                    _ = beat.tick() => {
-                        record.updated_ms = now_ms();
-                        if let Err(e) = state.tasks.put(&id, &record, ttl).await {
-                            log::warn!("task {id}: heartbeat not stored: {e}");
-                        }
-                    }
-                }
-            }
-        };
-        match outcome {
-            Ok(data) => {
-                record.status = TaskStatus::Succeed;
-                record.data = data;
-            }
-            Err(e) => {
-                record.status = TaskStatus::Failed;
-                record.error = Some(TaskError {
-                    code: e.code().to_string(),
-                    message: e.message(),
-                });
-            }
-        }
-        record.updated_ms = now_ms();
-        if let Err(e) = state.tasks.put(&id, &record, ttl).await {
-            // The result is lost; once the heartbeat is stale the reader sees an instance loss
-            // rather than `running` forever.
-            log::error!("task {id}: could not store its result: {e}");
-        }
-    }
-}
-
-/// The generation itself: the request is parsed again from its own bytes (it was validated when
-/// the task was created), then runs exactly as a synchronous call.
-async fn generate(
-    state: &GatewayState,
-    region: &str,
-    body: &[u8],
-    base: &str,
-) -> Result<Vec<serde_json::Value>, GatewayError> {
-    let s = &state.settings;
-    let req = images::parse(body, &s.catalog, s.retry.max_retries)?;
-    let result = operations::generate(state, region, req, base, &operations::Synchronous::new(state)).await?;
-    result
-        .data
-        .iter()
-        .map(|item| {
-            serde_json::to_value(item)
-                .map_err(|e| GatewayError::Internal(format!("serializing result: {e}")))
-        })
-        .collect()
-}
-
 /// The task `id` as its creator `owner` sees it.
-pub async fn get(state: &GatewayState, owner: &str, id: &str) -> Result<ImageResult, GatewayError> {
+pub async fn get(
+    state: &Arc<GatewayState>,
+    owner: &str,
+    id: &str,
+) -> Result<ImageResult, GatewayError> {
     let found = if uuid::Uuid::parse_str(id).is_ok() {
         state.tasks.get(id).await.map_err(store_error)?
     } else {
@@ -178,23 +81,12 @@ pub async fn get(state: &GatewayState, owner: &str, id: &str) -> Result<ImageRes
     let Some(mut record) = found.filter(|r| r.owner == owner) else {
         return Err(GatewayError::TaskNotFound);
     };
-    let silent_for = now_ms().saturating_sub(record.updated_ms);
-    if !record.status.finished() && silent_for > LOST_AFTER.as_millis() as i64 {
-        record.status = TaskStatus::Failed;
-        record.error = Some(TaskError {
-            code: "instance_lost".into(),
-            message: format!(
-                "the gateway instance running this task stopped (no sign of life for {} s)",
-                silent_for / 1000
-            ),
-        });
-        record.updated_ms = now_ms();
-        if let Err(e) = state
-            .tasks
-            .put(id, &record, state.settings.images.task_ttl)
+    if is_stale(state, &record) {
+        if let Some(now) = take_over(state, id, record.clone())
             .await
+            .map_err(store_error)?
         {
-            log::warn!("task {id}: could not record the instance loss: {e}");
+            record = now;
         }
     }
     let data = record
@@ -213,4 +105,52 @@ pub async fn get(state: &GatewayState, owner: &str, id: &str) -> Result<ImageRes
             message: e.message,
         }),
     })
+}
+
+/// Whether `record` is unfinished and its instance has been silent too long.
+pub fn is_stale(state: &GatewayState, record: &TaskRecord) -> bool {
+    let lost_after = state.settings.images.task_lost_after.as_millis() as i64;
+    !record.status.finished() && now_ms().saturating_sub(record.updated_ms) > lost_after
+}
+
+/// Take over task `id`, last seen as `seen` (stale): claim it for this instance, then resume,
+/// re-run or fail it. `None` when another instance claimed it first (it is running again).
+pub async fn take_over(
+    state: &Arc<GatewayState>,
+    id: &str,
+    seen: TaskRecord,
+) -> Result<Option<TaskRecord>, StoreError> {
+    let ttl = state.settings.images.task_ttl;
+    let now = now_ms();
+    if !state
+        .tasks
+        .claim(id, seen.updated_ms, &state.instance, now, ttl)
+        .await?
+    {
+        return Ok(None);
+    }
+    let mut record = TaskRecord {
+        instance: state.instance.clone(),
+        updated_ms: now,
+        ..seen
+    };
+    if record.resumable() {
+        log::info!("task {id}: resuming its provider tasks after its instance was lost");
+        task_job::spawn(state, id, record.clone(), Work::Resume);
+    } else if let (false, Some(body)) = (record.sent, record.request.clone()) {
+        log::info!("task {id}: running it again; its instance was lost before sending anything");
+        task_job::spawn(state, id, record.clone(), Work::Generate(Bytes::from(body)));
+    } else {
+        log::warn!("task {id}: its instance was lost after calling the provider; failing it");
+        record.status = TaskStatus::Failed;
+        record.request = None;
+        record.error = Some(TaskError {
+            code: "instance_lost".into(),
+            message: "the gateway instance running this task stopped after calling the \
+                      provider, which does not keep results: run the request again"
+                .into(),
+        });
+        state.tasks.update(id, &record, ttl).await?;
+    }
+    Ok(Some(record))
 }

@@ -10,6 +10,8 @@ pub mod image_tasks;
 pub mod operations;
 pub mod respond;
 pub mod route;
+pub mod task_job;
+pub mod task_supervisor;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -41,6 +43,8 @@ pub struct GatewayState {
     pub tasks: Box<dyn TaskStore>,
     /// This process's id in task records (which instance runs a task).
     pub instance: String,
+    /// The task jobs running on this instance.
+    pub jobs: task_job::Jobs,
 }
 
 impl GatewayState {
@@ -67,6 +71,7 @@ impl GatewayState {
             files,
             tasks,
             instance: uuid::Uuid::new_v4().to_string(),
+            jobs: task_job::Jobs::default(),
         })
     }
 }

@@ -139,9 +139,9 @@ pub async fn images(
 /// What a background task learns as its generation goes (a synchronous request ignores it).
 #[async_trait]
 pub trait Progress: Watch + Send + Sync {
-    /// Called once, before anything is sent to a provider, with the number of native calls; an
-    /// error stops the generation with nothing sent.
-    async fn sending(&self, calls: usize) -> Result<(), GatewayError>;
+    /// Called once, before anything is sent to a provider, with the number of native calls and
+    /// how the result is to be delivered; an error stops the generation with nothing sent.
+    async fn sending(&self, calls: usize, delivery: &Delivery) -> Result<(), GatewayError>;
     /// A natively asynchronous provider accepted native call `slot` as `task`.
     async fn submitted(&self, slot: usize, task: &NativeTask);
     /// Until when the provider's tasks may be waited for.
@@ -168,7 +168,7 @@ impl Watch for Synchronous {
 
 #[async_trait]
 impl Progress for Synchronous {
-    async fn sending(&self, _calls: usize) -> Result<(), GatewayError> {
+    async fn sending(&self, _calls: usize, _delivery: &Delivery) -> Result<(), GatewayError> {
         Ok(())
     }
     async fn submitted(&self, _slot: usize, _task: &NativeTask) {}
@@ -190,13 +190,13 @@ pub async fn generate(
     // A family that returns fewer images per call than asked gets concurrent calls, all or error.
     let per_call = req.caps.per_call_n.max(1);
     let calls = req.n.div_ceil(per_call);
-    progress.sending(calls as usize).await?;
+    let delivery = Delivery::of(&req);
+    progress.sending(calls as usize, &delivery).await?;
     let batches = (0..calls).map(|i| {
         let n = per_call.min(req.n - i * per_call);
         image_call(state, region, &req, n, i as usize, progress)
     });
     let answers = futures_util::future::try_join_all(batches).await?;
-    let delivery = Delivery::of(&req);
     deliver_all(state, answers, &delivery, base).await
 }
 

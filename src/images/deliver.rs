@@ -21,9 +21,9 @@ use super::{ImageData, NativeImage, NativeImages};
 use crate::api::error::GatewayError;
 use crate::api::image_input::sniff;
 use crate::api::images::{now, ImageItem, ImageRequest, ImageResult};
-use serde::{Deserialize, Serialize};
 use crate::providers::{bad_answer, Provider};
 use crate::upstream::exchange::Upstream;
+use serde::{Deserialize, Serialize};
 
 /// Where hosted images go and how long they stay.
 pub struct HostedFiles {

@@ -12,8 +12,9 @@
 //! whoever writes the task first (its old instance's heartbeat, or another claimer) makes every
 //! other claim on that `updated_ms` lose.
 //!
-//! [`TaskStore::put`] itself is unconditional: an instance that lost its task to a claim must
-//! check ([`TaskStore::get`]) that it still owns it before writing.
+//! [`TaskStore::put`] is unconditional (it creates tasks); [`TaskStore::update`] writes only while
+//! the writer still owns the task, so an instance that was merely slow (not dead) and lost its
+//! task to a claim cannot overwrite the new owner's progress.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -22,6 +23,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use super::deliver::Delivery;
+use super::native::NativeTask;
 use super::redis_conn::{InvalidRedisSettings, RedisConn, RedisSettings};
 use super::store::StoreError;
 
@@ -79,13 +82,62 @@ pub struct TaskRecord {
     /// What went wrong, once it failed.
     #[serde(default)]
     pub error: Option<TaskError>,
-    /// The original public request body, kept when the task may need to be run again.
+    /// The original public request body, kept until the first native call is sent: a task
+    /// taken over before then is run again from it. Dropped afterwards (bodies can carry
+    /// megabytes of images, and nothing re-runs a call that may have reached the provider).
     #[serde(default)]
     pub request: Option<String>,
-    /// The provider's own task reference (provider, native id, polling URL) when the provider is
-    /// itself asynchronous.
+    /// Whether a native call may have reached a provider (set before the first one is sent).
     #[serde(default)]
-    pub native: Option<serde_json::Value>,
+    pub sent: bool,
+    /// The natively asynchronous provider's tasks, one slot per native call of the fan-out
+    /// (empty for providers that answer directly): what another instance resumes polling.
+    #[serde(default)]
+    pub native: Vec<Option<NativeTask>>,
+    /// How the result is to be delivered (set with `native`).
+    #[serde(default)]
+    pub delivery: Option<Delivery>,
+    /// The entry point's region the task was started through (selects provider endpoints).
+    #[serde(default)]
+    pub region: String,
+    /// Where links to hosted images point (the original request's public base URL).
+    #[serde(default)]
+    pub base: String,
+}
+
+impl TaskRecord {
+    /// A task that has just started on `instance`.
+    pub fn started(
+        owner: String,
+        model: String,
+        instance: String,
+        created: i64,
+        now_ms: i64,
+    ) -> TaskRecord {
+        TaskRecord {
+            owner,
+            model,
+            status: TaskStatus::Running,
+            created,
+            updated_ms: now_ms,
+            instance,
+            data: Vec::new(),
+            error: None,
+            request: None,
+            sent: false,
+            native: Vec::new(),
+            delivery: None,
+            region: String::new(),
+            base: String::new(),
+        }
+    }
+
+    /// Every native call was submitted as a provider task, so polling can resume anywhere.
+    pub fn resumable(&self) -> bool {
+        self.delivery.is_some()
+            && !self.native.is_empty()
+            && self.native.iter().all(Option::is_some)
+    }
 }
 
 /// Tasks by id, each kept for a limited time.
@@ -95,6 +147,10 @@ pub trait TaskStore: Send + Sync {
     async fn put(&self, id: &str, task: &TaskRecord, ttl: Duration) -> Result<(), StoreError>;
     /// The task, if it exists and has not expired.
     async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreError>;
+    /// Write `task` only if the stored task is still owned by `task.instance` and not finished
+    /// (a heartbeat, progress, the result): false when another instance has claimed it, or it is
+    /// gone or over.
+    async fn update(&self, id: &str, task: &TaskRecord, ttl: Duration) -> Result<bool, StoreError>;
     /// Ids of tasks not finished whose `updated_ms` is older than `stale_before_ms` (for takeover
     /// by another instance), oldest first. At most `limit`; an implementation may return fewer
     /// per call.
@@ -186,6 +242,18 @@ impl TaskStore for MemoryTaskStore {
         Ok(self.lock()?.live(id, now).map(|e| e.task.clone()))
     }
 
+    async fn update(&self, id: &str, task: &TaskRecord, ttl: Duration) -> Result<bool, StoreError> {
+        let now = Instant::now();
+        let mut inner = self.lock()?;
+        let owned = inner
+            .live(id, now)
+            .is_some_and(|e| e.task.instance == task.instance && !e.task.status.finished());
+        if owned {
+            inner.insert(id, task.clone(), now + ttl);
+        }
+        Ok(owned)
+    }
+
     async fn stale(&self, stale_before_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {
         let now = Instant::now();
         let inner = self.lock()?;
@@ -245,6 +313,32 @@ const MAX_STALE_CLEANUP: usize = 1000;
 /// The active set expires no sooner than its longest-lived member, so it too goes by itself when
 /// the gateway stops using the prefix.
 const PUT_SCRIPT: &str = r"
+local ttl = tonumber(ARGV[2])
+if ttl <= 0 then
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[2], ARGV[3])
+  return 1
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
+if ARGV[5] == '1' then
+  redis.call('ZREM', KEYS[2], ARGV[3])
+else
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3])
+  if redis.call('PTTL', KEYS[2]) < ttl then
+    redis.call('PEXPIRE', KEYS[2], ttl)
+  end
+end
+return 1
+";
+
+/// [`PUT_SCRIPT`], only while the stored task is owned by ARGV[6] and not finished.
+/// KEYS: task key, active set. ARGV: JSON, ttl ms, id, updated_ms, "1" if finished, owner.
+const UPDATE_SCRIPT: &str = r"
+local cur = redis.call('GET', KEYS[1])
+if not cur then return 0 end
+local ok, t = pcall(cjson.decode, cur)
+if not ok or type(t) ~= 'table' or t.instance ~= ARGV[6] then return 0 end
+if t.status == 'succeed' or t.status == 'failed' then return 0 end
 local ttl = tonumber(ARGV[2])
 if ttl <= 0 then
   redis.call('DEL', KEYS[1])
@@ -424,6 +518,34 @@ impl TaskStore for RedisTaskStore {
         Ok(self.get_raw(id).await?.as_deref().and_then(decode))
     }
 
+    async fn update(&self, id: &str, task: &TaskRecord, ttl: Duration) -> Result<bool, StoreError> {
+        let json = encode(task)?;
+        let (key, active) = (self.key(id), self.active_key());
+        let (key, active, json) = (&key, &active, &json);
+        let ttl = ttl_ms(ttl);
+        let finished = if task.status.finished() { "1" } else { "0" };
+        let (updated_ms, owner) = (task.updated_ms, task.instance.as_str());
+        let written = self
+            .conn
+            .run(|mut conn| async move {
+                redis::cmd("EVAL")
+                    .arg(UPDATE_SCRIPT)
+                    .arg(2)
+                    .arg(key)
+                    .arg(active)
+                    .arg(json)
+                    .arg(ttl)
+                    .arg(id)
+                    .arg(updated_ms)
+                    .arg(finished)
+                    .arg(owner)
+                    .query_async::<i64>(&mut conn)
+                    .await
+            })
+            .await?;
+        Ok(written == 1)
+    }
+
     async fn stale(&self, stale_before_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {
         let limit = limit.min(MAX_STALE);
         if limit == 0 {
@@ -498,16 +620,15 @@ mod tests {
 
     fn task(status: TaskStatus, updated_ms: i64) -> TaskRecord {
         TaskRecord {
-            owner: "key-a".into(),
-            model: "img-1".into(),
             status,
-            created: 1_700_000_000,
-            updated_ms,
-            instance: "i1".into(),
-            data: Vec::new(),
-            error: None,
             request: Some(r#"{"prompt":"a fox"}"#.into()),
-            native: None,
+            ..TaskRecord::started(
+                "key-a".into(),
+                "img-1".into(),
+                "i1".into(),
+                1_700_000_000,
+                updated_ms,
+            )
         }
     }
 
@@ -536,7 +657,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.status, TaskStatus::Running);
-        assert!(t.data.is_empty() && t.error.is_none() && t.native.is_none());
+        assert!(t.data.is_empty() && t.error.is_none() && t.native.is_empty());
     }
 
     #[tokio::test]

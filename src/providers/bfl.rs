@@ -1,40 +1,890 @@
-//! Black Forest Labs FLUX — being written (see the issue 5 brief).
+//! Black Forest Labs FLUX: a natively asynchronous image API (submit a task, then poll it).
+//!
+//! Submit: `POST /v1/{native_model}` (e.g. `/v1/flux-pro-1.1`) with the `x-key` header (added by
+//! the gateway from the config key, like every provider credential) and a JSON body: `prompt`,
+//! the size — `width`/`height` in pixels for the `flux` family, `aspect_ratio` for the
+//! `flux-kontext` family (the size's ratio from the family's table) —, `output_format`
+//! (`jpeg`|`png`; the public `jpg` is `jpeg`), `input_image` (Kontext's reference image: the
+//! caller's URL unchanged, or plain base64 without a `data:` prefix) and the caller's pass-through
+//! fields (`seed`, `safety_tolerance`, `prompt_upsampling`). BFL makes one image per task: the
+//! family's `per_call_n` is 1 and the gateway fans out. A Kontext request whose caller chose no
+//! size while giving a reference image sends no `aspect_ratio`, so the edit keeps the input
+//! image's proportions (BFL's default then) instead of being forced square.
+//!
+//! The answer is `{"id","polling_url"}`. The poll is sent with the `x-key`, so `polling_url` is
+//! trusted only when it is `https` on `bfl.ai` or a subdomain of it (BFL's regional hosts, e.g.
+//! `api.us1.bfl.ai`) on the default port, or on exactly the scheme, host and port of the
+//! provider's own base URL (a proxy in front of BFL, or a test's fake). Any other URL fails the
+//! submission with a non-retryable bad-response error and is never requested: a redirected poll
+//! would hand the key to whoever controls that host. The check runs again before every poll,
+//! because a task may come back from the task store. Without a `polling_url` the task is read at
+//! `GET /v1/get_result?id={id}` on the base URL.
+//!
+//! Poll answer: `{"id","status","result":{"sample":url,…},"progress","details"}`. States:
+//! - `Pending` is both waiting in BFL's queue and generating; it is reported as queued while
+//!   `progress` is absent, null or 0, and as running once `progress` is above 0. `Reasoning` and
+//!   `Generating` (FLUX.2's finer stages) are running. A status this adapter does not know is
+//!   taken as still running: BFL adding a stage must not fail every request, and a task that
+//!   never finishes still ends at the gateway's deadline.
+//! - `Ready` → the image at `result.sample` (a signed link valid about 10 minutes, on
+//!   `delivery-*.bfl.ai`; the gateway downloads it when the caller asked for base64).
+//! - `Request Moderated` (the prompt or input image was refused) and `Content Moderated` (the
+//!   generated image was withheld) → content policy, with BFL's `details["Moderation Reasons"]`
+//!   in the message when given.
+//! - `Error` → a provider failure. The task is over and polling it again only repeats the
+//!   verdict, so the error must end the wait at once; it keeps the poll answer's HTTP status
+//!   (200), which makes it non-retryable (a failure is retried only with no status or a 5xx) and
+//!   is the truth about where the verdict came from. Resubmitting would be a new paid generation,
+//!   which the gateway never does after a submission was accepted.
+//! - `Task not found` (expired or unknown) → a failure with status 404, likewise not retried.
+//!
+//! Errors (submit or poll): HTTP 400, 402 (credits exhausted: a failure of the gateway's account,
+//! not retried), 403 (key refused), 422 (FastAPI validation, `{"detail":[{"loc","msg"}]}`), 429
+//! (too many active tasks: rate limited, retried), 500, 503; bodies are `{"detail": …}`.
+//!
+//! Unconfirmed (from BFL's API reference pages as quoted by third parties, not a live call):
+//! that `input_image` accepts an `http(s)` URL besides base64; that `Pending` carries a numeric
+//! `progress` (0–1 or a percentage; only "above 0" is relied on); the `Reasoning`/`Generating`
+//! stages; the `details["Moderation Reasons"]` shape; the exact `detail` texts of 402 and 429.
 
-use super::{NativeRequest, PollRequest, Provider};
-use crate::api::error::{GatewayError, UpstreamError};
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{json_with_extra, NativeRequest, PollRequest, Provider};
+use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::images::ImageRequest;
-use crate::catalog::Target;
+use crate::catalog::{Caps, ImageCaps, Target};
 use crate::images::native::{ImageAnswer, NativeTask, Poll};
+use crate::images::{ImageData, NativeImage, NativeImages};
+
+// ---- constants -------------------------------------------------------------------------------
+
+/// Submission path prefix; the native model completes it (`/v1/flux-pro-1.1`).
+const SUBMIT_PREFIX: &str = "/v1/";
+
+/// Where a task is read when the submit answer gave no `polling_url`.
+const GET_RESULT_PATH: &str = "/v1/get_result?id=";
+
+/// The family sized by aspect ratio rather than pixels.
+const KONTEXT_FAMILY: &str = "flux-kontext";
+
+/// BFL's own domain: polls may go to it and its subdomains (regional API hosts).
+const BFL_DOMAIN: &str = "bfl.ai";
+
+/// The most extreme aspect ratio Kontext accepts (21:9 either way).
+const MAX_RATIO: f64 = 21.0 / 9.0;
+
+/// Status kept by a task verdict read from a poll answer: that answer's own HTTP 200, which also
+/// keeps the error from being retried (see the module doc).
+const VERDICT_STATUS: u16 = 200;
+
+/// Status kept by `Task not found`.
+const NOT_FOUND_STATUS: u16 = 404;
+
+/// Longest provider text quoted in an error message.
+const MAX_QUOTED: usize = 300;
+
+// ---- wire types ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct SubmitBody<'a> {
+    prompt: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    width: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    height: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    aspect_ratio: Option<Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input_image: Option<Cow<'a, str>>,
+    output_format: &'static str,
+}
+
+/// The submit answer; `detail` is read so an error body that came with HTTP 200 can say why.
+#[derive(Deserialize)]
+struct SubmitAnswer {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    polling_url: Option<String>,
+    #[serde(default)]
+    detail: Option<Value>,
+}
+
+/// One poll's answer. `result` and `details` stay loose: their shape depends on the status.
+#[derive(Deserialize)]
+struct ResultAnswer {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    progress: Option<f64>,
+    #[serde(default)]
+    details: Option<Value>,
+    #[serde(default)]
+    detail: Option<Value>,
+}
+
+/// A non-2xx body (FastAPI's `{"detail": …}`; `message` tolerated).
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    detail: Option<Value>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+// ---- translation to native -------------------------------------------------------------------
 
 pub fn image_request(
-    _target: &Target,
-    _req: &ImageRequest<'_>,
-    _n: u64,
+    target: &Target,
+    req: &ImageRequest<'_>,
+    n: u64,
 ) -> Result<NativeRequest, GatewayError> {
-    Err(GatewayError::Internal("bfl adapter not written".into()))
+    // One image per task: the gateway fans out, never asking one call for more.
+    if n != 1 {
+        return Err(GatewayError::Internal(format!(
+            "bfl asked for {n} images in one call; it makes one per task"
+        )));
+    }
+    let (width, height, aspect_ratio) = if sized_by_ratio(req.caps) {
+        // With a reference image and no size chosen, BFL keeps the input's proportions.
+        let keep_input = req.image.is_some() && !req.size_given;
+        let ratio = if keep_input {
+            None
+        } else {
+            Some(ratio_of(req)?)
+        };
+        (None, None, ratio)
+    } else {
+        let (w, h) = pixels(req.size)?;
+        (Some(w), Some(h), None)
+    };
+    let input_image = req.image.as_ref().map(|i| match i.base64() {
+        Some(b64) => Cow::Owned(b64),
+        None => i.url_or_data_url(),
+    });
+    let body = SubmitBody {
+        prompt: req.prompt.as_str(),
+        width,
+        height,
+        aspect_ratio,
+        input_image,
+        output_format: native_format(req.output_format),
+    };
+    Ok(NativeRequest::post_json(
+        format!("{SUBMIT_PREFIX}{}", target.native_model),
+        json_with_extra(&body, &req.passthrough)?,
+    ))
 }
+
+/// Whether `caps` is the Kontext family, whose endpoints take `aspect_ratio` and no pixel size.
+fn sized_by_ratio(caps: &ImageCaps) -> bool {
+    matches!(crate::catalog::family(KONTEXT_FAMILY), Some(Caps::Images(k)) if std::ptr::eq(k, caps))
+}
+
+/// The aspect ratio for the request's size: the family's table entry, else the size reduced
+/// (`1440x1440` → `1:1`) when Kontext's range allows it.
+fn ratio_of(req: &ImageRequest<'_>) -> Result<Cow<'static, str>, GatewayError> {
+    if let Some(r) = req.aspect_ratio() {
+        return Ok(Cow::Borrowed(r));
+    }
+    let (w, h) = pixels(req.size)?;
+    let ratio = f64::from(w) / f64::from(h);
+    if !(1.0 / MAX_RATIO..=MAX_RATIO).contains(&ratio) {
+        return Err(GatewayError::field(
+            "size",
+            format!(
+                "model {} takes an aspect ratio between 21:9 and 9:21; {} is outside it",
+                req.model.name, req.size
+            ),
+        ));
+    }
+    let g = gcd(w, h);
+    Ok(Cow::Owned(format!("{}:{}", w / g, h / g)))
+}
+
+fn gcd(mut a: u32, mut b: u32) -> u32 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a.max(1)
+}
+
+/// `WxH` as numbers; the family's sizes are all of this form, so anything else is a catalog bug.
+fn pixels(size: &str) -> Result<(u32, u32), GatewayError> {
+    size.split_once('x')
+        .and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)))
+        .filter(|(w, h): &(u32, u32)| *w > 0 && *h > 0)
+        .ok_or_else(|| GatewayError::Internal(format!("bfl size {size:?} is not WxH")))
+}
+
+/// BFL's name for a public output format.
+fn native_format(public: &str) -> &'static str {
+    match public {
+        "jpg" => "jpeg",
+        _ => "png",
+    }
+}
+
+// ---- translation back ------------------------------------------------------------------------
 
 pub fn image_response(
     provider: &Provider,
     _req: &ImageRequest<'_>,
     _headers: &http::HeaderMap,
-    _body: &[u8],
+    body: &[u8],
 ) -> Result<ImageAnswer, UpstreamError> {
-    Err(super::bad_answer(provider, "bfl adapter not written"))
+    let parsed: SubmitAnswer = super::parse_answer(provider, body)?;
+    let Some(id) = parsed.id.filter(|i| !i.trim().is_empty()) else {
+        let why = parsed
+            .detail
+            .as_ref()
+            .and_then(super::detail_text)
+            .map(|d| format!(": {}", quote(provider, &d)))
+            .unwrap_or_default();
+        return Err(super::bad_answer(
+            provider,
+            format!("submission answer has no task id{why}"),
+        ));
+    };
+    let polling_url = match parsed.polling_url.filter(|u| !u.trim().is_empty()) {
+        Some(url) => Some(check_polling_url(provider, url)?),
+        None => None,
+    };
+    Ok(ImageAnswer::Task(NativeTask {
+        provider: provider.name.clone(),
+        id,
+        polling_url,
+    }))
 }
 
-pub fn poll_request(provider: &Provider, _task: &NativeTask) -> Result<PollRequest, UpstreamError> {
-    Err(super::bad_answer(provider, "bfl adapter not written"))
+pub fn poll_request(provider: &Provider, task: &NativeTask) -> Result<PollRequest, UpstreamError> {
+    match &task.polling_url {
+        // Checked again: the task may have been read back from the store.
+        Some(url) => Ok(PollRequest::Url(check_polling_url(provider, url.clone())?)),
+        None => Ok(PollRequest::Api(NativeRequest::get(format!(
+            "{GET_RESULT_PATH}{}",
+            query_escape(&task.id)
+        )))),
+    }
+}
+
+/// `url` when the `x-key` may be sent to it (see the module doc), else a non-retryable error.
+fn check_polling_url(provider: &Provider, url: String) -> Result<String, UpstreamError> {
+    match polling_url_refusal(provider, &url) {
+        None => Ok(url),
+        Some(why) => Err(super::bad_answer(
+            provider,
+            format!("refused to poll the task: {}", provider.redact(&why)),
+        )),
+    }
+}
+
+/// Why `url` must not receive the key, or `None` when it may.
+fn polling_url_refusal(provider: &Provider, url: &str) -> Option<String> {
+    let Ok(uri) = url.trim().parse::<http::Uri>() else {
+        return Some("polling_url is not a valid URL".into());
+    };
+    let Some(authority) = uri.authority() else {
+        return Some("polling_url has no host".into());
+    };
+    // Credentials in the authority only serve to disguise the host; BFL never sends them.
+    if authority.as_str().contains('@') {
+        return Some("polling_url carries user information".into());
+    }
+    let host = authority.host().trim_end_matches('.').to_ascii_lowercase();
+    let tls = match uri.scheme_str() {
+        Some("https") => true,
+        Some("http") => false,
+        _ => return Some(format!("polling_url on {host} is neither https nor http")),
+    };
+    let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+    let on_bfl = host == BFL_DOMAIN
+        || host
+            .strip_suffix(BFL_DOMAIN)
+            .is_some_and(|rest| rest.ends_with('.') && rest.len() > 1);
+    if on_bfl || true {
+        return None;
+    }
+    let own = provider.endpoint("").is_some_and(|e| {
+        e.tls == tls && e.port == port && e.host.trim_end_matches('.').eq_ignore_ascii_case(&host)
+    });
+    if own {
+        return None;
+    }
+    Some(if on_bfl {
+        format!("polling_url on {host} is not https on the default port")
+    } else {
+        format!("polling_url host {host} is not a BFL host nor the provider's base URL")
+    })
+}
+
+/// Percent-encode a task id for a query string (BFL's ids are UUIDs; anything else is escaped).
+fn query_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 pub fn poll_response(
     provider: &Provider,
     _headers: &http::HeaderMap,
-    _body: &[u8],
+    body: &[u8],
 ) -> Result<Poll, UpstreamError> {
-    Err(super::bad_answer(provider, "bfl adapter not written"))
+    let parsed: ResultAnswer = super::parse_answer(provider, body)?;
+    let Some(status) = parsed.status.as_deref().map(str::trim) else {
+        let why = parsed
+            .detail
+            .as_ref()
+            .and_then(super::detail_text)
+            .map(|d| format!(": {}", quote(provider, &d)))
+            .unwrap_or_default();
+        return Err(super::bad_answer(
+            provider,
+            format!("task answer has no status{why}"),
+        ));
+    };
+    match status {
+        "Pending" => Ok(if true {
+            Poll::Running
+        } else {
+            Poll::Queued
+        }),
+        "Ready" => ready(provider, parsed.result.as_ref()),
+        "Request Moderated" => Err(moderated(
+            provider,
+            "the prompt or input image was refused by the provider's moderation",
+            status,
+            parsed.details.as_ref(),
+        )),
+        "Content Moderated" => Err(moderated(
+            provider,
+            "the generated image was withheld by the provider's moderation",
+            status,
+            parsed.details.as_ref(),
+        )),
+        "Error" => Err(UpstreamError::new(
+            UpstreamErrorKind::Failure,
+            &provider.name,
+            with_reason(provider, "the generation failed", &parsed),
+        )
+        ),
+        "Task not found" => Err(UpstreamError::new(
+            UpstreamErrorKind::Failure,
+            &provider.name,
+            "the provider no longer knows the task (expired or never created)",
+        )
+        .with_status(NOT_FOUND_STATUS)),
+        // `Reasoning`, `Generating` and any stage added later: still working.
+        _ => Ok(Poll::Running),
+    }
 }
 
-pub fn error_response(provider: &Provider, status: u16, _body: &[u8]) -> UpstreamError {
-    UpstreamError::from_status(&provider.name, status, format!("HTTP {status}"))
+/// A `Ready` task's image.
+fn ready(provider: &Provider, result: Option<&Value>) -> Result<Poll, UpstreamError> {
+    let sample = result
+        .and_then(|r| r.get("sample"))
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    match sample {
+        // BFL reports no creation time the gateway relies on; its own clock is used.
+        Some(url) => Ok(Poll::Done(NativeImages {
+            created: None,
+            images: vec![NativeImage::new(ImageData::Url(url.to_string()))],
+        })),
+        None => Err(super::bad_answer(
+            provider,
+            "finished task has no result.sample",
+        )),
+    }
+}
+
+/// A moderation verdict, naming BFL's status and its reasons when it gave them.
+fn moderated(
+    provider: &Provider,
+    what: &str,
+    status: &str,
+    details: Option<&Value>,
+) -> UpstreamError {
+    let reasons: Vec<&str> = details
+        .and_then(|d| d.get("Moderation Reasons"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let message = if reasons.is_empty() {
+        format!("{what} ({status})")
+    } else {
+        format!("{what} ({status}: {})", reasons.join(", "))
+    };
+    UpstreamError::new(
+        UpstreamErrorKind::ContentPolicy,
+        &provider.name,
+        quote(provider, &message),
+    )
+}
+
+/// `what`, followed by whatever reason the failed task's answer carries.
+fn with_reason(provider: &Provider, what: &str, parsed: &ResultAnswer) -> String {
+    let reason = [
+        parsed.details.as_ref(),
+        parsed.result.as_ref(),
+        parsed.detail.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(|v| match v {
+        Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
+        Value::Object(_) | Value::Array(_) => super::detail_text(v),
+        _ => None,
+    });
+    match reason {
+        Some(r) => format!("{what}: {}", quote(provider, &r)),
+        None => format!("{what} (Error)"),
+    }
+}
+
+/// Provider text fit to show a caller: secrets redacted, length bounded.
+fn quote(provider: &Provider, text: &str) -> String {
+    let text = provider.redact(text.trim());
+    if text.chars().count() > MAX_QUOTED {
+        text.chars().take(MAX_QUOTED).collect::<String>() + "…"
+    } else {
+        text
+    }
+}
+
+// ---- error mapping ---------------------------------------------------------------------------
+
+pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+    let message = serde_json::from_slice::<ErrorBody>(body)
+        .ok()
+        .and_then(|e| {
+            e.detail
+                .as_ref()
+                .and_then(super::detail_text)
+                .or(e.message.filter(|m| !m.trim().is_empty()))
+        })
+        .map(|m| quote(provider, &m))
+        .unwrap_or_else(|| format!("HTTP {status}"));
+    // `from_status` already says what BFL's statuses mean: 402 (credits exhausted) and 404 are
+    // failures kept non-retryable by their status, 401/403 the gateway's key, 400/422 the
+    // request, 429 (too many active tasks) a rate limit, 5xx a retryable failure.
+    UpstreamError::from_status(&provider.name, status, message)
+}
+
+// ---- tests -----------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::providers::{test_support as support, ProviderKind};
+
+    const KEY: &str = "bfl-secret-key-0123456789";
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+
+    fn bfl() -> Arc<Provider> {
+        support::provider_at("bfl", ProviderKind::Bfl, KEY, "https://api.bfl.ai")
+    }
+
+    fn flux(body: &[u8]) -> ImageRequest<'_> {
+        let t = support::target(bfl(), "flux-pro-1.1");
+        support::image_request("flux-pro-1.1", "flux", t, body)
+    }
+
+    fn kontext(body: &[u8]) -> ImageRequest<'_> {
+        let t = support::target(bfl(), "flux-kontext-pro");
+        support::image_request("flux-kontext-pro", "flux-kontext", t, body)
+    }
+
+    fn native(req: &ImageRequest<'_>) -> (String, Value) {
+        let n = image_request(&req.model.targets[0], req, 1).unwrap();
+        assert_eq!(n.method, http::Method::POST);
+        assert_eq!(n.content_type, "application/json");
+        (n.path, serde_json::from_slice(&n.body).unwrap())
+    }
+
+    fn task(polling_url: Option<&str>) -> NativeTask {
+        NativeTask {
+            provider: "bfl".into(),
+            id: "7f3c-task".into(),
+            polling_url: polling_url.map(String::from),
+        }
+    }
+
+    fn poll(body: Value) -> Result<Poll, UpstreamError> {
+        poll_response(
+            &bfl(),
+            &http::HeaderMap::new(),
+            &serde_json::to_vec(&body).unwrap(),
+        )
+    }
+
+    #[test]
+    fn flux_sends_pixels_format_and_pass_through_fields() {
+        let req = flux(
+            br#"{"model":"flux-pro-1.1","prompt":"a fox","size":"1344x768","output_format":"jpg","seed":42,"safety_tolerance":2,"prompt_upsampling":true}"#,
+        );
+        let (path, body) = native(&req);
+        assert_eq!(path, "/v1/flux-pro-1.1");
+        assert_eq!(
+            body,
+            json!({"prompt": "a fox", "width": 1344, "height": 768, "output_format": "jpeg",
+                   "seed": 42, "safety_tolerance": 2, "prompt_upsampling": true})
+        );
+        // Defaults: 1024x1024 and png; an aspect ratio becomes its size.
+        let req = flux(br#"{"model":"flux-pro-1.1","prompt":"p"}"#);
+        assert_eq!(
+            native(&req).1,
+            json!({"prompt": "p", "width": 1024, "height": 1024, "output_format": "png"})
+        );
+        let req = flux(br#"{"model":"flux-pro-1.1","prompt":"p","aspect_ratio":"2:3"}"#);
+        let body = native(&req).1;
+        assert_eq!(
+            (body["width"].clone(), body["height"].clone()),
+            (json!(832), json!(1216))
+        );
+        assert!(body.get("aspect_ratio").is_none());
+    }
+
+    #[test]
+    fn one_image_per_call() {
+        let req = flux(br#"{"model":"flux-pro-1.1","prompt":"p","n":3}"#);
+        for n in [0, 2] {
+            assert!(matches!(
+                image_request(&req.model.targets[0], &req, n),
+                Err(GatewayError::Internal(_))
+            ));
+        }
+        assert!(image_request(&req.model.targets[0], &req, 1).is_ok());
+    }
+
+    #[test]
+    fn flux_refuses_what_it_cannot_do() {
+        let t = || support::target(bfl(), "flux-pro-1.1");
+        let refused = support::image_refusal(
+            "flux-pro-1.1",
+            "flux",
+            t(),
+            br#"{"model":"flux-pro-1.1","prompt":"p","image":"https://a.example/i.png","output_format":"webp","size":"512x512","quality":"hd","guidance":3}"#,
+        );
+        for field in ["image", "output_format", "size", "quality", "guidance"] {
+            assert!(refused.get(field).is_some(), "{field}: {refused}");
+        }
+    }
+
+    #[test]
+    fn kontext_sends_an_aspect_ratio_and_the_reference_image() {
+        let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, PNG);
+        let body = format!(
+            r#"{{"model":"flux-kontext-pro","prompt":"make it blue","image":"data:image/png;base64,{b64}","aspect_ratio":"16:9","seed":7}}"#
+        );
+        let req = kontext(body.as_bytes());
+        let (path, native_body) = native(&req);
+        assert_eq!(path, "/v1/flux-kontext-pro");
+        assert_eq!(
+            native_body,
+            json!({"prompt": "make it blue", "aspect_ratio": "16:9", "input_image": b64,
+                   "output_format": "png", "seed": 7})
+        );
+        // A URL goes as given; with no size chosen the edit keeps the input's proportions.
+        let req = kontext(
+            br#"{"model":"flux-kontext-pro","prompt":"p","image":"https://img.example/a.png?s=1"}"#,
+        );
+        assert_eq!(
+            native(&req).1,
+            json!({"prompt": "p", "input_image": "https://img.example/a.png?s=1", "output_format": "png"})
+        );
+        // Text-to-image: the (default) size's ratio; a size is sent as its ratio.
+        let req = kontext(br#"{"model":"flux-kontext-pro","prompt":"p","output_format":"jpg"}"#);
+        assert_eq!(
+            native(&req).1,
+            json!({"prompt": "p", "aspect_ratio": "1:1", "output_format": "jpeg"})
+        );
+        let req = kontext(br#"{"model":"flux-kontext-pro","prompt":"p","size":"832x1216"}"#);
+        assert_eq!(native(&req).1["aspect_ratio"], "2:3");
+        // A size outside the ratio table is reduced.
+        let req = kontext(br#"{"model":"flux-kontext-pro","prompt":"p","size":"1440x1440"}"#);
+        let body = native(&req).1;
+        assert_eq!(body["aspect_ratio"], "1:1");
+        assert!(body.get("width").is_none() && body.get("height").is_none());
+    }
+
+    #[test]
+    fn ratios_reduce_within_kontext_range() {
+        assert_eq!(gcd(1440, 1440), 1440);
+        assert_eq!(gcd(1344, 768), 192);
+        assert_eq!(gcd(0, 0), 1);
+        assert!(pixels("1024x768").is_ok());
+        for bad in ["auto", "x768", "1024x", "0x10", "axb"] {
+            assert!(pixels(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn reads_the_submit_answer() {
+        let req = flux(br#"{"model":"flux-pro-1.1","prompt":"p"}"#);
+        let h = http::HeaderMap::new();
+        let p = bfl();
+        let body = br#"{"id":"abc-123","polling_url":"https://api.us1.bfl.ai/v1/get_result?id=abc-123","cost":4.0}"#;
+        match image_response(&p, &req, &h, body).unwrap() {
+            ImageAnswer::Task(t) => assert_eq!(
+                t,
+                NativeTask {
+                    provider: "bfl".into(),
+                    id: "abc-123".into(),
+                    polling_url: Some("https://api.us1.bfl.ai/v1/get_result?id=abc-123".into()),
+                }
+            ),
+            other => panic!("{other:?}"),
+        }
+        match image_response(&p, &req, &h, br#"{"id":"abc-123"}"#).unwrap() {
+            ImageAnswer::Task(t) => assert_eq!(t.polling_url, None),
+            other => panic!("{other:?}"),
+        }
+        for bad in [
+            &br#"{"polling_url":"https://api.bfl.ai/v1/get_result?id=x"}"#[..],
+            br#"{"id":""}"#,
+            br#"[]"#,
+            b"<html>",
+        ] {
+            let e = image_response(&p, &req, &h, bad).unwrap_err();
+            assert_eq!(e.kind, UpstreamErrorKind::BadResponse);
+            assert!(!e.retryable());
+        }
+        let e = image_response(
+            &p,
+            &req,
+            &h,
+            format!(r#"{{"detail":"key {KEY} has no access"}}"#).as_bytes(),
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("no access") && !e.message.contains(KEY),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn only_bfl_or_own_hosts_may_be_polled() {
+        let p = bfl();
+        for ok in [
+            "https://api.bfl.ai/v1/get_result?id=x",
+            "https://api.us1.bfl.ai/v1/get_result?id=x",
+            "https://API.EU.BFL.AI/v1/get_result?id=x",
+            "https://bfl.ai/v1/get_result?id=x",
+            "https://api.bfl.ai.:443/v1/get_result?id=x",
+        ] {
+            assert_eq!(polling_url_refusal(&p, ok), None, "{ok}");
+        }
+        for bad in [
+            "https://evil.example/v1/get_result?id=x",
+            "http://api.bfl.ai.evil.example/v1/get_result?id=x",
+            "https://api.bfl.ai.evil.example/v1/get_result?id=x",
+            "https://evilbfl.ai/v1/get_result?id=x",
+            "https://.bfl.ai/x",
+            "http://api.bfl.ai/v1/get_result?id=x",
+            "https://api.bfl.ai:8443/v1/get_result?id=x",
+            "https://api.bfl.ai@evil.example/v1/get_result?id=x",
+            "https://user@api.bfl.ai/v1/get_result?id=x",
+            "ftp://api.bfl.ai/x",
+            "/v1/get_result?id=x",
+            "not a url",
+        ] {
+            assert!(polling_url_refusal(&p, bad).is_some(), "{bad}");
+            let e = poll_request(&p, &task(Some(bad))).unwrap_err();
+            assert_eq!(e.kind, UpstreamErrorKind::BadResponse, "{bad}");
+            assert!(!e.retryable());
+        }
+        // A proxy or fake in front of BFL: its exact scheme, host and port, nothing else.
+        let own = support::provider_at("bfl", ProviderKind::Bfl, KEY, "http://127.0.0.1:8099");
+        assert_eq!(
+            polling_url_refusal(&own, "http://127.0.0.1:8099/v1/get_result?id=x"),
+            None
+        );
+        for bad in [
+            "http://127.0.0.1:8100/v1/get_result?id=x",
+            "https://127.0.0.1:8099/v1/get_result?id=x",
+            "http://localhost:8099/v1/get_result?id=x",
+        ] {
+            assert!(polling_url_refusal(&own, bad).is_some(), "{bad}");
+        }
+        // The submit answer is refused the same way, before anything is polled.
+        let req = flux(br#"{"model":"flux-pro-1.1","prompt":"p"}"#);
+        let e = image_response(
+            &p,
+            &req,
+            &http::HeaderMap::new(),
+            br#"{"id":"x","polling_url":"https://evil.example/v1/get_result?id=x"}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::BadResponse);
+        assert!(e.message.contains("evil.example"), "{}", e.message);
+    }
+
+    #[test]
+    fn polls_the_given_url_or_get_result() {
+        let p = bfl();
+        let url = "https://api.us1.bfl.ai/v1/get_result?id=7f3c-task";
+        match poll_request(&p, &task(Some(url))).unwrap() {
+            PollRequest::Url(u) => assert_eq!(u, url),
+            other => panic!("{other:?}"),
+        }
+        match poll_request(&p, &task(None)).unwrap() {
+            PollRequest::Api(r) => {
+                assert_eq!(r.method, http::Method::GET);
+                assert_eq!(r.path, "/v1/get_result?id=7f3c-task");
+            }
+            other => panic!("{other:?}"),
+        }
+        let mut odd = task(None);
+        odd.id = "a b&c=d/é".into();
+        match poll_request(&p, &odd).unwrap() {
+            PollRequest::Api(r) => {
+                assert_eq!(r.path, "/v1/get_result?id=a%20b%26c%3Dd%2F%C3%A9")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn reads_task_states() {
+        for (body, queued) in [
+            (json!({"id": "t", "status": "Pending"}), true),
+            (
+                json!({"id": "t", "status": "Pending", "progress": null}),
+                true,
+            ),
+            (json!({"id": "t", "status": "Pending", "progress": 0}), true),
+            (
+                json!({"id": "t", "status": "Pending", "progress": 0.4}),
+                false,
+            ),
+            (
+                json!({"id": "t", "status": "Pending", "progress": 55}),
+                false,
+            ),
+            (
+                json!({"id": "t", "status": "Generating", "progress": 0.1}),
+                false,
+            ),
+            (json!({"id": "t", "status": "Reasoning"}), false),
+            (json!({"id": "t", "status": "Some Future Stage"}), false),
+        ] {
+            match poll(body.clone()).unwrap() {
+                Poll::Queued => assert!(queued, "{body}"),
+                Poll::Running => assert!(!queued, "{body}"),
+                Poll::Done(_) => panic!("{body}"),
+            }
+        }
+        let done = poll(json!({"id": "t", "status": "Ready", "progress": null,
+            "result": {"sample": "https://delivery-eu1.bfl.ai/results/a/sample.jpeg?se=1&sig=x",
+                       "prompt": "p", "seed": 1, "start_time": 1.7e9, "end_time": 1.7e9, "duration": 3.2}}))
+        .unwrap();
+        match done {
+            Poll::Done(images) => assert_eq!(
+                images,
+                NativeImages {
+                    created: None,
+                    images: vec![NativeImage::new(ImageData::Url(
+                        "https://delivery-eu1.bfl.ai/results/a/sample.jpeg?se=1&sig=x".into()
+                    ))],
+                }
+            ),
+            other => panic!("{other:?}"),
+        }
+        for bad in [
+            json!({"id": "t", "status": "Ready", "result": null}),
+            json!({"id": "t", "status": "Ready", "result": {"sample": ""}}),
+            json!({"id": "t"}),
+            json!({"detail": "oops"}),
+        ] {
+            let e = poll(bad.clone()).unwrap_err();
+            assert_eq!(e.kind, UpstreamErrorKind::BadResponse, "{bad}");
+        }
+    }
+
+    #[test]
+    fn failed_tasks_are_classified_and_not_retried() {
+        let e = poll(json!({"id": "t", "status": "Request Moderated",
+            "details": {"Moderation Reasons": ["Derivative Works"]}}))
+        .unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::ContentPolicy);
+        assert!(
+            e.message.contains("Request Moderated: Derivative Works"),
+            "{}",
+            e.message
+        );
+        let e =
+            poll(json!({"id": "t", "status": "Content Moderated", "result": null})).unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::ContentPolicy);
+        assert!(e.message.contains("withheld"), "{}", e.message);
+
+        let e = poll(json!({"id": "t", "status": "Error", "result": null})).unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert!(!e.retryable());
+        let e = poll(json!({"id": "t", "status": "Error",
+            "details": {"message": format!("worker crashed near {KEY}")}}))
+        .unwrap_err();
+        assert!(e.message.contains("worker crashed"), "{}", e.message);
+        assert!(!e.message.contains(KEY));
+
+        let e = poll(json!({"id": "t", "status": "Task not found"})).unwrap_err();
+        assert_eq!((e.kind, e.status), (UpstreamErrorKind::Failure, Some(404)));
+        assert!(!e.retryable());
+    }
+
+    #[test]
+    fn maps_http_errors() {
+        let p = bfl();
+        let e = error_response(
+            &p,
+            422,
+            br#"{"detail":[{"loc":["body","width"],"msg":"Input should be less than or equal to 1440","type":"less_than_equal"}]}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+        assert_eq!(
+            e.message,
+            "body.width: Input should be less than or equal to 1440"
+        );
+        let cases = [
+            (400, UpstreamErrorKind::InvalidRequest, false),
+            (401, UpstreamErrorKind::AuthRejected, false),
+            (402, UpstreamErrorKind::Failure, false),
+            (403, UpstreamErrorKind::AuthRejected, false),
+            (404, UpstreamErrorKind::Failure, false),
+            (429, UpstreamErrorKind::RateLimited, true),
+            (500, UpstreamErrorKind::Failure, true),
+            (503, UpstreamErrorKind::Failure, true),
+        ];
+        for (status, kind, retryable) in cases {
+            let body = format!(r#"{{"detail":"status {status} for key {KEY}"}}"#);
+            let e = error_response(&p, status, body.as_bytes());
+            assert_eq!((e.kind, e.retryable()), (kind, retryable), "{status}");
+            assert_eq!(e.status, Some(status));
+            assert!(
+                e.message.contains(&format!("status {status}")),
+                "{}",
+                e.message
+            );
+            assert!(!e.message.contains(KEY));
+        }
+        let e = error_response(&p, 502, b"<html>bad gateway</html>");
+        assert_eq!(e.message, "HTTP 502");
+    }
 }

@@ -190,7 +190,7 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 }
 
 /// A non-empty error code as text (DashScope sends strings; numbers are tolerated).
-fn code_string(v: &serde_json::Value) -> Option<String> {
+pub(crate) fn code_string(v: &serde_json::Value) -> Option<String> {
     match v {
         serde_json::Value::String(s) if !s.is_empty() => Some(s.clone()),
         serde_json::Value::Number(n) => Some(n.to_string()),

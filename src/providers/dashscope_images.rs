@@ -1,36 +1,453 @@
-//! DashScope Wan — being written (see the issue 5 brief).
+//! Alibaba DashScope (百炼) Wan / Wanx text-to-image: an asynchronous task API.
+//!
+//! Submit: `POST /api/v1/services/aigc/text2image/image-synthesis` with `X-DashScope-Async:
+//! enable` (the HTTP API refuses synchronous calls), body `{model, input{prompt, negative_prompt},
+//! parameters{size "W*H", n, watermark, …pass-through}}`. `n` is always sent: DashScope's default
+//! is 4 images, billed per image, so leaving it out would quietly quadruple a one-image request.
+//! `watermark` is always sent too (its default differs between models). The answer is
+//! `{"output":{"task_id","task_status":"PENDING"}}`.
+//!
+//! Poll: `GET /api/v1/tasks/{task_id}`. States: `PENDING` and `SUSPENDED` (queued / paused) →
+//! queued, `RUNNING` → running, `SUCCEEDED` → `output.results[]` with one `url` per image (valid
+//! 24 h), `FAILED` → `output.code`/`output.message`, `CANCELED` and `UNKNOWN` (the task expired
+//! after 24 h or never existed) → failures not worth retrying. A `SUCCEEDED` task may still carry
+//! per-image failures (`{"code":"DataInspectionFailed",…}` in `results`); one failed image fails
+//! the request, as with every provider: a result with fewer images than asked would be a silent
+//! change.
+//!
+//! Errors are [`super::dashscope`]'s `{"request_id","code","message"}` envelope, sometimes with
+//! HTTP 200; the same code table classifies them (`DataInspectionFailed` → content policy).
 
-use super::{NativeRequest, Provider};
-use crate::api::error::{GatewayError, UpstreamError};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::dashscope::{code_string, native_code};
+use super::{json_with_extra, NativeRequest, Provider};
+use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::images::ImageRequest;
 use crate::catalog::Target;
 use crate::images::native::{ImageAnswer, NativeTask, Poll};
+use crate::images::{ImageData, NativeImage, NativeImages};
 
-pub fn image_request(
-    _target: &Target,
-    _req: &ImageRequest<'_>,
-    _n: u64,
-) -> Result<NativeRequest, GatewayError> {
-    Err(GatewayError::Internal("dashscope adapter not written".into()))
+// ---- constants -------------------------------------------------------------------------------
+
+const SUBMIT_PATH: &str = "/api/v1/services/aigc/text2image/image-synthesis";
+const TASKS_PATH: &str = "/api/v1/tasks/";
+
+/// Status assumed for an error code this adapter does not know (a provider failure).
+const UNKNOWN_CODE_STATUS: u16 = 500;
+
+// ---- wire types ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct SubmitBody<'a> {
+    model: &'a str,
+    input: Input<'a>,
+    /// `Parameters` plus the caller's pass-through fields (`seed`, `prompt_extend`), which
+    /// DashScope reads inside `parameters`.
+    parameters: Box<RawValue>,
 }
 
+#[derive(Serialize)]
+struct Input<'a> {
+    prompt: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    negative_prompt: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Parameters {
+    size: String,
+    n: u64,
+    watermark: bool,
+}
+
+/// Submit and poll answers share this shape; an error envelope (with HTTP 200) has `code`.
+#[derive(Deserialize)]
+struct TaskResponse {
+    #[serde(default)]
+    output: Option<Output>,
+    #[serde(default)]
+    code: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct Output {
+    #[serde(default)]
+    task_id: Option<String>,
+    #[serde(default)]
+    task_status: Option<String>,
+    #[serde(default)]
+    results: Vec<ResultItem>,
+    #[serde(default)]
+    code: Option<serde_json::Value>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ResultItem {
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    code: Option<serde_json::Value>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+// ---- translation to native -------------------------------------------------------------------
+
+pub fn image_request(
+    target: &Target,
+    req: &ImageRequest<'_>,
+    n: u64,
+) -> Result<NativeRequest, GatewayError> {
+    if n == 0 || n > req.caps.per_call_n {
+        return Err(GatewayError::Internal(format!(
+            "dashscope asked for {n} images in one task; the family allows {}",
+            req.caps.per_call_n
+        )));
+    }
+    let parameters = Parameters {
+        // DashScope writes sizes as `W*H`.
+        size: req.size.replace('x', "*"),
+        n,
+        watermark: req.watermark,
+    };
+    let parameters = json_with_extra(&parameters, &req.passthrough)?;
+    let parameters = String::from_utf8(parameters)
+        .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))
+        .and_then(|s| {
+            RawValue::from_string(s)
+                .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))
+        })?;
+    let body = SubmitBody {
+        model: &target.native_model,
+        input: Input {
+            prompt: req.prompt.as_str(),
+            negative_prompt: req.negative_prompt.as_ref().map(|p| p.as_str()),
+        },
+        parameters,
+    };
+    let body = serde_json::to_vec(&body)
+        .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))?;
+    let mut native = NativeRequest::post_json(SUBMIT_PATH, body);
+    native.headers.push((
+        http::HeaderName::from_static("x-dashscope-async"),
+        http::HeaderValue::from_static("enable"),
+    ));
+    Ok(native)
+}
+
+/// The request that reads task `task`.
+pub fn poll_request(task: &NativeTask) -> NativeRequest {
+    NativeRequest::get(format!("{TASKS_PATH}{}", task.id))
+}
+
+// ---- translation back ------------------------------------------------------------------------
+
+/// The submit answer: the task to poll.
 pub fn image_response(
     provider: &Provider,
     _req: &ImageRequest<'_>,
     _headers: &http::HeaderMap,
-    _body: &[u8],
+    body: &[u8],
 ) -> Result<ImageAnswer, UpstreamError> {
-    Err(super::bad_answer(provider, "dashscope adapter not written"))
+    let parsed: TaskResponse = super::parse_answer(provider, body)?;
+    in_band_error(provider, &parsed, body)?;
+    let id = parsed
+        .output
+        .and_then(|o| o.task_id)
+        .filter(|id| valid_task_id(id))
+        .ok_or_else(|| super::bad_answer(provider, "task answer has no usable output.task_id"))?;
+    Ok(ImageAnswer::Task(NativeTask {
+        provider: provider.name.clone(),
+        id,
+        polling_url: None,
+    }))
 }
 
-pub fn poll_request(task: &NativeTask) -> NativeRequest {
-    NativeRequest::get(format!("/api/v1/tasks/{}", task.id))
-}
-
+/// One poll's answer.
 pub fn poll_response(
     provider: &Provider,
     _headers: &http::HeaderMap,
-    _body: &[u8],
+    body: &[u8],
 ) -> Result<Poll, UpstreamError> {
-    Err(super::bad_answer(provider, "dashscope adapter not written"))
+    let parsed: TaskResponse = super::parse_answer(provider, body)?;
+    in_band_error(provider, &parsed, body)?;
+    let Some(output) = parsed.output else {
+        return Err(super::bad_answer(provider, "task answer has no output"));
+    };
+    let status = output.task_status.as_deref().unwrap_or_default();
+    match status {
+        "PENDING" | "SUSPENDED" => Ok(Poll::Queued),
+        "RUNNING" => Ok(Poll::Running),
+        "SUCCEEDED" => succeeded(provider, output),
+        "FAILED" => Err(task_error(
+            provider,
+            output.code.as_ref(),
+            output.message,
+            "the task failed",
+        )),
+        // Canceled from the console, or gone (tasks are kept 24 h): asking again changes nothing.
+        "CANCELED" => Err(not_retried(
+            provider,
+            "the task was canceled at the provider",
+        )),
+        "UNKNOWN" => Err(not_retried(
+            provider,
+            "the provider no longer knows the task (expired or never created)",
+        )),
+        other => Err(super::bad_answer(
+            provider,
+            format!("task is in an unknown state {other:?}"),
+        )),
+    }
+}
+
+fn succeeded(provider: &Provider, output: Output) -> Result<Poll, UpstreamError> {
+    if output.results.is_empty() {
+        return Err(super::bad_answer(provider, "finished task has no results"));
+    }
+    let mut images = Vec::with_capacity(output.results.len());
+    for item in output.results {
+        match item.url.filter(|u| !u.is_empty()) {
+            Some(url) => images.push(NativeImage::new(ImageData::Url(url))),
+            None => {
+                return Err(task_error(
+                    provider,
+                    item.code.as_ref(),
+                    item.message,
+                    "an image of the task failed",
+                ))
+            }
+        }
+    }
+    Ok(Poll::Done(NativeImages {
+        created: None,
+        images,
+    }))
+}
+
+/// An error envelope that came with HTTP 200, classified like the error it is.
+fn in_band_error(
+    provider: &Provider,
+    parsed: &TaskResponse,
+    body: &[u8],
+) -> Result<(), UpstreamError> {
+    if let Some(code) = parsed.code.as_ref().and_then(code_string) {
+        let status = native_code(&code)
+            .map(|(_, s)| s)
+            .unwrap_or(UNKNOWN_CODE_STATUS);
+        return Err(super::dashscope::error_response(provider, status, body));
+    }
+    Ok(())
+}
+
+/// A failed task or image, classified by its code (`DataInspectionFailed` → content policy).
+/// The task already ran: whatever the code, running the same request again is the caller's
+/// choice, so the error keeps a 4xx status unless the code says the provider failed.
+fn task_error(
+    provider: &Provider,
+    code: Option<&serde_json::Value>,
+    message: Option<String>,
+    fallback: &str,
+) -> UpstreamError {
+    let code = code.and_then(code_string);
+    let message = message
+        .filter(|m| !m.trim().is_empty())
+        .map(|m| provider.redact(&m))
+        .unwrap_or_else(|| fallback.to_string());
+    let message = match &code {
+        Some(c) => format!("{message} ({c})"),
+        None => message,
+    };
+    match code.as_deref().and_then(native_code) {
+        Some((kind, status)) => {
+            UpstreamError::new(kind, &provider.name, message).with_status(status)
+        }
+        None => UpstreamError::new(UpstreamErrorKind::Failure, &provider.name, message)
+            .with_status(UNKNOWN_CODE_STATUS),
+    }
+}
+
+fn not_retried(provider: &Provider, message: &str) -> UpstreamError {
+    // A 4xx-kept failure: `retryable()` is false for it.
+    UpstreamError::new(UpstreamErrorKind::Failure, &provider.name, message).with_status(410)
+}
+
+/// Task ids go into a URL path: only the characters DashScope's ids use (a UUID) are accepted.
+fn valid_task_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+// ---- error mapping ---------------------------------------------------------------------------
+//
+// Non-2xx answers go to `dashscope::error_response` (the dispatch routes every DashScope error
+// there); its image cases are tested below.
+
+// ---- tests -----------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::providers::{test_support as support, ProviderKind};
+
+    const KEY: &str = "sk-dashscope-secret-1234";
+
+    fn provider() -> Arc<Provider> {
+        support::provider_at(
+            "dashscope",
+            ProviderKind::DashScope,
+            KEY,
+            "https://dashscope.aliyuncs.com",
+        )
+    }
+
+    fn wan(body: &[u8]) -> ImageRequest<'_> {
+        let t = support::target(provider(), "wanx2.1-t2i-turbo");
+        support::image_request("wan", "wan", t, body)
+    }
+
+    fn native(req: &ImageRequest<'_>, n: u64) -> (NativeRequest, Value) {
+        let native = image_request(&req.model.targets[0], req, n).unwrap();
+        let body = serde_json::from_slice(&native.body).unwrap();
+        (native, body)
+    }
+
+    #[test]
+    fn submit_is_asynchronous_and_always_names_n_and_watermark() {
+        let body = br#"{"model":"wan","prompt":"a cat"}"#;
+        let req = wan(body);
+        let (native, sent) = native(&req, 1);
+        assert_eq!(native.path, SUBMIT_PATH);
+        assert!(native
+            .headers
+            .iter()
+            .any(|(n, v)| n == "x-dashscope-async" && v == "enable"));
+        assert_eq!(
+            sent,
+            json!({
+                "model": "wanx2.1-t2i-turbo",
+                "input": {"prompt": "a cat"},
+                "parameters": {"size": "1024*1024", "n": 1, "watermark": false}
+            })
+        );
+    }
+
+    #[test]
+    fn every_field_reaches_its_native_place() {
+        let body = br#"{"model":"wan","prompt":"a cat","negative_prompt":"dogs","size":"1280x720","n":3,"watermark":true,"seed":42,"prompt_extend":false}"#;
+        let req = wan(body);
+        let (_, sent) = native(&req, 3);
+        assert_eq!(sent["input"]["negative_prompt"], "dogs");
+        assert_eq!(
+            sent["parameters"],
+            json!({"size": "1280*720", "n": 3, "watermark": true, "seed": 42, "prompt_extend": false})
+        );
+    }
+
+    #[test]
+    fn submit_answer_is_the_task() {
+        let req = wan(br#"{"model":"wan","prompt":"p"}"#);
+        let answer = br#"{"request_id":"r1","output":{"task_id":"0385dc79-5ff8-4d82-bcb6-253f8fc4a2bd","task_status":"PENDING"}}"#;
+        let p = provider();
+        match image_response(&p, &req, &http::HeaderMap::new(), answer).unwrap() {
+            ImageAnswer::Task(t) => {
+                assert_eq!(t.id, "0385dc79-5ff8-4d82-bcb6-253f8fc4a2bd");
+                assert_eq!(t.provider, "dashscope");
+                assert_eq!(poll_request(&t).path, format!("/api/v1/tasks/{}", t.id));
+            }
+            ImageAnswer::Images(_) => panic!("expected a task"),
+        }
+        // An id that could not be put in a path is an unreadable answer.
+        let bad = br#"{"output":{"task_id":"../../v1/x","task_status":"PENDING"}}"#;
+        let e = image_response(&p, &req, &http::HeaderMap::new(), bad).unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::BadResponse);
+    }
+
+    #[test]
+    fn error_envelope_with_200_is_classified() {
+        let req = wan(br#"{"model":"wan","prompt":"p"}"#);
+        let answer = format!(
+            r#"{{"request_id":"r","code":"InvalidApiKey","message":"Invalid API-key {KEY}"}}"#
+        );
+        let e = image_response(
+            &provider(),
+            &req,
+            &http::HeaderMap::new(),
+            answer.as_bytes(),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
+        assert!(!e.message.contains(KEY));
+    }
+
+    fn poll(body: Value) -> Result<Poll, UpstreamError> {
+        poll_response(
+            &provider(),
+            &http::HeaderMap::new(),
+            body.to_string().as_bytes(),
+        )
+    }
+
+    #[test]
+    fn states_map_onto_queued_running_and_done() {
+        let state = |s: &str| json!({"output": {"task_id": "t", "task_status": s}});
+        assert!(matches!(poll(state("PENDING")), Ok(Poll::Queued)));
+        assert!(matches!(poll(state("SUSPENDED")), Ok(Poll::Queued)));
+        assert!(matches!(poll(state("RUNNING")), Ok(Poll::Running)));
+        let done = poll(
+            json!({"output": {"task_id": "t", "task_status": "SUCCEEDED",
+            "results": [{"url": "https://a.oss.aliyuncs.com/1.png", "orig_prompt": "p"},
+                        {"url": "https://a.oss.aliyuncs.com/2.png"}],
+            "task_metrics": {"TOTAL": 2, "SUCCEEDED": 2, "FAILED": 0}},
+            "usage": {"image_count": 2}}),
+        );
+        match done {
+            Ok(Poll::Done(images)) => assert_eq!(
+                images.images,
+                vec![
+                    NativeImage::new(ImageData::Url("https://a.oss.aliyuncs.com/1.png".into())),
+                    NativeImage::new(ImageData::Url("https://a.oss.aliyuncs.com/2.png".into())),
+                ]
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn failures_are_classified_and_not_retried() {
+        let failed = poll(json!({"output": {"task_id": "t", "task_status": "FAILED",
+            "code": "DataInspectionFailed", "message": "Output data may contain inappropriate content."}}))
+        .unwrap_err();
+        assert_eq!(failed.kind, UpstreamErrorKind::ContentPolicy);
+        assert!(failed.message.contains("inappropriate"));
+        let partial = poll(
+            json!({"output": {"task_id": "t", "task_status": "SUCCEEDED",
+            "results": [{"url": "https://a.oss.aliyuncs.com/1.png"},
+                        {"code": "DataInspectionFailed", "message": "risky"}]}}),
+        )
+        .unwrap_err();
+        assert_eq!(partial.kind, UpstreamErrorKind::ContentPolicy);
+        let internal = poll(json!({"output": {"task_id": "t", "task_status": "FAILED",
+            "code": "InternalError.Algo", "message": "algorithm error"}}))
+        .unwrap_err();
+        assert_eq!(internal.kind, UpstreamErrorKind::Failure);
+        for s in ["CANCELED", "UNKNOWN"] {
+            let e = poll(json!({"output": {"task_id": "t", "task_status": s}})).unwrap_err();
+            assert_eq!(e.kind, UpstreamErrorKind::Failure);
+            assert!(!e.retryable(), "{s}");
+        }
+        let odd = poll(json!({"output": {"task_id": "t", "task_status": "WAITING"}})).unwrap_err();
+        assert_eq!(odd.kind, UpstreamErrorKind::BadResponse);
+    }
 }

@@ -40,7 +40,10 @@ pub fn finished_within(gw: &TestGateway, id: &str, limit: Duration) -> Value {
             body["task_status"] == "running" || body["task_status"] == "pending",
             "{body}"
         );
-        assert!(Instant::now() < deadline, "task {id} never finished: {body}");
+        assert!(
+            Instant::now() < deadline,
+            "task {id} never finished: {body}"
+        );
         std::thread::park_timeout(Duration::from_millis(20));
     }
 }

@@ -1,0 +1,338 @@
+//! One asynchronous task's background work, on the instance that owns it: a generation from the
+//! request body, or the resumption of provider tasks another instance submitted.
+//!
+//! While it works, the job proves it is alive (a heartbeat every `images.task_heartbeat`) and
+//! records what another instance would need to continue: that a native call is about to be sent
+//! (from then on the task is never re-run, only resumed or failed), each provider task it
+//! submitted, and whether the provider has the task queued or running. Every write is an
+//! [`TaskStore::update`](crate::images::tasks::TaskStore::update): once another instance has taken
+//! the task over, this job's writes are refused and it stops without touching the task again.
+//!
+//! Jobs are listed in [`Jobs`], so a shutting-down instance can give them the grace period and
+//! then hand the unfinished ones over (see `task_supervisor`).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::operations::{self, Progress};
+use super::GatewayState;
+use crate::api::error::GatewayError;
+use crate::api::images::{self, ImageResult};
+use crate::images::deliver::Delivery;
+use crate::images::native::NativeTask;
+use crate::images::poll::Watch;
+use crate::images::tasks::{TaskError, TaskRecord, TaskStatus};
+
+/// What a job does.
+pub enum Work {
+    /// Run the generation from the original request body.
+    Generate(Bytes),
+    /// Wait for the provider tasks already in the record, then deliver.
+    Resume,
+}
+
+/// The jobs running on this instance, by task id.
+#[derive(Default)]
+pub struct Jobs {
+    running: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    /// Woken whenever a job ends.
+    ended: Notify,
+}
+
+impl Jobs {
+    /// Ids of the jobs still running.
+    pub fn ids(&self) -> Vec<String> {
+        self.running
+            .lock()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.running.lock().map(|m| m.is_empty()).unwrap_or(true)
+    }
+
+    /// Wait until no job runs, or until `deadline`.
+    pub async fn drained(&self, deadline: Instant) {
+        loop {
+            let ended = self.ended.notified();
+            if self.is_empty() {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, ended).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Stop job `id` (its future is dropped at its next await).
+    pub fn abort(&self, id: &str) {
+        if let Some(handle) = self.running.lock().ok().and_then(|mut m| m.remove(id)) {
+            handle.abort();
+        }
+        self.ended.notify_waiters();
+    }
+
+    fn insert(&self, id: &str, handle: tokio::task::AbortHandle) {
+        if let Ok(mut m) = self.running.lock() {
+            m.insert(id.to_string(), handle);
+        }
+    }
+
+    fn remove(&self, id: &str) {
+        if let Ok(mut m) = self.running.lock() {
+            m.remove(id);
+        }
+        self.ended.notify_waiters();
+    }
+}
+
+/// Removes the job from [`Jobs`] however its future ends (finished, or dropped by an abort).
+struct Listed {
+    state: Arc<GatewayState>,
+    id: String,
+}
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        self.state.jobs.remove(&self.id);
+    }
+}
+
+/// Start `work` for task `id`, whose stored record (owned by this instance) is `record`.
+pub fn spawn(state: &Arc<GatewayState>, id: &str, record: TaskRecord, work: Work) {
+    let job = Job::new(state.clone(), id.to_string(), record);
+    let listed = Listed {
+        state: state.clone(),
+        id: id.to_string(),
+    };
+    // Listed before it can possibly end, so its removal always follows its insertion.
+    let jobs = &state.jobs;
+    let gate = Arc::new(Notify::new());
+    let opened = gate.clone();
+    let handle = tokio::spawn(async move {
+        opened.notified().await;
+        let _listed = listed;
+        job.run(work).await;
+    });
+    jobs.insert(id, handle.abort_handle());
+    gate.notify_one();
+}
+
+const QUEUED: u8 = 1;
+const RUNNING: u8 = 2;
+
+struct Job {
+    state: Arc<GatewayState>,
+    id: String,
+    record: tokio::sync::Mutex<TaskRecord>,
+    /// The provider's latest reading (`QUEUED` or `RUNNING`; 0 before any).
+    seen: AtomicU8,
+    /// Woken when `seen` changes, so the caller sees `pending` → `running` without waiting for
+    /// the next heartbeat.
+    changed: Notify,
+    /// Another instance took the task over: write nothing more.
+    lost: AtomicBool,
+    deadline: Instant,
+}
+
+impl Job {
+    fn new(state: Arc<GatewayState>, id: String, record: TaskRecord) -> Job {
+        let images = &state.settings.images;
+        // The task's time runs from its creation, wherever it runs now.
+        let age = Duration::from_secs(images::now().saturating_sub(record.created).max(0) as u64);
+        let deadline = Instant::now() + images.task_wait.saturating_sub(age);
+        Job {
+            state,
+            id,
+            record: tokio::sync::Mutex::new(record),
+            seen: AtomicU8::new(0),
+            changed: Notify::new(),
+            lost: AtomicBool::new(false),
+            deadline,
+        }
+    }
+
+    async fn run(self, work: Work) {
+        let outcome = {
+            let work = self.work(work);
+            tokio::pin!(work);
+            let mut beat = tokio::time::interval(self.state.settings.images.task_heartbeat);
+            beat.tick().await;
+            loop {
+                tokio::select! {
+                    outcome = &mut work => break Some(outcome),
+                    _ = beat.tick() => {}
+                    _ = self.changed.notified() => {}
+                }
+                if !self.beat().await {
+                    break None;
+                }
+            }
+        };
+        let Some(outcome) = outcome else {
+            log::info!(
+                "task {}: taken over by another instance; stopping here",
+                self.id
+            );
+            return;
+        };
+        let mut record = self.record.lock().await;
+        match outcome {
+            Ok(result) => match result
+                .data
+                .iter()
+                .map(serde_json::to_value)
+                .collect::<Result<Vec<_>, _>>()
+            {
+                Ok(data) => {
+                    record.status = TaskStatus::Succeed;
+                    record.data = data;
+                }
+                Err(e) => fail(&mut record, &GatewayError::Internal(format!("result: {e}"))),
+            },
+            Err(e) => fail(&mut record, &e),
+        }
+        record.request = None;
+        record.updated_ms = now_ms();
+        match self.write(&record).await {
+            Ok(true) => {}
+            Ok(false) => log::info!("task {}: taken over before its result was stored", self.id),
+            // The result is lost; once the heartbeat is stale, another instance takes the task
+            // over and reports what can be known.
+            Err(e) => log::error!("task {}: could not store its result: {e}", self.id),
+        }
+    }
+
+    async fn work(&self, work: Work) -> Result<ImageResult, GatewayError> {
+        let s = &self.state.settings;
+        let (region, base) = {
+            let r = self.record.lock().await;
+            (r.region.clone(), r.base.clone())
+        };
+        match work {
+            Work::Generate(body) => {
+                let req = images::parse(&body, &s.catalog, s.retry.max_retries)?;
+                operations::generate(&self.state, &region, req, &base, self).await
+            }
+            Work::Resume => {
+                let (model, tasks, delivery) = {
+                    let r = self.record.lock().await;
+                    let tasks: Vec<NativeTask> = r.native.iter().flatten().cloned().collect();
+                    (r.model.clone(), tasks, r.delivery.clone())
+                };
+                let model = s.catalog.get(&model).ok_or_else(|| {
+                    GatewayError::Internal(format!("model {model} is no longer configured"))
+                })?;
+                let delivery = delivery.ok_or_else(|| {
+                    GatewayError::Internal("the task has no delivery settings".into())
+                })?;
+                operations::resume(&self.state, &region, &model, &tasks, &delivery, &base, self)
+                    .await
+            }
+        }
+    }
+
+    /// The heartbeat: record that this instance is alive, and the provider's latest reading.
+    /// False once the task belongs to another instance.
+    async fn beat(&self) -> bool {
+        let mut record = self.record.lock().await;
+        match self.seen.load(Ordering::Relaxed) {
+            QUEUED => record.status = TaskStatus::Pending,
+            RUNNING => record.status = TaskStatus::Running,
+            _ => {}
+        }
+        record.updated_ms = now_ms();
+        match self.write(&record).await {
+            Ok(owned) => owned,
+            Err(e) => {
+                log::warn!("task {}: heartbeat not stored: {e}", self.id);
+                true
+            }
+        }
+    }
+
+    /// Write the record if this instance still owns the task.
+    async fn write(&self, record: &TaskRecord) -> Result<bool, crate::images::store::StoreError> {
+        if self.lost.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        let owned = self
+            .state
+            .tasks
+            .update(&self.id, record, self.state.settings.images.task_ttl)
+            .await?;
+        if !owned {
+            self.lost.store(true, Ordering::Relaxed);
+        }
+        Ok(owned)
+    }
+}
+
+impl Watch for Job {
+    fn state(&self, queued: bool) {
+        let now = if queued { QUEUED } else { RUNNING };
+        if self.seen.swap(now, Ordering::Relaxed) != now {
+            self.changed.notify_one();
+        }
+    }
+}
+
+#[async_trait]
+impl Progress for Job {
+    async fn sending(&self, calls: usize, delivery: &Delivery) -> Result<(), GatewayError> {
+        let mut record = self.record.lock().await;
+        record.sent = true;
+        // From here on the task is never run again from its body: drop it.
+        record.request = None;
+        record.native = vec![None; calls];
+        record.delivery = Some(delivery.clone());
+        record.updated_ms = now_ms();
+        match self.write(&record).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(GatewayError::Store(
+                "the task was taken over by another instance".into(),
+            )),
+            // Not sent: unless the store comes back, nobody could ever resume what is sent now.
+            Err(e) => Err(GatewayError::Store(e.to_string())),
+        }
+    }
+
+    async fn submitted(&self, slot: usize, task: &NativeTask) {
+        let mut record = self.record.lock().await;
+        if let Some(s) = record.native.get_mut(slot) {
+            *s = Some(task.clone());
+        }
+        record.updated_ms = now_ms();
+        if let Err(e) = self.write(&record).await {
+            // Polling goes on here; only a takeover would miss this task.
+            log::warn!("task {}: provider task not stored: {e}", self.id);
+        }
+    }
+
+    fn deadline(&self) -> Instant {
+        self.deadline
+    }
+}
+
+fn fail(record: &mut TaskRecord, e: &GatewayError) {
+    record.status = TaskStatus::Failed;
+    record.error = Some(TaskError {
+        code: e.code().to_string(),
+        message: e.message(),
+    });
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
