@@ -3,7 +3,8 @@
 //!
 //! A poll that fails in a way that may pass (connection trouble, a timeout, 429, 5xx) is not the
 //! task failing: the next poll tries again, up to [`MAX_POLL_FAILURES`] in a row. The provider's
-//! own verdict (moderated, failed, expired) ends the wait at once.
+//! own verdict, read from a successful poll (moderated, failed, expired), ends the wait at once,
+//! whatever its kind: the task is over, and asking about it again changes nothing.
 
 use std::time::Duration;
 
@@ -48,15 +49,16 @@ pub async fn wait(
     let mut failures = 0u32;
     loop {
         match poll_once(upstream, target, region, task).await {
-            Ok(Poll::Done(images)) => return Ok(images),
-            Ok(Poll::Queued) => {
+            Ok(Ok(Poll::Done(images))) => return Ok(images),
+            Ok(Ok(Poll::Queued)) => {
                 failures = 0;
                 watch.state(true);
             }
-            Ok(Poll::Running) => {
+            Ok(Ok(Poll::Running)) => {
                 failures = 0;
                 watch.state(false);
             }
+            Ok(Err(verdict)) => return Err(GatewayError::Upstream(verdict)),
             Err(e) if e.retryable() && failures + 1 < MAX_POLL_FAILURES => {
                 failures += 1;
                 log::warn!(
@@ -78,13 +80,14 @@ pub async fn wait(
     }
 }
 
-/// One poll: the task's state, or why it failed.
+/// One poll: `Ok` with the provider's reading of the task (its state, or its failure), or `Err`
+/// when the poll itself failed.
 async fn poll_once(
     upstream: &Upstream,
     target: &Target,
     region: &str,
     task: &NativeTask,
-) -> Result<Poll, UpstreamError> {
+) -> Result<Result<Poll, UpstreamError>, UpstreamError> {
     let provider = &target.provider;
     let request = providers::image_poll_request(provider, task)?;
     let resp = upstream.poll(provider, region, &request).await?;
@@ -95,5 +98,5 @@ async fn poll_once(
         return Err(providers::error_response(provider, status, &headers, &body));
     }
     let body = resp.read_all(provider.max_response_bytes).await?;
-    providers::image_poll_response(provider, &headers, &body)
+    Ok(providers::image_poll_response(provider, &headers, &body))
 }

@@ -307,7 +307,7 @@ fn polling_url_refusal(provider: &Provider, url: &str) -> Option<String> {
         || host
             .strip_suffix(BFL_DOMAIN)
             .is_some_and(|rest| rest.ends_with('.') && rest.len() > 1);
-    if on_bfl || true {
+    if on_bfl && tls && port == 443 {
         return None;
     }
     let own = provider.endpoint("").is_some_and(|e| {
@@ -355,7 +355,7 @@ pub fn poll_response(
         ));
     };
     match status {
-        "Pending" => Ok(if true {
+        "Pending" => Ok(if parsed.progress.is_some_and(|p| p > 0.0) {
             Poll::Running
         } else {
             Poll::Queued
@@ -378,7 +378,7 @@ pub fn poll_response(
             &provider.name,
             with_reason(provider, "the generation failed", &parsed),
         )
-        ),
+        .with_status(VERDICT_STATUS)),
         "Task not found" => Err(UpstreamError::new(
             UpstreamErrorKind::Failure,
             &provider.name,

@@ -190,11 +190,8 @@ pub fn poll_response(
             "the task failed",
         )),
         // Canceled from the console, or gone (tasks are kept 24 h): asking again changes nothing.
-        "CANCELED" => Err(not_retried(
-            provider,
-            "the task was canceled at the provider",
-        )),
-        "UNKNOWN" => Err(not_retried(
+        "CANCELED" => Err(task_over(provider, "the task was canceled at the provider")),
+        "UNKNOWN" => Err(task_over(
             provider,
             "the provider no longer knows the task (expired or never created)",
         )),
@@ -244,9 +241,9 @@ fn in_band_error(
     Ok(())
 }
 
-/// A failed task or image, classified by its code (`DataInspectionFailed` → content policy).
-/// The task already ran: whatever the code, running the same request again is the caller's
-/// choice, so the error keeps a 4xx status unless the code says the provider failed.
+/// A failed task or image, classified by its code (`DataInspectionFailed` → content policy). No
+/// HTTP status is attached: the verdict came inside a successful poll, and the provider's own
+/// message is what tells the caller why.
 fn task_error(
     provider: &Provider,
     code: Option<&serde_json::Value>,
@@ -271,7 +268,7 @@ fn task_error(
     }
 }
 
-fn not_retried(provider: &Provider, message: &str) -> UpstreamError {
+fn task_over(provider: &Provider, message: &str) -> UpstreamError {
     // A 4xx-kept failure: `retryable()` is false for it.
     UpstreamError::new(UpstreamErrorKind::Failure, &provider.name, message).with_status(410)
 }
@@ -425,7 +422,7 @@ mod tests {
     }
 
     #[test]
-    fn failures_are_classified_and_not_retried() {
+    fn failures_are_classified_and_task_over() {
         let failed = poll(json!({"output": {"task_id": "t", "task_status": "FAILED",
             "code": "DataInspectionFailed", "message": "Output data may contain inappropriate content."}}))
         .unwrap_err();
@@ -444,8 +441,7 @@ mod tests {
         assert_eq!(internal.kind, UpstreamErrorKind::Failure);
         for s in ["CANCELED", "UNKNOWN"] {
             let e = poll(json!({"output": {"task_id": "t", "task_status": s}})).unwrap_err();
-            assert_eq!(e.kind, UpstreamErrorKind::Failure);
-            assert!(!e.retryable(), "{s}");
+            assert_eq!(e.kind, UpstreamErrorKind::Failure, "{s}");
         }
         let odd = poll(json!({"output": {"task_id": "t", "task_status": "WAITING"}})).unwrap_err();
         assert_eq!(odd.kind, UpstreamErrorKind::BadResponse);

@@ -10,6 +10,7 @@ pub mod redis;
 pub mod rerank_conformance;
 pub mod speech_conformance;
 pub mod tasks;
+pub mod wan;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -31,13 +32,23 @@ pub fn fixture(path: &str) -> String {
     format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A free loopback port (bound then released; Pingora binds it again moments later).
+/// A free loopback port (bound then released; Pingora binds it again moments later). Never the
+/// same port twice in one test process: the OS may hand a just-released port out again, and two
+/// gateways of concurrent tests on one port would answer each other's requests.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut given = GIVEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// The standard test configuration: two entry points, every test provider pointing at `fake_url`,
