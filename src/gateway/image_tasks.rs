@@ -120,6 +120,19 @@ pub async fn take_over(
     id: &str,
     seen: TaskRecord,
 ) -> Result<Option<TaskRecord>, StoreError> {
+    if !state.jobs.reserve(id) {
+        return Ok(None);
+    }
+    let outcome = claim_and_continue(state, id, seen).await;
+    state.jobs.unreserve(id);
+    outcome
+}
+
+async fn claim_and_continue(
+    state: &Arc<GatewayState>,
+    id: &str,
+    seen: TaskRecord,
+) -> Result<Option<TaskRecord>, StoreError> {
     let ttl = state.settings.images.task_ttl;
     let now = now_ms();
     if !state

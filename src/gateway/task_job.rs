@@ -38,10 +38,11 @@ pub enum Work {
     Resume,
 }
 
-/// The jobs running on this instance, by task id.
+/// The jobs running on this instance, by task id (`None`: a takeover of that task is being
+/// decided here, so no second one starts).
 #[derive(Default)]
 pub struct Jobs {
-    running: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    running: Mutex<HashMap<String, Option<tokio::task::AbortHandle>>>,
     /// Woken whenever a job ends.
     ended: Notify,
 }
@@ -51,8 +52,36 @@ impl Jobs {
     pub fn ids(&self) -> Vec<String> {
         self.running
             .lock()
-            .map(|m| m.keys().cloned().collect())
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, h)| h.is_some())
+                    .map(|(id, _)| id.clone())
+                    .collect()
+            })
             .unwrap_or_default()
+    }
+
+    /// Reserve task `id` for a takeover decided here: false when a job already runs it, or
+    /// another takeover of it is under way on this instance. (Claims in the store separate
+    /// instances; this separates a read and a sweep of the same instance, whose claims could
+    /// otherwise both succeed.)
+    pub fn reserve(&self, id: &str) -> bool {
+        match self.running.lock() {
+            Ok(mut m) if !m.contains_key(id) => {
+                m.insert(id.to_string(), None);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Drop a reservation that did not become a job.
+    pub fn unreserve(&self, id: &str) {
+        if let Ok(mut m) = self.running.lock() {
+            if m.get(id).is_some_and(Option::is_none) {
+                m.remove(id);
+            }
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -74,7 +103,13 @@ impl Jobs {
 
     /// Stop job `id` (its future is dropped at its next await).
     pub fn abort(&self, id: &str) {
-        if let Some(handle) = self.running.lock().ok().and_then(|mut m| m.remove(id)) {
+        if let Some(handle) = self
+            .running
+            .lock()
+            .ok()
+            .and_then(|mut m| m.remove(id))
+            .flatten()
+        {
             handle.abort();
         }
         self.ended.notify_waiters();
@@ -82,7 +117,7 @@ impl Jobs {
 
     fn insert(&self, id: &str, handle: tokio::task::AbortHandle) {
         if let Ok(mut m) = self.running.lock() {
-            m.insert(id.to_string(), handle);
+            m.insert(id.to_string(), Some(handle));
         }
     }
 

@@ -43,7 +43,9 @@ pub fn free_port() -> u16 {
             .local_addr()
             .unwrap()
             .port();
-        let mut given = GIVEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut given = GIVEN
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if !given.contains(&port) {
             given.push(port);
             return port;
