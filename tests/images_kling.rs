@@ -300,7 +300,7 @@ fn check_submit(body: &Value) -> Result<(), String> {
     if o.contains_key("callback_url") {
         return Err("callback_url sent: the gateway polls".into());
     }
-    if !body["model_name"].as_str().is_some_and(|m| !m.is_empty()) {
+    if body["model_name"].as_str().is_none_or(|m| m.is_empty()) {
         return Err("model_name missing".into());
     }
     let prompt = body["prompt"].as_str().ok_or("prompt missing")?;

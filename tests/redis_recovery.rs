@@ -173,7 +173,7 @@ fn async_fails_fast_while_redis_is_down_sync_keeps_working_and_the_gateway_recov
     let resp = post(&gw, GENERATIONS, &async_body("while down"));
     let took = started.elapsed();
     assert_store_unavailable(&resp, "async request without Redis");
-    assert!(took < Duration::from_secs(2), "async 503 took {took:?}");eprintln!("DBG async503 {took:?}");
+    assert!(took < Duration::from_secs(2), "async 503 took {took:?}");
     assert_eq!(
         fake.requests().len(),
         before,
@@ -195,7 +195,7 @@ fn async_fails_fast_while_redis_is_down_sync_keeps_working_and_the_gateway_recov
     let resp = task(&gw, &first, KEY);
     let took = started.elapsed();
     assert_store_unavailable(&resp, "reading a task without Redis");
-    assert!(took < Duration::from_secs(2), "task read 503 took {took:?}");eprintln!("DBG read503 {took:?}");let rs=Instant::now();
+    assert!(took < Duration::from_secs(2), "task read 503 took {took:?}");
 
     // (3) Redis back on the same port, empty; the gateway is not restarted.
     redis_server.restart();
@@ -217,7 +217,7 @@ fn async_fails_fast_while_redis_is_down_sync_keeps_working_and_the_gateway_recov
         );
         std::thread::park_timeout(Duration::from_millis(50));
     };
-    eprintln!("DBG recovered failures={failures} after {:?}", rs.elapsed());assert_succeeded_with_image(&gw, &id);
+    assert_succeeded_with_image(&gw, &id);
     // Only the accepted task reached the provider; the refused tries (if any) did not.
     assert_eq!(fake.requests().len(), before + 1, "{failures} failed tries");
     // The restarted Redis is empty: the task from before is gone, and says so plainly.
