@@ -25,6 +25,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use switchyard::api::images::{ImageItem, ImageResult};
 use switchyard::api::{images, rerank};
 use switchyard::catalog::{Catalog, Target};
+use switchyard::images::native::ImageAnswer;
 use switchyard::images::{ImageData, NativeImages};
 use switchyard::providers;
 
@@ -134,6 +135,14 @@ fn public(native: NativeImages) -> ImageResult {
     }
 }
 
+/// The images of a direct (not task-based) answer.
+fn images_of(answer: ImageAnswer) -> NativeImages {
+    match answer {
+        ImageAnswer::Images(images) => images,
+        ImageAnswer::Task(t) => panic!("the workload answers directly, not with task {}", t.id),
+    }
+}
+
 fn image(c: &mut Criterion) {
     let f = Fixture::new();
     let (_, body) = workload::Workload::Image.public();
@@ -149,7 +158,7 @@ fn image(c: &mut Criterion) {
             let images = providers::image_response(target, &req, &headers, black_box(answer));
             (
                 native,
-                serde_json::to_vec(&public(images.unwrap())).unwrap(),
+                serde_json::to_vec(&public(images_of(images.unwrap()))).unwrap(),
             )
         })
     });
@@ -163,7 +172,7 @@ fn image(c: &mut Criterion) {
     g.bench_function("translate_answer", |b| {
         b.iter(|| {
             let r = providers::image_response(target, &req, &headers, black_box(answer)).unwrap();
-            serde_json::to_vec(&public(r)).unwrap()
+            serde_json::to_vec(&public(images_of(r))).unwrap()
         })
     });
     g.finish();

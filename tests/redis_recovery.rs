@@ -1,9 +1,9 @@
 //! Redis going away mid-run and coming back, against a real `redis-server` this test starts (and
 //! kills, and restarts on the same port) itself. It proves the promise: while Redis is
 //! unreachable, asynchronous requests fail fast with a 503 `store_unavailable` in the Error object
-//! shape (and reach no provider), reading a task answers the same 503 rather than a 404 or a hang,
-//! synchronous base64 requests keep working; and once Redis answers again the same gateway,
-//! never restarted, runs asynchronous tasks again by itself.
+//! shape (and reach no provider), reading a task or a hosted image answers the same 503 rather
+//! than a 404 or a hang, synchronous base64 requests keep working; and once Redis answers again
+//! the same gateway, never restarted, runs asynchronous tasks again by itself.
 //!
 //! `redis-server` must be on PATH (CI installs it); without it the test fails, never skips.
 
@@ -196,6 +196,9 @@ fn async_fails_fast_while_redis_is_down_sync_keeps_working_and_the_gateway_recov
     let took = started.elapsed();
     assert_store_unavailable(&resp, "reading a task without Redis");
     assert!(took < Duration::from_secs(2), "task read 503 took {took:?}");
+
+    // So does the hosted link from before: the store may hold it.
+    assert_store_unavailable(&get_hosted(&gw, &url), "a hosted link without Redis");
 
     // (3) Redis back on the same port, empty; the gateway is not restarted.
     redis_server.restart();

@@ -269,7 +269,7 @@ impl Job {
                 let delivery = delivery.ok_or_else(|| {
                     GatewayError::Internal("the task has no delivery settings".into())
                 })?;
-                operations::resume(&self.state, &region, &model, &tasks, &delivery, &base, self)
+                operations::resume(&self.state, &region, model, &tasks, &delivery, &base, self)
                     .await
             }
         }

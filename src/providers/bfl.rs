@@ -296,7 +296,13 @@ fn polling_url_refusal(provider: &Provider, url: &str) -> Option<String> {
     if authority.as_str().contains('@') {
         return Some("polling_url carries user information".into());
     }
-    let host = authority.host().trim_end_matches('.').to_ascii_lowercase();
+    // Brackets off an IPv6 literal, as the provider's own endpoint stores its host.
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim_end_matches('.')
+        .to_ascii_lowercase();
     let tls = match uri.scheme_str() {
         Some("https") => true,
         Some("http") => false,
@@ -724,6 +730,12 @@ mod tests {
         ] {
             assert!(polling_url_refusal(&own, bad).is_some(), "{bad}");
         }
+        let v6 = support::provider_at("bfl", ProviderKind::Bfl, KEY, "http://[::1]:8099");
+        assert_eq!(
+            polling_url_refusal(&v6, "http://[::1]:8099/v1/get_result?id=x"),
+            None
+        );
+        assert!(polling_url_refusal(&v6, "http://[::2]:8099/v1/get_result?id=x").is_some());
         // The submit answer is refused the same way, before anything is polled.
         let req = flux(br#"{"model":"flux-pro-1.1","prompt":"p"}"#);
         let e = image_response(
