@@ -178,7 +178,14 @@ fn a_task_lost_before_sending_anything_is_run_again() {
     assert_eq!(done["task_status"], "succeed", "{done}");
     assert_eq!(done["data"], json!([{"b64_json": b64(&image)}]));
     let sent = fake.requests();
-    assert_eq!(sent.len(), 1, "{:?}", sent.iter().map(|r| (r.method.clone(), r.path.clone(), r.text())).collect::<Vec<_>>());
+    assert_eq!(
+        sent.len(),
+        1,
+        "{:?}",
+        sent.iter()
+            .map(|r| (r.method.clone(), r.path.clone(), r.text()))
+            .collect::<Vec<_>>()
+    );
     assert_eq!(sent[0].json()["prompt"], "a fox");
 }
 

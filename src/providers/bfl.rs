@@ -9,7 +9,9 @@
 //! fields (`seed`, `safety_tolerance`, `prompt_upsampling`). BFL makes one image per task: the
 //! family's `per_call_n` is 1 and the gateway fans out. A Kontext request whose caller chose no
 //! size while giving a reference image sends no `aspect_ratio`, so the edit keeps the input
-//! image's proportions (BFL's default then) instead of being forced square.
+//! image's proportions (BFL's default then) instead of being forced square. A family size with
+//! no entry in the ratio table (`1440x1440`) is sent reduced (`1:1`): Kontext makes about one
+//! megapixel whatever it is asked, so only the ratio of a size ever reaches it.
 //!
 //! The answer is `{"id","polling_url"}`. The poll is sent with the `x-key`, so `polling_url` is
 //! trusted only when it is `https` on `bfl.ai` or a subdomain of it (BFL's regional hosts, e.g.
@@ -120,8 +122,9 @@ struct ResultAnswer {
     status: Option<String>,
     #[serde(default)]
     result: Option<Value>,
+    /// Loose too: an unconfirmed field must not make a good answer unreadable.
     #[serde(default)]
-    progress: Option<f64>,
+    progress: Option<Value>,
     #[serde(default)]
     details: Option<Value>,
     #[serde(default)]
@@ -361,7 +364,7 @@ pub fn poll_response(
         ));
     };
     match status {
-        "Pending" => Ok(if parsed.progress.is_some_and(|p| p > 0.0) {
+        "Pending" => Ok(if started(parsed.progress.as_ref()) {
             Poll::Running
         } else {
             Poll::Queued
@@ -394,6 +397,17 @@ pub fn poll_response(
         // `Reasoning`, `Generating` and any stage added later: still working.
         _ => Ok(Poll::Running),
     }
+}
+
+/// Whether a `Pending` task's `progress` says generation began (a number above 0, possibly sent
+/// as a string).
+fn started(progress: Option<&Value>) -> bool {
+    let p = match progress {
+        Some(Value::Number(n)) => n.as_f64(),
+        Some(Value::String(s)) => s.trim().trim_end_matches('%').parse::<f64>().ok(),
+        _ => None,
+    };
+    p.is_some_and(|p| p > 0.0)
 }
 
 /// A `Ready` task's image.
@@ -794,6 +808,18 @@ mod tests {
             (
                 json!({"id": "t", "status": "Generating", "progress": 0.1}),
                 false,
+            ),
+            (
+                json!({"id": "t", "status": "Pending", "progress": "12%"}),
+                false,
+            ),
+            (
+                json!({"id": "t", "status": "Pending", "progress": "0"}),
+                true,
+            ),
+            (
+                json!({"id": "t", "status": "Pending", "progress": {}}),
+                true,
             ),
             (json!({"id": "t", "status": "Reasoning"}), false),
             (json!({"id": "t", "status": "Some Future Stage"}), false),

@@ -97,9 +97,12 @@ mod tests {
         v.validate_exp = false;
         v.validate_nbf = false;
         v.required_spec_claims.clear();
-        let data =
-            jsonwebtoken::decode::<Decoded>(token, &DecodingKey::from_secret(secret.as_bytes()), &v)
-                .unwrap();
+        let data = jsonwebtoken::decode::<Decoded>(
+            token,
+            &DecodingKey::from_secret(secret.as_bytes()),
+            &v,
+        )
+        .unwrap();
         (data.header, data.claims)
     }
 
@@ -118,12 +121,10 @@ mod tests {
         let token = v.to_str().unwrap().strip_prefix("Bearer ").unwrap();
         let mut val = Validation::new(Algorithm::HS256);
         val.validate_exp = false;
-        assert!(jsonwebtoken::decode::<Decoded>(
-            token,
-            &DecodingKey::from_secret(b"other"),
-            &val
-        )
-        .is_err());
+        assert!(
+            jsonwebtoken::decode::<Decoded>(token, &DecodingKey::from_secret(b"other"), &val)
+                .is_err()
+        );
     }
 
     #[test]

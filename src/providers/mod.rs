@@ -120,12 +120,11 @@ impl ProviderKind {
             ProviderKind::OpenAi | ProviderKind::AzureOpenAi => {
                 matches!(op, Operation::Speech | Operation::Images)
             }
-            ProviderKind::DashScope
-            | ProviderKind::SiliconFlow
-            | ProviderKind::Zhipu => true,
-            ProviderKind::Ark | ProviderKind::Stability | ProviderKind::Bfl | ProviderKind::Kling => {
-                op == Operation::Images
-            }
+            ProviderKind::DashScope | ProviderKind::SiliconFlow | ProviderKind::Zhipu => true,
+            ProviderKind::Ark
+            | ProviderKind::Stability
+            | ProviderKind::Bfl
+            | ProviderKind::Kling => op == Operation::Images,
             ProviderKind::ElevenLabs
             | ProviderKind::MiniMax
             | ProviderKind::Volcengine
@@ -240,7 +239,10 @@ impl fmt::Debug for ProviderOptions {
             .field("api_version", &self.api_version)
             .field("app_id", &self.app_id)
             .field("result_hosts", &self.result_hosts)
-            .field("secret_key", &self.secret_key.as_ref().map(|_| "[redacted]"))
+            .field(
+                "secret_key",
+                &self.secret_key.as_ref().map(|_| "[redacted]"),
+            )
             .finish()
     }
 }
@@ -692,7 +694,10 @@ pub enum PollRequest {
 }
 
 /// The request that reads `task`'s state from its provider.
-pub fn image_poll_request(provider: &Provider, task: &NativeTask) -> Result<PollRequest, UpstreamError> {
+pub fn image_poll_request(
+    provider: &Provider,
+    task: &NativeTask,
+) -> Result<PollRequest, UpstreamError> {
     match provider.kind {
         ProviderKind::DashScope => Ok(PollRequest::Api(dashscope_images::poll_request(task))),
         ProviderKind::Bfl => bfl::poll_request(provider, task),

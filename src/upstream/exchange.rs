@@ -76,8 +76,9 @@ impl Upstream {
         match req {
             PollRequest::Api(native) => self.send(provider, region, native).await,
             PollRequest::Url(url) => {
-                let bad =
-                    |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
+                let bad = |m: String| {
+                    UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m)
+                };
                 let options = provider
                     .endpoint(region)
                     .map(|e| e.options.clone())
