@@ -163,6 +163,7 @@ fn async_fails_fast_while_redis_is_down_sync_keeps_working_and_the_gateway_recov
     assert_eq!(file.body, image());
     assert_eq!(fake.requests().len(), 2);
 
+    panic!("injected");
     // (2) Redis killed mid-run.
     redis_server.kill();
     assert!(!redis_server.answers_ping(), "redis-server still answers");
@@ -200,7 +201,6 @@ fn async_fails_fast_while_redis_is_down_sync_keeps_working_and_the_gateway_recov
     // So does the hosted link from before: the store may hold it.
     assert_store_unavailable(&get_hosted(&gw, &url), "a hosted link without Redis");
 
-    panic!("injected");
     // (3) Redis back on the same port, empty; the gateway is not restarted.
     redis_server.restart();
     let before = fake.requests().len();

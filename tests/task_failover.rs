@@ -5,7 +5,8 @@
 //!   delivers the result;
 //! - the instance is stopped gracefully (SIGTERM): its job gets the grace period, and when that
 //!   is not enough the task is handed over at once rather than after the silence threshold;
-//!   when it is enough, the job finishes there.
+//!   when it is enough, the job finishes there;
+//! - a task started and an image hosted through one process are read through the other.
 //!
 //! The two instances hold different DashScope keys, so the provider's log shows which instance
 //! polled. Redis is found at `SWITCHYARD_TEST_REDIS_URL` (default `redis://127.0.0.1:6379`).
@@ -227,4 +228,43 @@ fn a_graceful_shutdown_lets_a_job_finish_within_the_grace_period() {
     assert_delivered(&done, &native);
     assert_eq!(polls_with(&fake, KEY_B), 0, "finished by its own instance");
     a.exited_within(Duration::from_secs(15));
+}
+
+#[test]
+fn a_task_and_a_hosted_image_from_one_process_are_served_by_another() {
+    let fake = FakeProvider::start();
+    let image = support::image_conformance::png(256, 3);
+    fake.set_default(support::fake::Reply::json(
+        200,
+        json!({"created": 1_700_000_000, "data": [{"b64_json": b64(&image)}]}),
+    ));
+    let prefix = redis::run_prefix();
+    let a = Instance::start(&fake, &prefix, PROVIDER_KEY, 0, 45_000);
+    let b = Instance::start(&fake, &prefix, KEY_B, 0, 45_000);
+
+    // A GPT image answer is base64: `url` makes instance A host it.
+    let resp = support::post(
+        &a.gw,
+        "/api/v1/images/generations",
+        &json!({"model": "gpt-image-1", "prompt": "p", "response_format": "url"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let link = resp.json()["data"][0]["url"].as_str().unwrap().to_string();
+    let path = link
+        .strip_prefix(&format!("http://{}", a.gw.addr))
+        .unwrap()
+        .to_string();
+    let served = support::client::request(b.gw.addr, "GET", &path, &[], b"");
+    assert_eq!(served.status, 200);
+    assert_eq!(served.header("content-type"), Some("image/png"));
+    assert_eq!(served.body, image);
+
+    // A task started through A is read, finished, through B.
+    let id = start(
+        &a.gw,
+        json!({"model": "gpt-image-1", "prompt": "p", "async": true, "response_format": "b64_json"}),
+    );
+    let done = finished_within(&b.gw, &id, Duration::from_secs(10));
+    assert_eq!(done["task_status"], "succeed", "{done}");
+    assert_eq!(done["data"][0]["b64_json"], b64(&image));
 }

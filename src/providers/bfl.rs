@@ -10,8 +10,8 @@
 //! family's `per_call_n` is 1 and the gateway fans out. A Kontext request whose caller chose no
 //! size while giving a reference image sends no `aspect_ratio`, so the edit keeps the input
 //! image's proportions (BFL's default then) instead of being forced square. A family size with
-//! no entry in the ratio table (`1440x1440`) is sent reduced (`1:1`): Kontext makes about one
-//! megapixel whatever it is asked, so only the ratio of a size ever reaches it.
+//! no entry in the ratio table (`1440x1440`) is sent reduced (`1:1`): Kontext takes no pixel
+//! size, so only the ratio of a size can reach it.
 //!
 //! The answer is `{"id","polling_url"}`. The poll is sent with the `x-key`, so `polling_url` is
 //! trusted only when it is `https` on `bfl.ai` or a subdomain of it (BFL's regional hosts, e.g.
