@@ -665,6 +665,14 @@ fn a_task_failing_otherwise_is_an_upstream_error_not_retried() {
     );
     assert_eq!(k.submits().len(), 1, "a failed task is not resubmitted");
     assert_eq!(k.polls().len(), 5, "nor polled again");
+    assert!(
+        resp.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("internal error, please try again later"),
+        "Kling's reason reaches the caller: {}",
+        resp.text()
+    );
 
     let public_id = start(&gw, json!({"model": MODEL, "prompt": "p", "async": true}));
     let done = finished(&gw, &public_id);

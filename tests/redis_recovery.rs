@@ -163,7 +163,6 @@ fn async_fails_fast_while_redis_is_down_sync_keeps_working_and_the_gateway_recov
     assert_eq!(file.body, image());
     assert_eq!(fake.requests().len(), 2);
 
-    panic!("injected");
     // (2) Redis killed mid-run.
     redis_server.kill();
     assert!(!redis_server.answers_ping(), "redis-server still answers");

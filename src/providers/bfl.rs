@@ -255,7 +255,7 @@ pub fn image_response(
         ));
     };
     let polling_url = match parsed.polling_url.filter(|u| !u.trim().is_empty()) {
-        Some(url) => Some(check_polling_url(provider, url)?),
+        Some(url) => Some(check_polling_url(provider, &url)?),
         None => None,
     };
     Ok(ImageAnswer::Task(NativeTask {
@@ -268,7 +268,7 @@ pub fn image_response(
 pub fn poll_request(provider: &Provider, task: &NativeTask) -> Result<PollRequest, UpstreamError> {
     match &task.polling_url {
         // Checked again: the task may have been read back from the store.
-        Some(url) => Ok(PollRequest::Url(check_polling_url(provider, url.clone())?)),
+        Some(url) => Ok(PollRequest::Url(check_polling_url(provider, url)?)),
         None => Ok(PollRequest::Api(NativeRequest::get(format!(
             "{GET_RESULT_PATH}{}",
             query_escape(&task.id)
@@ -277,9 +277,10 @@ pub fn poll_request(provider: &Provider, task: &NativeTask) -> Result<PollReques
 }
 
 /// `url` when the `x-key` may be sent to it (see the module doc), else a non-retryable error.
-fn check_polling_url(provider: &Provider, url: String) -> Result<String, UpstreamError> {
-    match polling_url_refusal(provider, &url) {
-        None => Ok(url),
+fn check_polling_url(provider: &Provider, url: &str) -> Result<String, UpstreamError> {
+    let url = url.trim();
+    match polling_url_refusal(provider, url) {
+        None => Ok(url.to_string()),
         Some(why) => Err(super::bad_answer(
             provider,
             format!("refused to poll the task: {}", provider.redact(&why)),
@@ -289,7 +290,7 @@ fn check_polling_url(provider: &Provider, url: String) -> Result<String, Upstrea
 
 /// Why `url` must not receive the key, or `None` when it may.
 fn polling_url_refusal(provider: &Provider, url: &str) -> Option<String> {
-    let Ok(uri) = url.trim().parse::<http::Uri>() else {
+    let Ok(uri) = url.parse::<http::Uri>() else {
         return Some("polling_url is not a valid URL".into());
     };
     let Some(authority) = uri.authority() else {
@@ -674,6 +675,15 @@ mod tests {
         }
         match image_response(&p, &req, &h, br#"{"id":"abc-123"}"#).unwrap() {
             ImageAnswer::Task(t) => assert_eq!(t.polling_url, None),
+            other => panic!("{other:?}"),
+        }
+        let spaced =
+            br#"{"id":"abc-123","polling_url":" https://api.bfl.ai/v1/get_result?id=abc-123\n"}"#;
+        match image_response(&p, &req, &h, spaced).unwrap() {
+            ImageAnswer::Task(t) => assert_eq!(
+                t.polling_url.as_deref(),
+                Some("https://api.bfl.ai/v1/get_result?id=abc-123")
+            ),
             other => panic!("{other:?}"),
         }
         for bad in [

@@ -34,8 +34,9 @@
 //!   a provider failure, retried.
 //! - Why a task failed is only in the free text `task_status_msg`: a message mentioning risk
 //!   control, sensitive content, policy, moderation or violations (English or Chinese) is taken for
-//!   a content-policy refusal, anything else for a provider failure that is not retried (the task
-//!   ran and was billed; whether to pay for it again is the caller's choice).
+//!   a content-policy refusal, anything else for a provider failure. Read while polling, either
+//!   ends the wait (the task ran and was billed; whether to pay for it again is the caller's
+//!   choice); the caller sees Kling's reason.
 //! - Task ids are numeric strings in every example; any id of URL-safe characters is accepted.
 
 use std::borrow::Cow;
@@ -63,10 +64,6 @@ const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg"];
 
 /// Longest task id accepted (it goes into the poll URL's path).
 const MAX_TASK_ID: usize = 128;
-
-/// Status given to a task that failed for a reason other than content: a 4xx, so the failure is
-/// not retried (see the module doc).
-const FAILED_TASK_STATUS: u16 = 422;
 
 /// Words in `task_status_msg` that mark a failed task as refused content (lower-cased match).
 const POLICY_WORDS: &[&str] = &[
@@ -358,7 +355,10 @@ fn done(provider: &Provider, data: TaskData) -> Result<NativeImages, UpstreamErr
 }
 
 /// A task Kling reports `failed`: refused content or a failure, told apart by its message (see the
-/// module doc for the heuristic).
+/// module doc for the heuristic). No HTTP status is attached: Kling sent none for the verdict, and
+/// the caller is shown Kling's own reason. A verdict read while polling ends the wait whatever its
+/// kind; one already in the submit answer may be retried (a generation that failed for another
+/// reason than content can pass the next time).
 fn task_failed(provider: &Provider, reason: Option<&str>) -> UpstreamError {
     let reason = reason.map(str::trim).filter(|r| !r.is_empty());
     let message = reason
@@ -368,7 +368,6 @@ fn task_failed(provider: &Provider, reason: Option<&str>) -> UpstreamError {
         UpstreamError::new(UpstreamErrorKind::ContentPolicy, &provider.name, message)
     } else {
         UpstreamError::new(UpstreamErrorKind::Failure, &provider.name, message)
-            .with_status(FAILED_TASK_STATUS)
     }
 }
 
@@ -811,7 +810,7 @@ mod tests {
     }
 
     #[test]
-    fn failed_tasks_are_policy_refusals_or_failures_that_are_not_retried() {
+    fn failed_tasks_are_policy_refusals_or_failures() {
         for msg in [
             "Failure to pass the risk control system",
             "The content contains sensitive information",
@@ -826,8 +825,7 @@ mod tests {
         for msg in ["internal error, please try again", ""] {
             let e = poll(&task("failed", json!({"task_status_msg": msg}))).unwrap_err();
             assert_eq!(e.kind, UpstreamErrorKind::Failure, "{msg}");
-            assert_eq!(e.status, Some(FAILED_TASK_STATUS));
-            assert!(!e.retryable(), "{msg}");
+            assert_eq!(e.status, None, "{msg}");
         }
         // Already failed in the submit answer.
         let e = submit(&task(
