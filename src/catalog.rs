@@ -473,8 +473,30 @@ static FLUX: ImageCaps = ImageCaps {
 };
 
 /// FLUX Kontext (`flux-kontext-pro`, `flux-kontext-max`): text-to-image and editing of a
-/// reference image (`input_image`); sized by aspect ratio only.
+/// reference image (`input_image`); sized by aspect ratio only (21:9 to 9:21, about a megapixel).
 static FLUX_KONTEXT: ImageCaps = ImageCaps {
+    sizes: &[
+        "1024x1024",
+        "1344x768",
+        "768x1344",
+        "1152x896",
+        "896x1152",
+        "1216x832",
+        "832x1216",
+        "1568x672",
+        "672x1568",
+    ],
+    aspect_ratios: &[
+        ("1:1", "1024x1024"),
+        ("16:9", "1344x768"),
+        ("9:16", "768x1344"),
+        ("4:3", "1152x896"),
+        ("3:4", "896x1152"),
+        ("3:2", "1216x832"),
+        ("2:3", "832x1216"),
+        ("21:9", "1568x672"),
+        ("9:21", "672x1568"),
+    ],
     reference_image: true,
     ..FLUX
 };

@@ -574,6 +574,13 @@ fn a_failed_generation_ends_the_wait_at_once() {
     assert_eq!(submits(&fake).len(), 1);
     let error = failed_task(&gw, json!({"model": "flux-pro-1.1", "prompt": "p"}));
     assert_eq!(error["code"], "upstream_error");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("generation failed"),
+        "BFL's reason reaches the caller: {error}"
+    );
 }
 
 #[test]
@@ -589,6 +596,13 @@ fn a_task_bfl_no_longer_knows_fails() {
     assert_eq!(polls(&fake).len(), 3);
     let error = failed_task(&gw, json!({"model": "flux-pro-1.1", "prompt": "p"}));
     assert_eq!(error["code"], "upstream_error");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("no longer knows the task"),
+        "BFL's reason reaches the caller: {error}"
+    );
 }
 
 #[test]

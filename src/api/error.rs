@@ -267,6 +267,12 @@ impl GatewayError {
                     u.provider, u.message
                 ),
             },
+            // The backend and its error (addresses, OS errors) are the operator's business: logged
+            // where the answer is written, not shown.
+            GatewayError::Store(_) => {
+                "the gateway's shared store (hosted images, tasks) is unavailable; retry later"
+                    .to_string()
+            }
             other => other.to_string(),
         }
     }

@@ -229,8 +229,11 @@ impl ProxyHttp for Gateway {
             Err(Failure::Answer(err)) => {
                 ctx.status = err.status();
                 ctx.code = Some(err.code());
-                if let GatewayError::Internal(m) = &err {
-                    log::error!("internal error: {m}");
+                match &err {
+                    GatewayError::Internal(m) => log::error!("internal error: {m}"),
+                    // The caller is told only that the store is unavailable; the why is ours.
+                    GatewayError::Store(m) => log::warn!("store unavailable: {m}"),
+                    _ => {}
                 }
                 respond::error(session, &err).await?;
                 Ok(true)

@@ -33,12 +33,10 @@
 //! - `Request Moderated` (the prompt or input image was refused) and `Content Moderated` (the
 //!   generated image was withheld) → content policy, with BFL's `details["Moderation Reasons"]`
 //!   in the message when given.
-//! - `Error` → a provider failure. The task is over and polling it again only repeats the
-//!   verdict, so the error must end the wait at once; it keeps the poll answer's HTTP status
-//!   (200), which makes it non-retryable (a failure is retried only with no status or a 5xx) and
-//!   is the truth about where the verdict came from. Resubmitting would be a new paid generation,
-//!   which the gateway never does after a submission was accepted.
-//! - `Task not found` (expired or unknown) → a failure with status 404, likewise not retried.
+//! - `Error` → a provider failure, with BFL's reason shown to the caller. A verdict read from a
+//!   poll ends the wait at once whatever its kind (the poll loop never asks again); resubmitting
+//!   would be a new paid generation, which the gateway never does after a submission was accepted.
+//! - `Task not found` (expired or unknown) → a failure, likewise final.
 //!
 //! Errors (submit or poll): HTTP 400, 402 (credits exhausted: a failure of the gateway's account,
 //! not retried), 403 (key refused), 422 (FastAPI validation, `{"detail":[{"loc","msg"}]}`), 429
@@ -77,13 +75,6 @@ const BFL_DOMAIN: &str = "bfl.ai";
 
 /// The most extreme aspect ratio Kontext accepts (21:9 either way).
 const MAX_RATIO: f64 = 21.0 / 9.0;
-
-/// Status kept by a task verdict read from a poll answer: that answer's own HTTP 200, which also
-/// keeps the error from being retried (see the module doc).
-const VERDICT_STATUS: u16 = 200;
-
-/// Status kept by `Task not found`.
-const NOT_FOUND_STATUS: u16 = 404;
 
 /// Longest provider text quoted in an error message.
 const MAX_QUOTED: usize = 300;
@@ -387,14 +378,12 @@ pub fn poll_response(
             UpstreamErrorKind::Failure,
             &provider.name,
             with_reason(provider, "the generation failed", &parsed),
-        )
-        .with_status(VERDICT_STATUS)),
+        )),
         "Task not found" => Err(UpstreamError::new(
             UpstreamErrorKind::Failure,
             &provider.name,
             "the provider no longer knows the task (expired or never created)",
-        )
-        .with_status(NOT_FOUND_STATUS)),
+        )),
         // `Reasoning`, `Generating` and any stage added later: still working.
         _ => Ok(Poll::Running),
     }
@@ -638,10 +627,10 @@ mod tests {
         );
         let req = kontext(br#"{"model":"flux-kontext-pro","prompt":"p","size":"832x1216"}"#);
         assert_eq!(native(&req).1["aspect_ratio"], "2:3");
-        // A size outside the ratio table is reduced.
-        let req = kontext(br#"{"model":"flux-kontext-pro","prompt":"p","size":"1440x1440"}"#);
+        // The widest ratio Kontext takes.
+        let req = kontext(br#"{"model":"flux-kontext-pro","prompt":"p","size":"1568x672"}"#);
         let body = native(&req).1;
-        assert_eq!(body["aspect_ratio"], "1:1");
+        assert_eq!(body["aspect_ratio"], "21:9");
         assert!(body.get("width").is_none() && body.get("height").is_none());
     }
 
@@ -884,8 +873,7 @@ mod tests {
         assert!(e.message.contains("withheld"), "{}", e.message);
 
         let e = poll(json!({"id": "t", "status": "Error", "result": null})).unwrap_err();
-        assert_eq!(e.kind, UpstreamErrorKind::Failure);
-        assert!(!e.retryable());
+        assert_eq!((e.kind, e.status), (UpstreamErrorKind::Failure, None));
         let e = poll(json!({"id": "t", "status": "Error",
             "details": {"message": format!("worker crashed near {KEY}")}}))
         .unwrap_err();
@@ -893,8 +881,7 @@ mod tests {
         assert!(!e.message.contains(KEY));
 
         let e = poll(json!({"id": "t", "status": "Task not found"})).unwrap_err();
-        assert_eq!((e.kind, e.status), (UpstreamErrorKind::Failure, Some(404)));
-        assert!(!e.retryable());
+        assert_eq!((e.kind, e.status), (UpstreamErrorKind::Failure, None));
     }
 
     #[test]
