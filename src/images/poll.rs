@@ -28,13 +28,6 @@ pub trait Watch: Sync {
     fn state(&self, queued: bool);
 }
 
-/// Nobody is watching (a synchronous request).
-pub struct Unwatched;
-
-impl Watch for Unwatched {
-    fn state(&self, _queued: bool) {}
-}
-
 /// Poll `task` on `target` until it ends, or until `deadline` (then a timeout error).
 pub async fn wait(
     upstream: &Upstream,
