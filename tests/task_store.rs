@@ -404,3 +404,47 @@ async fn a_redis_that_never_answers_fails_within_the_timeout() {
     all_calls_fail_within(&s, Duration::from_secs(2)).await;
     drop(silent);
 }
+
+#[tokio::test]
+async fn only_the_owning_instance_updates_a_task() {
+    let mut conn = raw().await;
+    let prefix = run_prefix();
+    let (a, b) = (store(&prefix), store(&prefix));
+    let id = new_id();
+    a.put(&id, &task(TaskStatus::Running, 100, "inst-a"), MIN)
+        .await
+        .unwrap();
+
+    // Its owner's heartbeat is written (and moves it in the active set).
+    let beat = task(TaskStatus::Pending, 200, "inst-a");
+    assert!(a.update(&id, &beat, MIN).await.unwrap());
+    assert_eq!(b.get(&id).await.unwrap(), Some(beat.clone()));
+    assert_eq!(active(&mut conn, &prefix).await, vec![(id.clone(), 200.0)]);
+
+    // Claimed by B: A's next write is refused and changes nothing.
+    assert!(b.claim(&id, 200, "inst-b", 300, MIN).await.unwrap());
+    assert!(!a
+        .update(&id, &task(TaskStatus::Running, 400, "inst-a"), MIN)
+        .await
+        .unwrap());
+    let now = a.get(&id).await.unwrap().unwrap();
+    assert_eq!((now.instance.as_str(), now.updated_ms), ("inst-b", 300));
+
+    // B finishes it; after that nobody updates it, not even B.
+    let done = task(TaskStatus::Succeed, 500, "inst-b");
+    assert!(b.update(&id, &done, MIN).await.unwrap());
+    assert!(active(&mut conn, &prefix).await.is_empty());
+    assert!(!b
+        .update(&id, &task(TaskStatus::Running, 600, "inst-b"), MIN)
+        .await
+        .unwrap());
+    assert_eq!(a.get(&id).await.unwrap(), Some(done));
+
+    // A task that is gone is not recreated by an update.
+    let gone = new_id();
+    assert!(!a
+        .update(&gone, &task(TaskStatus::Running, 700, "inst-a"), MIN)
+        .await
+        .unwrap());
+    assert_eq!(a.get(&gone).await.unwrap(), None);
+}

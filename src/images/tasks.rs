@@ -308,37 +308,19 @@ const MAX_STALE: usize = 1000;
 /// the active set beyond the ones it returns, for the same reason.
 const MAX_STALE_CLEANUP: usize = 1000;
 
-/// Write a task and keep the active set in step, atomically.
-/// KEYS: task key, active set. ARGV: JSON, ttl ms, id, updated_ms, "1" if finished.
+/// Write a task and keep the active set in step, atomically; with an owner (ARGV[6] not empty),
+/// only while the stored task is that instance's and not finished (0 otherwise).
+/// KEYS: task key, active set. ARGV: JSON, ttl ms, id, updated_ms, "1" if finished, owner or "".
 /// The active set expires no sooner than its longest-lived member, so it too goes by itself when
 /// the gateway stops using the prefix.
-const PUT_SCRIPT: &str = r"
-local ttl = tonumber(ARGV[2])
-if ttl <= 0 then
-  redis.call('DEL', KEYS[1])
-  redis.call('ZREM', KEYS[2], ARGV[3])
-  return 1
+const WRITE_SCRIPT: &str = r"
+if ARGV[6] ~= '' then
+  local cur = redis.call('GET', KEYS[1])
+  if not cur then return 0 end
+  local ok, t = pcall(cjson.decode, cur)
+  if not ok or type(t) ~= 'table' or t.instance ~= ARGV[6] then return 0 end
+  if t.status == 'succeed' or t.status == 'failed' then return 0 end
 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
-if ARGV[5] == '1' then
-  redis.call('ZREM', KEYS[2], ARGV[3])
-else
-  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[3])
-  if redis.call('PTTL', KEYS[2]) < ttl then
-    redis.call('PEXPIRE', KEYS[2], ttl)
-  end
-end
-return 1
-";
-
-/// [`PUT_SCRIPT`], only while the stored task is owned by ARGV[6] and not finished.
-/// KEYS: task key, active set. ARGV: JSON, ttl ms, id, updated_ms, "1" if finished, owner.
-const UPDATE_SCRIPT: &str = r"
-local cur = redis.call('GET', KEYS[1])
-if not cur then return 0 end
-local ok, t = pcall(cjson.decode, cur)
-if not ok or type(t) ~= 'table' or t.instance ~= ARGV[6] then return 0 end
-if t.status == 'succeed' or t.status == 'failed' then return 0 end
 local ttl = tonumber(ARGV[2])
 if ttl <= 0 then
   redis.call('DEL', KEYS[1])
@@ -464,6 +446,44 @@ impl RedisTaskStore {
     }
 }
 
+impl RedisTaskStore {
+    /// [`WRITE_SCRIPT`]: write `task` (only while `owner` owns it, unless `owner` is empty);
+    /// whether it was written.
+    async fn write(
+        &self,
+        id: &str,
+        task: &TaskRecord,
+        ttl: Duration,
+        owner: &str,
+    ) -> Result<bool, StoreError> {
+        let json = encode(task)?;
+        let (key, active) = (self.key(id), self.active_key());
+        let (key, active, json) = (&key, &active, &json);
+        let ttl = ttl_ms(ttl);
+        let finished = if task.status.finished() { "1" } else { "0" };
+        let updated_ms = task.updated_ms;
+        let written = self
+            .conn
+            .run(|mut conn| async move {
+                redis::cmd("EVAL")
+                    .arg(WRITE_SCRIPT)
+                    .arg(2)
+                    .arg(key)
+                    .arg(active)
+                    .arg(json)
+                    .arg(ttl)
+                    .arg(id)
+                    .arg(updated_ms)
+                    .arg(finished)
+                    .arg(owner)
+                    .query_async::<i64>(&mut conn)
+                    .await
+            })
+            .await?;
+        Ok(written == 1)
+    }
+}
+
 fn ttl_ms(ttl: Duration) -> u64 {
     ttl.as_millis().min(MAX_TTL_MS) as u64
 }
@@ -489,29 +509,7 @@ fn encode(task: &TaskRecord) -> Result<String, StoreError> {
 #[async_trait]
 impl TaskStore for RedisTaskStore {
     async fn put(&self, id: &str, task: &TaskRecord, ttl: Duration) -> Result<(), StoreError> {
-        let json = encode(task)?;
-        let (key, active) = (self.key(id), self.active_key());
-        let (key, active, json) = (&key, &active, &json);
-        let ttl = ttl_ms(ttl);
-        let finished = if task.status.finished() { "1" } else { "0" };
-        let updated_ms = task.updated_ms;
-        self.conn
-            .run(|mut conn| async move {
-                redis::cmd("EVAL")
-                    .arg(PUT_SCRIPT)
-                    .arg(2)
-                    .arg(key)
-                    .arg(active)
-                    .arg(json)
-                    .arg(ttl)
-                    .arg(id)
-                    .arg(updated_ms)
-                    .arg(finished)
-                    .query_async::<i64>(&mut conn)
-                    .await
-                    .map(|_| ())
-            })
-            .await
+        self.write(id, task, ttl, "").await.map(|_| ())
     }
 
     async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -519,31 +517,7 @@ impl TaskStore for RedisTaskStore {
     }
 
     async fn update(&self, id: &str, task: &TaskRecord, ttl: Duration) -> Result<bool, StoreError> {
-        let json = encode(task)?;
-        let (key, active) = (self.key(id), self.active_key());
-        let (key, active, json) = (&key, &active, &json);
-        let ttl = ttl_ms(ttl);
-        let finished = if task.status.finished() { "1" } else { "0" };
-        let (updated_ms, owner) = (task.updated_ms, task.instance.as_str());
-        let written = self
-            .conn
-            .run(|mut conn| async move {
-                redis::cmd("EVAL")
-                    .arg(UPDATE_SCRIPT)
-                    .arg(2)
-                    .arg(key)
-                    .arg(active)
-                    .arg(json)
-                    .arg(ttl)
-                    .arg(id)
-                    .arg(updated_ms)
-                    .arg(finished)
-                    .arg(owner)
-                    .query_async::<i64>(&mut conn)
-                    .await
-            })
-            .await?;
-        Ok(written == 1)
+        self.write(id, task, ttl, &task.instance).await
     }
 
     async fn stale(&self, stale_before_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {
@@ -747,6 +721,37 @@ mod tests {
             .await
             .unwrap();
         assert!(!s.claim("x", 100, "i2", 5000, MIN).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn only_the_owner_updates_an_unfinished_task() {
+        let s = MemoryTaskStore::new();
+        s.put("t", &task(TaskStatus::Running, 100), MIN)
+            .await
+            .unwrap();
+        let beat = task(TaskStatus::Pending, 200);
+        assert!(s.update("t", &beat, MIN).await.unwrap());
+        assert_eq!(s.get("t").await.unwrap(), Some(beat));
+        // Claimed by i2: the old owner's write is refused.
+        assert!(s.claim("t", 200, "i2", 300, MIN).await.unwrap());
+        assert!(!s
+            .update("t", &task(TaskStatus::Running, 400), MIN)
+            .await
+            .unwrap());
+        assert_eq!(s.get("t").await.unwrap().unwrap().updated_ms, 300);
+        // Finished, or gone: nothing is written.
+        let done = TaskRecord {
+            instance: "i2".into(),
+            ..task(TaskStatus::Failed, 500)
+        };
+        assert!(s.update("t", &done, MIN).await.unwrap());
+        let again = TaskRecord {
+            instance: "i2".into(),
+            ..task(TaskStatus::Running, 600)
+        };
+        assert!(!s.update("t", &again, MIN).await.unwrap());
+        assert!(!s.update("nope", &again, MIN).await.unwrap());
+        assert_eq!(s.get("nope").await.unwrap(), None);
     }
 
     #[test]
