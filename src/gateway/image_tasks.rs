@@ -24,10 +24,6 @@ use crate::api::images::{self, ImageItem, ImageResult, TaskFailure};
 use crate::images::store::StoreError;
 use crate::images::tasks::{TaskError, TaskRecord, TaskStatus};
 
-fn store_error(e: StoreError) -> GatewayError {
-    GatewayError::Store(e.to_string())
-}
-
 /// Record a new task for `owner` and start generating in the background; the answer is the
 /// task in its `running` state.
 pub async fn start(
@@ -54,8 +50,7 @@ pub async fn start(
     state
         .tasks
         .put(&id, &record, state.settings.images.task_ttl)
-        .await
-        .map_err(store_error)?;
+        .await?;
     task_job::spawn(state, &id, record, Work::Generate(body));
     Ok(ImageResult {
         created,
@@ -73,7 +68,7 @@ pub async fn get(
     id: &str,
 ) -> Result<ImageResult, GatewayError> {
     let found = if uuid::Uuid::parse_str(id).is_ok() {
-        state.tasks.get(id).await.map_err(store_error)?
+        state.tasks.get(id).await?
     } else {
         None
     };
@@ -82,10 +77,7 @@ pub async fn get(
         return Err(GatewayError::TaskNotFound);
     };
     if is_stale(state, &record) {
-        if let Some(now) = take_over(state, id, record.clone())
-            .await
-            .map_err(store_error)?
-        {
+        if let Some(now) = take_over(state, id, record.clone()).await? {
             record = now;
         }
     }

@@ -188,7 +188,7 @@ impl Gateway {
                 .store
                 .get(id)
                 .await
-                .map_err(|e| GatewayError::Store(e.to_string()))?
+                .map_err(GatewayError::from)?
         } else {
             None
         };

@@ -336,7 +336,7 @@ impl Progress for Job {
                 "the task was taken over by another instance".into(),
             )),
             // Not sent: unless the store comes back, nobody could ever resume what is sent now.
-            Err(e) => Err(GatewayError::Store(e.to_string())),
+            Err(e) => Err(e.into()),
         }
     }
 

@@ -44,10 +44,7 @@ impl HostedFiles {
             content_type: content_type.to_string(),
             bytes,
         };
-        self.store
-            .put(&id, file, self.ttl)
-            .await
-            .map_err(|e| GatewayError::Store(e.to_string()))?;
+        self.store.put(&id, file, self.ttl).await?;
         Ok(format!("{base}/api/v1/files/{id}"))
     }
 }

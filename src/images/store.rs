@@ -31,6 +31,12 @@ pub enum StoreError {
     Unavailable(String),
 }
 
+impl From<StoreError> for crate::api::error::GatewayError {
+    fn from(e: StoreError) -> Self {
+        crate::api::error::GatewayError::Store(e.to_string())
+    }
+}
+
 /// Hosted files by id, each kept for a limited time.
 #[async_trait]
 pub trait FileStore: Send + Sync {

@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::{json_with_extra, NativeRequest, Provider};
+use super::{nested_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
@@ -111,13 +111,7 @@ pub fn rerank_request(
         return_documents: false,
         top_n: req.top_n_given.then_some(req.top_n),
     };
-    let parameters = json_with_extra(&parameters, &req.passthrough)?;
-    let parameters = String::from_utf8(parameters)
-        .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))
-        .and_then(|s| {
-            RawValue::from_string(s)
-                .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))
-        })?;
+    let parameters = nested_with_extra(&parameters, &req.passthrough)?;
     let body = RerankBody {
         model: &target.native_model,
         input: Input {

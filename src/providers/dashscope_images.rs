@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::dashscope::{code_string, native_code};
-use super::{json_with_extra, NativeRequest, Provider};
+use super::{nested_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::images::ImageRequest;
 use crate::catalog::Target;
@@ -114,13 +114,7 @@ pub fn image_request(
         n,
         watermark: req.watermark,
     };
-    let parameters = json_with_extra(&parameters, &req.passthrough)?;
-    let parameters = String::from_utf8(parameters)
-        .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))
-        .and_then(|s| {
-            RawValue::from_string(s)
-                .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))
-        })?;
+    let parameters = nested_with_extra(&parameters, &req.passthrough)?;
     let body = SubmitBody {
         model: &target.native_model,
         input: Input {

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::dashscope::error_response;
-use super::{bad_answer, billed_tokens, json_with_extra, NativeRequest, Provider};
+use super::{bad_answer, billed_tokens, nested_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError};
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
@@ -144,13 +144,7 @@ pub fn speech_request(
         text: req.input.as_str(),
         voice: req.voice.as_str(),
     };
-    let input = json_with_extra(&input, &req.passthrough)?;
-    let input = String::from_utf8(input)
-        .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))
-        .and_then(|s| {
-            RawValue::from_string(s)
-                .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))
-        })?;
+    let input = nested_with_extra(&input, &req.passthrough)?;
     let body = SpeechBody {
         model: &target.native_model,
         input,

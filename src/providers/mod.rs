@@ -511,6 +511,19 @@ pub fn json_with_extra<T: Serialize>(
     Ok(out)
 }
 
+/// [`json_with_extra`] as a raw JSON value, for providers whose pass-through fields live in a
+/// nested object of the native body (DashScope's `parameters`, `input`).
+pub fn nested_with_extra<T: Serialize>(
+    known: &T,
+    extra: &[(Str<'_>, &RawValue)],
+) -> Result<Box<RawValue>, GatewayError> {
+    let bytes = json_with_extra(known, extra)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))?;
+    RawValue::from_string(text)
+        .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))
+}
+
 /// The human text of a FastAPI `detail` (`{"detail": ...}` error bodies, as Jina, Voyage and
 /// Mixedbread send): a string, a validation list (`[{"loc": [...], "msg": ...}]`) or an object
 /// carrying `message`. `None` when that leaves no text.
