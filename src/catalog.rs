@@ -474,7 +474,7 @@ static FLUX: ImageCaps = ImageCaps {
 
 /// FLUX Kontext (`flux-kontext-pro`, `flux-kontext-max`): text-to-image and editing of a
 /// reference image (`input_image`); sized by aspect ratio only (21:9 to 9:21, about a megapixel).
-static FLUX_KONTEXT: ImageCaps = ImageCaps {
+pub static FLUX_KONTEXT: ImageCaps = ImageCaps {
     sizes: &[
         "1024x1024",
         "1344x768",

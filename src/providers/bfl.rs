@@ -9,9 +9,8 @@
 //! fields (`seed`, `safety_tolerance`, `prompt_upsampling`). BFL makes one image per task: the
 //! family's `per_call_n` is 1 and the gateway fans out. A Kontext request whose caller chose no
 //! size while giving a reference image sends no `aspect_ratio`, so the edit keeps the input
-//! image's proportions (BFL's default then) instead of being forced square. A family size with
-//! no entry in the ratio table (`1440x1440`) is sent reduced (`1:1`): Kontext takes no pixel
-//! size, so only the ratio of a size can reach it.
+//! image's proportions (BFL's default then) instead of being forced square. Every Kontext size
+//! has its ratio in the family table (21:9 to 9:21): Kontext takes no pixel size.
 //!
 //! The answer is `{"id","polling_url"}`. The poll is sent with the `x-key`, so `polling_url` is
 //! trusted only when it is `https` on `bfl.ai` or a subdomain of it (BFL's regional hosts, e.g.
@@ -55,7 +54,7 @@ use serde_json::Value;
 use super::{json_with_extra, NativeRequest, PollRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::images::ImageRequest;
-use crate::catalog::{Caps, ImageCaps, Target};
+use crate::catalog::{ImageCaps, Target};
 use crate::images::native::{ImageAnswer, NativeTask, Poll};
 use crate::images::{ImageData, NativeImage, NativeImages};
 
@@ -67,14 +66,8 @@ const SUBMIT_PREFIX: &str = "/v1/";
 /// Where a task is read when the submit answer gave no `polling_url`.
 const GET_RESULT_PATH: &str = "/v1/get_result?id=";
 
-/// The family sized by aspect ratio rather than pixels.
-const KONTEXT_FAMILY: &str = "flux-kontext";
-
 /// BFL's own domain: polls may go to it and its subdomains (regional API hosts).
 const BFL_DOMAIN: &str = "bfl.ai";
-
-/// The most extreme aspect ratio Kontext accepts (21:9 either way).
-const MAX_RATIO: f64 = 21.0 / 9.0;
 
 /// Longest provider text quoted in an error message.
 const MAX_QUOTED: usize = 300;
@@ -89,7 +82,7 @@ struct SubmitBody<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     height: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    aspect_ratio: Option<Cow<'a, str>>,
+    aspect_ratio: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     input_image: Option<Cow<'a, str>>,
     output_format: &'static str,
@@ -150,7 +143,10 @@ pub fn image_request(
         let ratio = if keep_input {
             None
         } else {
-            Some(ratio_of(req)?)
+            Some(req.aspect_ratio().ok_or_else(|| {
+                // Every size of the family has its ratio, so this is a catalog bug.
+                GatewayError::Internal(format!("bfl has no aspect ratio for size {}", req.size))
+            })?)
         };
         (None, None, ratio)
     } else {
@@ -177,35 +173,7 @@ pub fn image_request(
 
 /// Whether `caps` is the Kontext family, whose endpoints take `aspect_ratio` and no pixel size.
 fn sized_by_ratio(caps: &ImageCaps) -> bool {
-    matches!(crate::catalog::family(KONTEXT_FAMILY), Some(Caps::Images(k)) if std::ptr::eq(k, caps))
-}
-
-/// The aspect ratio for the request's size: the family's table entry, else the size reduced
-/// (`1440x1440` → `1:1`) when Kontext's range allows it.
-fn ratio_of(req: &ImageRequest<'_>) -> Result<Cow<'static, str>, GatewayError> {
-    if let Some(r) = req.aspect_ratio() {
-        return Ok(Cow::Borrowed(r));
-    }
-    let (w, h) = pixels(req.size)?;
-    let ratio = f64::from(w) / f64::from(h);
-    if !(1.0 / MAX_RATIO..=MAX_RATIO).contains(&ratio) {
-        return Err(GatewayError::field(
-            "size",
-            format!(
-                "model {} takes an aspect ratio between 21:9 and 9:21; {} is outside it",
-                req.model.name, req.size
-            ),
-        ));
-    }
-    let g = gcd(w, h);
-    Ok(Cow::Owned(format!("{}:{}", w / g, h / g)))
-}
-
-fn gcd(mut a: u32, mut b: u32) -> u32 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a.max(1)
+    std::ptr::eq(caps, &crate::catalog::FLUX_KONTEXT)
 }
 
 /// `WxH` as numbers; the family's sizes are all of this form, so anything else is a catalog bug.
@@ -635,10 +603,7 @@ mod tests {
     }
 
     #[test]
-    fn ratios_reduce_within_kontext_range() {
-        assert_eq!(gcd(1440, 1440), 1440);
-        assert_eq!(gcd(1344, 768), 192);
-        assert_eq!(gcd(0, 0), 1);
+    fn pixel_sizes_parse() {
         assert!(pixels("1024x768").is_ok());
         for bad in ["auto", "x768", "1024x", "0x10", "axb"] {
             assert!(pixels(bad).is_err(), "{bad}");
