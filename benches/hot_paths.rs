@@ -51,7 +51,6 @@ impl Fixture {
         let settings = switchyard::config::load_str(CONFIG, &|_| None)
             .unwrap_or_else(|e| panic!("bench config: {e:?}"))
             .gateway;
-        switchyard::tokens::warm_up();
         Fixture { settings }
     }
 

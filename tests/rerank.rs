@@ -6,7 +6,14 @@ mod support;
 
 use serde_json::json;
 use support::fake::{FakeProvider, Reply};
-use support::{post, TestGateway};
+use support::{auth, client, post, TestGateway};
+
+/// POST `body` exactly as written (no re-serialization), so a test controls the escapes on the wire.
+fn post_raw(gw: &TestGateway, body: &str) -> client::Response {
+    let mut headers = auth().to_vec();
+    headers.push(("Content-Type", "application/json"));
+    client::request(gw.addr, "POST", "/api/v1/rerank", &headers, body.as_bytes())
+}
 
 #[test]
 fn results_sorted_documents_reattached_usage_counted() {
@@ -128,4 +135,85 @@ fn cohere_errors_are_translated() {
         );
         assert_eq!(resp.json()["code"], code, "native {status}");
     }
+}
+
+#[test]
+fn escaped_documents_reach_the_provider_and_come_back_unchanged() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(Reply::json(
+        200,
+        json!({"results": (0..8).map(|i| json!({"index": i, "relevance_score": 1.0 - i as f64 / 10.0})).collect::<Vec<_>>()}),
+    ));
+    // Escapes of every kind, a surrogate pair, and raw (unescaped) non-ASCII text.
+    let body = r#"{"model":"rerank-v3.5","query":"q","documents":["say \"hi\"","back\\slash","line\nbreak","caf\u00e9","sep\u2028arator","smile \ud83d\ude00","naïve 日本","a\/b"]}"#;
+    let expected = [
+        "say \"hi\"",
+        "back\\slash",
+        "line\nbreak",
+        "café",
+        "sep\u{2028}arator",
+        "smile \u{1F600}",
+        "naïve 日本",
+        "a/b",
+    ];
+    let resp = post_raw(&gw, body);
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let out = resp.json();
+    let got: Vec<&str> = out["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["document"].as_str().unwrap())
+        .collect();
+    assert_eq!(got, expected);
+
+    let sent = &fake.requests()[0];
+    assert_eq!(sent.json()["documents"], json!(expected));
+    assert_eq!(sent.json()["query"], "q");
+    // Both copies are the caller's literals, escapes as sent (not re-escaped by the gateway).
+    let literals = &body[body.find('[').unwrap()..=body.rfind(']').unwrap()];
+    assert!(sent.text().contains(literals), "{}", sent.text());
+    for literal in [
+        r#""caf\u00e9""#,
+        r#""smile \ud83d\ude00""#,
+        r#""naïve 日本""#,
+        r#""a\/b""#,
+    ] {
+        assert!(
+            resp.text().contains(literal),
+            "{literal} in {}",
+            resp.text()
+        );
+    }
+}
+
+#[test]
+fn documents_the_json_decoder_refuses_are_a_validation_error() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    for docs in [
+        r#"["ok","\ud800"]"#,
+        r#"["ok","x\udc00y"]"#,
+        r#"["ok",1]"#,
+        r#""ok""#,
+    ] {
+        let body = format!(r#"{{"model":"rerank-v3.5","query":"q","documents":{docs}}}"#);
+        let resp = post_raw(&gw, &body);
+        assert_eq!(resp.status, 400, "{docs}: {}", resp.text());
+        let out = resp.json();
+        assert_eq!(out["code"], "validation_error", "{out}");
+        assert_eq!(
+            out["details"]["documents"], "must be an array of strings",
+            "{docs}: {out}"
+        );
+    }
+    // Blank once decoded: escapes do not hide an empty document.
+    let resp = post_raw(
+        &gw,
+        r#"{"model":"rerank-v3.5","query":"q","documents":["ok","\u0020\n\t"]}"#,
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    assert_eq!(resp.json()["details"]["documents[1]"], "must not be empty");
+    assert!(fake.requests().is_empty());
 }

@@ -5,12 +5,16 @@
 //! each endpoint then takes the fields it knows with typed getters. Type errors are recorded per field
 //! (so a 400 lists all of them), and whatever is left over is the set of fields the spec does not
 //! define, which the endpoint checks against what the chosen model accepts natively.
+//!
+//! Strings the gateway only passes along (rerank documents) are read as [`JsonStr`]: the caller's
+//! literal is kept next to its decoded text, so forwarding it to a provider and echoing it in the
+//! answer copy the literal instead of escaping the text again.
 
 use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use super::error::{GatewayError, ValidationErrors};
@@ -44,6 +48,71 @@ impl<'de> Deserialize<'de> for Str<'de> {
             }
         }
         d.deserialize_str(V)
+    }
+}
+
+/// A JSON string kept both as the literal the caller sent (quotes and escapes included, borrowed from
+/// the body) and as its decoded text.
+///
+/// Serializing writes the literal verbatim: it already is valid JSON for exactly this text, so a
+/// string that only travels through the gateway is never escaped a second time. The text borrows
+/// from the literal when the literal has no escape (then it is the literal without its quotes), and
+/// is decoded once otherwise.
+#[derive(Debug, Clone)]
+pub struct JsonStr<'a> {
+    raw: &'a RawValue,
+    text: Cow<'a, str>,
+}
+
+impl<'a> JsonStr<'a> {
+    /// `raw` as a string; `None` when it is another kind of value or a string the decoder refuses
+    /// (an escaped lone surrogate: the syntax-only scan that produced `raw` lets it through).
+    pub fn from_raw(raw: &'a RawValue) -> Option<JsonStr<'a>> {
+        let literal = raw.get();
+        let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
+        let text = if has_backslash(inner) {
+            Cow::Owned(serde_json::from_str::<String>(literal).ok()?)
+        } else {
+            // `raw` is valid JSON (control characters and bad UTF-8 were refused when it was read),
+            // so without a backslash the bytes between the quotes are the text itself.
+            Cow::Borrowed(inner)
+        };
+        Some(JsonStr { raw, text })
+    }
+
+    /// The decoded text.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The literal as sent, quotes included.
+    pub fn raw(&self) -> &'a RawValue {
+        self.raw
+    }
+}
+
+/// Whether `s` holds a backslash (an escape). Every document passes through here, so the check
+/// runs over 32-byte blocks with no early exit inside a block, which the compiler turns into vector
+/// compares; `str::contains` scans a machine word at a time.
+fn has_backslash(s: &str) -> bool {
+    let mut blocks = s.as_bytes().chunks_exact(32);
+    blocks
+        .by_ref()
+        .any(|b| b.iter().fold(false, |found, &c| found | (c == b'\\')))
+        || blocks.remainder().contains(&b'\\')
+}
+
+impl Serialize for JsonStr<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // serde_json copies a `RawValue` into its output as is.
+        self.raw.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for JsonStr<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = <&'de RawValue>::deserialize(d)?;
+        JsonStr::from_raw(raw).ok_or_else(|| de::Error::custom("expected a valid string"))
     }
 }
 
@@ -183,7 +252,9 @@ impl<'a> Fields<'a> {
         self.take_typed(name, "a non-negative integer")
     }
 
-    pub fn string_array(&mut self, name: &str) -> Option<Vec<Str<'a>>> {
+    /// An array of strings, each kept with its literal (see [`JsonStr`]): one pass over the array,
+    /// and only elements with escapes are decoded.
+    pub fn string_array(&mut self, name: &str) -> Option<Vec<JsonStr<'a>>> {
         self.take_typed(name, "an array of strings")
     }
 
@@ -233,6 +304,60 @@ mod tests {
         ] {
             let err = Fields::parse(body).err().unwrap();
             assert_eq!(err.status(), 400, "{}", String::from_utf8_lossy(body));
+        }
+    }
+
+    #[test]
+    fn json_strings_borrow_unless_escaped_and_serialize_verbatim() {
+        let body = r#"{"d":["plain text", "caf\u00e9 \"x\" \\ \ud83d\ude00\n", "naïve 日本"]}"#;
+        let mut f = Fields::parse(body.as_bytes()).unwrap();
+        let docs = f.string_array("d").unwrap();
+        assert_eq!(docs.len(), 3);
+        // No backslash: the text is the literal minus its quotes, borrowed from the body.
+        assert!(matches!(docs[0].text, Cow::Borrowed("plain text")));
+        assert!(matches!(docs[2].text, Cow::Borrowed("naïve 日本")));
+        assert_eq!(docs[2].raw().get(), "\"naïve 日本\"");
+        // Escapes: decoded once, owned.
+        assert!(matches!(docs[1].text, Cow::Owned(_)));
+        assert_eq!(docs[1].as_str(), "café \"x\" \\ \u{1F600}\n");
+        // The literal goes out exactly as it came in, escapes untouched.
+        assert_eq!(
+            serde_json::to_string(&docs[1]).unwrap(),
+            r#""caf\u00e9 \"x\" \\ \ud83d\ude00\n""#
+        );
+        assert_eq!(
+            serde_json::to_string(&docs).unwrap(),
+            r#"["plain text","caf\u00e9 \"x\" \\ \ud83d\ude00\n","naïve 日本"]"#
+        );
+    }
+
+    #[test]
+    fn backslashes_are_found_anywhere() {
+        for len in [0, 1, 31, 32, 33, 63, 64, 65, 100] {
+            let plain = "a".repeat(len);
+            assert!(!has_backslash(&plain), "{len}");
+            for at in 0..len {
+                let mut s = plain.clone().into_bytes();
+                s[at] = b'\\';
+                let s = String::from_utf8(s).unwrap();
+                assert!(has_backslash(&s), "{len} {at}");
+            }
+        }
+    }
+
+    #[test]
+    fn string_arrays_refuse_non_strings_and_lone_surrogates() {
+        for body in [
+            &br#"{"d":["a",1]}"#[..],
+            br#"{"d":"a"}"#,
+            br#"{"d":["a",null]}"#,
+            br#"{"d":["\ud800"]}"#,
+            br#"{"d":["x\udc00"]}"#,
+        ] {
+            let mut f = Fields::parse(body).unwrap();
+            assert!(f.string_array("d").is_none());
+            let (_, errors) = f.into_rest();
+            assert_eq!(errors.details()["d"], "must be an array of strings");
         }
     }
 

@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 
 use super::common;
 use super::error::GatewayError;
-use super::json::{Fields, Str};
+use super::json::{Fields, JsonStr, Str};
 use crate::catalog::{Caps, Catalog, Model, Operation, RerankCaps};
 
 /// A validated rerank request; strings borrow from the request body.
@@ -16,7 +16,9 @@ pub struct RerankRequest<'a> {
     pub model: Arc<Model>,
     pub caps: &'static RerankCaps,
     pub query: Str<'a>,
-    pub documents: Vec<Str<'a>>,
+    /// Each document as the caller's JSON literal plus its text: adapters serialize the literals
+    /// into the native body and the answer echoes them, so documents are never re-escaped.
+    pub documents: Vec<JsonStr<'a>>,
     /// Results wanted: 1..=documents.len(), default all.
     pub top_n: usize,
     /// Whether the caller sent `top_n` (some providers are only told when asked).
@@ -25,7 +27,8 @@ pub struct RerankRequest<'a> {
     pub passthrough: Vec<(Str<'a>, &'a RawValue)>,
 }
 
-/// The public rerank result. `document` borrows the caller's own string.
+/// The public rerank result. `document` borrows the caller's own string (written out as the literal
+/// the caller sent).
 #[derive(Debug, Serialize)]
 pub struct RerankResult<'r> {
     pub model: &'r str,
@@ -38,7 +41,7 @@ pub struct RerankResult<'r> {
 pub struct RerankItem<'r> {
     pub index: usize,
     pub relevance_score: f64,
-    pub document: &'r str,
+    pub document: &'r JsonStr<'r>,
 }
 
 #[derive(Debug, Serialize, PartialEq, Eq)]
@@ -67,7 +70,7 @@ impl<'r> RerankRequest<'r> {
             items.push(RerankItem {
                 index,
                 relevance_score: score,
-                document: doc.as_str(),
+                document: doc,
             });
         }
         items.sort_by(|a, b| {

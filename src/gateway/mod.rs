@@ -49,7 +49,6 @@ pub struct GatewayState {
 
 impl GatewayState {
     pub fn new(settings: GatewaySettings) -> Arc<GatewayState> {
-        crate::tokens::warm_up();
         let upstream = Upstream::new(settings.retry, settings.dns_ttl);
         let (store, tasks): (Box<dyn FileStore>, Box<dyn TaskStore>) = match &settings.redis {
             Some(conn) => (

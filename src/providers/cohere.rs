@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::api::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
@@ -21,7 +22,8 @@ const RERANK_PATH: &str = "/v2/rerank";
 struct RerankBody<'a> {
     model: &'a str,
     query: &'a str,
-    documents: Vec<&'a str>,
+    /// The caller's literals, copied as sent.
+    documents: &'a [JsonStr<'a>],
     #[serde(skip_serializing_if = "Option::is_none")]
     top_n: Option<usize>,
 }
@@ -74,7 +76,7 @@ pub fn rerank_request(
     let body = RerankBody {
         model: &target.native_model,
         query: req.query.as_str(),
-        documents: req.documents.iter().map(|d| d.as_str()).collect(),
+        documents: &req.documents,
         top_n: req.top_n_given.then_some(req.top_n),
     };
     Ok(NativeRequest::post_json(

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::api::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
@@ -23,7 +24,8 @@ const RERANK_PATH: &str = "/v1/rerank";
 struct RerankBody<'a> {
     model: &'a str,
     query: &'a str,
-    documents: Vec<&'a str>,
+    /// The caller's literals, copied as sent.
+    documents: &'a [JsonStr<'a>],
     /// Only when the caller asked: Cohere's default is every document, which is also ours.
     #[serde(skip_serializing_if = "Option::is_none")]
     top_n: Option<usize>,
@@ -70,7 +72,7 @@ pub fn rerank_request(
     let body = RerankBody {
         model: &target.native_model,
         query: req.query.as_str(),
-        documents: req.documents.iter().map(|d| d.as_str()).collect(),
+        documents: &req.documents,
         top_n: req.top_n_given.then_some(req.top_n),
         return_documents: false,
     };
@@ -198,7 +200,7 @@ mod tests {
         let got: Vec<_> = out
             .results
             .iter()
-            .map(|r| (r.index, r.relevance_score, r.document))
+            .map(|r| (r.index, r.relevance_score, r.document.as_str()))
             .collect();
         assert_eq!(got, vec![(2, 0.9, "c"), (1, 0.2, "b")]);
         assert_eq!(out.metadata["search_units"], 1.0);

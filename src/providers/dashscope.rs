@@ -16,6 +16,7 @@ use serde_json::value::RawValue;
 
 use super::{nested_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::api::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
@@ -41,7 +42,8 @@ struct RerankBody<'a> {
 #[derive(Serialize)]
 struct Input<'a> {
     query: &'a str,
-    documents: Vec<&'a str>,
+    /// The caller's literals, copied as sent.
+    documents: &'a [JsonStr<'a>],
 }
 
 #[derive(Serialize)]
@@ -116,7 +118,7 @@ pub fn rerank_request(
         model: &target.native_model,
         input: Input {
             query: req.query.as_str(),
-            documents: req.documents.iter().map(|d| d.as_str()).collect(),
+            documents: &req.documents,
         },
         parameters,
     };
@@ -287,7 +289,7 @@ mod tests {
         let body = br#"{"output":{"results":[{"index":1,"relevance_score":0.9,"document":{"text":"b"}},{"index":0,"relevance_score":0.1}]},"usage":{"total_tokens":79},"request_id":"r-1"}"#;
         let out = rerank_response(&p, &req, &http::HeaderMap::new(), body).unwrap();
         assert_eq!(out.results[0].index, 1);
-        assert_eq!(out.results[0].document, "b");
+        assert_eq!(out.results[0].document.as_str(), "b");
         assert_eq!(out.usage.total_tokens, 79);
         assert_eq!(out.metadata["request_id"], "r-1");
 

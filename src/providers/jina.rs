@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::{detail_text, json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::api::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
@@ -36,7 +37,8 @@ const MODEL_NOT_FOUND: &str = "INPUT_MODEL_NOT_FOUND";
 struct RerankBody<'a> {
     model: &'a str,
     query: &'a str,
-    documents: Vec<&'a str>,
+    /// The caller's literals, copied as sent.
+    documents: &'a [JsonStr<'a>],
     /// Jina's default is every document, so the field is sent only when the caller chose a limit.
     #[serde(skip_serializing_if = "Option::is_none")]
     top_n: Option<usize>,
@@ -85,7 +87,7 @@ pub fn rerank_request(
     let body = RerankBody {
         model: &target.native_model,
         query: req.query.as_str(),
-        documents: req.documents.iter().map(|d| d.as_str()).collect(),
+        documents: &req.documents,
         top_n: req.top_n_given.then_some(req.top_n),
         return_documents: false,
     };
@@ -221,7 +223,11 @@ mod tests {
                        {"index":0,"document":"Paris","relevance_score":0.9},
                        {"index":2,"relevance_score":0.1}]}"#;
         let out = rerank_response(&p, &req, &http::HeaderMap::new(), body).unwrap();
-        let got: Vec<_> = out.results.iter().map(|r| (r.index, r.document)).collect();
+        let got: Vec<_> = out
+            .results
+            .iter()
+            .map(|r| (r.index, r.document.as_str()))
+            .collect();
         assert_eq!(got, vec![(0, "Paris"), (1, "Berlin")]);
         assert_eq!(out.usage.total_tokens, 815);
         assert_eq!(out.metadata["total_tokens_source"], "provider");

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::{detail_text, json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError};
+use crate::api::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
@@ -27,7 +28,8 @@ const RERANK_PATH: &str = "/v1/reranking";
 struct RerankBody<'a> {
     model: &'a str,
     query: &'a str,
-    input: Vec<&'a str>,
+    /// The caller's literals, copied as sent.
+    input: &'a [JsonStr<'a>],
     /// Mixedbread's default is every document, so the field is sent only when the caller chose a
     /// limit.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -77,7 +79,7 @@ pub fn rerank_request(
     let body = RerankBody {
         model: &target.native_model,
         query: req.query.as_str(),
-        input: req.documents.iter().map(|d| d.as_str()).collect(),
+        input: &req.documents,
         top_k: req.top_n_given.then_some(req.top_n),
         return_input: false,
     };
@@ -215,7 +217,11 @@ mod tests {
             "data":[{"index":1,"score":0.2,"object":"rank_result"},{"index":0,"score":0.9,"input":"Paris","object":"rank_result"}],
             "usage":{"prompt_tokens":120,"total_tokens":120,"completion_tokens":0}}"#;
         let out = rerank_response(&p, &req, &http::HeaderMap::new(), body).unwrap();
-        let got: Vec<_> = out.results.iter().map(|r| (r.index, r.document)).collect();
+        let got: Vec<_> = out
+            .results
+            .iter()
+            .map(|r| (r.index, r.document.as_str()))
+            .collect();
         assert_eq!(got, vec![(0, "Paris"), (1, "Berlin")]);
         assert_eq!(out.usage.total_tokens, 120);
         assert_eq!(out.metadata["total_tokens_source"], "provider");

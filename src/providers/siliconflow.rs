@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::api::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
@@ -35,7 +36,8 @@ const CODE_NO_MODEL: i64 = 20012;
 struct RerankBody<'a> {
     model: &'a str,
     query: &'a str,
-    documents: Vec<&'a str>,
+    /// The caller's literals, copied as sent.
+    documents: &'a [JsonStr<'a>],
     #[serde(skip_serializing_if = "Option::is_none")]
     top_n: Option<usize>,
     return_documents: bool,
@@ -93,7 +95,7 @@ pub fn rerank_request(
     let body = RerankBody {
         model: &target.native_model,
         query: req.query.as_str(),
-        documents: req.documents.iter().map(|d| d.as_str()).collect(),
+        documents: &req.documents,
         top_n: req.top_n_given.then_some(req.top_n),
         return_documents: false,
     };

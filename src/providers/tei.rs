@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::api::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
@@ -38,7 +39,8 @@ const METADATA_HEADERS: &[(&str, &str)] = &[
 #[derive(Serialize)]
 struct RerankBody<'a> {
     query: &'a str,
-    texts: Vec<&'a str>,
+    /// The caller's literals, copied as sent.
+    texts: &'a [JsonStr<'a>],
     /// Normalized scores rather than raw logits, comparable with other providers' `relevance_score`.
     raw_scores: bool,
     /// The gateway re-attaches the caller's own strings; echoing them would only enlarge the answer.
@@ -68,7 +70,7 @@ pub fn rerank_request(
 ) -> Result<NativeRequest, GatewayError> {
     let body = RerankBody {
         query: req.query.as_str(),
-        texts: req.documents.iter().map(|d| d.as_str()).collect(),
+        texts: &req.documents,
         raw_scores: false,
         return_text: false,
     };
@@ -209,7 +211,7 @@ mod tests {
         let got: Vec<_> = out
             .results
             .iter()
-            .map(|r| (r.index, r.relevance_score, r.document))
+            .map(|r| (r.index, r.relevance_score, r.document.as_str()))
             .collect();
         assert_eq!(got, vec![(2, 0.9, "c"), (0, 0.4, "a")]);
         assert_eq!(out.usage.total_tokens, 57);

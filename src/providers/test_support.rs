@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 
 use super::{NativeRequest, Provider, ProviderKind};
 use crate::api::error::GatewayError;
-use crate::api::json::Str;
+use crate::api::json::{JsonStr, Str};
 use crate::api::rerank::RerankRequest;
 use crate::catalog::{Caps, Catalog, Model, Target};
 use crate::upstream::endpoint::{Endpoint, Timeouts};
@@ -111,7 +111,9 @@ pub(crate) fn native_request(catalog: &Catalog, body: &[u8], build: BuildRerank)
 
 /// A validated rerank request for `public_model` of `family`, built without the parser. The model
 /// has no targets (the test hands the adapter its own) and generous limits. `top_n: None` is a
-/// caller who sent none: every document, and `top_n_given` false.
+/// caller who sent none: every document, and `top_n_given` false. A [`JsonStr`] borrows its
+/// literal and there is no body to borrow from, so each document's literal is made here and leaked
+/// (a few bytes per test).
 pub(crate) fn rerank_request<'a>(
     family: &str,
     public_model: &str,
@@ -136,12 +138,19 @@ pub(crate) fn rerank_request<'a>(
         model: Arc::new(model),
         caps: rerank_caps,
         query: Str(Cow::Borrowed(query)),
-        documents: docs.iter().map(|d| Str(Cow::Borrowed(*d))).collect(),
+        documents: docs.iter().map(|d| json_str(d)).collect(),
         top_n: top_n.unwrap_or(docs.len()),
         top_n_given: top_n.is_some(),
         retries: 0,
         passthrough,
     }
+}
+
+/// `text` as a [`JsonStr`] whose literal is serde_json's own escaping of it.
+fn json_str(text: &str) -> JsonStr<'static> {
+    let literal = serde_json::to_string(text).unwrap();
+    let raw: &'static RawValue = Box::leak(RawValue::from_string(literal).unwrap());
+    JsonStr::from_raw(raw).unwrap()
 }
 
 fn family_caps(family: &str) -> Caps {

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::api::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
@@ -31,7 +32,8 @@ const UNKNOWN_CODE_STATUS: u16 = 500;
 struct RerankBody<'a> {
     model: &'a str,
     query: &'a str,
-    documents: Vec<&'a str>,
+    /// The caller's literals, copied as sent.
+    documents: &'a [JsonStr<'a>],
     #[serde(skip_serializing_if = "Option::is_none")]
     top_n: Option<usize>,
     return_documents: bool,
@@ -94,7 +96,7 @@ pub fn rerank_request(
     let body = RerankBody {
         model: &target.native_model,
         query: req.query.as_str(),
-        documents: req.documents.iter().map(|d| d.as_str()).collect(),
+        documents: &req.documents,
         top_n: req.top_n_given.then_some(req.top_n),
         return_documents: false,
     };
@@ -281,7 +283,7 @@ mod tests {
         let body = br#"{"created":1732083164,"id":"2024112014","request_id":"r-9","results":[{"document":"b","index":1,"relevance_score":0.99866986},{"index":0,"relevance_score":0.1}],"usage":{"prompt_tokens":72,"total_tokens":72}}"#;
         let out = rerank_response(&p, &req, &h, body).unwrap();
         assert_eq!(out.results[0].index, 1);
-        assert_eq!(out.results[0].document, "b");
+        assert_eq!(out.results[0].document.as_str(), "b");
         assert_eq!(out.usage.total_tokens, 72);
         assert_eq!(out.metadata["request_id"], "r-9");
 
