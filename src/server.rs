@@ -51,12 +51,11 @@ pub fn add_services(server: &mut Server, state: &Arc<GatewayState>) {
             gateway,
             &format!("switchyard {}", listener.name),
         );
-        service.add_listener(
-            ListenerConfig::tcp(listener.address.to_string()).l4_buffer(L4BufferSettings {
-                read: None,
-                write: Some(ANSWER_WRITE_BUFFER),
-            }),
-        );
+        let buffers = L4BufferSettings {
+            read: None,
+            write: Some(ANSWER_WRITE_BUFFER),
+        };
+        service.add_listener(ListenerConfig::tcp(listener.address.to_string()).l4_buffer(buffers));
         server.add_service(service);
     }
 }
