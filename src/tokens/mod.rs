@@ -8,7 +8,8 @@
 //! tiktoken: [`pretokenize`] splits text the way cl100k's pattern does, and [`vocab`] merges each
 //! piece over tables generated at build time from tiktoken's own vocabulary (`build.rs`). The
 //! counts are tiktoken's, to the token (the tests compare them on generated ASCII and Unicode
-//! text); the cost is a few nanoseconds per byte and no heap at all.
+//! text); the cost is about 2 ns per character, with no allocation except for pieces of 48 bytes
+//! or more that are not tokens.
 
 mod cache;
 mod layout;
