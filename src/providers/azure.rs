@@ -15,7 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{openai_images, NativeRequest, Provider};
+use super::openai::images as openai_images;
+use super::{NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::images::ImageRequest;
 use crate::api::speech::SpeechRequest;
@@ -84,7 +85,7 @@ pub fn speech_request(
     req: &SpeechRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
     // Same body as OpenAI's (the deployment name stands in for the model).
-    let mut native = super::openai::speech_request(target, req)?;
+    let mut native = crate::providers::openai::speech::speech_request(target, req)?;
     native.path = operation_path(target, SPEECH);
     Ok(native)
 }

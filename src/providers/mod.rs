@@ -12,21 +12,16 @@ pub mod bfl;
 pub mod cohere;
 pub mod cohere_v1;
 pub mod dashscope;
-pub mod dashscope_images;
-pub mod dashscope_speech;
 pub mod elevenlabs;
+pub mod formats;
 pub mod google;
 pub mod jina;
 pub mod kling;
-pub mod kling_auth;
 pub mod local;
 pub mod minimax;
 pub mod mixedbread;
-pub mod multipart;
 pub mod openai;
-pub mod openai_images;
 pub mod siliconflow;
-pub mod siliconflow_images;
 pub mod stability;
 pub mod tei;
 #[cfg(test)]
@@ -34,7 +29,6 @@ pub(crate) mod test_support;
 pub mod volcengine;
 pub mod voyage;
 pub mod zhipu;
-pub mod zhipu_images;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -254,7 +248,7 @@ pub struct Provider {
     /// Built once at start and marked sensitive; empty when the key is empty.
     auth: Vec<(HeaderName, HeaderValue)>,
     /// Kling: signs a short-lived token instead of a static header.
-    signer: Option<kling_auth::Signer>,
+    signer: Option<kling::auth::Signer>,
     pub options: ProviderOptions,
     /// The key itself, kept only to redact it should a provider ever echo it back.
     key: String,
@@ -298,7 +292,7 @@ impl Provider {
         }
         let signer = match (kind, api_key.is_empty(), options.secret_key.as_deref()) {
             (ProviderKind::Kling, false, Some(secret)) if !secret.is_empty() => {
-                Some(kling_auth::Signer::new(api_key, secret))
+                Some(kling::auth::Signer::new(api_key, secret))
             }
             (ProviderKind::Kling, false, _) => {
                 return Err(
@@ -434,7 +428,10 @@ impl NativeRequest {
     }
 
     /// A `multipart/form-data` POST.
-    pub fn post_form(path: impl Into<String>, form: &multipart::Form<'_>) -> NativeRequest {
+    pub fn post_form(
+        path: impl Into<String>,
+        form: &formats::multipart::Form<'_>,
+    ) -> NativeRequest {
         let (content_type, body) = form.finish();
         NativeRequest {
             method: Method::POST,
@@ -577,12 +574,12 @@ fn detail_text(detail: &Value) -> Option<String> {
 pub fn speech_request(target: &Target, req: &SpeechRequest<'_>) -> Result<Prepared, GatewayError> {
     let http = |r: Result<NativeRequest, GatewayError>| r.map(Prepared::Http);
     match target.provider.kind {
-        ProviderKind::OpenAi => http(openai::speech_request(target, req)),
+        ProviderKind::OpenAi => http(openai::speech::speech_request(target, req)),
         ProviderKind::AzureOpenAi => http(azure::speech_request(target, req)),
         ProviderKind::ElevenLabs => http(elevenlabs::speech_request(target, req)),
         ProviderKind::MiniMax => http(minimax::speech_request(target, req)),
         ProviderKind::Volcengine => http(volcengine::speech_request(target, req)),
-        ProviderKind::DashScope => http(dashscope_speech::speech_request(target, req)),
+        ProviderKind::DashScope => http(dashscope::speech::speech_request(target, req)),
         ProviderKind::Google => http(google::speech_request(target, req)),
         ProviderKind::Cohere
         | ProviderKind::CohereV1
@@ -608,7 +605,7 @@ pub fn speech_decoding(target: &Target, req: &SpeechRequest<'_>) -> SpeechDecodi
         ProviderKind::ElevenLabs => elevenlabs::speech_decoding(p, req),
         ProviderKind::MiniMax => minimax::speech_decoding(p, req),
         ProviderKind::Volcengine => volcengine::speech_decoding(p, req),
-        ProviderKind::DashScope => dashscope_speech::speech_decoding(p, req),
+        ProviderKind::DashScope => dashscope::speech::speech_decoding(p, req),
         ProviderKind::Google => google::speech_decoding(p, req),
         // Never reached: `speech_request` refused these before anything was sent.
         ProviderKind::Cohere
@@ -636,13 +633,13 @@ pub fn image_request(
 ) -> Result<Prepared, GatewayError> {
     let http = |r: Result<NativeRequest, GatewayError>| r.map(Prepared::Http);
     match target.provider.kind {
-        ProviderKind::OpenAi => http(openai_images::image_request(target, req, n)),
+        ProviderKind::OpenAi => http(openai::images::image_request(target, req, n)),
         ProviderKind::AzureOpenAi => http(azure::image_request(target, req, n)),
-        ProviderKind::Zhipu => http(zhipu_images::image_request(target, req, n)),
+        ProviderKind::Zhipu => http(zhipu::images::image_request(target, req, n)),
         ProviderKind::Ark => http(ark::image_request(target, req, n)),
         ProviderKind::Stability => http(stability::image_request(target, req, n)),
-        ProviderKind::SiliconFlow => http(siliconflow_images::image_request(target, req, n)),
-        ProviderKind::DashScope => http(dashscope_images::image_request(target, req, n)),
+        ProviderKind::SiliconFlow => http(siliconflow::images::image_request(target, req, n)),
+        ProviderKind::DashScope => http(dashscope::images::image_request(target, req, n)),
         ProviderKind::Bfl => http(bfl::image_request(target, req, n)),
         ProviderKind::Kling => http(kling::image_request(target, req, n)),
         ProviderKind::Cohere
@@ -671,15 +668,15 @@ pub fn image_response(
     let p = &target.provider;
     let images = |r: Result<NativeImages, UpstreamError>| r.map(ImageAnswer::Images);
     match p.kind {
-        ProviderKind::OpenAi => images(openai_images::image_response(p, req, headers, body)),
+        ProviderKind::OpenAi => images(openai::images::image_response(p, req, headers, body)),
         ProviderKind::AzureOpenAi => images(azure::image_response(p, req, headers, body)),
-        ProviderKind::Zhipu => images(zhipu_images::image_response(p, req, headers, body)),
+        ProviderKind::Zhipu => images(zhipu::images::image_response(p, req, headers, body)),
         ProviderKind::Ark => images(ark::image_response(p, req, headers, body)),
         ProviderKind::Stability => images(stability::image_response(p, req, headers, body)),
         ProviderKind::SiliconFlow => {
-            images(siliconflow_images::image_response(p, req, headers, body))
+            images(siliconflow::images::image_response(p, req, headers, body))
         }
-        ProviderKind::DashScope => dashscope_images::image_response(p, req, headers, body),
+        ProviderKind::DashScope => dashscope::images::image_response(p, req, headers, body),
         ProviderKind::Bfl => bfl::image_response(p, req, headers, body),
         ProviderKind::Kling => kling::image_response(p, req, headers, body),
         ProviderKind::Cohere
@@ -712,7 +709,7 @@ pub fn image_poll_request(
     task: &NativeTask,
 ) -> Result<PollRequest, UpstreamError> {
     match provider.kind {
-        ProviderKind::DashScope => Ok(PollRequest::Api(dashscope_images::poll_request(task))),
+        ProviderKind::DashScope => Ok(PollRequest::Api(dashscope::images::poll_request(task))),
         ProviderKind::Bfl => bfl::poll_request(provider, task),
         ProviderKind::Kling => Ok(PollRequest::Api(kling::poll_request(task))),
         _ => Err(bad_answer(
@@ -729,7 +726,7 @@ pub fn image_poll_response(
     body: &[u8],
 ) -> Result<Poll, UpstreamError> {
     match provider.kind {
-        ProviderKind::DashScope => dashscope_images::poll_response(provider, headers, body),
+        ProviderKind::DashScope => dashscope::images::poll_response(provider, headers, body),
         ProviderKind::Bfl => bfl::poll_response(provider, headers, body),
         ProviderKind::Kling => kling::poll_response(provider, headers, body),
         _ => Err(bad_answer(
@@ -747,9 +744,9 @@ pub fn rerank_request(target: &Target, req: &RerankRequest<'_>) -> Result<Prepar
         ProviderKind::CohereV1 => http(cohere_v1::rerank_request(target, req)),
         ProviderKind::Jina => http(jina::rerank_request(target, req)),
         ProviderKind::Voyage => http(voyage::rerank_request(target, req)),
-        ProviderKind::DashScope => http(dashscope::rerank_request(target, req)),
-        ProviderKind::SiliconFlow => http(siliconflow::rerank_request(target, req)),
-        ProviderKind::Zhipu => http(zhipu::rerank_request(target, req)),
+        ProviderKind::DashScope => http(dashscope::rerank::rerank_request(target, req)),
+        ProviderKind::SiliconFlow => http(siliconflow::rerank::rerank_request(target, req)),
+        ProviderKind::Zhipu => http(zhipu::rerank::rerank_request(target, req)),
         ProviderKind::Mixedbread => http(mixedbread::rerank_request(target, req)),
         ProviderKind::Tei => http(tei::rerank_request(target, req)),
         ProviderKind::Local => local::rerank(req).map(Prepared::Local),
@@ -779,9 +776,9 @@ pub fn rerank_response<'r>(
         ProviderKind::CohereV1 => cohere_v1::rerank_response(p, req, headers, body),
         ProviderKind::Jina => jina::rerank_response(p, req, headers, body),
         ProviderKind::Voyage => voyage::rerank_response(p, req, headers, body),
-        ProviderKind::DashScope => dashscope::rerank_response(p, req, headers, body),
-        ProviderKind::SiliconFlow => siliconflow::rerank_response(p, req, headers, body),
-        ProviderKind::Zhipu => zhipu::rerank_response(p, req, headers, body),
+        ProviderKind::DashScope => dashscope::rerank::rerank_response(p, req, headers, body),
+        ProviderKind::SiliconFlow => siliconflow::rerank::rerank_response(p, req, headers, body),
+        ProviderKind::Zhipu => zhipu::rerank::rerank_response(p, req, headers, body),
         ProviderKind::Mixedbread => mixedbread::rerank_response(p, req, headers, body),
         ProviderKind::Tei => tei::rerank_response(p, req, headers, body),
         ProviderKind::Local => local::rerank_response(p, req, body),

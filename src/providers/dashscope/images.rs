@@ -15,19 +15,19 @@
 //! the request, as with every provider: a result with fewer images than asked would be a silent
 //! change.
 //!
-//! Errors are [`super::dashscope`]'s `{"request_id","code","message"}` envelope, sometimes with
+//! Errors are [`crate::providers::dashscope`]'s `{"request_id","code","message"}` envelope, sometimes with
 //! HTTP 200; the same code table classifies them (`DataInspectionFailed` → content policy).
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::dashscope::{code_string, native_code};
-use super::{nested_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::images::ImageRequest;
 use crate::catalog::Target;
 use crate::images::native::{ImageAnswer, NativeTask, Poll};
 use crate::images::{ImageData, NativeImage, NativeImages};
+use crate::providers::dashscope::{code_string, native_code};
+use crate::providers::{nested_with_extra, NativeRequest, Provider};
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -147,13 +147,15 @@ pub fn image_response(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<ImageAnswer, UpstreamError> {
-    let parsed: TaskResponse = super::parse_answer(provider, body)?;
+    let parsed: TaskResponse = crate::providers::parse_answer(provider, body)?;
     in_band_error(provider, &parsed, body)?;
     let id = parsed
         .output
         .and_then(|o| o.task_id)
         .filter(|id| valid_task_id(id))
-        .ok_or_else(|| super::bad_answer(provider, "task answer has no usable output.task_id"))?;
+        .ok_or_else(|| {
+            crate::providers::bad_answer(provider, "task answer has no usable output.task_id")
+        })?;
     Ok(ImageAnswer::Task(NativeTask {
         provider: provider.name.clone(),
         id,
@@ -167,10 +169,13 @@ pub fn poll_response(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<Poll, UpstreamError> {
-    let parsed: TaskResponse = super::parse_answer(provider, body)?;
+    let parsed: TaskResponse = crate::providers::parse_answer(provider, body)?;
     in_band_error(provider, &parsed, body)?;
     let Some(output) = parsed.output else {
-        return Err(super::bad_answer(provider, "task answer has no output"));
+        return Err(crate::providers::bad_answer(
+            provider,
+            "task answer has no output",
+        ));
     };
     let status = output.task_status.as_deref().unwrap_or_default();
     match status {
@@ -189,7 +194,7 @@ pub fn poll_response(
             provider,
             "the provider no longer knows the task (expired or never created)",
         )),
-        other => Err(super::bad_answer(
+        other => Err(crate::providers::bad_answer(
             provider,
             format!("task is in an unknown state {other:?}"),
         )),
@@ -198,7 +203,10 @@ pub fn poll_response(
 
 fn succeeded(provider: &Provider, output: Output) -> Result<Poll, UpstreamError> {
     if output.results.is_empty() {
-        return Err(super::bad_answer(provider, "finished task has no results"));
+        return Err(crate::providers::bad_answer(
+            provider,
+            "finished task has no results",
+        ));
     }
     let mut images = Vec::with_capacity(output.results.len());
     for item in output.results {
@@ -230,7 +238,9 @@ fn in_band_error(
         let status = native_code(&code)
             .map(|(_, s)| s)
             .unwrap_or(UNKNOWN_CODE_STATUS);
-        return Err(super::dashscope::error_response(provider, status, body));
+        return Err(crate::providers::dashscope::error_response(
+            provider, status, body,
+        ));
     }
     Ok(())
 }

@@ -8,15 +8,15 @@
 //! Errors are `{"error":{"code":"1214","message":"…"}}` with a business code that says more than
 //! the HTTP status does (Zhipu sends 429 both for throttling and for an account in arrears); the
 //! same envelope may arrive with HTTP 200 and is then classified by its code. The image adapter
-//! ([`super::zhipu_images`]) shares this error mapping: Zhipu answers every API the same way.
+//! ([`crate::providers::zhipu::images`]) shares this error mapping: Zhipu answers every API the same way.
 
 use serde::{Deserialize, Serialize};
 
-use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
+use crate::providers::{json_with_extra, NativeRequest, Provider};
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -114,8 +114,8 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| super::bad_answer(provider, m);
-    let parsed: RerankResponse = super::parse_answer(provider, body)?;
+    let bad = |m: String| crate::providers::bad_answer(provider, m);
+    let parsed: RerankResponse = crate::providers::parse_answer(provider, body)?;
     if let Some(err) = error_in_answer(provider, parsed.error.as_ref(), body) {
         return Err(err);
     }

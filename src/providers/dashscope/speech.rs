@@ -13,7 +13,7 @@
 //!   the last event. A stream that ends without that marker is an error, never a short success.
 //!
 //! Errors use DashScope's one envelope `{"request_id","code","message"}`, normally with a 4xx/5xx
-//! status (classified by [`super::dashscope::error_response`], shared with the rerank adapter) but
+//! status (classified by [`crate::providers::dashscope::error_response`], shared with the rerank adapter) but
 //! sometimes inside a 200 answer or as an SSE event (`event:error`, with a `:HTTP_STATUS/…`
 //! comment line), which this module classifies the same way.
 
@@ -25,11 +25,11 @@ use http::{HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::dashscope::error_response;
-use super::{bad_answer, billed_tokens, nested_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError};
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
+use crate::providers::dashscope::error_response;
+use crate::providers::{bad_answer, billed_tokens, nested_with_extra, NativeRequest, Provider};
 use crate::stream::audio::{
     base64_audio, AudioDecoder, Finished, SpeechDecoding, SpeechUsage, Whole,
 };
@@ -330,7 +330,8 @@ fn in_band_error(
     body: &[u8],
 ) -> UpstreamError {
     let status = status.filter(|s| *s >= 400).unwrap_or_else(|| {
-        super::dashscope::native_code(code).map_or(UNKNOWN_CODE_STATUS, |(_, status)| status)
+        crate::providers::dashscope::native_code(code)
+            .map_or(UNKNOWN_CODE_STATUS, |(_, status)| status)
     });
     error_response(provider, status, body)
 }

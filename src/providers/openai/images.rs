@@ -13,13 +13,13 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::multipart::Form;
-use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError};
 use crate::api::image_input::{self, ImageInput};
 use crate::api::images::ImageRequest;
 use crate::catalog::{Caps, ImageCaps, Target};
 use crate::images::{ImageData, NativeImage, NativeImages};
+use crate::providers::formats::multipart::Form;
+use crate::providers::{json_with_extra, NativeRequest, Provider};
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -317,10 +317,13 @@ pub fn image_response(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<NativeImages, UpstreamError> {
-    let answer: ImagesAnswer = super::parse_answer(provider, body)?;
+    let answer: ImagesAnswer = crate::providers::parse_answer(provider, body)?;
     let items = answer.data.unwrap_or_default();
     if items.is_empty() {
-        return Err(super::bad_answer(provider, "answer holds no images"));
+        return Err(crate::providers::bad_answer(
+            provider,
+            "answer holds no images",
+        ));
     }
     let count = items.len();
     let images = items
@@ -331,7 +334,7 @@ pub fn image_response(
                 (_, Some(b64)) if !b64.is_empty() => ImageData::Base64(b64),
                 (Some(url), _) if !url.is_empty() => ImageData::Url(url),
                 _ => {
-                    return Err(super::bad_answer(
+                    return Err(crate::providers::bad_answer(
                         provider,
                         format!("image {} of {count} has neither url nor b64_json", i + 1),
                     ))
@@ -694,11 +697,11 @@ mod tests {
             r#"{"error":{"message":"Your request was rejected by the safety system.","type":"image_generation_user_error","param":null,"code":"moderation_blocked"}}"#,
             r#"{"error":{"message":"Your request was rejected as a result of our safety system.","type":"invalid_request_error","code":"content_policy_violation"}}"#,
         ] {
-            let e = super::super::openai::error_response(&p, 400, body.as_bytes());
+            let e = crate::providers::openai::error_response(&p, 400, body.as_bytes());
             assert_eq!(e.kind, UpstreamErrorKind::ContentPolicy, "{body}");
         }
         let body = r#"{"error":{"message":"Invalid size","type":"invalid_request_error","param":"size","code":null}}"#;
-        let e = super::super::openai::error_response(&p, 400, body.as_bytes());
+        let e = crate::providers::openai::error_response(&p, 400, body.as_bytes());
         assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
         assert_eq!(e.message, "Invalid size");
     }

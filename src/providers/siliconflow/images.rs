@@ -10,17 +10,17 @@
 //! `{"images":[{"url"}],"timings":{…},"seed":…}` with URLs valid for an hour; the gateway
 //! downloads them when the caller asked for base64.
 //!
-//! Errors are [`super::siliconflow`]'s `{"code","message","data"}` envelope (or a plain-text 401),
+//! Errors are [`crate::providers::siliconflow`]'s `{"code","message","data"}` envelope (or a plain-text 401),
 //! mapped there. SiliconFlow documents no content-moderation code for images, so a refusal is
 //! classified by its HTTP status.
 
 use serde::{Deserialize, Serialize};
 
-use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError};
 use crate::api::images::ImageRequest;
 use crate::catalog::Target;
 use crate::images::{ImageData, NativeImage, NativeImages};
+use crate::providers::{json_with_extra, NativeRequest, Provider};
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -103,9 +103,9 @@ pub fn image_response(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<NativeImages, UpstreamError> {
-    let parsed: ImagesResponse = super::parse_answer(provider, body)?;
+    let parsed: ImagesResponse = crate::providers::parse_answer(provider, body)?;
     let Some(items) = parsed.images.filter(|i| !i.is_empty()) else {
-        return Err(super::bad_answer(
+        return Err(crate::providers::bad_answer(
             provider,
             no_images_message(provider, parsed.message),
         ));
@@ -114,7 +114,10 @@ pub fn image_response(
         .into_iter()
         .map(|item| match item.url.filter(|u| !u.is_empty()) {
             Some(url) => Ok(NativeImage::new(ImageData::Url(url))),
-            None => Err(super::bad_answer(provider, "image answer item has no url")),
+            None => Err(crate::providers::bad_answer(
+                provider,
+                "image answer item has no url",
+            )),
         })
         .collect::<Result<Vec<_>, _>>()?;
     // SiliconFlow reports no creation time; the gateway uses its own clock.
@@ -144,7 +147,7 @@ fn no_images_message(provider: &Provider, message: Option<String>) -> String {
 
 // ---- error mapping ---------------------------------------------------------------------------
 //
-// Non-2xx answers go to `siliconflow::error_response` (the dispatch in `super` routes every
+// Non-2xx answers go to `crate::providers::siliconflow::error_response` (the dispatch in `super` routes every
 // SiliconFlow error there). Its image cases are tested below.
 
 // ---- tests -----------------------------------------------------------------------------------
@@ -157,7 +160,7 @@ mod tests {
 
     use super::*;
     use crate::api::error::UpstreamErrorKind;
-    use crate::providers::{siliconflow, test_support as support, ProviderKind};
+    use crate::providers::{test_support as support, ProviderKind};
 
     const KEY: &str = "sk-sf-secret-123456";
     const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
@@ -362,7 +365,7 @@ mod tests {
     #[test]
     fn maps_errors() {
         let p = provider();
-        let e = siliconflow::error_response(
+        let e = crate::providers::siliconflow::error_response(
             &p,
             400,
             br#"{"code":20015,"message":"The parameter is invalid. Please check again.","data":null}"#,
@@ -370,10 +373,10 @@ mod tests {
         assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
         assert_eq!(e.message, "The parameter is invalid. Please check again.");
 
-        let e = siliconflow::error_response(&p, 401, b"Invalid token");
+        let e = crate::providers::siliconflow::error_response(&p, 401, b"Invalid token");
         assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
 
-        let e = siliconflow::error_response(
+        let e = crate::providers::siliconflow::error_response(
             &p,
             403,
             br#"{"code":30001,"message":"Sorry, your account balance is insufficient","data":null}"#,
@@ -381,14 +384,14 @@ mod tests {
         assert_eq!(e.kind, UpstreamErrorKind::Failure);
         assert!(!e.retryable());
 
-        let e = siliconflow::error_response(
+        let e = crate::providers::siliconflow::error_response(
             &p,
             429,
             br#"{"code":50603,"message":"IPM limit reached.","data":null}"#,
         );
         assert_eq!(e.kind, UpstreamErrorKind::RateLimited);
 
-        let e = siliconflow::error_response(
+        let e = crate::providers::siliconflow::error_response(
             &p,
             503,
             br#"{"code":50505,"message":"Model service overloaded. Please try again later.","data":null}"#,

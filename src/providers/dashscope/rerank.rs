@@ -14,11 +14,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::{nested_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
+use crate::providers::{nested_with_extra, NativeRequest, Provider};
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -135,8 +135,8 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| super::bad_answer(provider, m);
-    let parsed: RerankResponse = super::parse_answer(provider, body)?;
+    let bad = |m: String| crate::providers::bad_answer(provider, m);
+    let parsed: RerankResponse = crate::providers::parse_answer(provider, body)?;
     // DashScope may report an error with HTTP 200: classify it as if it had come with the status
     // DashScope documents for its code.
     if let Some(code) = parsed.code.as_ref().and_then(code_string) {

@@ -10,16 +10,16 @@
 //! when the caller asked for base64.
 //!
 //! Errors use the envelope of every Zhipu API (`{"error":{"code":"1301",…}}`), sometimes with
-//! HTTP 200; both are classified by [`super::zhipu`]'s business-code table (1301 unsafe content is
+//! HTTP 200; both are classified by [`crate::providers::zhipu`]'s business-code table (1301 unsafe content is
 //! a content-policy refusal).
 
 use serde::{Deserialize, Serialize};
 
-use super::{json_with_extra, zhipu, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError};
 use crate::api::images::ImageRequest;
 use crate::catalog::Target;
 use crate::images::{ImageData, NativeImage, NativeImages};
+use crate::providers::{json_with_extra, NativeRequest, Provider};
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -88,19 +88,24 @@ pub fn image_response(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<NativeImages, UpstreamError> {
-    let parsed: ImagesResponse = super::parse_answer(provider, body)?;
-    if let Some(err) = zhipu::error_in_answer(provider, parsed.error.as_ref(), body) {
+    let parsed: ImagesResponse = crate::providers::parse_answer(provider, body)?;
+    if let Some(err) =
+        crate::providers::zhipu::error_in_answer(provider, parsed.error.as_ref(), body)
+    {
         return Err(err);
     }
     let items = parsed
         .data
         .filter(|d| !d.is_empty())
-        .ok_or_else(|| super::bad_answer(provider, "image answer has no data"))?;
+        .ok_or_else(|| crate::providers::bad_answer(provider, "image answer has no data"))?;
     let images = items
         .into_iter()
         .map(|item| match item.url.filter(|u| !u.is_empty()) {
             Some(url) => Ok(NativeImage::new(ImageData::Url(url))),
-            None => Err(super::bad_answer(provider, "image answer item has no url")),
+            None => Err(crate::providers::bad_answer(
+                provider,
+                "image answer item has no url",
+            )),
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(NativeImages {
@@ -320,7 +325,8 @@ mod tests {
     #[test]
     fn maps_errors() {
         let p = provider();
-        let kind = |status: u16, body: &[u8]| zhipu::error_response(&p, status, body);
+        let kind =
+            |status: u16, body: &[u8]| crate::providers::zhipu::error_response(&p, status, body);
 
         let e = kind(
             400,

@@ -2,7 +2,7 @@
 //! /v1/images/generations/{task_id}` reads it until it is done.
 //!
 //! Every request carries `Authorization: Bearer <JWT>`, signed by the gateway itself (see
-//! [`super::kling_auth`]); nothing here deals with credentials.
+//! [`crate::providers::kling::auth`]); nothing here deals with credentials.
 //!
 //! The submit body is `model_name`, `prompt`, `negative_prompt`, `image` (the caller's URL as is, or
 //! the bytes as raw base64: Kling refuses the `data:` prefix), `image_fidelity` (the public
@@ -39,18 +39,20 @@
 //!   choice); the caller sees Kling's reason.
 //! - Task ids are numeric strings in every example; any id of URL-safe characters is accepted.
 
+pub mod auth;
+
 use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::image_input::ImageInput;
 use crate::api::images::ImageRequest;
 use crate::catalog::Target;
 use crate::images::native::{ImageAnswer, NativeTask, Poll};
 use crate::images::{ImageData, NativeImage, NativeImages};
+use crate::providers::{json_with_extra, NativeRequest, Provider};
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -246,7 +248,7 @@ pub fn image_response(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<ImageAnswer, UpstreamError> {
-    let answer: Envelope = super::parse_answer(provider, body)?;
+    let answer: Envelope = crate::providers::parse_answer(provider, body)?;
     let data = accepted(provider, answer)?;
     let id = task_id(provider, data.task_id.as_ref())?;
     // A task refused at once (moderated prompt) may already say so.
@@ -266,18 +268,21 @@ pub fn poll_response(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<Poll, UpstreamError> {
-    let answer: Envelope = super::parse_answer(provider, body)?;
+    let answer: Envelope = crate::providers::parse_answer(provider, body)?;
     let data = accepted(provider, answer)?;
     match data.task_status.as_deref() {
         Some("submitted") => Ok(Poll::Queued),
         Some("processing") => Ok(Poll::Running),
         Some("succeed") => done(provider, data).map(Poll::Done),
         Some("failed") => Err(task_failed(provider, data.task_status_msg.as_deref())),
-        Some(other) => Err(super::bad_answer(
+        Some(other) => Err(crate::providers::bad_answer(
             provider,
             format!("unknown task_status `{}`", provider.redact(other)),
         )),
-        None => Err(super::bad_answer(provider, "answer has no task_status")),
+        None => Err(crate::providers::bad_answer(
+            provider,
+            "answer has no task_status",
+        )),
     }
 }
 
@@ -295,13 +300,18 @@ fn accepted(provider: &Provider, answer: Envelope) -> Result<TaskData, UpstreamE
                 answer.request_id.as_deref(),
             ))
         }
-        Some(None) => return Err(super::bad_answer(provider, "answer has a non-numeric code")),
+        Some(None) => {
+            return Err(crate::providers::bad_answer(
+                provider,
+                "answer has a non-numeric code",
+            ))
+        }
         // No code at all: believed only when the task is there.
         None => {}
     }
     answer
         .data
-        .ok_or_else(|| super::bad_answer(provider, "answer has no data"))
+        .ok_or_else(|| crate::providers::bad_answer(provider, "answer has no data"))
 }
 
 /// The task id, checked to be safe in a URL path.
@@ -309,7 +319,12 @@ fn task_id(provider: &Provider, id: Option<&Value>) -> Result<String, UpstreamEr
     let id = match id {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Number(n)) => n.to_string(),
-        _ => return Err(super::bad_answer(provider, "answer has no task_id")),
+        _ => {
+            return Err(crate::providers::bad_answer(
+                provider,
+                "answer has no task_id",
+            ))
+        }
     };
     let safe = !id.is_empty()
         && id.len() <= MAX_TASK_ID
@@ -317,7 +332,7 @@ fn task_id(provider: &Provider, id: Option<&Value>) -> Result<String, UpstreamEr
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     if !safe {
-        return Err(super::bad_answer(
+        return Err(crate::providers::bad_answer(
             provider,
             "answer has a malformed task_id",
         ));
@@ -329,7 +344,10 @@ fn task_id(provider: &Provider, id: Option<&Value>) -> Result<String, UpstreamEr
 fn done(provider: &Provider, data: TaskData) -> Result<NativeImages, UpstreamError> {
     let mut images = data.task_result.map(|r| r.images).unwrap_or_default();
     if images.is_empty() {
-        return Err(super::bad_answer(provider, "finished task holds no images"));
+        return Err(crate::providers::bad_answer(
+            provider,
+            "finished task holds no images",
+        ));
     }
     // Stable: images without an index keep their place after the indexed ones.
     images.sort_by_key(|i| i.index.unwrap_or(u64::MAX));
@@ -340,7 +358,7 @@ fn done(provider: &Provider, data: TaskData) -> Result<NativeImages, UpstreamErr
         .map(
             |(i, image)| match image.url.filter(|u| !u.trim().is_empty()) {
                 Some(url) => Ok(NativeImage::new(ImageData::Url(url))),
-                None => Err(super::bad_answer(
+                None => Err(crate::providers::bad_answer(
                     provider,
                     format!("image {} of {total} has no url", i + 1),
                 )),

@@ -11,11 +11,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
+use crate::providers::{json_with_extra, NativeRequest, Provider};
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -113,8 +113,8 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| super::bad_answer(provider, m);
-    let parsed: RerankResponse = super::parse_answer(provider, body)?;
+    let bad = |m: String| crate::providers::bad_answer(provider, m);
+    let parsed: RerankResponse = crate::providers::parse_answer(provider, body)?;
     let tokens = parsed
         .tokens
         .as_ref()

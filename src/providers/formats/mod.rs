@@ -1,0 +1,3 @@
+//! Wire formats several providers share: each provider that speaks one is a small profile on top.
+
+pub mod multipart;
