@@ -25,8 +25,9 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use switchyard::api::images::{ImageItem, ImageResult};
 use switchyard::api::{images, rerank};
 use switchyard::catalog::{Catalog, Target};
-use switchyard::images::native::ImageAnswer;
-use switchyard::images::{ImageData, NativeImages};
+use switchyard::common::images::ImageAnswer;
+use switchyard::common::images::ImageData;
+use switchyard::common::images::NativeImages;
 use switchyard::providers;
 
 const CONFIG: &str = r#"
@@ -178,7 +179,7 @@ fn image(c: &mut Criterion) {
 }
 
 fn sse(c: &mut Criterion) {
-    use switchyard::stream::speech::delta_event;
+    use switchyard::engine::speech::delta_event;
     use switchyard::stream::sse::EventSplitter;
     let mut g = c.benchmark_group("sse");
     // Four OpenAI delta events (1 KiB of audio each) arriving in one read.

@@ -9,25 +9,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::providers::Provider;
-
-/// The three public operations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Operation {
-    Speech,
-    Images,
-    Rerank,
-}
-
-impl Operation {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Operation::Speech => "speech",
-            Operation::Images => "images",
-            Operation::Rerank => "rerank",
-        }
-    }
-}
+use crate::common::Operation;
+use crate::upstream::provider::Provider;
 
 /// What a speech model family accepts.
 #[derive(Debug)]

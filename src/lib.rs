@@ -27,11 +27,13 @@
 pub mod api;
 pub mod auth;
 pub mod catalog;
+pub mod common;
 pub mod config;
+pub mod engine;
 pub mod gateway;
-pub mod images;
 pub mod providers;
 pub mod server;
+pub mod store;
 pub mod stream;
 pub mod tokens;
 pub mod upstream;

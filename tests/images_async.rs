@@ -9,7 +9,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use switchyard::images::tasks::TaskStore;
+use switchyard::store::tasks::TaskStore;
 
 use serde_json::json;
 use support::fake::{FakeProvider, Reply};
@@ -112,8 +112,8 @@ fn a_task_whose_instance_died_is_reported_failed() {
     let fake = FakeProvider::start();
     let gw = redis::gateway(&fake, &prefix);
     // A running task last heard of two minutes ago, as a dead instance would leave it.
-    let store = switchyard::images::tasks::RedisTaskStore::new({
-        let mut s = switchyard::images::redis_store::RedisSettings::new(redis::redis_url());
+    let store = switchyard::store::tasks::RedisTaskStore::new({
+        let mut s = switchyard::store::redis_files::RedisSettings::new(redis::redis_url());
         s.key_prefix = prefix.clone();
         s
     })
@@ -124,9 +124,9 @@ fn a_task_whose_instance_died_is_reported_failed() {
         .unwrap()
         .as_millis() as i64;
     // It had already sent its call to the provider: nothing can re-run or resume it.
-    let record = switchyard::images::tasks::TaskRecord {
+    let record = switchyard::store::tasks::TaskRecord {
         sent: true,
-        ..switchyard::images::tasks::TaskRecord::started(
+        ..switchyard::store::tasks::TaskRecord::started(
             "key:tester".into(),
             "dall-e-3".into(),
             "gone".into(),

@@ -13,10 +13,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use support::redis::{raw, redis_url, run_prefix, Expiry};
-use switchyard::images::native::NativeTask;
-use switchyard::images::redis_conn::RedisSettings;
-use switchyard::images::store::StoreError;
-use switchyard::images::tasks::{RedisTaskStore, TaskError, TaskRecord, TaskStatus, TaskStore};
+use switchyard::common::images::NativeTask;
+use switchyard::store::redis_conn::RedisSettings;
+use switchyard::store::files::StoreError;
+use switchyard::store::tasks::RedisTaskStore;
+use switchyard::store::tasks::TaskError;
+use switchyard::store::tasks::TaskRecord;
+use switchyard::store::tasks::TaskStatus;
+use switchyard::store::tasks::TaskStore;
 
 fn new_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()

@@ -18,9 +18,11 @@ use support::image_conformance::{b64, png};
 use support::tasks::{finished, task};
 use support::wan::{result_png, End, Wan, SUBMIT_PATH, TASKS_PATH};
 use support::{client, redis, TestGateway, KEY, PROVIDER_KEY};
-use switchyard::images::deliver::Delivery;
-use switchyard::images::native::NativeTask;
-use switchyard::images::tasks::{RedisTaskStore, TaskRecord, TaskStore};
+use switchyard::common::images::Delivery;
+use switchyard::common::images::NativeTask;
+use switchyard::store::tasks::RedisTaskStore;
+use switchyard::store::tasks::TaskRecord;
+use switchyard::store::tasks::TaskStore;
 
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -46,7 +48,7 @@ fn left_behind(model: &str) -> TaskRecord {
 
 fn put(prefix: &str, id: &str, record: &TaskRecord) {
     let store = RedisTaskStore::new({
-        let mut s = switchyard::images::redis_store::RedisSettings::new(redis::redis_url());
+        let mut s = switchyard::store::redis_files::RedisSettings::new(redis::redis_url());
         s.key_prefix = prefix.to_string();
         s
     })

@@ -4,8 +4,12 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-use super::json::{Fields, Str};
-use crate::catalog::{Catalog, Model, Operation};
+use crate::common::json::Fields;
+
+use crate::common::json::Str;
+use crate::catalog::Catalog;
+use crate::catalog::Model;
+use crate::common::Operation;
 
 /// Resolve `model` for `op`, recording a problem when it is missing or unknown.
 pub fn model(fields: &mut Fields<'_>, catalog: &Catalog, op: Operation) -> Option<Arc<Model>> {
@@ -55,7 +59,7 @@ pub fn undeclared<'a>(
     rest: Vec<(Str<'a>, &'a RawValue)>,
     native: &[&str],
     model: Option<&Model>,
-    errors: &mut super::error::ValidationErrors,
+    errors: &mut crate::common::error::ValidationErrors,
 ) -> Vec<(Str<'a>, &'a RawValue)> {
     let mut pass = Vec::new();
     for (key, value) in rest {

@@ -6,11 +6,16 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::common;
-use super::error::GatewayError;
-use super::image_input::ImageInput;
-use super::json::{Fields, Str};
-use crate::catalog::{Caps, Catalog, ImageCaps, Model, Operation};
+use crate::api::common;
+use crate::common::error::GatewayError;
+use crate::common::image_input::ImageInput;
+use crate::common::json::Fields;
+use crate::common::json::Str;
+use crate::catalog::Caps;
+use crate::catalog::Catalog;
+use crate::catalog::ImageCaps;
+use crate::catalog::Model;
+use crate::common::Operation;
 
 /// Most images one request may ask for (spec: bound not shown; families may allow fewer).
 pub const MAX_N: u64 = 10;

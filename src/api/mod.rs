@@ -1,9 +1,8 @@
-//! The public contract: request types, their validation, result shapes and the error model.
+//! The public contract of each operation: its request types and their validation, the public
+//! result shapes, and the adapter trait a provider implements to serve it.
 
+pub mod adapter;
 pub mod common;
-pub mod error;
-pub mod image_input;
 pub mod images;
-pub mod json;
 pub mod rerank;
 pub mod speech;

@@ -5,10 +5,16 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::common;
-use super::error::GatewayError;
-use super::json::{Fields, JsonStr, Str};
-use crate::catalog::{Caps, Catalog, Model, Operation, RerankCaps};
+use crate::api::common;
+use crate::common::error::GatewayError;
+use crate::common::json::Fields;
+use crate::common::json::JsonStr;
+use crate::common::json::Str;
+use crate::catalog::Caps;
+use crate::catalog::Catalog;
+use crate::catalog::Model;
+use crate::common::Operation;
+use crate::catalog::RerankCaps;
 
 /// A validated rerank request; strings borrow from the request body.
 #[derive(Debug)]

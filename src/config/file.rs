@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::auth::AuthSettings;
+use crate::providers::registry::ProviderConfig;
 
 #[derive(Debug, Deserialize)]
 pub struct GatewayFile {
@@ -140,8 +141,10 @@ impl Default for RetriesFile {
 
 #[derive(Debug, Deserialize)]
 pub struct ProviderFile {
-    /// Adapter: `openai`, `cohere`.
-    pub kind: String,
+    /// The provider's kind (`kind: openai`, …) and the settings only that kind takes; a key no
+    /// kind here takes is refused by name.
+    #[serde(flatten)]
+    pub kind: ProviderConfig,
     /// Empty disables the provider (its models answer 503 `model_unavailable`).
     #[serde(default)]
     pub api_key: String,
@@ -155,18 +158,9 @@ pub struct ProviderFile {
     pub timeouts: TimeoutsFile,
     #[serde(default = "d_max_response")]
     pub max_response_bytes: usize,
-    /// Azure OpenAI: `api-version` for deployment URLs (absent: the v1 URL).
-    #[serde(default)]
-    pub api_version: Option<String>,
-    /// Volcengine speech: console app id (absent: the key is sent as `X-Api-Key`).
-    #[serde(default)]
-    pub app_id: Option<String>,
     /// Hosts result URLs may be downloaded from (absent: the kind's default, see the README).
     #[serde(default)]
     pub result_hosts: Option<Vec<String>>,
-    /// Kling: the secret key its tokens are signed with (`api_key` is the access key).
-    #[serde(default)]
-    pub secret_key: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

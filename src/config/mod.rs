@@ -18,9 +18,19 @@ use pingora::server::configuration::ServerConf;
 use serde_yaml::Value;
 
 use crate::auth::Authenticator;
-use crate::catalog::{self, Caps, Catalog, Model, Operation, Target};
-use crate::images::redis_conn::{RedisConn, RedisSettings};
-use crate::providers::{Provider, ProviderKind, ProviderOptions};
+use crate::catalog;
+use crate::catalog::Caps;
+use crate::catalog::Catalog;
+use crate::catalog::Model;
+use crate::common::Operation;
+use crate::catalog::Target;
+use crate::store::redis_conn::RedisConn;
+use crate::store::redis_conn::RedisSettings;
+use crate::upstream::provider::Provider;
+use crate::api::adapter::Registry;
+use crate::providers::registry;
+use crate::upstream::guard::DownloadPolicy;
+use crate::upstream::provider::Account;
 use crate::upstream::endpoint::{Endpoint, Timeouts};
 use crate::upstream::retry::RetryPolicy;
 use file::GatewayFile;
@@ -57,9 +67,8 @@ impl Limits {
 /// Image inputs the gateway downloads and images it hosts (see `config::file::ImagesFile`).
 #[derive(Debug, Clone)]
 pub struct ImageSettings {
-    pub allow_private_urls: bool,
-    pub max_download_bytes: usize,
-    pub download_timeout: Duration,
+    /// What may be downloaded on a caller's behalf (reference images given as URLs).
+    pub download: DownloadPolicy,
     pub file_ttl: Duration,
     pub file_store_bytes: usize,
     pub task_ttl: Duration,
@@ -84,6 +93,8 @@ pub struct GatewaySettings {
     pub retry: RetryPolicy,
     pub auth: Authenticator,
     pub catalog: Catalog,
+    /// Every provider account's adapters, indexed by the account's id.
+    pub adapters: Registry,
     pub dns_ttl: Duration,
     pub images: ImageSettings,
     /// Shared state in Redis (`None`: in memory, one instance). One connection, shared by the
@@ -233,16 +244,16 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
     };
 
     let mut providers: HashMap<String, Arc<Provider>> = HashMap::new();
+    let mut adapters = Registry::default();
     for (name, p) in &file.providers {
         let at = format!("switchyard.providers.{name}");
-        let Some(kind) = ProviderKind::parse(&p.kind) else {
-            let kinds: Vec<&str> = ProviderKind::ALL.iter().map(|(n, _)| *n).collect();
-            errors.push(format!(
-                "{at}.kind: `{}` is not one of {}",
-                p.kind,
-                kinds.join(", ")
-            ));
-            continue;
+        let key = p.api_key.trim();
+        let kind = match registry::build(&p.kind, key) {
+            Ok(kind) => kind,
+            Err(m) => {
+                errors.push(format!("{at}.api_key: {m}"));
+                continue;
+            }
         };
         let t = &p.timeouts;
         let timeouts = Timeouts {
@@ -252,7 +263,7 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
             write: Duration::from_millis(t.write_ms),
             idle: Duration::from_millis(t.idle_ms),
         };
-        let default_ep = match (&p.base_url, kind.remote()) {
+        let default_ep = match (&p.base_url, kind.remote) {
             (Some(url), true) => match Endpoint::parse(url, timeouts) {
                 Ok(e) => Some(e),
                 Err(m) => {
@@ -261,14 +272,11 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
                 }
             },
             (None, true) => {
-                errors.push(format!("{at}.base_url: required for kind {}", p.kind));
+                errors.push(format!("{at}.base_url: required for this kind"));
                 continue;
             }
             (Some(_), false) => {
-                errors.push(format!(
-                    "{at}.base_url: kind {} runs in-process and takes none",
-                    p.kind
-                ));
+                errors.push(format!("{at}.base_url: this kind runs in-process and takes none"));
                 continue;
             }
             (None, false) => None,
@@ -282,34 +290,25 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
                 Err(m) => errors.push(format!("{at}.region_base_urls.{region}: {m}")),
             }
         }
-        match Provider::new(
-            name.clone(),
-            kind,
-            p.api_key.trim(),
-            default_ep,
-            regional,
-            p.max_response_bytes,
-            ProviderOptions {
-                api_version: p.api_version.clone().filter(|v| !v.trim().is_empty()),
-                app_id: p.app_id.clone().filter(|v| !v.trim().is_empty()),
-                result_hosts: p
-                    .result_hosts
-                    .clone()
-                    .unwrap_or_else(|| kind.default_result_hosts()),
-                secret_key: p.secret_key.clone().filter(|v| !v.trim().is_empty()),
-            },
-        ) {
-            Ok(provider) => {
-                if !provider.enabled() {
-                    log::warn!("provider {name} has no api_key: its models will answer 503");
-                }
-                providers.insert(name.clone(), Arc::new(provider));
-            }
-            Err(m) => errors.push(format!("{at}.api_key: {m}")),
+        let account = Account {
+            name: name.clone(),
+            key: key.to_string(),
+            default_endpoint: default_ep,
+            region_endpoints: regional,
+            max_response_bytes: p.max_response_bytes,
+            result_hosts: p.result_hosts.clone().unwrap_or_else(|| {
+                kind.result_hosts.iter().map(|h| h.to_string()).collect()
+            }),
+        };
+        let id = adapters.push(kind.adapters);
+        let provider = Provider::new(account, id, kind.auth, kind.errors);
+        if !provider.enabled() {
+            log::warn!("provider {name} has no api_key: its models will answer 503");
         }
+        providers.insert(name.clone(), Arc::new(provider));
     }
 
-    let catalog = build_catalog(&file.models, &file.providers, &providers, errors);
+    let catalog = build_catalog(&file.models, &file.providers, &providers, &adapters, errors);
     let images = image_settings(&file.images, errors);
     let redis = redis_settings(&file.store, errors);
     Some(GatewaySettings {
@@ -318,6 +317,7 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
         retry,
         auth: auth?,
         catalog,
+        adapters,
         dns_ttl: Duration::from_secs(file.dns_ttl_seconds),
         images,
         redis,
@@ -392,9 +392,11 @@ fn image_settings(f: &file::ImagesFile, errors: &mut Vec<String>) -> ImageSettin
         }
     });
     ImageSettings {
-        allow_private_urls: f.allow_private_urls,
-        max_download_bytes: f.max_download_bytes,
-        download_timeout: Duration::from_millis(f.download_timeout_ms),
+        download: DownloadPolicy {
+            allow_private_urls: f.allow_private_urls,
+            max_download_bytes: f.max_download_bytes,
+            download_timeout: Duration::from_millis(f.download_timeout_ms),
+        },
         file_ttl: Duration::from_secs(f.file_ttl_seconds),
         file_store_bytes: f.file_store_bytes,
         task_ttl: Duration::from_secs(f.task_ttl_seconds),
@@ -411,6 +413,7 @@ fn build_catalog(
     models: &BTreeMap<String, file::ModelFile>,
     declared: &BTreeMap<String, file::ProviderFile>,
     providers: &HashMap<String, Arc<Provider>>,
+    adapters: &Registry,
     errors: &mut Vec<String>,
 ) -> Catalog {
     let mut catalog = Catalog::default();
@@ -430,14 +433,15 @@ fn build_catalog(
         let mut targets = Vec::new();
         for (i, t) in m.targets.iter().enumerate() {
             match providers.get(&t.provider) {
-                Some(p) if p.kind.serves(caps.operation()) => targets.push(Target {
-                    provider: p.clone(),
-                    native_model: t.model.clone(),
-                }),
-                Some(p) => errors.push(format!(
-                    "{at}.targets[{i}].provider: {} ({:?}) does not serve {}",
+                Some(p) if adapters.get(p).is_some_and(|a| a.serves(caps.operation())) => {
+                    targets.push(Target {
+                        provider: p.clone(),
+                        native_model: t.model.clone(),
+                    })
+                }
+                Some(_) => errors.push(format!(
+                    "{at}.targets[{i}].provider: {} does not serve {}",
                     t.provider,
-                    p.kind,
                     caps.operation().as_str()
                 )),
                 // A provider that failed its own validation is already reported.

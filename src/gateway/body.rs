@@ -7,7 +7,7 @@
 use bytes::{Bytes, BytesMut};
 use pingora::proxy::Session;
 
-use crate::api::error::GatewayError;
+use crate::common::error::GatewayError;
 
 pub async fn read(session: &mut Session, limit: usize) -> Result<Bytes, GatewayError> {
     let declared = session

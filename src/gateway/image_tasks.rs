@@ -19,10 +19,12 @@ use bytes::Bytes;
 
 use super::task_job::{self, now_ms, Work};
 use super::GatewayState;
-use crate::api::error::GatewayError;
+use crate::common::error::GatewayError;
 use crate::api::images::{self, ImageItem, ImageResult, TaskFailure};
-use crate::images::store::StoreError;
-use crate::images::tasks::{TaskError, TaskRecord, TaskStatus};
+use crate::store::files::StoreError;
+use crate::store::tasks::TaskError;
+use crate::store::tasks::TaskRecord;
+use crate::store::tasks::TaskStatus;
 
 /// Record a new task for `owner` and start generating in the background; the answer is the
 /// task in its `running` state.

@@ -21,14 +21,18 @@ use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::upstreams::peer::HttpPeer;
 use pingora::{Error as PError, ErrorType};
 
-use crate::api::error::GatewayError;
+use crate::common::error::GatewayError;
 use crate::auth::Principal;
 use crate::catalog::Model;
 use crate::config::{GatewaySettings, Listener};
-use crate::images::redis_store::RedisFileStore;
-use crate::images::store::{valid_id, FileStore, MemoryStore};
-use crate::images::tasks::{MemoryTaskStore, RedisTaskStore, TaskStore};
-use crate::images::HostedFiles;
+use crate::store::redis_files::RedisFileStore;
+use crate::store::files::valid_id;
+use crate::store::files::FileStore;
+use crate::store::files::MemoryStore;
+use crate::store::tasks::MemoryTaskStore;
+use crate::store::tasks::RedisTaskStore;
+use crate::store::tasks::TaskStore;
+use crate::engine::deliver::HostedFiles;
 use crate::upstream::exchange::Upstream;
 use operations::Failure;
 use route::Route;
@@ -132,13 +136,13 @@ impl Gateway {
         let body = body::read(session, settings.limits.body_limit(op)).await?;
         let state = &self.state;
         match op {
-            crate::catalog::Operation::Speech => {
+            crate::common::Operation::Speech => {
                 operations::speech(state, &self.region, session, ctx, &body).await
             }
-            crate::catalog::Operation::Images => {
+            crate::common::Operation::Images => {
                 operations::images(state, &self.region, session, ctx, body).await
             }
-            crate::catalog::Operation::Rerank => {
+            crate::common::Operation::Rerank => {
                 operations::rerank(state, &self.region, session, ctx, &body).await
             }
         }

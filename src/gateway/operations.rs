@@ -9,18 +9,23 @@ use tokio::time::Instant;
 
 use super::{image_tasks, respond};
 use super::{Ctx, GatewayState};
-use crate::api::error::GatewayError;
-use crate::api::image_input::ImageInput;
+use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::common::image_input::ImageInput;
 use crate::api::{images, rerank, speech};
 use crate::catalog::{Model, Target};
-use crate::images::deliver::Delivery;
-use crate::images::native::{ImageAnswer, NativeTask};
-use crate::images::poll::{self, Watch};
-use crate::images::NativeImages;
-use crate::providers;
-use crate::stream::passthrough::StreamError;
-use crate::stream::speech::{self as stream_speech, Primed};
-use crate::upstream::attempts::{self, AcceptFuture, Reply};
+use crate::common::images::Delivery;
+use crate::common::images::ImageAnswer;
+use crate::common::images::NativeTask;
+use crate::engine::poll;
+use crate::engine::poll::Watch;
+use crate::common::images::NativeImages;
+use crate::api::adapter::{Registry, TaskAdapter};
+use crate::engine::passthrough::StreamError;
+use crate::engine::speech as stream_speech;
+use crate::engine::speech::Primed;
+use crate::engine::attempts;
+use crate::engine::attempts::AcceptFuture;
+use crate::engine::attempts::Reply;
 use crate::upstream::exchange::{Response, Upstream};
 
 /// Why an operation stopped.
@@ -54,6 +59,7 @@ pub async fn speech(
     let req = speech::parse(body, &s.catalog, s.retry.max_retries)?;
     ctx.model = Some(req.model.clone());
     let upstream = &state.upstream;
+    let adapters = &s.adapters;
     // Priming (reading up to the first audio) runs inside the attempt loop, so errors a provider
     // reports inside a 200 answer are retried like any other until the first byte goes out.
     let (reply, _target) = attempts::run_with(
@@ -61,8 +67,8 @@ pub async fn speech(
         &req.model,
         region,
         req.retries,
-        |t| providers::speech_request(t, &req),
-        |t, resp| prime_speech(upstream, t, &req, resp),
+        |t| adapters.speech(&t.provider)?.request(t, &req),
+        |t, resp| prime_speech(upstream, adapters, t, &req, resp),
     )
     .await?;
     let Reply::Remote(primed) = reply else {
@@ -91,11 +97,18 @@ pub async fn speech(
 /// reports inside a 200 answer is retried like any other until the first byte goes out.
 fn prime_speech<'u>(
     upstream: &'u Upstream,
+    adapters: &Registry,
     target: &Target,
     req: &speech::SpeechRequest<'_>,
     resp: Response<'u>,
 ) -> AcceptFuture<'u, Primed<'u>> {
-    let decoding = providers::speech_decoding(target, req);
+    let decoding = match adapters.speech(&target.provider) {
+        Ok(adapter) => adapter.decoding(&target.provider, req),
+        Err(e) => {
+            let e = UpstreamError::new(UpstreamErrorKind::Failure, &target.provider.name, e.to_string());
+            return Box::pin(async move { Err(e) });
+        }
+    };
     Box::pin(stream_speech::prime(
         upstream,
         target.provider.clone(),
@@ -190,7 +203,7 @@ pub async fn generate(
     // A family that returns fewer images per call than asked gets concurrent calls, all or error.
     let per_call = req.caps.per_call_n.max(1);
     let calls = req.n.div_ceil(per_call);
-    let delivery = Delivery::of(&req);
+    let delivery = crate::engine::deliver::delivery_of(&req);
     progress.sending(calls as usize, &delivery).await?;
     let batches = (0..calls).map(|i| {
         let n = per_call.min(req.n - i * per_call);
@@ -224,6 +237,7 @@ pub async fn resume(
             })?;
         let images = poll::wait(
             &state.upstream,
+            task_adapter(state, target)?,
             target,
             region,
             task,
@@ -255,7 +269,7 @@ async fn deliver_all(
     let Some(target) = provider else {
         return Err(GatewayError::Internal("no image call was made".into()));
     };
-    crate::images::deliver(
+    crate::engine::deliver::deliver(
         &state.upstream,
         &state.files,
         &target.provider,
@@ -282,13 +296,20 @@ async fn image_call<'s>(
         &req.model,
         region,
         req.retries,
-        |t| providers::image_request(t, req, n),
+        |t| state.settings.adapters.images(&t.provider)?.request(t, req, n),
         |t, resp| -> AcceptFuture<'_, ImageAnswer> {
             let limit = t.provider.max_response_bytes;
             Box::pin(async move {
                 let headers = resp.headers().cloned().unwrap_or_default();
                 let body = resp.read_all(limit).await?;
-                providers::image_response(t, req, &headers, &body)
+                match state.settings.adapters.images(&t.provider) {
+                    Ok(adapter) => adapter.response(&t.provider, req, &headers, &body),
+                    Err(e) => Err(UpstreamError::new(
+                        UpstreamErrorKind::Failure,
+                        &t.provider.name,
+                        e.to_string(),
+                    )),
+                }
             })
         },
     )
@@ -299,6 +320,7 @@ async fn image_call<'s>(
             progress.submitted(slot, &task).await;
             let images = poll::wait(
                 &state.upstream,
+                task_adapter(state, target)?,
                 target,
                 region,
                 &task,
@@ -315,6 +337,24 @@ async fn image_call<'s>(
     }
 }
 
+/// How `target`'s provider polls its image tasks.
+fn task_adapter<'s>(
+    state: &'s GatewayState,
+    target: &Target,
+) -> Result<&'s dyn TaskAdapter, GatewayError> {
+    state
+        .settings
+        .adapters
+        .images(&target.provider)?
+        .tasks()
+        .ok_or_else(|| {
+            GatewayError::Internal(format!(
+                "provider {} does not run image generations as tasks",
+                target.provider.name
+            ))
+        })
+}
+
 /// Download `image`/`mask` URLs through the address guard when a provider of this model needs
 /// the bytes (multipart forms); providers that take URLs get the caller's URL unchanged.
 async fn resolve_inputs(
@@ -324,11 +364,12 @@ async fn resolve_inputs(
     let needs_bytes = req
         .model
         .enabled_targets()
-        .any(|t| t.provider.kind.image_input_as_bytes());
+        .filter_map(|t| state.settings.adapters.images(&t.provider).ok())
+        .any(|a| a.input_as_bytes());
     if !needs_bytes {
         return Ok(());
     }
-    let policy = &state.settings.images;
+    let policy = &state.settings.images.download;
     for (field, input) in [("image", &mut req.image), ("mask", &mut req.mask)] {
         if let Some(ImageInput::Url(url)) = input {
             let fetched = state
@@ -376,10 +417,13 @@ pub async fn rerank(
     ctx.model = Some(req.model.clone());
     let ((headers, native), target) =
         attempts::run(&state.upstream, &req.model, region, req.retries, |t| {
-            providers::rerank_request(t, &req)
+            s.adapters.rerank(&t.provider)?.request(t, &req)
         })
         .await?;
-    let result = providers::rerank_response(target, &req, &headers, &native)
+    let result = s
+        .adapters
+        .rerank(&target.provider)?
+        .response(&target.provider, &req, &headers, &native)
         .map_err(GatewayError::Upstream)?;
     let out = serde_json::to_vec(&result)
         .map_err(|e| GatewayError::Internal(format!("serializing result: {e}")))?;

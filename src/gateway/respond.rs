@@ -5,7 +5,7 @@ use bytes::Bytes;
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
 
-use crate::api::error::GatewayError;
+use crate::common::error::GatewayError;
 
 /// Write a complete JSON answer.
 pub async fn json(

@@ -1,7 +1,7 @@
 //! Which endpoint a request line names.
 
-use crate::api::error::GatewayError;
-use crate::catalog::Operation;
+use crate::common::error::GatewayError;
+use crate::common::Operation;
 
 /// A routed request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 //! records what another instance would need to continue: that a native call is about to be sent
 //! (from then on the task is never re-run, only resumed or failed), each provider task it
 //! submitted, and whether the provider has the task queued or running. Every write is an
-//! [`TaskStore::update`](crate::images::tasks::TaskStore::update): once another instance has taken
+//! [`TaskStore::update`](crate::store::tasks::TaskStore::update): once another instance has taken
 //! the task over, this job's writes are refused and it stops without touching the task again.
 //!
 //! Jobs are listed in [`Jobs`], so a shutting-down instance can give them the grace period and
@@ -23,12 +23,14 @@ use tokio::time::Instant;
 
 use super::operations::{self, Progress};
 use super::GatewayState;
-use crate::api::error::GatewayError;
+use crate::common::error::GatewayError;
 use crate::api::images::{self, ImageResult};
-use crate::images::deliver::Delivery;
-use crate::images::native::NativeTask;
-use crate::images::poll::Watch;
-use crate::images::tasks::{TaskError, TaskRecord, TaskStatus};
+use crate::common::images::Delivery;
+use crate::common::images::NativeTask;
+use crate::engine::poll::Watch;
+use crate::store::tasks::TaskError;
+use crate::store::tasks::TaskRecord;
+use crate::store::tasks::TaskStatus;
 
 /// What a job does.
 pub enum Work {
@@ -295,7 +297,7 @@ impl Job {
     }
 
     /// Write the record if this instance still owns the task.
-    async fn write(&self, record: &TaskRecord) -> Result<bool, crate::images::store::StoreError> {
+    async fn write(&self, record: &TaskRecord) -> Result<bool, crate::store::files::StoreError> {
         if self.lost.load(Ordering::Relaxed) {
             return Ok(false);
         }

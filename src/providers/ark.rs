@@ -18,12 +18,21 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{json_with_extra, NativeRequest, Provider};
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind, ValidationErrors};
+use crate::common::native::json_with_extra;
+
+use crate::common::native::NativeRequest;
+
+use crate::upstream::provider::Provider;
+use crate::common::error::GatewayError;
+use crate::common::error::UpstreamError;
+use crate::common::error::UpstreamErrorKind;
+use crate::common::error::ValidationErrors;
 use crate::api::images::ImageRequest;
-use crate::api::json::Str;
+use crate::common::json::Str;
 use crate::catalog::Target;
-use crate::images::{ImageData, NativeImage, NativeImages};
+use crate::common::images::ImageData;
+use crate::common::images::NativeImage;
+use crate::common::images::NativeImages;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -202,7 +211,7 @@ pub fn image_response(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<NativeImages, UpstreamError> {
-    let answer: ImagesAnswer = super::parse_answer(provider, body)?;
+    let answer: ImagesAnswer = crate::providers::parse_answer(provider, body)?;
     let total = answer.data.len();
     let mut images = Vec::with_capacity(total);
     for (i, item) in answer.data.into_iter().enumerate() {
@@ -213,7 +222,7 @@ pub fn image_response(
             (Some(b64), _) => ImageData::Base64(b64),
             (None, Some(url)) => ImageData::Url(url),
             (None, None) => {
-                return Err(super::bad_answer(
+                return Err(crate::upstream::provider::bad_answer(
                     provider,
                     format!("image {} of {total} has neither url nor b64_json", i + 1),
                 ))
@@ -222,7 +231,7 @@ pub fn image_response(
         images.push(NativeImage::new(data));
     }
     if images.is_empty() {
-        return Err(super::bad_answer(provider, "answer holds no images"));
+        return Err(crate::upstream::provider::bad_answer(provider, "answer holds no images"));
     }
     Ok(NativeImages {
         created: answer.created,
@@ -296,6 +305,29 @@ fn code_kind(code: &str) -> Option<UpstreamErrorKind> {
 /// `InputTextRiskDetection` and their kin.
 fn is_moderation(code: &str) -> bool {
     code.contains("Sensitive") || code.contains("Risk")
+}
+
+// ---- registration ----------------------------------------------------------------------------
+
+/// The Ark kind: Bearer key (unlike Volcengine speech), images only.
+pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+    Ok(crate::providers::registry::Kind {
+        auth: crate::providers::registry::keyed(key, crate::upstream::provider::Auth::bearer)?,
+        errors: error_response,
+        remote: true,
+        result_hosts: // Seedream links to TOS buckets (`ark-content-generation-*.tos-cn-beijing.volces.com`;
+        // BytePlus: `*.bytepluses.com`).
+        &["*.volces.com", "*.bytepluses.com"],
+        adapters: crate::api::adapter::Adapters {
+            images: Some(Box::new(crate::providers::registry::ImageFns {
+                request: image_request,
+                response: |p, r, h, b| crate::providers::registry::images(image_response(p, r, h, b)),
+                input_as_bytes: false,
+                tasks: None,
+            })),
+            ..Default::default()
+        },
+    })
 }
 
 // ---- tests -----------------------------------------------------------------------------------

@@ -15,13 +15,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::openai::images as openai_images;
-use super::{NativeRequest, Provider};
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::providers::openai::images as openai_images;
+use crate::common::images::ImageAnswer;
+use crate::common::native::{NativeRequest, Prepared};
+use crate::stream::audio::SpeechDecoding;
+use crate::upstream::provider::Provider;
+use crate::common::error::GatewayError;
+use crate::common::error::UpstreamError;
+use crate::common::error::UpstreamErrorKind;
 use crate::api::images::ImageRequest;
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
-use crate::images::NativeImages;
+use crate::common::images::NativeImages;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -81,28 +86,30 @@ struct FilteredItem {
 // ---- translation to native -------------------------------------------------------------------
 
 pub fn speech_request(
+    api_version: Option<&str>,
     target: &Target,
     req: &SpeechRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
     // Same body as OpenAI's (the deployment name stands in for the model).
     let mut native = crate::providers::openai::speech::speech_request(target, req)?;
-    native.path = operation_path(target, SPEECH);
+    native.path = operation_path(api_version, target, SPEECH);
     Ok(native)
 }
 
 pub fn image_request(
+    api_version: Option<&str>,
     target: &Target,
     req: &ImageRequest<'_>,
     n: u64,
 ) -> Result<NativeRequest, GatewayError> {
-    let path = operation_path(target, openai_images::operation(req));
+    let path = operation_path(api_version, target, openai_images::operation(req));
     openai_images::build(&target.native_model, req, n, path)
 }
 
 /// Where `operation` (`audio/speech`, `images/generations`, …) is served for `target`: its
-/// deployment URL when the provider has an `api_version`, else the v1 URL.
-fn operation_path(target: &Target, operation: &str) -> String {
-    match &target.provider.options.api_version {
+/// deployment URL when the account has an `api_version`, else the v1 URL.
+fn operation_path(api_version: Option<&str>, target: &Target, operation: &str) -> String {
+    match api_version {
         Some(version) => format!(
             "/openai/deployments/{}/{operation}?api-version={}",
             path_segment(&target.native_model),
@@ -219,6 +226,82 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 }
 
 // ---- tests -----------------------------------------------------------------------------------
+
+// ---- registration ----------------------------------------------------------------------------
+
+/// Settings only Azure OpenAI takes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// `api-version` for deployment URLs (absent: the v1 URL).
+    #[serde(default)]
+    pub api_version: Option<String>,
+}
+
+/// An Azure OpenAI account's adapter: its URLs depend on the account's `api_version`.
+struct Azure {
+    api_version: Option<String>,
+}
+
+impl crate::api::adapter::SpeechAdapter for Azure {
+    fn request(&self, target: &Target, req: &SpeechRequest<'_>) -> Result<Prepared, GatewayError> {
+        speech_request(self.api_version.as_deref(), target, req).map(Prepared::Http)
+    }
+
+    fn decoding(&self, _provider: &std::sync::Arc<Provider>, _req: &SpeechRequest<'_>) -> SpeechDecoding {
+        // The body is the audio itself, as OpenAI's.
+        SpeechDecoding::Passthrough
+    }
+}
+
+impl crate::api::adapter::ImageAdapter for Azure {
+    fn request(
+        &self,
+        target: &Target,
+        req: &ImageRequest<'_>,
+        n: u64,
+    ) -> Result<Prepared, GatewayError> {
+        image_request(self.api_version.as_deref(), target, req, n).map(Prepared::Http)
+    }
+
+    fn response(
+        &self,
+        provider: &Provider,
+        req: &ImageRequest<'_>,
+        headers: &http::HeaderMap,
+        body: &[u8],
+    ) -> Result<ImageAnswer, UpstreamError> {
+        image_response(provider, req, headers, body).map(ImageAnswer::Images)
+    }
+
+    fn input_as_bytes(&self) -> bool {
+        true
+    }
+}
+
+/// The Azure OpenAI kind: `api-key` header; speech and images through a deployment.
+pub fn kind(settings: &Settings, key: &str) -> Result<crate::providers::registry::Kind, String> {
+    let api_version = settings
+        .api_version
+        .as_deref()
+        .map(str::trim)
+        .filter(|v| !v.is_empty());
+    let adapter = || Azure {
+        api_version: api_version.map(str::to_string),
+    };
+    Ok(crate::providers::registry::Kind {
+        auth: crate::providers::registry::keyed(key, |k| crate::upstream::provider::Auth::header("api-key", k))?,
+        errors: error_response,
+        remote: true,
+        // DALL·E answers link to Azure blob storage (`oaidalleapiprodscus.blob.core.windows.net`).
+        result_hosts: &["*.blob.core.windows.net"],
+        adapters: crate::api::adapter::Adapters {
+            speech: Some(Box::new(adapter())),
+            images: Some(Box::new(adapter())),
+            rerank: None,
+        },
+    })
+}
 
 #[cfg(test)]
 mod tests {
@@ -339,7 +422,7 @@ mod tests {
         assert_eq!(got.created, Some(1700000000));
         assert_eq!(
             got.images[0].data,
-            crate::images::ImageData::Url("https://dalleprod.blob.core.windows.net/x.png".into())
+            crate::common::images::ImageData::Url("https://dalleprod.blob.core.windows.net/x.png".into())
         );
         assert_eq!(got.images[0].revised_prompt.as_deref(), Some("a fox"));
     }

@@ -51,12 +51,24 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{json_with_extra, NativeRequest, PollRequest, Provider};
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::common::native::json_with_extra;
+
+use crate::common::native::NativeRequest;
+
+use crate::common::native::PollRequest;
+
+use crate::upstream::provider::Provider;
+use crate::common::error::GatewayError;
+use crate::common::error::UpstreamError;
+use crate::common::error::UpstreamErrorKind;
 use crate::api::images::ImageRequest;
 use crate::catalog::{ImageCaps, Target};
-use crate::images::native::{ImageAnswer, NativeTask, Poll};
-use crate::images::{ImageData, NativeImage, NativeImages};
+use crate::common::images::ImageAnswer;
+use crate::common::images::NativeTask;
+use crate::common::images::Poll;
+use crate::common::images::ImageData;
+use crate::common::images::NativeImage;
+use crate::common::images::NativeImages;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -200,15 +212,15 @@ pub fn image_response(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<ImageAnswer, UpstreamError> {
-    let parsed: SubmitAnswer = super::parse_answer(provider, body)?;
+    let parsed: SubmitAnswer = crate::providers::parse_answer(provider, body)?;
     let Some(id) = parsed.id.filter(|i| !i.trim().is_empty()) else {
         let why = parsed
             .detail
             .as_ref()
-            .and_then(super::detail_text)
+            .and_then(crate::providers::detail_text)
             .map(|d| format!(": {}", quote(provider, &d)))
             .unwrap_or_default();
-        return Err(super::bad_answer(
+        return Err(crate::upstream::provider::bad_answer(
             provider,
             format!("submission answer has no task id{why}"),
         ));
@@ -240,7 +252,7 @@ fn check_polling_url(provider: &Provider, url: &str) -> Result<String, UpstreamE
     let url = url.trim();
     match polling_url_refusal(provider, url) {
         None => Ok(url.to_string()),
-        Some(why) => Err(super::bad_answer(
+        Some(why) => Err(crate::upstream::provider::bad_answer(
             provider,
             format!("refused to poll the task: {}", provider.redact(&why)),
         )),
@@ -310,15 +322,15 @@ pub fn poll_response(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<Poll, UpstreamError> {
-    let parsed: ResultAnswer = super::parse_answer(provider, body)?;
+    let parsed: ResultAnswer = crate::providers::parse_answer(provider, body)?;
     let Some(status) = parsed.status.as_deref().map(str::trim) else {
         let why = parsed
             .detail
             .as_ref()
-            .and_then(super::detail_text)
+            .and_then(crate::providers::detail_text)
             .map(|d| format!(": {}", quote(provider, &d)))
             .unwrap_or_default();
-        return Err(super::bad_answer(
+        return Err(crate::upstream::provider::bad_answer(
             provider,
             format!("task answer has no status{why}"),
         ));
@@ -381,7 +393,7 @@ fn ready(provider: &Provider, result: Option<&Value>) -> Result<Poll, UpstreamEr
             created: None,
             images: vec![NativeImage::new(ImageData::Url(url.to_string()))],
         })),
-        None => Err(super::bad_answer(
+        None => Err(crate::upstream::provider::bad_answer(
             provider,
             "finished task has no result.sample",
         )),
@@ -423,7 +435,7 @@ fn with_reason(provider: &Provider, what: &str, parsed: &ResultAnswer) -> String
     .flatten()
     .find_map(|v| match v {
         Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
-        Value::Object(_) | Value::Array(_) => super::detail_text(v),
+        Value::Object(_) | Value::Array(_) => crate::providers::detail_text(v),
         _ => None,
     });
     match reason {
@@ -450,7 +462,7 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         .and_then(|e| {
             e.detail
                 .as_ref()
-                .and_then(super::detail_text)
+                .and_then(crate::providers::detail_text)
                 .or(e.message.filter(|m| !m.trim().is_empty()))
         })
         .map(|m| quote(provider, &m))
@@ -459,6 +471,31 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
     // failures kept non-retryable by their status, 401/403 the gateway's key, 400/422 the
     // request, 429 (too many active tasks) a rate limit, 5xx a retryable failure.
     UpstreamError::from_status(&provider.name, status, message)
+}
+
+// ---- registration ----------------------------------------------------------------------------
+
+/// The Black Forest Labs kind: `x-key`, images only, run as tasks polled at the URL it returns.
+pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+    Ok(crate::providers::registry::Kind {
+        auth: crate::providers::registry::keyed(key, |k| crate::upstream::provider::Auth::header("x-key", k))?,
+        errors: error_response,
+        remote: true,
+        result_hosts: // FLUX samples are signed links on BFL's delivery hosts (`delivery-*.bfl.ai`).
+        &["*.bfl.ai"],
+        adapters: crate::api::adapter::Adapters {
+            images: Some(Box::new(crate::providers::registry::ImageFns {
+                request: image_request,
+                response: image_response,
+                input_as_bytes: false,
+                tasks: Some(crate::providers::registry::TaskFns {
+                    poll_request,
+                    poll_response,
+                }),
+            })),
+            ..Default::default()
+        },
+    })
 }
 
 // ---- tests -----------------------------------------------------------------------------------

@@ -6,9 +6,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{json_with_extra, NativeRequest, Provider};
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
-use crate::api::json::JsonStr;
+use crate::common::native::json_with_extra;
+
+use crate::common::native::NativeRequest;
+
+use crate::upstream::provider::Provider;
+use crate::common::error::GatewayError;
+use crate::common::error::UpstreamError;
+use crate::common::error::UpstreamErrorKind;
+use crate::common::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
@@ -93,8 +99,8 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| super::bad_answer(provider, m);
-    let parsed: RerankResponse = super::parse_answer(provider, body)?;
+    let bad = |m: String| crate::upstream::provider::bad_answer(provider, m);
+    let parsed: RerankResponse = crate::providers::parse_answer(provider, body)?;
     let meta = parsed.meta.as_ref();
     let provider_total = meta
         .and_then(|m| m.tokens.as_ref())
@@ -129,4 +135,11 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         err.kind = UpstreamErrorKind::AuthRejected;
     }
     err
+}
+
+// ---- registration ----------------------------------------------------------------------------
+
+/// The Cohere v2 kind: Bearer key, rerank only.
+pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+    crate::providers::registry::bearer_rerank(key, error_response, rerank_request, rerank_response)
 }

@@ -15,8 +15,14 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{json_with_extra, NativeRequest, Provider};
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::common::native::json_with_extra;
+
+use crate::common::native::NativeRequest;
+
+use crate::upstream::provider::Provider;
+use crate::common::error::GatewayError;
+use crate::common::error::UpstreamError;
+use crate::common::error::UpstreamErrorKind;
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
 use crate::stream::audio::SpeechDecoding;
@@ -104,7 +110,7 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
     let parsed = serde_json::from_slice::<ErrorEnvelope>(body).ok();
     let message = parsed
         .as_ref()
-        .and_then(|e| super::detail_text(&e.detail))
+        .and_then(|e| crate::providers::detail_text(&e.detail))
         .map(|m| provider.redact(&m))
         .unwrap_or_else(|| format!("HTTP {status}"));
     let mut err = UpstreamError::from_status(&provider.name, status, message);
@@ -128,6 +134,25 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         _ => {}
     }
     err
+}
+
+// ---- registration ----------------------------------------------------------------------------
+
+/// The ElevenLabs kind: `xi-api-key`, speech only.
+pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+    Ok(crate::providers::registry::Kind {
+        auth: crate::providers::registry::keyed(key, |k| crate::upstream::provider::Auth::header("xi-api-key", k))?,
+        errors: error_response,
+        remote: true,
+        result_hosts: &[],
+        adapters: crate::api::adapter::Adapters {
+            speech: Some(Box::new(crate::providers::registry::SpeechFns {
+                request: speech_request,
+                decoding: Some(speech_decoding),
+            })),
+            ..Default::default()
+        },
+    })
 }
 
 // ---- tests -----------------------------------------------------------------------------------

@@ -16,8 +16,18 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::{bad_answer, json_with_extra, parse_answer, NativeRequest, Provider};
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::upstream::provider::bad_answer;
+
+use crate::common::native::json_with_extra;
+
+use crate::providers::parse_answer;
+
+use crate::common::native::NativeRequest;
+
+use crate::upstream::provider::Provider;
+use crate::common::error::GatewayError;
+use crate::common::error::UpstreamError;
+use crate::common::error::UpstreamErrorKind;
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
 use crate::stream::audio::{base64_audio, Finished, SpeechDecoding, SpeechUsage, Whole};
@@ -220,6 +230,26 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         _ => {}
     }
     err
+}
+
+// ---- registration ----------------------------------------------------------------------------
+
+/// The Google kind: an API key in `x-goog-api-key` (its OAuth tokens expire hourly, so a static
+/// config cannot hold one), speech only.
+pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+    Ok(crate::providers::registry::Kind {
+        auth: crate::providers::registry::keyed(key, |k| crate::upstream::provider::Auth::header("x-goog-api-key", k))?,
+        errors: error_response,
+        remote: true,
+        result_hosts: &[],
+        adapters: crate::api::adapter::Adapters {
+            speech: Some(Box::new(crate::providers::registry::SpeechFns {
+                request: speech_request,
+                decoding: Some(speech_decoding),
+            })),
+            ..Default::default()
+        },
+    })
 }
 
 // ---- tests -----------------------------------------------------------------------------------

@@ -15,8 +15,10 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::Provider;
-use crate::api::error::{GatewayError, UpstreamError};
+use crate::catalog::Target;
+use crate::upstream::provider::Provider;
+use crate::common::error::GatewayError;
+use crate::common::error::UpstreamError;
 use crate::api::rerank::{RerankRequest, RerankResult};
 
 // ---- constants -------------------------------------------------------------------------------
@@ -161,7 +163,7 @@ pub fn rerank_response<'r>(
     req: &'r RerankRequest<'r>,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| super::bad_answer(provider, m);
+    let bad = |m: String| crate::upstream::provider::bad_answer(provider, m);
     let answer: Answer = serde_json::from_slice(body).map_err(|e| bad(e.to_string()))?;
     let mut metadata = serde_json::Map::new();
     metadata.insert("scorer".into(), "bm25".into());
@@ -171,6 +173,46 @@ pub fn rerank_response<'r>(
         metadata,
     )
     .map_err(bad)
+}
+
+// ---- registration ----------------------------------------------------------------------------
+
+/// The in-process reranker as an adapter: its "request" is the answer itself.
+struct Local;
+
+impl crate::api::adapter::RerankAdapter for Local {
+    fn request(
+        &self,
+        _target: &Target,
+        req: &RerankRequest<'_>,
+    ) -> Result<crate::common::native::Prepared, GatewayError> {
+        rerank(req).map(crate::common::native::Prepared::Local)
+    }
+
+    fn response<'r>(
+        &self,
+        provider: &Provider,
+        req: &'r RerankRequest<'r>,
+        _headers: &http::HeaderMap,
+        body: &[u8],
+    ) -> Result<RerankResult<'r>, UpstreamError> {
+        rerank_response(provider, req, body)
+    }
+}
+
+/// The local kind: no key, no network.
+pub fn kind() -> Result<crate::providers::registry::Kind, String> {
+    Ok(crate::providers::registry::Kind {
+        auth: crate::upstream::provider::Auth::None,
+        // Never called over HTTP, so never asked to classify an answer.
+        errors: |p, status, _| UpstreamError::from_status(&p.name, status, "local provider"),
+        remote: false,
+        result_hosts: &[],
+        adapters: crate::api::adapter::Adapters {
+            rerank: Some(Box::new(Local)),
+            ..Default::default()
+        },
+    })
 }
 
 // ---- tests -------------------------------------------------------------------------------------

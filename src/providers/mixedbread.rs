@@ -12,9 +12,16 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{detail_text, json_with_extra, NativeRequest, Provider};
-use crate::api::error::{GatewayError, UpstreamError};
-use crate::api::json::JsonStr;
+use crate::providers::detail_text;
+
+use crate::common::native::json_with_extra;
+
+use crate::common::native::NativeRequest;
+
+use crate::upstream::provider::Provider;
+use crate::common::error::GatewayError;
+use crate::common::error::UpstreamError;
+use crate::common::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
@@ -97,12 +104,12 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| super::bad_answer(provider, m);
-    let parsed: RerankResponse = super::parse_answer(provider, body)?;
+    let bad = |m: String| crate::upstream::provider::bad_answer(provider, m);
+    let parsed: RerankResponse = crate::providers::parse_answer(provider, body)?;
     let provider_total = parsed
         .usage
         .as_ref()
-        .and_then(|u| super::billed_tokens(u.total_tokens));
+        .and_then(|u| crate::providers::billed_tokens(u.total_tokens));
     // `prompt_tokens` is the same count as `total_tokens` for a reranker (no completion), so nothing
     // billed is left for `metadata`.
     req.build(
@@ -141,6 +148,13 @@ fn error_text(error: &Value) -> Option<String> {
     (!text.trim().is_empty()).then(|| text.to_string())
 }
 
+// ---- registration ----------------------------------------------------------------------------
+
+/// The Mixedbread kind: Bearer key, rerank only.
+pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+    crate::providers::registry::bearer_rerank(key, error_response, rerank_request, rerank_response)
+}
+
 // ---- tests -----------------------------------------------------------------------------------
 
 #[cfg(test)]
@@ -151,8 +165,8 @@ mod tests {
     use serde_json::value::RawValue;
 
     use super::*;
-    use crate::api::error::UpstreamErrorKind;
-    use crate::api::json::Str;
+    use crate::common::error::UpstreamErrorKind;
+    use crate::common::json::Str;
     use crate::providers::{test_support as support, ProviderKind};
 
     const KEY: &str = "mxb_secret_0123456789";

@@ -2,7 +2,7 @@
 //!
 //! Stability takes only `multipart/form-data`, even without files, so every field travels as a form
 //! part: the prompt and options as text, a reference image as a file part (the gateway has already
-//! downloaded URL inputs, see [`super::ProviderKind::image_input_as_bytes`]). The target's native
+//! downloaded URL inputs, see [`crate::providers::ProviderKind::image_input_as_bytes`]). The target's native
 //! model picks the endpoint: `ultra`, `core`, or any `sd3*` model, which goes to `/sd3` with the
 //! model named in a `model` field and `mode` saying whether an image is edited.
 //!
@@ -18,13 +18,18 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::formats::multipart::Form;
-use super::{NativeRequest, Provider};
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
-use crate::api::image_input;
+use crate::providers::formats::multipart::Form;
+use crate::common::native::NativeRequest;
+use crate::upstream::provider::Provider;
+use crate::common::error::GatewayError;
+use crate::common::error::UpstreamError;
+use crate::common::error::UpstreamErrorKind;
+use crate::common::image_input;
 use crate::api::images::ImageRequest;
 use crate::catalog::Target;
-use crate::images::{ImageData, NativeImage, NativeImages};
+use crate::common::images::ImageData;
+use crate::common::images::NativeImage;
+use crate::common::images::NativeImages;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -194,7 +199,7 @@ pub fn image_request(
     for (k, v) in &extra {
         form.text(k, v);
     }
-    let mut native = NativeRequest::post_form(endpoint.path(), &form);
+    let mut native = form.request(endpoint.path());
     native
         .headers
         .push((ACCEPT, HeaderValue::from_static("application/json")));
@@ -236,16 +241,16 @@ pub fn image_response(
         let reason = headers.get("finish-reason").and_then(|v| v.to_str().ok());
         check_finish(provider, reason)?;
         if body.is_empty() {
-            return Err(super::bad_answer(provider, "answer has no image"));
+            return Err(crate::upstream::provider::bad_answer(provider, "answer has no image"));
         }
         return Ok(one(ImageData::Bytes(bytes::Bytes::copy_from_slice(body))));
     }
-    let answer: Answer = super::parse_answer(provider, body)?;
+    let answer: Answer = crate::providers::parse_answer(provider, body)?;
     check_finish(provider, answer.finish_reason.as_deref())?;
     let image = answer
         .image
         .filter(|s| !s.is_empty())
-        .ok_or_else(|| super::bad_answer(provider, "answer has no image"))?;
+        .ok_or_else(|| crate::upstream::provider::bad_answer(provider, "answer has no image"))?;
     Ok(one(ImageData::Base64(image)))
 }
 
@@ -281,6 +286,27 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         err.kind = UpstreamErrorKind::ContentPolicy;
     }
     err
+}
+
+// ---- registration ----------------------------------------------------------------------------
+
+/// The Stability kind: Bearer key, images only, reference images sent as bytes in its forms.
+pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+    Ok(crate::providers::registry::Kind {
+        auth: crate::providers::registry::keyed(key, crate::upstream::provider::Auth::bearer)?,
+        errors: error_response,
+        remote: true,
+        result_hosts: &[],
+        adapters: crate::api::adapter::Adapters {
+            images: Some(Box::new(crate::providers::registry::ImageFns {
+                request: image_request,
+                response: |p, r, h, b| crate::providers::registry::images(image_response(p, r, h, b)),
+                input_as_bytes: true,
+                tasks: None,
+            })),
+            ..Default::default()
+        },
+    })
 }
 
 // ---- tests -----------------------------------------------------------------------------------

@@ -10,9 +10,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{json_with_extra, NativeRequest, Provider};
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
-use crate::api::json::JsonStr;
+use crate::common::native::json_with_extra;
+
+use crate::common::native::NativeRequest;
+
+use crate::upstream::provider::Provider;
+use crate::common::error::GatewayError;
+use crate::common::error::UpstreamError;
+use crate::common::error::UpstreamErrorKind;
+use crate::common::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
@@ -89,8 +95,8 @@ pub fn rerank_response<'r>(
     headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| super::bad_answer(provider, m);
-    let ranks: Vec<Rank> = super::parse_answer(provider, body)?;
+    let bad = |m: String| crate::upstream::provider::bad_answer(provider, m);
+    let ranks: Vec<Rank> = crate::providers::parse_answer(provider, body)?;
     // A missing or unreadable header is not worth failing a good answer over: usage then falls
     // back to the gateway's own count.
     let provider_total = header_number(headers, COMPUTE_TOKENS).and_then(|n| n.as_u64());
@@ -143,6 +149,18 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         _ => {}
     }
     err
+}
+
+// ---- registration ----------------------------------------------------------------------------
+
+/// The TEI kind: rerank only. A self-hosted server usually has no key; one that was started with
+/// `--api-key` takes it as a Bearer token.
+pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+    let mut kind = crate::providers::registry::bearer_rerank(key, error_response, rerank_request, rerank_response)?;
+    if key.is_empty() {
+        kind.auth = crate::upstream::provider::Auth::None;
+    }
+    Ok(kind)
 }
 
 // ---- tests -------------------------------------------------------------------------------------

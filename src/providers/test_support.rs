@@ -12,9 +12,14 @@ use std::time::Duration;
 
 use serde_json::value::RawValue;
 
-use super::{NativeRequest, Provider, ProviderKind};
-use crate::api::error::GatewayError;
-use crate::api::json::{JsonStr, Str};
+use crate::common::native::NativeRequest;
+
+use crate::upstream::provider::Provider;
+
+use crate::providers::ProviderKind;
+use crate::common::error::GatewayError;
+use crate::common::json::JsonStr;
+use crate::common::json::Str;
 use crate::api::rerank::RerankRequest;
 use crate::catalog::{Caps, Catalog, Model, Target};
 use crate::upstream::endpoint::{Endpoint, Timeouts};

@@ -32,8 +32,16 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 
-use super::{bad_answer, json_with_extra, NativeRequest, Provider};
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::upstream::provider::bad_answer;
+
+use crate::common::native::json_with_extra;
+
+use crate::common::native::NativeRequest;
+
+use crate::upstream::provider::Provider;
+use crate::common::error::GatewayError;
+use crate::common::error::UpstreamError;
+use crate::common::error::UpstreamErrorKind;
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
 use crate::stream::audio::{base64_audio, AudioDecoder, Finished, SpeechDecoding, SpeechUsage};
@@ -364,6 +372,45 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         }
         None => fallback,
     }
+}
+
+// ---- registration ----------------------------------------------------------------------------
+
+/// Settings only Volcengine speech takes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// The console app id sent with the access token (absent: the key is a single API key).
+    #[serde(default)]
+    pub app_id: Option<String>,
+}
+
+/// The Volcengine kind: the console's app id + access token pair, or the newer single API key;
+/// speech only.
+pub fn kind(settings: &Settings, key: &str) -> Result<crate::providers::registry::Kind, String> {
+    use crate::upstream::provider::Auth;
+    use http::HeaderName;
+    let app_id = settings.app_id.as_deref().map(str::trim).filter(|a| !a.is_empty());
+    let auth = crate::providers::registry::keyed(key, |key| match app_id {
+        Some(app) => Auth::headers(&[
+            (HeaderName::from_static("x-api-app-id"), app.to_string()),
+            (HeaderName::from_static("x-api-access-key"), key.to_string()),
+        ]),
+        None => Auth::header("x-api-key", key),
+    })?;
+    Ok(crate::providers::registry::Kind {
+        auth,
+        errors: error_response,
+        remote: true,
+        result_hosts: &[],
+        adapters: crate::api::adapter::Adapters {
+            speech: Some(Box::new(crate::providers::registry::SpeechFns {
+                request: speech_request,
+                decoding: Some(speech_decoding),
+            })),
+            ..Default::default()
+        },
+    })
 }
 
 // ---- tests -----------------------------------------------------------------------------------

@@ -11,9 +11,16 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{detail_text, json_with_extra, NativeRequest, Provider};
-use crate::api::error::{GatewayError, UpstreamError};
-use crate::api::json::JsonStr;
+use crate::providers::detail_text;
+
+use crate::common::native::json_with_extra;
+
+use crate::common::native::NativeRequest;
+
+use crate::upstream::provider::Provider;
+use crate::common::error::GatewayError;
+use crate::common::error::UpstreamError;
+use crate::common::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 
@@ -92,12 +99,12 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| super::bad_answer(provider, m);
-    let parsed: RerankResponse = super::parse_answer(provider, body)?;
+    let bad = |m: String| crate::upstream::provider::bad_answer(provider, m);
+    let parsed: RerankResponse = crate::providers::parse_answer(provider, body)?;
     let provider_total = parsed
         .usage
         .as_ref()
-        .and_then(|u| super::billed_tokens(u.total_tokens));
+        .and_then(|u| crate::providers::billed_tokens(u.total_tokens));
     // Voyage reports nothing billed beyond the token total, which has its public field.
     req.build(
         parsed.data.iter().map(|r| (r.index, r.relevance_score)),
@@ -124,6 +131,13 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
     UpstreamError::from_status(&provider.name, status, message)
 }
 
+// ---- registration ----------------------------------------------------------------------------
+
+/// The Voyage kind: Bearer key, rerank only.
+pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+    crate::providers::registry::bearer_rerank(key, error_response, rerank_request, rerank_response)
+}
+
 // ---- tests -----------------------------------------------------------------------------------
 
 #[cfg(test)]
@@ -134,8 +148,8 @@ mod tests {
     use serde_json::value::RawValue;
 
     use super::*;
-    use crate::api::error::UpstreamErrorKind;
-    use crate::api::json::Str;
+    use crate::common::error::UpstreamErrorKind;
+    use crate::common::json::Str;
     use crate::providers::{test_support as support, ProviderKind};
 
     const KEY: &str = "pa-voyage-secret-0123456789";

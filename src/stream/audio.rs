@@ -11,8 +11,9 @@
 use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
 
-use crate::api::error::UpstreamError;
-use crate::providers::{bad_answer, Provider};
+use crate::common::error::UpstreamError;
+use crate::upstream::provider::bad_answer;
+use crate::upstream::provider::Provider;
 
 /// Token counts a provider reported for a speech answer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

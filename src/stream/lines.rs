@@ -1,6 +1,6 @@
 //! Incremental splitting of a newline-delimited stream (NDJSON) into whole lines.
 //!
-//! Like [`super::sse::EventSplitter`], it buffers at most one incomplete line and hands out whole
+//! Like [`crate::stream::sse::EventSplitter`], it buffers at most one incomplete line and hands out whole
 //! lines as slices of its buffer.
 
 use bytes::{Bytes, BytesMut};

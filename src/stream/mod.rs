@@ -1,8 +1,6 @@
-//! Streaming answers: SSE and line framing, speech decoding, and the copy of audio and event
-//! streams to the client.
+//! Stream framing and decoding shared by adapters and the speech relay: SSE events, line
+//! splitting, and how a provider's speech body becomes audio.
 
 pub mod audio;
 pub mod lines;
-pub mod passthrough;
-pub mod speech;
 pub mod sse;

@@ -15,11 +15,14 @@ use pingora::protocols::http::client::HttpSession;
 use pingora::upstreams::peer::{HttpPeer, PeerOptions};
 use pingora::{Error as PError, ErrorType};
 
-use super::dns::Resolver;
-use super::endpoint::Endpoint;
-use super::retry::RetryPolicy;
-use crate::api::error::{UpstreamError, UpstreamErrorKind};
-use crate::providers::{NativeRequest, PollRequest, Provider};
+use crate::upstream::dns::Resolver;
+use crate::upstream::endpoint::Endpoint;
+use crate::upstream::retry::RetryPolicy;
+use crate::common::error::UpstreamError;
+use crate::common::error::UpstreamErrorKind;
+use crate::common::native::NativeRequest;
+use crate::common::native::PollRequest;
+use crate::upstream::provider::Provider;
 
 /// The shared client side: connection pool, resolver and retry policy.
 pub struct Upstream {

@@ -15,10 +15,19 @@ use bytes::{Bytes, BytesMut};
 use pingora::http::RequestHeader;
 use pingora::upstreams::peer::PeerOptions;
 
-use super::endpoint::Endpoint;
-use super::exchange::Upstream;
-use crate::api::image_input::{sniff, ImageInput};
-use crate::config::ImageSettings;
+use crate::upstream::endpoint::Endpoint;
+use crate::upstream::exchange::Upstream;
+use crate::common::image_input::sniff;
+use crate::common::image_input::ImageInput;
+
+/// What the gateway may download on a caller's behalf (the config's `images` section).
+#[derive(Debug, Clone)]
+pub struct DownloadPolicy {
+    /// Allow addresses outside the global unicast ranges (private, loopback, link-local…).
+    pub allow_private_urls: bool,
+    pub max_download_bytes: usize,
+    pub download_timeout: Duration,
+}
 
 /// Redirect hops followed before giving up.
 pub const MAX_REDIRECTS: usize = 3;
@@ -95,7 +104,7 @@ impl Upstream {
     pub async fn fetch_input(
         &self,
         url: &str,
-        policy: &ImageSettings,
+        policy: &DownloadPolicy,
     ) -> Result<ImageInput, String> {
         match tokio::time::timeout(policy.download_timeout, self.fetch_guarded(url, policy)).await {
             Ok(result) => result,
@@ -106,7 +115,7 @@ impl Upstream {
         }
     }
 
-    async fn fetch_guarded(&self, url: &str, policy: &ImageSettings) -> Result<ImageInput, String> {
+    async fn fetch_guarded(&self, url: &str, policy: &DownloadPolicy) -> Result<ImageInput, String> {
         let options = peer_options(policy.download_timeout);
         let mut current = url.to_string();
         for _ in 0..=MAX_REDIRECTS {
@@ -181,7 +190,7 @@ impl Upstream {
     }
 }
 
-fn too_large(policy: &ImageSettings) -> String {
+fn too_large(policy: &DownloadPolicy) -> String {
     format!(
         "is larger than the {} bytes the gateway downloads",
         policy.max_download_bytes
@@ -189,7 +198,7 @@ fn too_large(policy: &ImageSettings) -> String {
 }
 
 async fn read_capped(
-    mut resp: super::exchange::Response<'_>,
+    mut resp: crate::upstream::exchange::Response<'_>,
     limit: usize,
 ) -> Result<Bytes, String> {
     let mut buf = BytesMut::new();

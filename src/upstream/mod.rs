@@ -1,9 +1,10 @@
-//! Talking to providers: endpoints, name resolution, the exchange over Pingora's connector, and the
-//! retry policy.
+//! Talking to providers: the provider account (credentials, endpoints, error classification),
+//! name resolution, the exchange over Pingora's connector, the download guard, and the retry
+//! policy.
 
-pub mod attempts;
 pub mod dns;
 pub mod endpoint;
 pub mod exchange;
 pub mod guard;
+pub mod provider;
 pub mod retry;

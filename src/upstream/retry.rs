@@ -1,7 +1,7 @@
 //! When and how long to wait before another attempt.
 //!
 //! The request's `retries` (capped by config) counts extra attempts. Whether an error is worth
-//! another attempt is decided by [`crate::api::error::UpstreamError::retryable`]; this module only
+//! another attempt is decided by [`crate::common::error::UpstreamError::retryable`]; this module only
 //! spaces attempts out: exponential backoff with full jitter, or the provider's `Retry-After` when it
 //! sent one (capped, so a provider cannot park a request for minutes).
 

@@ -21,13 +21,23 @@
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::common::error::GatewayError;
+
+use crate::common::error::UpstreamError;
+
+use crate::common::error::UpstreamErrorKind;
 use crate::api::images::ImageRequest;
 use crate::catalog::Target;
-use crate::images::native::{ImageAnswer, NativeTask, Poll};
-use crate::images::{ImageData, NativeImage, NativeImages};
+use crate::common::images::ImageAnswer;
+use crate::common::images::NativeTask;
+use crate::common::images::Poll;
+use crate::common::images::ImageData;
+use crate::common::images::NativeImage;
+use crate::common::images::NativeImages;
 use crate::providers::dashscope::{code_string, native_code};
-use crate::providers::{nested_with_extra, NativeRequest, Provider};
+use crate::common::native::nested_with_extra;
+use crate::common::native::NativeRequest;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -154,7 +164,7 @@ pub fn image_response(
         .and_then(|o| o.task_id)
         .filter(|id| valid_task_id(id))
         .ok_or_else(|| {
-            crate::providers::bad_answer(provider, "task answer has no usable output.task_id")
+            crate::upstream::provider::bad_answer(provider, "task answer has no usable output.task_id")
         })?;
     Ok(ImageAnswer::Task(NativeTask {
         provider: provider.name.clone(),
@@ -172,7 +182,7 @@ pub fn poll_response(
     let parsed: TaskResponse = crate::providers::parse_answer(provider, body)?;
     in_band_error(provider, &parsed, body)?;
     let Some(output) = parsed.output else {
-        return Err(crate::providers::bad_answer(
+        return Err(crate::upstream::provider::bad_answer(
             provider,
             "task answer has no output",
         ));
@@ -194,7 +204,7 @@ pub fn poll_response(
             provider,
             "the provider no longer knows the task (expired or never created)",
         )),
-        other => Err(crate::providers::bad_answer(
+        other => Err(crate::upstream::provider::bad_answer(
             provider,
             format!("task is in an unknown state {other:?}"),
         )),
@@ -203,7 +213,7 @@ pub fn poll_response(
 
 fn succeeded(provider: &Provider, output: Output) -> Result<Poll, UpstreamError> {
     if output.results.is_empty() {
-        return Err(crate::providers::bad_answer(
+        return Err(crate::upstream::provider::bad_answer(
             provider,
             "finished task has no results",
         ));

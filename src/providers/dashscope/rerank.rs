@@ -14,11 +14,17 @@
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
-use crate::api::json::JsonStr;
+use crate::common::error::GatewayError;
+
+use crate::common::error::UpstreamError;
+
+use crate::common::error::UpstreamErrorKind;
+use crate::common::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
-use crate::providers::{nested_with_extra, NativeRequest, Provider};
+use crate::common::native::nested_with_extra;
+use crate::common::native::NativeRequest;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -135,7 +141,7 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| crate::providers::bad_answer(provider, m);
+    let bad = |m: String| crate::upstream::provider::bad_answer(provider, m);
     let parsed: RerankResponse = crate::providers::parse_answer(provider, body)?;
     // DashScope may report an error with HTTP 200: classify it as if it had come with the status
     // DashScope documents for its code.

@@ -25,11 +25,17 @@ use http::{HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::api::error::{GatewayError, UpstreamError};
+use crate::common::error::GatewayError;
+
+use crate::common::error::UpstreamError;
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
 use crate::providers::dashscope::error_response;
-use crate::providers::{bad_answer, billed_tokens, nested_with_extra, NativeRequest, Provider};
+use crate::upstream::provider::bad_answer;
+use crate::providers::billed_tokens;
+use crate::common::native::nested_with_extra;
+use crate::common::native::NativeRequest;
+use crate::upstream::provider::Provider;
 use crate::stream::audio::{
     base64_audio, AudioDecoder, Finished, SpeechDecoding, SpeechUsage, Whole,
 };
@@ -359,7 +365,7 @@ mod tests {
     use base64::Engine;
 
     use super::*;
-    use crate::api::error::UpstreamErrorKind;
+    use crate::common::error::UpstreamErrorKind;
     use crate::catalog::Catalog;
     use crate::providers::{test_support as support, ProviderKind};
 

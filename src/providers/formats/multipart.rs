@@ -7,6 +7,8 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+use crate::common::native::NativeRequest;
+
 /// One form field.
 enum Part<'a> {
     Text {
@@ -53,6 +55,18 @@ impl<'a> Form<'a> {
             data,
         });
         self
+    }
+
+    /// A `multipart/form-data` POST of this form to `path`.
+    pub fn request(&self, path: impl Into<String>) -> NativeRequest {
+        let (content_type, body) = self.finish();
+        NativeRequest {
+            method: http::Method::POST,
+            path: path.into(),
+            content_type: std::borrow::Cow::Owned(content_type),
+            headers: Vec::new(),
+            body,
+        }
     }
 
     /// The encoded body and its `Content-Type` (with the boundary).

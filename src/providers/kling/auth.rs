@@ -79,6 +79,12 @@ impl Signer {
     }
 }
 
+impl crate::upstream::provider::Signer for Signer {
+    fn authorization(&self) -> Result<HeaderValue, String> {
+        Signer::authorization(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

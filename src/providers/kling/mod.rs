@@ -46,13 +46,24 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
-use crate::api::image_input::ImageInput;
+use crate::common::native::PollRequest;
+use crate::common::error::GatewayError;
+
+use crate::common::error::UpstreamError;
+
+use crate::common::error::UpstreamErrorKind;
+use crate::common::image_input::ImageInput;
 use crate::api::images::ImageRequest;
 use crate::catalog::Target;
-use crate::images::native::{ImageAnswer, NativeTask, Poll};
-use crate::images::{ImageData, NativeImage, NativeImages};
-use crate::providers::{json_with_extra, NativeRequest, Provider};
+use crate::common::images::ImageAnswer;
+use crate::common::images::NativeTask;
+use crate::common::images::Poll;
+use crate::common::images::ImageData;
+use crate::common::images::NativeImage;
+use crate::common::images::NativeImages;
+use crate::common::native::json_with_extra;
+use crate::common::native::NativeRequest;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -275,11 +286,11 @@ pub fn poll_response(
         Some("processing") => Ok(Poll::Running),
         Some("succeed") => done(provider, data).map(Poll::Done),
         Some("failed") => Err(task_failed(provider, data.task_status_msg.as_deref())),
-        Some(other) => Err(crate::providers::bad_answer(
+        Some(other) => Err(crate::upstream::provider::bad_answer(
             provider,
             format!("unknown task_status `{}`", provider.redact(other)),
         )),
-        None => Err(crate::providers::bad_answer(
+        None => Err(crate::upstream::provider::bad_answer(
             provider,
             "answer has no task_status",
         )),
@@ -301,7 +312,7 @@ fn accepted(provider: &Provider, answer: Envelope) -> Result<TaskData, UpstreamE
             ))
         }
         Some(None) => {
-            return Err(crate::providers::bad_answer(
+            return Err(crate::upstream::provider::bad_answer(
                 provider,
                 "answer has a non-numeric code",
             ))
@@ -311,7 +322,7 @@ fn accepted(provider: &Provider, answer: Envelope) -> Result<TaskData, UpstreamE
     }
     answer
         .data
-        .ok_or_else(|| crate::providers::bad_answer(provider, "answer has no data"))
+        .ok_or_else(|| crate::upstream::provider::bad_answer(provider, "answer has no data"))
 }
 
 /// The task id, checked to be safe in a URL path.
@@ -320,7 +331,7 @@ fn task_id(provider: &Provider, id: Option<&Value>) -> Result<String, UpstreamEr
         Some(Value::String(s)) => s.clone(),
         Some(Value::Number(n)) => n.to_string(),
         _ => {
-            return Err(crate::providers::bad_answer(
+            return Err(crate::upstream::provider::bad_answer(
                 provider,
                 "answer has no task_id",
             ))
@@ -332,7 +343,7 @@ fn task_id(provider: &Provider, id: Option<&Value>) -> Result<String, UpstreamEr
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     if !safe {
-        return Err(crate::providers::bad_answer(
+        return Err(crate::upstream::provider::bad_answer(
             provider,
             "answer has a malformed task_id",
         ));
@@ -344,7 +355,7 @@ fn task_id(provider: &Provider, id: Option<&Value>) -> Result<String, UpstreamEr
 fn done(provider: &Provider, data: TaskData) -> Result<NativeImages, UpstreamError> {
     let mut images = data.task_result.map(|r| r.images).unwrap_or_default();
     if images.is_empty() {
-        return Err(crate::providers::bad_answer(
+        return Err(crate::upstream::provider::bad_answer(
             provider,
             "finished task holds no images",
         ));
@@ -358,7 +369,7 @@ fn done(provider: &Provider, data: TaskData) -> Result<NativeImages, UpstreamErr
         .map(
             |(i, image)| match image.url.filter(|u| !u.trim().is_empty()) {
                 Some(url) => Ok(NativeImage::new(ImageData::Url(url))),
-                None => Err(crate::providers::bad_answer(
+                None => Err(crate::upstream::provider::bad_answer(
                     provider,
                     format!("image {} of {total} has no url", i + 1),
                 )),
@@ -495,6 +506,52 @@ fn code_number(v: &Value) -> Option<i64> {
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }
+}
+
+// ---- registration ----------------------------------------------------------------------------
+
+/// Settings only Kling takes.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// The secret key its tokens are signed with (`api_key` is the access key).
+    #[serde(default)]
+    pub secret_key: Option<String>,
+}
+
+/// The Kling kind: JWTs signed per request from the access and secret keys; images, run as
+/// tasks.
+pub fn kind(settings: &Settings, key: &str) -> Result<crate::providers::registry::Kind, String> {
+    use crate::upstream::provider::Auth;
+    let secret = settings.secret_key.as_deref().map(str::trim).unwrap_or("");
+    let auth = match (key.is_empty(), secret.is_empty()) {
+        (true, _) => Auth::Missing,
+        (false, true) => {
+            return Err(
+                "kling signs its tokens with a secret key: set secret_key as well".to_string(),
+            )
+        }
+        (false, false) => Auth::Signed(Box::new(auth::Signer::new(key, secret))),
+    };
+    Ok(crate::providers::registry::Kind {
+        auth,
+        errors: error_response,
+        remote: true,
+        // Kling's image links are on its CDN (`cdn.klingai.com`, `*-kling.klingai.com`).
+        result_hosts: &["*.klingai.com"],
+        adapters: crate::api::adapter::Adapters {
+            images: Some(Box::new(crate::providers::registry::ImageFns {
+                request: image_request,
+                response: image_response,
+                input_as_bytes: false,
+                tasks: Some(crate::providers::registry::TaskFns {
+                    poll_request: |_, task| Ok(PollRequest::Api(poll_request(task))),
+                    poll_response,
+                }),
+            })),
+            ..Default::default()
+        },
+    })
 }
 
 // ---- tests -----------------------------------------------------------------------------------

@@ -13,13 +13,20 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::api::error::{GatewayError, UpstreamError};
-use crate::api::image_input::{self, ImageInput};
+use crate::common::error::GatewayError;
+
+use crate::common::error::UpstreamError;
+use crate::common::image_input;
+use crate::common::image_input::ImageInput;
 use crate::api::images::ImageRequest;
 use crate::catalog::{Caps, ImageCaps, Target};
-use crate::images::{ImageData, NativeImage, NativeImages};
+use crate::common::images::ImageData;
+use crate::common::images::NativeImage;
+use crate::common::images::NativeImages;
 use crate::providers::formats::multipart::Form;
-use crate::providers::{json_with_extra, NativeRequest, Provider};
+use crate::common::native::json_with_extra;
+use crate::common::native::NativeRequest;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -239,7 +246,7 @@ fn edit_request(
     for (k, v) in &extra {
         form.text(k, v);
     }
-    Ok(NativeRequest::post_form(path, &form))
+    Ok(form.request(path))
 }
 
 /// The bytes of an image input; the gateway downloads URLs for this provider before the adapter
@@ -320,7 +327,7 @@ pub fn image_response(
     let answer: ImagesAnswer = crate::providers::parse_answer(provider, body)?;
     let items = answer.data.unwrap_or_default();
     if items.is_empty() {
-        return Err(crate::providers::bad_answer(
+        return Err(crate::upstream::provider::bad_answer(
             provider,
             "answer holds no images",
         ));
@@ -334,7 +341,7 @@ pub fn image_response(
                 (_, Some(b64)) if !b64.is_empty() => ImageData::Base64(b64),
                 (Some(url), _) if !url.is_empty() => ImageData::Url(url),
                 _ => {
-                    return Err(crate::providers::bad_answer(
+                    return Err(crate::upstream::provider::bad_answer(
                         provider,
                         format!("image {} of {count} has neither url nor b64_json", i + 1),
                     ))
@@ -360,7 +367,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::api::error::UpstreamErrorKind;
+    use crate::common::error::UpstreamErrorKind;
     use crate::providers::{test_support as support, ProviderKind};
 
     const KEY: &str = "sk-test-openai-000";

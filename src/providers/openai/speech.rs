@@ -7,10 +7,16 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::common::error::GatewayError;
+
+use crate::common::error::UpstreamError;
+
+use crate::common::error::UpstreamErrorKind;
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
-use crate::providers::{json_with_extra, NativeRequest, Provider};
+use crate::common::native::json_with_extra;
+use crate::common::native::NativeRequest;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 

@@ -16,11 +16,17 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::error::{GatewayError, UpstreamError};
+use crate::common::error::GatewayError;
+
+use crate::common::error::UpstreamError;
 use crate::api::images::ImageRequest;
 use crate::catalog::Target;
-use crate::images::{ImageData, NativeImage, NativeImages};
-use crate::providers::{json_with_extra, NativeRequest, Provider};
+use crate::common::images::ImageData;
+use crate::common::images::NativeImage;
+use crate::common::images::NativeImages;
+use crate::common::native::json_with_extra;
+use crate::common::native::NativeRequest;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -105,7 +111,7 @@ pub fn image_response(
 ) -> Result<NativeImages, UpstreamError> {
     let parsed: ImagesResponse = crate::providers::parse_answer(provider, body)?;
     let Some(items) = parsed.images.filter(|i| !i.is_empty()) else {
-        return Err(crate::providers::bad_answer(
+        return Err(crate::upstream::provider::bad_answer(
             provider,
             no_images_message(provider, parsed.message),
         ));
@@ -114,7 +120,7 @@ pub fn image_response(
         .into_iter()
         .map(|item| match item.url.filter(|u| !u.is_empty()) {
             Some(url) => Ok(NativeImage::new(ImageData::Url(url))),
-            None => Err(crate::providers::bad_answer(
+            None => Err(crate::upstream::provider::bad_answer(
                 provider,
                 "image answer item has no url",
             )),
@@ -159,7 +165,7 @@ mod tests {
     use base64::Engine;
 
     use super::*;
-    use crate::api::error::UpstreamErrorKind;
+    use crate::common::error::UpstreamErrorKind;
     use crate::providers::{test_support as support, ProviderKind};
 
     const KEY: &str = "sk-sf-secret-123456";

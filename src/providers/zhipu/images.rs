@@ -15,11 +15,17 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::error::{GatewayError, UpstreamError};
+use crate::common::error::GatewayError;
+
+use crate::common::error::UpstreamError;
 use crate::api::images::ImageRequest;
 use crate::catalog::Target;
-use crate::images::{ImageData, NativeImage, NativeImages};
-use crate::providers::{json_with_extra, NativeRequest, Provider};
+use crate::common::images::ImageData;
+use crate::common::images::NativeImage;
+use crate::common::images::NativeImages;
+use crate::common::native::json_with_extra;
+use crate::common::native::NativeRequest;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -97,12 +103,12 @@ pub fn image_response(
     let items = parsed
         .data
         .filter(|d| !d.is_empty())
-        .ok_or_else(|| crate::providers::bad_answer(provider, "image answer has no data"))?;
+        .ok_or_else(|| crate::upstream::provider::bad_answer(provider, "image answer has no data"))?;
     let images = items
         .into_iter()
         .map(|item| match item.url.filter(|u| !u.is_empty()) {
             Some(url) => Ok(NativeImage::new(ImageData::Url(url))),
-            None => Err(crate::providers::bad_answer(
+            None => Err(crate::upstream::provider::bad_answer(
                 provider,
                 "image answer item has no url",
             )),
@@ -127,7 +133,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::api::error::UpstreamErrorKind;
+    use crate::common::error::UpstreamErrorKind;
     use crate::providers::{test_support as support, ProviderKind};
 
     const KEY: &str = "zhipu-secret-abcdef.123456";

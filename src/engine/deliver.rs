@@ -16,14 +16,22 @@ use base64::Engine;
 use bytes::Bytes;
 use futures_util::future::try_join_all;
 
-use super::store::{new_id, FileStore, StoredFile};
-use super::{ImageData, NativeImage, NativeImages};
-use crate::api::error::GatewayError;
-use crate::api::image_input::sniff;
+use crate::common::images::Delivery;
+use crate::store::files::new_id;
+
+use crate::store::files::FileStore;
+
+use crate::store::files::StoredFile;
+use crate::common::images::ImageData;
+use crate::common::images::NativeImage;
+use crate::common::images::NativeImages;
+use crate::common::error::GatewayError;
+use crate::common::image_input::sniff;
 use crate::api::images::{now, ImageItem, ImageRequest, ImageResult};
-use crate::providers::{bad_answer, Provider};
+use crate::upstream::provider::bad_answer;
+use crate::upstream::provider::Provider;
 use crate::upstream::exchange::Upstream;
-use serde::{Deserialize, Serialize};
+
 
 /// Where hosted images go and how long they stay.
 pub struct HostedFiles {
@@ -49,23 +57,12 @@ impl HostedFiles {
     }
 }
 
-/// What the caller asked to receive: all that delivery needs of the request, small enough to
-/// keep with an asynchronous task so another instance can deliver its result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Delivery {
-    /// `response_format: url` (else `b64_json`).
-    pub url: bool,
-    /// The MIME type of the `output_format` asked for: a hosted image's label when its bytes
-    /// are not recognised.
-    pub mime: String,
-}
 
-impl Delivery {
-    pub fn of(req: &ImageRequest<'_>) -> Delivery {
-        Delivery {
-            url: req.response_format == "url",
-            mime: req.output_mime().to_string(),
-        }
+/// How the caller asked `req`'s images to be delivered.
+pub fn delivery_of(req: &ImageRequest<'_>) -> Delivery {
+    Delivery {
+        url: req.response_format == "url",
+        mime: req.output_mime().to_string(),
     }
 }
 

@@ -5,7 +5,7 @@
 //! is sent, and each adapter takes whichever form its provider wants (a URL or data URL in JSON,
 //! raw base64, or a multipart file part) without decoding again. A URL stays a URL until an adapter
 //! needs the bytes; then the gateway downloads it through the address guard
-//! ([`crate::upstream::guard`]).
+//! (the download guard in `upstream`).
 
 use std::borrow::Cow;
 

@@ -16,10 +16,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use super::redis_conn::RedisConn;
+use crate::store::redis_conn::RedisConn;
 // Re-exported: the settings were first defined here, and the configuration names them here.
-pub use super::redis_conn::{InvalidRedisSettings, RedisSettings};
-use super::store::{FileStore, StoreError, StoredFile};
+pub use crate::store::redis_conn::InvalidRedisSettings;
+pub use crate::store::redis_conn::RedisSettings;
+use crate::store::files::FileStore;
+use crate::store::files::StoreError;
+use crate::store::files::StoredFile;
 
 /// The hash field holding the file's content type.
 const CONTENT_TYPE: &str = "content_type";

@@ -23,10 +23,12 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::deliver::Delivery;
-use super::native::NativeTask;
-use super::redis_conn::{InvalidRedisSettings, RedisConn, RedisSettings};
-use super::store::StoreError;
+use crate::common::images::Delivery;
+use crate::common::images::NativeTask;
+use crate::store::redis_conn::InvalidRedisSettings;
+use crate::store::redis_conn::RedisConn;
+use crate::store::redis_conn::RedisSettings;
+use crate::store::files::StoreError;
 
 /// Public task states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

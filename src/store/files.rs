@@ -31,9 +31,9 @@ pub enum StoreError {
     Unavailable(String),
 }
 
-impl From<StoreError> for crate::api::error::GatewayError {
+impl From<StoreError> for crate::common::error::GatewayError {
     fn from(e: StoreError) -> Self {
-        crate::api::error::GatewayError::Store(e.to_string())
+        crate::common::error::GatewayError::Store(e.to_string())
     }
 }
 

@@ -10,11 +10,16 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::common::error::GatewayError;
+
+use crate::common::error::UpstreamError;
+
+use crate::common::error::UpstreamErrorKind;
+use crate::api::adapter::TaskAdapter;
 use crate::catalog::Target;
-use crate::images::native::{NativeTask, Poll};
-use crate::images::NativeImages;
-use crate::providers;
+use crate::common::images::NativeTask;
+use crate::common::images::Poll;
+use crate::common::images::NativeImages;
 use crate::upstream::exchange::Upstream;
 
 /// Failed polls in a row (each one that may pass) after which the wait gives up.
@@ -31,6 +36,7 @@ pub trait Watch: Sync {
 /// Poll `task` on `target` until it ends, or until `deadline` (then a timeout error).
 pub async fn wait(
     upstream: &Upstream,
+    tasks: &dyn TaskAdapter,
     target: &Target,
     region: &str,
     task: &NativeTask,
@@ -41,7 +47,7 @@ pub async fn wait(
     let provider = &target.provider;
     let mut failures = 0u32;
     loop {
-        match poll_once(upstream, target, region, task).await {
+        match poll_once(upstream, tasks, target, region, task).await {
             Ok(Ok(Poll::Done(images))) => return Ok(images),
             Ok(Ok(Poll::Queued)) => {
                 failures = 0;
@@ -77,19 +83,20 @@ pub async fn wait(
 /// when the poll itself failed.
 async fn poll_once(
     upstream: &Upstream,
+    tasks: &dyn TaskAdapter,
     target: &Target,
     region: &str,
     task: &NativeTask,
 ) -> Result<Result<Poll, UpstreamError>, UpstreamError> {
     let provider = &target.provider;
-    let request = providers::image_poll_request(provider, task)?;
+    let request = tasks.poll_request(provider, task)?;
     let resp = upstream.poll(provider, region, &request).await?;
     let status = resp.status;
     let headers = resp.headers().cloned().unwrap_or_default();
     if !(200..300).contains(&status) {
         let body = resp.read_all(ERROR_BODY_LIMIT).await.unwrap_or_default();
-        return Err(providers::error_response(provider, status, &headers, &body));
+        return Err(provider.error_response(status, &headers, &body));
     }
     let body = resp.read_all(provider.max_response_bytes).await?;
-    Ok(providers::image_poll_response(provider, &headers, &body))
+    Ok(tasks.poll_response(provider, &headers, &body))
 }

@@ -17,7 +17,9 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::error::{GatewayError, ValidationErrors};
+use crate::common::error::GatewayError;
+
+use crate::common::error::ValidationErrors;
 
 /// A string that borrows from the body when it has no escapes.
 #[derive(Debug, Clone, PartialEq, Eq)]

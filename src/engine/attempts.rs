@@ -11,10 +11,12 @@ use std::pin::Pin;
 
 use bytes::Bytes;
 
-use super::exchange::{Response, Upstream};
-use crate::api::error::{GatewayError, UpstreamError};
+use crate::upstream::exchange::{Response, Upstream};
+use crate::common::error::GatewayError;
+use crate::common::error::UpstreamError;
 use crate::catalog::{Model, Target};
-use crate::providers::{self, NativeRequest, Prepared};
+use crate::common::native::NativeRequest;
+use crate::common::native::Prepared;
 
 /// What the caller does with a successful (2xx) response inside the loop, so that a failure
 /// there — a short read, an error the provider reports inside a 200 — is retried like any other.
@@ -132,5 +134,5 @@ async fn try_once<'u>(
         Ok(b) => b,
         Err(_) => Bytes::new(),
     };
-    Err(providers::error_response(provider, status, &headers, &body))
+    Err(provider.error_response(status, &headers, &body))
 }

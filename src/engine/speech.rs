@@ -22,16 +22,19 @@ use base64::Engine;
 use bytes::{BufMut, Bytes, BytesMut};
 use pingora::proxy::Session;
 
-use super::audio::{Finished, Raw, SpeechDecoding, SpeechUsage};
-use super::passthrough::{self, StreamError};
-use crate::api::error::{GatewayError, UpstreamError};
-use crate::providers::{bad_answer, Provider};
+use crate::stream::audio::{Finished, Raw, SpeechDecoding, SpeechUsage};
+use crate::engine::passthrough;
+use crate::engine::passthrough::StreamError;
+use crate::common::error::GatewayError;
+use crate::common::error::UpstreamError;
+use crate::upstream::provider::bad_answer;
+use crate::upstream::provider::Provider;
 use crate::upstream::exchange::{Response, Upstream};
 
 /// A speech answer whose first audio is in hand.
 pub struct Primed<'u> {
     resp: Response<'u>,
-    decoder: Option<Box<dyn super::audio::AudioDecoder>>,
+    decoder: Option<Box<dyn crate::stream::audio::AudioDecoder>>,
     /// Audio (or, for pass-through, native bytes) read but not yet written.
     pending: Vec<Bytes>,
     /// Set when the native body has already ended.
@@ -192,7 +195,7 @@ pub async fn relay(
 
 fn bad_answer_for(resp: &Response<'_>, message: &str) -> UpstreamError {
     UpstreamError::new(
-        crate::api::error::UpstreamErrorKind::BadResponse,
+        crate::common::error::UpstreamErrorKind::BadResponse,
         resp.provider(),
         message,
     )
@@ -231,7 +234,7 @@ pub fn done_event(usage: SpeechUsage, input: &str) -> Bytes {
             "total_tokens": input_tokens + output_tokens,
         }
     });
-    super::sse::event(body.to_string().as_bytes())
+    crate::stream::sse::event(body.to_string().as_bytes())
 }
 
 #[cfg(test)]
@@ -243,7 +246,7 @@ mod tests {
         for n in 0..10 {
             let audio: Vec<u8> = (0..n).map(|i: usize| (i * 37 % 256) as u8).collect();
             let ev = delta_event(&audio);
-            let data = super::super::sse::data_of(&ev).unwrap();
+            let data = crate::stream::sse::data_of(&ev).unwrap();
             let v: serde_json::Value = serde_json::from_str(&data).unwrap();
             assert_eq!(v["type"], "speech.audio.delta");
             let back = base64::engine::general_purpose::STANDARD
@@ -264,14 +267,14 @@ mod tests {
             "hello",
         );
         let v: serde_json::Value =
-            serde_json::from_str(&super::super::sse::data_of(&ev).unwrap()).unwrap();
+            serde_json::from_str(&crate::stream::sse::data_of(&ev).unwrap()).unwrap();
         assert_eq!(
             v["usage"],
             serde_json::json!({"input_tokens": 7, "output_tokens": 30, "total_tokens": 37})
         );
         let ev = done_event(SpeechUsage::default(), "hello world");
         let v: serde_json::Value =
-            serde_json::from_str(&super::super::sse::data_of(&ev).unwrap()).unwrap();
+            serde_json::from_str(&crate::stream::sse::data_of(&ev).unwrap()).unwrap();
         assert_eq!(v["usage"]["input_tokens"], 2);
         assert_eq!(v["usage"]["output_tokens"], 0);
     }

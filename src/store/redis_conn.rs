@@ -1,5 +1,5 @@
 //! The connection to the Redis the gateway's instances share, as every Redis-backed store uses
-//! it ([`super::redis_store::RedisFileStore`], [`super::tasks::RedisTaskStore`]).
+//! it ([`crate::store::redis_files::RedisFileStore`], [`crate::store::tasks::RedisTaskStore`]).
 //!
 //! Redis being down must cost the gateway the requests that need it, never its startup or its
 //! other traffic. So:
@@ -21,7 +21,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::RedisError;
 use tokio::time::Instant;
 
-use super::store::StoreError;
+use crate::store::files::StoreError;
 
 /// Where the Redis is and how long a call may take.
 #[derive(Clone, PartialEq, Eq)]

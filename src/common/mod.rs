@@ -1,0 +1,28 @@
+//! The bottom layer: types every other layer shares and that depend on nothing above them — the
+//! error model (with each error's retry class and its one mapping to HTTP), JSON helpers that
+//! borrow the caller's bytes, native requests and image answers as adapters produce them, and the
+//! public operations.
+
+pub mod error;
+pub mod image_input;
+pub mod images;
+pub mod json;
+pub mod native;
+
+/// The three public operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    Speech,
+    Images,
+    Rerank,
+}
+
+impl Operation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Speech => "speech",
+            Operation::Images => "images",
+            Operation::Rerank => "rerank",
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! What an adapter hands the exchange: a request in the provider's own wire format (or, for an
+//! in-process provider, the answer itself), and the JSON helpers that build native bodies with the
+//! caller's pass-through fields copied verbatim.
+
+use std::borrow::Cow;
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Method};
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::common::error::GatewayError;
+use crate::common::json::Str;
+
+/// A request in the provider's own wire format, ready to send.
+#[derive(Debug)]
+pub struct NativeRequest {
+    pub method: Method,
+    /// Path relative to the provider's base URL, with any query string.
+    pub path: String,
+    pub content_type: Cow<'static, str>,
+    /// Provider-specific headers besides auth (e.g. `Accept`).
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub body: Bytes,
+}
+
+impl NativeRequest {
+    /// A `GET` without a body (polling a task).
+    pub fn get(path: impl Into<String>) -> NativeRequest {
+        NativeRequest {
+            method: Method::GET,
+            path: path.into(),
+            content_type: Cow::Borrowed("application/json"),
+            headers: Vec::new(),
+            body: Bytes::new(),
+        }
+    }
+
+    pub fn post_json(path: impl Into<String>, body: Vec<u8>) -> NativeRequest {
+        NativeRequest {
+            method: Method::POST,
+            path: path.into(),
+            content_type: Cow::Borrowed("application/json"),
+            headers: Vec::new(),
+            body: Bytes::from(body),
+        }
+    }
+}
+
+/// What an adapter prepared for one attempt: a request to send, or (for in-process providers) the
+/// native answer itself.
+#[derive(Debug)]
+pub enum Prepared {
+    Http(NativeRequest),
+    Local(Bytes),
+}
+
+/// How to read a provider task's state.
+#[derive(Debug)]
+pub enum PollRequest {
+    /// A request to the provider's API, relative to its base URL like any other.
+    Api(NativeRequest),
+    /// A `GET` of a URL the provider's own answer gave (BFL's `polling_url`), sent with the
+    /// provider's credentials: the adapter has checked it is on the provider's own domain.
+    Url(String),
+}
+
+/// Serialize `known` (a struct serializing as a JSON object) followed by the caller's pass-through
+/// fields, copied verbatim as raw JSON.
+pub fn json_with_extra<T: Serialize>(
+    known: &T,
+    extra: &[(Str<'_>, &RawValue)],
+) -> Result<Vec<u8>, GatewayError> {
+    let mut out = serde_json::to_vec(known)
+        .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))?;
+    if extra.is_empty() {
+        return Ok(out);
+    }
+    // `known` always serializes as an object: drop its closing brace and append the extra pairs.
+    if out.pop() != Some(b'}') {
+        return Err(GatewayError::Internal(
+            "native request is not an object".into(),
+        ));
+    }
+    let mut first = out.len() == 1;
+    for (k, v) in extra {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        serde_json::to_writer(&mut out, k.as_str())
+            .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))?;
+        out.push(b':');
+        out.extend_from_slice(v.get().as_bytes());
+    }
+    out.push(b'}');
+    Ok(out)
+}
+
+/// [`json_with_extra`] as a raw JSON value, for providers whose pass-through fields live in a
+/// nested object of the native body (DashScope's `parameters`, `input`).
+pub fn nested_with_extra<T: Serialize>(
+    known: &T,
+    extra: &[(Str<'_>, &RawValue)],
+) -> Result<Box<RawValue>, GatewayError> {
+    let bytes = json_with_extra(known, extra)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))?;
+    RawValue::from_string(text)
+        .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extra_fields_are_appended_verbatim() {
+        #[derive(Serialize)]
+        struct K {
+            a: u8,
+        }
+        let raw = RawValue::from_string("{\"x\": [1, 2]}".into()).unwrap();
+        let out = json_with_extra(&K { a: 1 }, &[(Str("s\"q".into()), &raw)]).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"a":1,"s\"q":{"x": [1, 2]}}"#
+        );
+    }
+}

@@ -1,0 +1,300 @@
+//! The registry: each provider kind's typed config, and the one exhaustive match that turns a
+//! provider's config into its credentials, error classification and adapters.
+//!
+//! Adding a provider is a variant in [`ProviderConfig`] and an arm in [`build`]; everything else
+//! the provider needs lives in its own module. A key a kind does not take (`app_id` on OpenAI,
+//! `secret_key` on Cohere) is refused by name when the config is loaded.
+
+use std::sync::Arc;
+
+use http::HeaderMap;
+use serde::Deserialize;
+
+use super::*;
+use crate::api::adapter::{
+    Adapters, ImageAdapter, RerankAdapter, SpeechAdapter, TaskAdapter,
+};
+use crate::api::images::ImageRequest;
+use crate::api::rerank::{RerankRequest, RerankResult};
+use crate::api::speech::SpeechRequest;
+use crate::catalog::Target;
+use crate::common::error::{GatewayError, UpstreamError};
+use crate::common::images::{ImageAnswer, NativeTask, Poll};
+use crate::common::native::{NativeRequest, PollRequest, Prepared};
+use crate::stream::audio::SpeechDecoding;
+use crate::upstream::provider::{Auth, ErrorMap, Provider};
+
+/// A provider's kind and the settings only that kind takes (`kind:` in the config; the settings
+/// every kind shares — key, URLs, timeouts, limits — are read by the config itself).
+#[derive(Debug, Deserialize)]
+#[serde(tag = "kind")]
+pub enum ProviderConfig {
+    #[serde(rename = "openai")]
+    OpenAi(NoSettings),
+    #[serde(rename = "azure-openai")]
+    AzureOpenAi(azure::Settings),
+    #[serde(rename = "cohere")]
+    Cohere(NoSettings),
+    #[serde(rename = "cohere-v1")]
+    CohereV1(NoSettings),
+    #[serde(rename = "jina")]
+    Jina(NoSettings),
+    #[serde(rename = "voyage")]
+    Voyage(NoSettings),
+    #[serde(rename = "dashscope")]
+    DashScope(NoSettings),
+    #[serde(rename = "siliconflow")]
+    SiliconFlow(NoSettings),
+    #[serde(rename = "zhipu")]
+    Zhipu(NoSettings),
+    #[serde(rename = "mixedbread")]
+    Mixedbread(NoSettings),
+    #[serde(rename = "tei")]
+    Tei(NoSettings),
+    #[serde(rename = "local")]
+    Local(NoSettings),
+    #[serde(rename = "elevenlabs")]
+    ElevenLabs(NoSettings),
+    #[serde(rename = "minimax")]
+    MiniMax(NoSettings),
+    #[serde(rename = "volcengine")]
+    Volcengine(volcengine::Settings),
+    #[serde(rename = "google")]
+    Google(NoSettings),
+    #[serde(rename = "ark")]
+    Ark(NoSettings),
+    #[serde(rename = "stability")]
+    Stability(NoSettings),
+    #[serde(rename = "bfl")]
+    Bfl(NoSettings),
+    #[serde(rename = "kling")]
+    Kling(kling::Settings),
+}
+
+/// A kind with no settings of its own: any extra key is an error naming it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoSettings {}
+
+/// What a provider kind contributes to an account.
+pub struct Kind {
+    /// Credentials built from the account's key.
+    pub auth: Auth,
+    /// How its non-2xx answers are classified.
+    pub errors: ErrorMap,
+    /// Reached over HTTP (and so needs a `base_url`).
+    pub remote: bool,
+    /// Where its answers put result files when the config names no `result_hosts`.
+    pub result_hosts: &'static [&'static str],
+    pub adapters: Adapters,
+}
+
+/// Build a provider kind from its config and the account's key (empty: none configured).
+pub fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> {
+    match config {
+        ProviderConfig::OpenAi(_) => openai::kind(key),
+        ProviderConfig::AzureOpenAi(s) => azure::kind(s, key),
+        ProviderConfig::Cohere(_) => cohere::kind(key),
+        ProviderConfig::CohereV1(_) => cohere_v1::kind(key),
+        ProviderConfig::Jina(_) => jina::kind(key),
+        ProviderConfig::Voyage(_) => voyage::kind(key),
+        ProviderConfig::DashScope(_) => dashscope::kind(key),
+        ProviderConfig::SiliconFlow(_) => siliconflow::kind(key),
+        ProviderConfig::Zhipu(_) => zhipu::kind(key),
+        ProviderConfig::Mixedbread(_) => mixedbread::kind(key),
+        ProviderConfig::Tei(_) => tei::kind(key),
+        ProviderConfig::Local(_) => local::kind(),
+        ProviderConfig::ElevenLabs(_) => elevenlabs::kind(key),
+        ProviderConfig::MiniMax(_) => minimax::kind(key),
+        ProviderConfig::Volcengine(s) => volcengine::kind(s, key),
+        ProviderConfig::Google(_) => google::kind(key),
+        ProviderConfig::Ark(_) => ark::kind(key),
+        ProviderConfig::Stability(_) => stability::kind(key),
+        ProviderConfig::Bfl(_) => bfl::kind(key),
+        ProviderConfig::Kling(s) => kling::kind(s, key),
+    }
+}
+
+/// The kinds' names, for error messages.
+pub const KINDS: &[&str] = &[
+    "openai",
+    "azure-openai",
+    "cohere",
+    "cohere-v1",
+    "jina",
+    "voyage",
+    "dashscope",
+    "siliconflow",
+    "zhipu",
+    "mixedbread",
+    "tei",
+    "local",
+    "elevenlabs",
+    "minimax",
+    "volcengine",
+    "google",
+    "ark",
+    "stability",
+    "bfl",
+    "kling",
+];
+
+/// `make(key)`, or [`Auth::Missing`] when no key is configured (the account is then disabled).
+pub fn keyed(key: &str, make: impl FnOnce(&str) -> Result<Auth, String>) -> Result<Auth, String> {
+    if key.is_empty() {
+        Ok(Auth::Missing)
+    } else {
+        make(key)
+    }
+}
+
+// ---- adapters made of an adapter module's functions ------------------------------------------
+//
+// Most adapters are stateless: their module's functions are the whole adapter. These tables let a
+// provider's `kind()` name them instead of writing the same trait impl for every provider.
+
+/// A native request builder for speech.
+pub type SpeechRequestFn = fn(&Target, &SpeechRequest<'_>) -> Result<NativeRequest, GatewayError>;
+
+/// A speech adapter made of functions.
+pub struct SpeechFns {
+    pub request: SpeechRequestFn,
+    /// `None`: the provider's body is the audio itself (passed through).
+    pub decoding: Option<fn(&Arc<Provider>, &SpeechRequest<'_>) -> SpeechDecoding>,
+}
+
+impl SpeechAdapter for SpeechFns {
+    fn request(&self, target: &Target, req: &SpeechRequest<'_>) -> Result<Prepared, GatewayError> {
+        (self.request)(target, req).map(Prepared::Http)
+    }
+
+    fn decoding(&self, provider: &Arc<Provider>, req: &SpeechRequest<'_>) -> SpeechDecoding {
+        match self.decoding {
+            Some(decoding) => decoding(provider, req),
+            None => SpeechDecoding::Passthrough,
+        }
+    }
+}
+
+/// An image adapter made of functions.
+pub struct ImageFns {
+    pub request: fn(&Target, &ImageRequest<'_>, u64) -> Result<NativeRequest, GatewayError>,
+    pub response: fn(
+        &Provider,
+        &ImageRequest<'_>,
+        &HeaderMap,
+        &[u8],
+    ) -> Result<ImageAnswer, UpstreamError>,
+    pub input_as_bytes: bool,
+    pub tasks: Option<TaskFns>,
+}
+
+impl ImageAdapter for ImageFns {
+    fn request(
+        &self,
+        target: &Target,
+        req: &ImageRequest<'_>,
+        n: u64,
+    ) -> Result<Prepared, GatewayError> {
+        (self.request)(target, req, n).map(Prepared::Http)
+    }
+
+    fn response(
+        &self,
+        provider: &Provider,
+        req: &ImageRequest<'_>,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<ImageAnswer, UpstreamError> {
+        (self.response)(provider, req, headers, body)
+    }
+
+    fn input_as_bytes(&self) -> bool {
+        self.input_as_bytes
+    }
+
+    fn tasks(&self) -> Option<&dyn TaskAdapter> {
+        self.tasks.as_ref().map(|t| t as &dyn TaskAdapter)
+    }
+}
+
+/// Task polling made of functions.
+pub struct TaskFns {
+    pub poll_request: fn(&Provider, &NativeTask) -> Result<PollRequest, UpstreamError>,
+    pub poll_response: fn(&Provider, &HeaderMap, &[u8]) -> Result<Poll, UpstreamError>,
+}
+
+impl TaskAdapter for TaskFns {
+    fn poll_request(
+        &self,
+        provider: &Provider,
+        task: &NativeTask,
+    ) -> Result<PollRequest, UpstreamError> {
+        (self.poll_request)(provider, task)
+    }
+
+    fn poll_response(
+        &self,
+        provider: &Provider,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<Poll, UpstreamError> {
+        (self.poll_response)(provider, headers, body)
+    }
+}
+
+/// A rerank answer reader.
+pub type RerankResponseFn = for<'r> fn(
+    &Provider,
+    &'r RerankRequest<'r>,
+    &HeaderMap,
+    &[u8],
+) -> Result<RerankResult<'r>, UpstreamError>;
+
+/// An HTTP rerank adapter made of functions.
+pub struct RerankFns {
+    pub request: fn(&Target, &RerankRequest<'_>) -> Result<NativeRequest, GatewayError>,
+    pub response: RerankResponseFn,
+}
+
+impl RerankAdapter for RerankFns {
+    fn request(&self, target: &Target, req: &RerankRequest<'_>) -> Result<Prepared, GatewayError> {
+        (self.request)(target, req).map(Prepared::Http)
+    }
+
+    fn response<'r>(
+        &self,
+        provider: &Provider,
+        req: &'r RerankRequest<'r>,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<RerankResult<'r>, UpstreamError> {
+        (self.response)(provider, req, headers, body)
+    }
+}
+
+/// A synchronous image answer as the adapter-neutral [`ImageAnswer`].
+pub fn images(r: Result<NativeImages, UpstreamError>) -> Result<ImageAnswer, UpstreamError> {
+    r.map(ImageAnswer::Images)
+}
+
+use crate::common::images::NativeImages;
+
+/// A rerank-only kind whose adapter is its module's functions, keyed by Bearer token.
+pub fn bearer_rerank(
+    key: &str,
+    errors: ErrorMap,
+    request: fn(&Target, &RerankRequest<'_>) -> Result<NativeRequest, GatewayError>,
+    response: RerankResponseFn,
+) -> Result<Kind, String> {
+    Ok(Kind {
+        auth: keyed(key, Auth::bearer)?,
+        errors,
+        remote: true,
+        result_hosts: &[],
+        adapters: Adapters {
+            rerank: Some(Box::new(RerankFns { request, response })),
+            ..Adapters::default()
+        },
+    })
+}

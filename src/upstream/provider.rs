@@ -1,0 +1,208 @@
+//! A configured provider account as the exchange sees it: its name, where to reach it (per
+//! region), the credentials to send, how its error answers are classified, and the limits on what
+//! is read from it. What kind of provider it is lives only in the adapters built for it
+//! (the providers' registry); nothing here branches on a provider kind.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+
+use http::{HeaderMap, HeaderName, HeaderValue};
+
+use super::endpoint::Endpoint;
+use super::retry::parse_retry_after;
+use crate::common::error::{UpstreamError, UpstreamErrorKind};
+
+/// How a provider classifies a non-2xx answer: status and body to an error with its retry class.
+pub type ErrorMap = fn(&Provider, u16, &[u8]) -> UpstreamError;
+
+/// Signs a credential per request, for providers whose tokens expire (Kling's JWTs).
+pub trait Signer: Send + Sync {
+    fn authorization(&self) -> Result<HeaderValue, String>;
+}
+
+/// The credentials a provider account sends.
+pub enum Auth {
+    /// The kind needs a key and none is configured: the account is disabled.
+    Missing,
+    /// The kind works without a key (a self-hosted server, the in-process reranker).
+    None,
+    /// Fixed headers, built once and marked sensitive.
+    Headers(Vec<(HeaderName, HeaderValue)>),
+    /// A header signed anew for each request.
+    Signed(Box<dyn Signer>),
+}
+
+impl Auth {
+    /// `Authorization: Bearer <key>`, the most common scheme.
+    pub fn bearer(key: &str) -> Result<Auth, String> {
+        Auth::headers(&[(http::header::AUTHORIZATION, format!("Bearer {key}"))])
+    }
+
+    /// One header carrying the key as it is (`x-api-key`, `api-key`, …).
+    pub fn header(name: &'static str, key: &str) -> Result<Auth, String> {
+        Auth::headers(&[(HeaderName::from_static(name), key.to_string())])
+    }
+
+    /// Fixed credential headers, marked sensitive so they are never logged.
+    pub fn headers(pairs: &[(HeaderName, String)]) -> Result<Auth, String> {
+        let mut out = Vec::with_capacity(pairs.len());
+        for (name, value) in pairs {
+            let mut value = HeaderValue::from_str(value)
+                .map_err(|_| "api_key contains characters not allowed in a header".to_string())?;
+            value.set_sensitive(true);
+            out.push((name.clone(), value));
+        }
+        Ok(Auth::Headers(out))
+    }
+}
+
+/// Where and how to reach one provider account, as the config gives it.
+pub struct Account {
+    pub name: String,
+    /// The key, kept only to redact it should a provider ever echo it back.
+    pub key: String,
+    /// `None` only for in-process providers.
+    pub default_endpoint: Option<Endpoint>,
+    pub region_endpoints: HashMap<String, Endpoint>,
+    /// Largest non-streamed answer accepted from this provider.
+    pub max_response_bytes: usize,
+    /// Hosts the gateway may download provider results from (audio or image URLs in answers):
+    /// exact names, or `*.suffix`. The provider's own base URL host is always allowed.
+    pub result_hosts: Vec<String>,
+}
+
+/// A configured provider account: credentials and where to reach it.
+pub struct Provider {
+    pub name: String,
+    /// Index of this account's adapters in the registry the config built with it.
+    pub id: usize,
+    auth: Auth,
+    errors: ErrorMap,
+    key: String,
+    default_endpoint: Option<Endpoint>,
+    region_endpoints: HashMap<String, Endpoint>,
+    pub max_response_bytes: usize,
+    result_hosts: Vec<String>,
+}
+
+impl fmt::Debug for Provider {
+    // The key must never reach a log line, so Debug is written by hand.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Provider")
+            .field("name", &self.name)
+            .field("enabled", &self.enabled())
+            .finish()
+    }
+}
+
+impl Provider {
+    pub fn new(account: Account, id: usize, auth: Auth, errors: ErrorMap) -> Provider {
+        Provider {
+            name: account.name,
+            id,
+            auth,
+            errors,
+            key: account.key,
+            default_endpoint: account.default_endpoint,
+            region_endpoints: account.region_endpoints,
+            max_response_bytes: account.max_response_bytes,
+            result_hosts: account.result_hosts,
+        }
+    }
+
+    /// Usable: has its key, or needs none.
+    pub fn enabled(&self) -> bool {
+        !matches!(self.auth, Auth::Missing)
+    }
+
+    /// The credential headers for a request sent now.
+    pub fn auth_headers(&self) -> Result<Cow<'_, [(HeaderName, HeaderValue)]>, String> {
+        match &self.auth {
+            Auth::Headers(h) => Ok(Cow::Borrowed(h)),
+            Auth::Signed(signer) => Ok(Cow::Owned(vec![(
+                http::header::AUTHORIZATION,
+                signer.authorization()?,
+            )])),
+            Auth::Missing | Auth::None => Ok(Cow::Borrowed(&[])),
+        }
+    }
+
+    /// Classify a non-2xx answer, with the `Retry-After` the provider sent.
+    pub fn error_response(&self, status: u16, headers: &HeaderMap, body: &[u8]) -> UpstreamError {
+        let mut err = (self.errors)(self, status, body);
+        err.retry_after = parse_retry_after(headers);
+        err
+    }
+
+    /// Whether an answer's result URL on `host` may be downloaded: the provider's own hosts and
+    /// the configured `result_hosts` (exact, or `*.suffix`).
+    pub fn result_host_allowed(&self, host: &str) -> bool {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        let own = self
+            .default_endpoint
+            .iter()
+            .chain(self.region_endpoints.values())
+            .any(|e| e.host.eq_ignore_ascii_case(&host));
+        own || self.result_hosts.iter().any(|pattern| {
+            let pattern = pattern.to_ascii_lowercase();
+            match pattern.strip_prefix("*.") {
+                Some(suffix) => {
+                    host.len() > suffix.len() + 1
+                        && host.ends_with(suffix)
+                        && host.as_bytes()[host.len() - suffix.len() - 1] == b'.'
+                }
+                None => host == pattern,
+            }
+        })
+    }
+
+    /// The endpoint for the entry point's region, or the default one.
+    pub fn endpoint(&self, region: &str) -> Option<&Endpoint> {
+        self.region_endpoints
+            .get(region)
+            .or(self.default_endpoint.as_ref())
+    }
+
+    /// Remove the provider key from text that came from the provider before it reaches a caller.
+    pub fn redact(&self, text: &str) -> String {
+        let mut s = if self.key.len() >= 4 && text.contains(&self.key) {
+            text.replace(&self.key, "[redacted]")
+        } else {
+            text.to_string()
+        };
+        // Providers sometimes quote a partial key ("sk-abc***xyz"); drop anything key-shaped.
+        // A word counts when it starts with `sk-` once quotes and brackets are stripped, so prose
+        // such as "risk-free" survives.
+        let key_shaped = |w: &str| {
+            w.trim_start_matches(|c: char| !c.is_alphanumeric())
+                .starts_with("sk-")
+        };
+        if s.split(' ').any(key_shaped) {
+            s = s
+                .split(' ')
+                .map(|w| if key_shaped(w) { "[redacted]" } else { w })
+                .collect::<Vec<_>>()
+                .join(" ");
+        }
+        const MAX: usize = 500;
+        if s.len() > MAX {
+            let mut cut = MAX;
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            s.truncate(cut);
+            s.push('…');
+        }
+        s
+    }
+}
+
+
+
+/// A provider answer the gateway cannot read.
+
+/// A provider answer the gateway cannot read.
+pub fn bad_answer(provider: &Provider, message: impl Into<String>) -> UpstreamError {
+    UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, message)
+}
