@@ -28,7 +28,7 @@ use switchyard::catalog::{Catalog, Target};
 use switchyard::common::images::ImageAnswer;
 use switchyard::common::images::ImageData;
 use switchyard::common::images::NativeImages;
-use switchyard::providers;
+use switchyard::common::native::Prepared;
 
 const CONFIG: &str = r#"
 version: 1
@@ -68,12 +68,24 @@ impl Fixture {
 fn rerank_once(f: &Fixture, body: &[u8], answer: &[u8], headers: &http::HeaderMap) -> usize {
     let req = rerank::parse(body, f.catalog(), 5).unwrap();
     let target = f.target("rerank-v3.5");
-    let native = providers::rerank_request(target, &req).unwrap();
-    let result = providers::rerank_response(target, &req, headers, answer).unwrap();
+    let native = f
+        .settings
+        .adapters
+        .rerank(&target.provider)
+        .unwrap()
+        .request(target, &req)
+        .unwrap();
+    let result = f
+        .settings
+        .adapters
+        .rerank(&target.provider)
+        .unwrap()
+        .response(&target.provider, &req, headers, answer)
+        .unwrap();
     let out = serde_json::to_vec(&result).unwrap();
     match native {
-        providers::Prepared::Http(n) => n.body.len() + out.len(),
-        providers::Prepared::Local(b) => b.len() + out.len(),
+        Prepared::Http(n) => n.body.len() + out.len(),
+        Prepared::Local(b) => b.len() + out.len(),
     }
 }
 
@@ -92,11 +104,24 @@ fn bench_rerank(c: &mut Criterion, docs: usize) {
     });
     let req = rerank::parse(&body, f.catalog(), 5).unwrap();
     g.bench_function("translate_request", |b| {
-        b.iter(|| providers::rerank_request(target, black_box(&req)).unwrap())
+        b.iter(|| {
+            f.settings
+                .adapters
+                .rerank(&target.provider)
+                .unwrap()
+                .request(target, black_box(&req))
+                .unwrap()
+        })
     });
     g.bench_function("translate_answer", |b| {
         b.iter(|| {
-            let r = providers::rerank_response(target, &req, &headers, black_box(&answer)).unwrap();
+            let r = f
+                .settings
+                .adapters
+                .rerank(&target.provider)
+                .unwrap()
+                .response(&target.provider, &req, &headers, black_box(&answer))
+                .unwrap();
             serde_json::to_vec(&r).unwrap()
         })
     });
@@ -154,8 +179,19 @@ fn image(c: &mut Criterion) {
     g.bench_function("end_to_end", |b| {
         b.iter(|| {
             let req = images::parse(black_box(&body), f.catalog(), 5).unwrap();
-            let native = providers::image_request(target, &req, req.n).unwrap();
-            let images = providers::image_response(target, &req, &headers, black_box(answer));
+            let native = f
+                .settings
+                .adapters
+                .images(&target.provider)
+                .unwrap()
+                .request(target, &req, req.n)
+                .unwrap();
+            let images = f
+                .settings
+                .adapters
+                .images(&target.provider)
+                .unwrap()
+                .response(&target.provider, &req, &headers, black_box(answer));
             (
                 native,
                 serde_json::to_vec(&public(images_of(images.unwrap()))).unwrap(),
@@ -167,11 +203,24 @@ fn image(c: &mut Criterion) {
     });
     let req = images::parse(&body, f.catalog(), 5).unwrap();
     g.bench_function("translate_request", |b| {
-        b.iter(|| providers::image_request(target, black_box(&req), 1).unwrap())
+        b.iter(|| {
+            f.settings
+                .adapters
+                .images(&target.provider)
+                .unwrap()
+                .request(target, black_box(&req), 1)
+                .unwrap()
+        })
     });
     g.bench_function("translate_answer", |b| {
         b.iter(|| {
-            let r = providers::image_response(target, &req, &headers, black_box(answer)).unwrap();
+            let r = f
+                .settings
+                .adapters
+                .images(&target.provider)
+                .unwrap()
+                .response(&target.provider, &req, &headers, black_box(answer))
+                .unwrap();
             serde_json::to_vec(&public(images_of(r))).unwrap()
         })
     });

@@ -134,7 +134,7 @@ fn a_large_body_is_sent_whole() {
         200,
         json!({"created": 1, "data": [{"url": "https://img.example/x.png"}]}),
     ));
-    // Far above Pingora's 64 KiB retry buffer (design.md §2).
+    // Far above Pingora's 64 KiB retry buffer (docs/architecture.md, "The upstream exchange").
     let prompt = "a ".repeat(1900);
     let user = "u".repeat(200_000);
     let resp = post(

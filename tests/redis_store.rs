@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use support::redis::{raw, redis_url, run_prefix, Expiry};
-use switchyard::store::redis_files::RedisFileStore;
-use switchyard::store::redis_files::RedisSettings;
 use switchyard::store::files::new_id;
 use switchyard::store::files::FileStore;
 use switchyard::store::files::StoreError;
 use switchyard::store::files::StoredFile;
+use switchyard::store::redis_files::RedisFileStore;
+use switchyard::store::redis_files::RedisSettings;
 
 fn store(prefix: &str) -> RedisFileStore {
     let mut s = RedisSettings::new(redis_url());

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use support::redis::{raw, redis_url, run_prefix, Expiry};
 use switchyard::common::images::NativeTask;
-use switchyard::store::redis_conn::RedisSettings;
 use switchyard::store::files::StoreError;
+use switchyard::store::redis_conn::RedisSettings;
 use switchyard::store::tasks::RedisTaskStore;
 use switchyard::store::tasks::TaskError;
 use switchyard::store::tasks::TaskRecord;

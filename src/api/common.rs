@@ -6,9 +6,9 @@ use serde_json::value::RawValue;
 
 use crate::common::json::Fields;
 
-use crate::common::json::Str;
 use crate::catalog::Catalog;
 use crate::catalog::Model;
+use crate::common::json::Str;
 use crate::common::Operation;
 
 /// Resolve `model` for `op`, recording a problem when it is missing or unknown.

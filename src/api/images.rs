@@ -7,14 +7,14 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::api::common;
-use crate::common::error::GatewayError;
-use crate::common::image_input::ImageInput;
-use crate::common::json::Fields;
-use crate::common::json::Str;
 use crate::catalog::Caps;
 use crate::catalog::Catalog;
 use crate::catalog::ImageCaps;
 use crate::catalog::Model;
+use crate::common::error::GatewayError;
+use crate::common::image_input::ImageInput;
+use crate::common::json::Fields;
+use crate::common::json::Str;
 use crate::common::Operation;
 
 /// Most images one request may ask for (spec: bound not shown; families may allow fewer).

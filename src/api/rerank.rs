@@ -6,15 +6,15 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::api::common;
+use crate::catalog::Caps;
+use crate::catalog::Catalog;
+use crate::catalog::Model;
+use crate::catalog::RerankCaps;
 use crate::common::error::GatewayError;
 use crate::common::json::Fields;
 use crate::common::json::JsonStr;
 use crate::common::json::Str;
-use crate::catalog::Caps;
-use crate::catalog::Catalog;
-use crate::catalog::Model;
 use crate::common::Operation;
-use crate::catalog::RerankCaps;
 
 /// A validated rerank request; strings borrow from the request body.
 #[derive(Debug)]

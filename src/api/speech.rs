@@ -5,15 +5,15 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 
 use crate::api::common;
-use crate::common::error::GatewayError;
-use crate::common::json::Fields;
-use crate::common::json::Str;
 use crate::catalog::one_of;
 use crate::catalog::Caps;
 use crate::catalog::Catalog;
 use crate::catalog::Model;
-use crate::common::Operation;
 use crate::catalog::SpeechCaps;
+use crate::common::error::GatewayError;
+use crate::common::json::Fields;
+use crate::common::json::Str;
+use crate::common::Operation;
 
 /// Public speeds (spec: one of 0.25, 0.5, 1, 2, 4).
 pub const SPEEDS: &[f64] = &[0.25, 0.5, 1.0, 2.0, 4.0];

@@ -99,7 +99,7 @@ impl UpstreamError {
         self
     }
 
-    /// Whether sending the same native request again may succeed (design.md §4: connect errors,
+    /// Whether sending the same native request again may succeed (docs/architecture.md, "Retries": connect errors,
     /// timeouts, 429 and 5xx; never other 4xx).
     pub fn retryable(&self) -> bool {
         match self.kind {

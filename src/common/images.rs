@@ -13,7 +13,6 @@
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-
 /// A generation a provider runs asynchronously, as the gateway tracks it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NativeTask {

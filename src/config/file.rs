@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::auth::AuthSettings;
-use crate::providers::registry::ProviderConfig;
 
 #[derive(Debug, Deserialize)]
 pub struct GatewayFile {
@@ -141,10 +140,10 @@ impl Default for RetriesFile {
 
 #[derive(Debug, Deserialize)]
 pub struct ProviderFile {
-    /// The provider's kind (`kind: openai`, …) and the settings only that kind takes; a key no
-    /// kind here takes is refused by name.
+    /// The provider's kind (`kind: openai`, …) and the settings only that kind takes, read into
+    /// the kind's typed config by the loader (so a bad kind is one problem among the others).
     #[serde(flatten)]
-    pub kind: ProviderConfig,
+    pub kind: serde_yaml::Mapping,
     /// Empty disables the provider (its models answer 503 `model_unavailable`).
     #[serde(default)]
     pub api_key: String,

@@ -17,21 +17,21 @@ use std::time::Duration;
 use pingora::server::configuration::ServerConf;
 use serde_yaml::Value;
 
+use crate::api::adapter::Registry;
 use crate::auth::Authenticator;
 use crate::catalog;
 use crate::catalog::Caps;
 use crate::catalog::Catalog;
 use crate::catalog::Model;
-use crate::common::Operation;
 use crate::catalog::Target;
+use crate::common::Operation;
+use crate::providers::registry;
 use crate::store::redis_conn::RedisConn;
 use crate::store::redis_conn::RedisSettings;
-use crate::upstream::provider::Provider;
-use crate::api::adapter::Registry;
-use crate::providers::registry;
+use crate::upstream::endpoint::{Endpoint, Timeouts};
 use crate::upstream::guard::DownloadPolicy;
 use crate::upstream::provider::Account;
-use crate::upstream::endpoint::{Endpoint, Timeouts};
+use crate::upstream::provider::Provider;
 use crate::upstream::retry::RetryPolicy;
 use file::GatewayFile;
 
@@ -248,7 +248,14 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
     for (name, p) in &file.providers {
         let at = format!("switchyard.providers.{name}");
         let key = p.api_key.trim();
-        let kind = match registry::build(&p.kind, key) {
+        let config = match provider_config(&p.kind) {
+            Ok(config) => config,
+            Err((field, m)) => {
+                errors.push(format!("{at}.{field}: {m}"));
+                continue;
+            }
+        };
+        let kind = match registry::build(&config, key) {
             Ok(kind) => kind,
             Err(m) => {
                 errors.push(format!("{at}.api_key: {m}"));
@@ -276,7 +283,9 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
                 continue;
             }
             (Some(_), false) => {
-                errors.push(format!("{at}.base_url: this kind runs in-process and takes none"));
+                errors.push(format!(
+                    "{at}.base_url: this kind runs in-process and takes none"
+                ));
                 continue;
             }
             (None, false) => None,
@@ -296,9 +305,10 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
             default_endpoint: default_ep,
             region_endpoints: regional,
             max_response_bytes: p.max_response_bytes,
-            result_hosts: p.result_hosts.clone().unwrap_or_else(|| {
-                kind.result_hosts.iter().map(|h| h.to_string()).collect()
-            }),
+            result_hosts: p
+                .result_hosts
+                .clone()
+                .unwrap_or_else(|| kind.result_hosts.iter().map(|h| h.to_string()).collect()),
         };
         let id = adapters.push(kind.adapters);
         let provider = Provider::new(account, id, kind.auth, kind.errors);
@@ -409,6 +419,25 @@ fn image_settings(f: &file::ImagesFile, errors: &mut Vec<String>) -> ImageSettin
     }
 }
 
+/// A provider's typed config from its `kind` and the keys only that kind takes; an error names
+/// the key at fault.
+fn provider_config(
+    raw: &serde_yaml::Mapping,
+) -> Result<registry::ProviderConfig, (String, String)> {
+    serde_yaml::from_value(Value::Mapping(raw.clone())).map_err(|e| {
+        let m = e.to_string();
+        // serde names an unknown key as "unknown field `x`, expected …".
+        let key = m
+            .strip_prefix("unknown field `")
+            .and_then(|rest| rest.split('`').next())
+            .map(str::to_string);
+        match key {
+            Some(key) => (key, "not a setting of this provider kind".to_string()),
+            None => ("kind".to_string(), m),
+        }
+    })
+}
+
 fn build_catalog(
     models: &BTreeMap<String, file::ModelFile>,
     declared: &BTreeMap<String, file::ProviderFile>,
@@ -433,12 +462,11 @@ fn build_catalog(
         let mut targets = Vec::new();
         for (i, t) in m.targets.iter().enumerate() {
             match providers.get(&t.provider) {
-                Some(p) if adapters.get(p).is_some_and(|a| a.serves(caps.operation())) => {
-                    targets.push(Target {
+                Some(p) if adapters.get(p).is_some_and(|a| a.serves(caps.operation())) => targets
+                    .push(Target {
                         provider: p.clone(),
                         native_model: t.model.clone(),
-                    })
-                }
+                    }),
                 Some(_) => errors.push(format!(
                     "{at}.targets[{i}].provider: {} does not serve {}",
                     t.provider,
@@ -520,5 +548,26 @@ switchyard:
         ] {
             assert!(all.contains(needle), "missing `{needle}` in:\n{all}");
         }
+    }
+
+    #[test]
+    fn a_key_another_kind_takes_is_refused_by_name() {
+        let yaml = r#"
+switchyard:
+  listeners:
+    - {name: a, address: "127.0.0.1:9999"}
+  providers:
+    oa: {kind: openai, api_key: k, base_url: "https://api.openai.com/v1", app_id: x}
+    co: {kind: cohere, api_key: k, base_url: "https://api.cohere.com", secret_key: y}
+    vo: {kind: volcengine, api_key: k, base_url: "https://openspeech.bytedance.com", app_id: x}
+"#;
+        let errors = load_str(yaml, &no_env).err().unwrap();
+        assert_eq!(
+            errors,
+            vec![
+                "switchyard.providers.co.secret_key: not a setting of this provider kind",
+                "switchyard.providers.oa.app_id: not a setting of this provider kind",
+            ]
+        );
     }
 }

@@ -11,12 +11,12 @@ use std::pin::Pin;
 
 use bytes::Bytes;
 
-use crate::upstream::exchange::{Response, Upstream};
+use crate::catalog::{Model, Target};
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
-use crate::catalog::{Model, Target};
 use crate::common::native::NativeRequest;
 use crate::common::native::Prepared;
+use crate::upstream::exchange::{Response, Upstream};
 
 /// What the caller does with a successful (2xx) response inside the loop, so that a failure
 /// there — a short read, an error the provider reports inside a 200 — is retried like any other.

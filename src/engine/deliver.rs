@@ -21,17 +21,16 @@ use crate::store::files::new_id;
 
 use crate::store::files::FileStore;
 
-use crate::store::files::StoredFile;
+use crate::api::images::{now, ImageItem, ImageRequest, ImageResult};
+use crate::common::error::GatewayError;
+use crate::common::image_input::sniff;
 use crate::common::images::ImageData;
 use crate::common::images::NativeImage;
 use crate::common::images::NativeImages;
-use crate::common::error::GatewayError;
-use crate::common::image_input::sniff;
-use crate::api::images::{now, ImageItem, ImageRequest, ImageResult};
+use crate::store::files::StoredFile;
+use crate::upstream::exchange::Upstream;
 use crate::upstream::provider::bad_answer;
 use crate::upstream::provider::Provider;
-use crate::upstream::exchange::Upstream;
-
 
 /// Where hosted images go and how long they stay.
 pub struct HostedFiles {
@@ -56,7 +55,6 @@ impl HostedFiles {
         Ok(format!("{base}/api/v1/files/{id}"))
     }
 }
-
 
 /// How the caller asked `req`'s images to be delivered.
 pub fn delivery_of(req: &ImageRequest<'_>) -> Delivery {

@@ -9,8 +9,8 @@
 use bytes::Bytes;
 use pingora::proxy::Session;
 
-use crate::stream::sse::{self, EventSplitter};
 use crate::common::error::GatewayError;
+use crate::stream::sse::{self, EventSplitter};
 use crate::upstream::exchange::Response;
 
 /// How a streamed copy ended badly.

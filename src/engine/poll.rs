@@ -14,12 +14,12 @@ use crate::common::error::GatewayError;
 
 use crate::common::error::UpstreamError;
 
-use crate::common::error::UpstreamErrorKind;
 use crate::api::adapter::TaskAdapter;
 use crate::catalog::Target;
+use crate::common::error::UpstreamErrorKind;
+use crate::common::images::NativeImages;
 use crate::common::images::NativeTask;
 use crate::common::images::Poll;
-use crate::common::images::NativeImages;
 use crate::upstream::exchange::Upstream;
 
 /// Failed polls in a row (each one that may pass) after which the wait gives up.
@@ -36,8 +36,7 @@ pub trait Watch: Sync {
 /// Poll `task` on `target` until it ends, or until `deadline` (then a timeout error).
 pub async fn wait(
     upstream: &Upstream,
-    tasks: &dyn TaskAdapter,
-    target: &Target,
+    (tasks, target): (&dyn TaskAdapter, &Target),
     region: &str,
     task: &NativeTask,
     interval: Duration,

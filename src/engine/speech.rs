@@ -22,14 +22,14 @@ use base64::Engine;
 use bytes::{BufMut, Bytes, BytesMut};
 use pingora::proxy::Session;
 
-use crate::stream::audio::{Finished, Raw, SpeechDecoding, SpeechUsage};
-use crate::engine::passthrough;
-use crate::engine::passthrough::StreamError;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
+use crate::engine::passthrough;
+use crate::engine::passthrough::StreamError;
+use crate::stream::audio::{Finished, Raw, SpeechDecoding, SpeechUsage};
+use crate::upstream::exchange::{Response, Upstream};
 use crate::upstream::provider::bad_answer;
 use crate::upstream::provider::Provider;
-use crate::upstream::exchange::{Response, Upstream};
 
 /// A speech answer whose first audio is in hand.
 pub struct Primed<'u> {

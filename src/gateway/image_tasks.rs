@@ -19,8 +19,8 @@ use bytes::Bytes;
 
 use super::task_job::{self, now_ms, Work};
 use super::GatewayState;
-use crate::common::error::GatewayError;
 use crate::api::images::{self, ImageItem, ImageResult, TaskFailure};
+use crate::common::error::GatewayError;
 use crate::store::files::StoreError;
 use crate::store::tasks::TaskError;
 use crate::store::tasks::TaskRecord;

@@ -1,6 +1,6 @@
 //! The Pingora service: [`Gateway`] implements `ProxyHttp` and answers every request itself from
 //! `request_filter` (routing, authentication, bounded body, validation, the upstream exchange and
-//! the translated answer), so Pingora's own proxy path is never used (design.md §2).
+//! the translated answer), so Pingora's own proxy path is never used (docs/architecture.md, "The upstream exchange").
 //!
 //! One [`GatewayState`] is shared by every entry point; each entry point gets its own [`Gateway`]
 //! carrying its region, which picks providers' regional base URLs.
@@ -21,18 +21,18 @@ use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::upstreams::peer::HttpPeer;
 use pingora::{Error as PError, ErrorType};
 
-use crate::common::error::GatewayError;
 use crate::auth::Principal;
 use crate::catalog::Model;
+use crate::common::error::GatewayError;
 use crate::config::{GatewaySettings, Listener};
-use crate::store::redis_files::RedisFileStore;
+use crate::engine::deliver::HostedFiles;
 use crate::store::files::valid_id;
 use crate::store::files::FileStore;
 use crate::store::files::MemoryStore;
+use crate::store::redis_files::RedisFileStore;
 use crate::store::tasks::MemoryTaskStore;
 use crate::store::tasks::RedisTaskStore;
 use crate::store::tasks::TaskStore;
-use crate::engine::deliver::HostedFiles;
 use crate::upstream::exchange::Upstream;
 use operations::Failure;
 use route::Route;

@@ -9,23 +9,23 @@ use tokio::time::Instant;
 
 use super::{image_tasks, respond};
 use super::{Ctx, GatewayState};
-use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
-use crate::common::image_input::ImageInput;
+use crate::api::adapter::{Registry, TaskAdapter};
 use crate::api::{images, rerank, speech};
 use crate::catalog::{Model, Target};
+use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::common::image_input::ImageInput;
 use crate::common::images::Delivery;
 use crate::common::images::ImageAnswer;
-use crate::common::images::NativeTask;
-use crate::engine::poll;
-use crate::engine::poll::Watch;
 use crate::common::images::NativeImages;
-use crate::api::adapter::{Registry, TaskAdapter};
-use crate::engine::passthrough::StreamError;
-use crate::engine::speech as stream_speech;
-use crate::engine::speech::Primed;
+use crate::common::images::NativeTask;
 use crate::engine::attempts;
 use crate::engine::attempts::AcceptFuture;
 use crate::engine::attempts::Reply;
+use crate::engine::passthrough::StreamError;
+use crate::engine::poll;
+use crate::engine::poll::Watch;
+use crate::engine::speech as stream_speech;
+use crate::engine::speech::Primed;
 use crate::upstream::exchange::{Response, Upstream};
 
 /// Why an operation stopped.
@@ -105,7 +105,11 @@ fn prime_speech<'u>(
     let decoding = match adapters.speech(&target.provider) {
         Ok(adapter) => adapter.decoding(&target.provider, req),
         Err(e) => {
-            let e = UpstreamError::new(UpstreamErrorKind::Failure, &target.provider.name, e.to_string());
+            let e = UpstreamError::new(
+                UpstreamErrorKind::Failure,
+                &target.provider.name,
+                e.to_string(),
+            );
             return Box::pin(async move { Err(e) });
         }
     };
@@ -237,8 +241,7 @@ pub async fn resume(
             })?;
         let images = poll::wait(
             &state.upstream,
-            task_adapter(state, target)?,
-            target,
+            (task_adapter(state, target)?, target),
             region,
             task,
             state.settings.images.poll_interval,
@@ -296,7 +299,13 @@ async fn image_call<'s>(
         &req.model,
         region,
         req.retries,
-        |t| state.settings.adapters.images(&t.provider)?.request(t, req, n),
+        |t| {
+            state
+                .settings
+                .adapters
+                .images(&t.provider)?
+                .request(t, req, n)
+        },
         |t, resp| -> AcceptFuture<'_, ImageAnswer> {
             let limit = t.provider.max_response_bytes;
             Box::pin(async move {
@@ -320,8 +329,7 @@ async fn image_call<'s>(
             progress.submitted(slot, &task).await;
             let images = poll::wait(
                 &state.upstream,
-                task_adapter(state, target)?,
-                target,
+                (task_adapter(state, target)?, target),
                 region,
                 &task,
                 state.settings.images.poll_interval,

@@ -23,8 +23,8 @@ use tokio::time::Instant;
 
 use super::operations::{self, Progress};
 use super::GatewayState;
-use crate::common::error::GatewayError;
 use crate::api::images::{self, ImageResult};
+use crate::common::error::GatewayError;
 use crate::common::images::Delivery;
 use crate::common::images::NativeTask;
 use crate::engine::poll::Watch;

@@ -22,17 +22,17 @@ use crate::common::native::json_with_extra;
 
 use crate::common::native::NativeRequest;
 
-use crate::upstream::provider::Provider;
+use crate::api::images::ImageRequest;
+use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
 use crate::common::error::ValidationErrors;
-use crate::api::images::ImageRequest;
-use crate::common::json::Str;
-use crate::catalog::Target;
 use crate::common::images::ImageData;
 use crate::common::images::NativeImage;
 use crate::common::images::NativeImages;
+use crate::common::json::Str;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -231,7 +231,10 @@ pub fn image_response(
         images.push(NativeImage::new(data));
     }
     if images.is_empty() {
-        return Err(crate::upstream::provider::bad_answer(provider, "answer holds no images"));
+        return Err(crate::upstream::provider::bad_answer(
+            provider,
+            "answer holds no images",
+        ));
     }
     Ok(NativeImages {
         created: answer.created,
@@ -335,7 +338,7 @@ pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
     use base64::Engine;
     use serde_json::json;
 
@@ -343,12 +346,7 @@ mod tests {
     const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
 
     fn ark() -> std::sync::Arc<Provider> {
-        support::provider_at(
-            "ark",
-            ProviderKind::Ark,
-            KEY,
-            "https://ark.cn-beijing.volces.com/api/v3",
-        )
+        support::provider_at("ark", KEY, "https://ark.cn-beijing.volces.com/api/v3")
     }
 
     fn target(native: &str) -> Target {

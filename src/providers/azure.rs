@@ -15,18 +15,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::providers::openai::images as openai_images;
-use crate::common::images::ImageAnswer;
-use crate::common::native::{NativeRequest, Prepared};
-use crate::stream::audio::SpeechDecoding;
-use crate::upstream::provider::Provider;
-use crate::common::error::GatewayError;
-use crate::common::error::UpstreamError;
-use crate::common::error::UpstreamErrorKind;
 use crate::api::images::ImageRequest;
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
+use crate::common::error::GatewayError;
+use crate::common::error::UpstreamError;
+use crate::common::error::UpstreamErrorKind;
+use crate::common::images::ImageAnswer;
 use crate::common::images::NativeImages;
+use crate::common::native::{NativeRequest, Prepared};
+use crate::providers::openai::images as openai_images;
+use crate::stream::audio::SpeechDecoding;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -248,7 +248,11 @@ impl crate::api::adapter::SpeechAdapter for Azure {
         speech_request(self.api_version.as_deref(), target, req).map(Prepared::Http)
     }
 
-    fn decoding(&self, _provider: &std::sync::Arc<Provider>, _req: &SpeechRequest<'_>) -> SpeechDecoding {
+    fn decoding(
+        &self,
+        _provider: &std::sync::Arc<Provider>,
+        _req: &SpeechRequest<'_>,
+    ) -> SpeechDecoding {
         // The body is the audio itself, as OpenAI's.
         SpeechDecoding::Passthrough
     }
@@ -290,7 +294,9 @@ pub fn kind(settings: &Settings, key: &str) -> Result<crate::providers::registry
         api_version: api_version.map(str::to_string),
     };
     Ok(crate::providers::registry::Kind {
-        auth: crate::providers::registry::keyed(key, |k| crate::upstream::provider::Auth::header("api-key", k))?,
+        auth: crate::providers::registry::keyed(key, |k| {
+            crate::upstream::provider::Auth::header("api-key", k)
+        })?,
         errors: error_response,
         remote: true,
         // DALL·E answers link to Azure blob storage (`oaidalleapiprodscus.blob.core.windows.net`).
@@ -311,37 +317,22 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::providers::{test_support as support, ProviderKind, ProviderOptions};
+    use crate::providers::test_support as support;
 
     const KEY: &str = "azure-secret-key";
 
-    /// An Azure account using deployment URLs when `api_version` is given, else v1 URLs.
-    fn azure(api_version: Option<&str>) -> Arc<Provider> {
-        let options = ProviderOptions {
-            api_version: api_version.map(str::to_string),
-            ..Default::default()
-        };
-        Arc::new(
-            Provider::new(
-                "azure".into(),
-                ProviderKind::AzureOpenAi,
-                KEY,
-                None,
-                Default::default(),
-                1 << 20,
-                options,
-            )
-            .unwrap(),
-        )
+    /// An Azure account (its `api_version` is passed to each call).
+    fn azure() -> Arc<Provider> {
+        support::provider("azure", KEY)
     }
 
     fn image_req<'a>(
         family: &str,
         deployment: &str,
-        api_version: Option<&str>,
+        _api_version: Option<&str>,
         body: &'a str,
     ) -> ImageRequest<'a> {
-        let target = support::target(azure(api_version), deployment);
+        let target = support::target(azure(), deployment);
         support::image_request("pub-model", family, target, body.as_bytes())
     }
 
@@ -353,7 +344,7 @@ mod tests {
             Some("2024-10-21"),
             r#"{"model":"pub-model","prompt":"a fox","quality":"hd","response_format":"b64_json"}"#,
         );
-        let n = image_request(&req.model.targets[0], &req, 1).unwrap();
+        let n = image_request(Some("2024-10-21"), &req.model.targets[0], &req, 1).unwrap();
         assert_eq!(
             n.path,
             "/openai/deployments/dalle3%20prod/images/generations?api-version=2024-10-21"
@@ -369,7 +360,7 @@ mod tests {
             None,
             r#"{"model":"pub-model","prompt":"p","n":2,"output_format":"jpg"}"#,
         );
-        let n = image_request(&req.model.targets[0], &req, 2).unwrap();
+        let n = image_request(None, &req.model.targets[0], &req, 2).unwrap();
         assert_eq!(n.path, "/openai/v1/images/generations");
         assert_eq!(
             serde_json::from_slice::<Value>(&n.body).unwrap(),
@@ -390,7 +381,7 @@ mod tests {
             (None, "/openai/v1/images/edits"),
         ] {
             let req = image_req("gpt-image", "gpt-image-deployment", version, &body);
-            let n = image_request(&req.model.targets[0], &req, 1).unwrap();
+            let n = image_request(version, &req.model.targets[0], &req, 1).unwrap();
             assert_eq!(n.path, path);
             assert!(n.content_type.starts_with("multipart/form-data; boundary="));
             let text = String::from_utf8_lossy(&n.body);
@@ -422,7 +413,9 @@ mod tests {
         assert_eq!(got.created, Some(1700000000));
         assert_eq!(
             got.images[0].data,
-            crate::common::images::ImageData::Url("https://dalleprod.blob.core.windows.net/x.png".into())
+            crate::common::images::ImageData::Url(
+                "https://dalleprod.blob.core.windows.net/x.png".into()
+            )
         );
         assert_eq!(got.images[0].revised_prompt.as_deref(), Some("a fox"));
     }
@@ -472,7 +465,7 @@ mod tests {
 
     #[test]
     fn image_refusals_are_content_policy() {
-        let p = azure(None);
+        let p = azure();
         for body in [
             r#"{"error":{"code":"contentFilter","message":"Your task failed as a result of our safety system."}}"#,
             r#"{"error":{"code":"content_policy_violation","message":"Your request was rejected as a result of our safety system.","type":"invalid_request_error",
@@ -499,7 +492,7 @@ mod tests {
 
     #[test]
     fn maps_errors() {
-        let p = support::provider("azure", ProviderKind::AzureOpenAi, KEY);
+        let p = support::provider("azure", KEY);
         let body = br#"{"error":{"code":"content_filter","message":"The response was filtered","innererror":{"code":"ResponsibleAIPolicyViolation"}}}"#;
         let e = error_response(&p, 400, body);
         assert_eq!(e.kind, UpstreamErrorKind::ContentPolicy);

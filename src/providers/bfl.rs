@@ -57,18 +57,18 @@ use crate::common::native::NativeRequest;
 
 use crate::common::native::PollRequest;
 
-use crate::upstream::provider::Provider;
+use crate::api::images::ImageRequest;
+use crate::catalog::{ImageCaps, Target};
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
-use crate::api::images::ImageRequest;
-use crate::catalog::{ImageCaps, Target};
 use crate::common::images::ImageAnswer;
-use crate::common::images::NativeTask;
-use crate::common::images::Poll;
 use crate::common::images::ImageData;
 use crate::common::images::NativeImage;
 use crate::common::images::NativeImages;
+use crate::common::images::NativeTask;
+use crate::common::images::Poll;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -507,13 +507,13 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
 
     const KEY: &str = "bfl-secret-key-0123456789";
     const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
 
     fn bfl() -> Arc<Provider> {
-        support::provider_at("bfl", ProviderKind::Bfl, KEY, "https://api.bfl.ai")
+        support::provider_at("bfl", KEY, "https://api.bfl.ai")
     }
 
     fn flux(body: &[u8]) -> ImageRequest<'_> {
@@ -733,7 +733,7 @@ mod tests {
             assert!(!e.retryable());
         }
         // A proxy or fake in front of BFL: its exact scheme, host and port, nothing else.
-        let own = support::provider_at("bfl", ProviderKind::Bfl, KEY, "http://127.0.0.1:8099");
+        let own = support::provider_at("bfl", KEY, "http://127.0.0.1:8099");
         assert_eq!(
             polling_url_refusal(&own, "http://127.0.0.1:8099/v1/get_result?id=x"),
             None
@@ -745,7 +745,7 @@ mod tests {
         ] {
             assert!(polling_url_refusal(&own, bad).is_some(), "{bad}");
         }
-        let v6 = support::provider_at("bfl", ProviderKind::Bfl, KEY, "http://[::1]:8099");
+        let v6 = support::provider_at("bfl", KEY, "http://[::1]:8099");
         assert_eq!(
             polling_url_refusal(&v6, "http://[::1]:8099/v1/get_result?id=x"),
             None

@@ -10,13 +10,13 @@ use crate::common::native::json_with_extra;
 
 use crate::common::native::NativeRequest;
 
-use crate::upstream::provider::Provider;
+use crate::api::rerank::{RerankRequest, RerankResult};
+use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
 use crate::common::json::JsonStr;
-use crate::api::rerank::{RerankRequest, RerankResult};
-use crate::catalog::Target;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 

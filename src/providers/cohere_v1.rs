@@ -12,13 +12,13 @@ use crate::common::native::json_with_extra;
 
 use crate::common::native::NativeRequest;
 
-use crate::upstream::provider::Provider;
+use crate::api::rerank::{RerankRequest, RerankResult};
+use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
 use crate::common::json::JsonStr;
-use crate::api::rerank::{RerankRequest, RerankResult};
-use crate::catalog::Target;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -148,17 +148,12 @@ mod tests {
 
     use super::*;
     use crate::catalog::Catalog;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
 
     const KEY: &str = "sk-cohere-secret-42";
 
     fn provider() -> Arc<Provider> {
-        support::provider_at(
-            "cohere-v1",
-            ProviderKind::CohereV1,
-            KEY,
-            "http://127.0.0.1:1",
-        )
+        support::provider_at("cohere-v1", KEY, "http://127.0.0.1:1")
     }
 
     fn catalog() -> Catalog {

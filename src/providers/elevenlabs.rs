@@ -19,13 +19,13 @@ use crate::common::native::json_with_extra;
 
 use crate::common::native::NativeRequest;
 
-use crate::upstream::provider::Provider;
+use crate::api::speech::SpeechRequest;
+use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
-use crate::api::speech::SpeechRequest;
-use crate::catalog::Target;
 use crate::stream::audio::SpeechDecoding;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -141,7 +141,9 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 /// The ElevenLabs kind: `xi-api-key`, speech only.
 pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     Ok(crate::providers::registry::Kind {
-        auth: crate::providers::registry::keyed(key, |k| crate::upstream::provider::Auth::header("xi-api-key", k))?,
+        auth: crate::providers::registry::keyed(key, |k| {
+            crate::upstream::provider::Auth::header("xi-api-key", k)
+        })?,
         errors: error_response,
         remote: true,
         result_hosts: &[],
@@ -162,14 +164,14 @@ mod tests {
     use super::*;
     use crate::api::speech::parse;
     use crate::catalog::Catalog;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
     use crate::stream::audio::Finished;
     use bytes::Bytes;
 
     const KEY: &str = "xi-secret-key-42";
 
     fn catalog() -> Catalog {
-        let p = support::provider("elevenlabs", ProviderKind::ElevenLabs, KEY);
+        let p = support::provider("elevenlabs", KEY);
         support::catalog(
             "eleven",
             "elevenlabs-tts",
@@ -268,7 +270,7 @@ mod tests {
 
     #[test]
     fn maps_errors() {
-        let p = support::provider("elevenlabs", ProviderKind::ElevenLabs, KEY);
+        let p = support::provider("elevenlabs", KEY);
 
         let body = br#"{"detail":[{"loc":["body","text"],"msg":"field required","type":"value_error.missing"}]}"#;
         let e = error_response(&p, 422, body);

@@ -24,13 +24,13 @@ use crate::providers::parse_answer;
 
 use crate::common::native::NativeRequest;
 
-use crate::upstream::provider::Provider;
+use crate::api::speech::SpeechRequest;
+use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
-use crate::api::speech::SpeechRequest;
-use crate::catalog::Target;
 use crate::stream::audio::{base64_audio, Finished, SpeechDecoding, SpeechUsage, Whole};
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -238,7 +238,9 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 /// config cannot hold one), speech only.
 pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     Ok(crate::providers::registry::Kind {
-        auth: crate::providers::registry::keyed(key, |k| crate::upstream::provider::Auth::header("x-goog-api-key", k))?,
+        auth: crate::providers::registry::keyed(key, |k| {
+            crate::upstream::provider::Auth::header("x-goog-api-key", k)
+        })?,
         errors: error_response,
         remote: true,
         result_hosts: &[],
@@ -259,7 +261,7 @@ mod tests {
     use super::*;
     use crate::api::speech::parse;
     use crate::catalog::Catalog;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
     use crate::stream::audio::AudioDecoder;
     use base64::Engine;
     use serde_json::{json, Value};
@@ -267,7 +269,7 @@ mod tests {
     const KEY: &str = "AIzaSy-google-secret";
 
     fn provider() -> Arc<Provider> {
-        support::provider("google", ProviderKind::Google, KEY)
+        support::provider("google", KEY)
     }
 
     fn catalog() -> Catalog {

@@ -17,13 +17,13 @@ use crate::common::native::json_with_extra;
 
 use crate::common::native::NativeRequest;
 
-use crate::upstream::provider::Provider;
+use crate::api::rerank::{RerankRequest, RerankResult};
+use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
 use crate::common::json::JsonStr;
-use crate::api::rerank::{RerankRequest, RerankResult};
-use crate::catalog::Target;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -173,12 +173,12 @@ mod tests {
 
     use super::*;
     use crate::common::json::Str;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
 
     const KEY: &str = "jina_secret_0123456789";
 
     fn provider() -> Arc<Provider> {
-        support::provider("jina", ProviderKind::Jina, KEY)
+        support::provider("jina", KEY)
     }
 
     fn request<'a>(

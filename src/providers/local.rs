@@ -15,11 +15,11 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
-use crate::upstream::provider::Provider;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
-use crate::api::rerank::{RerankRequest, RerankResult};
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 

@@ -32,14 +32,14 @@ use crate::providers::parse_answer;
 
 use crate::common::native::NativeRequest;
 
-use crate::upstream::provider::Provider;
+use crate::api::speech::SpeechRequest;
+use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
-use crate::api::speech::SpeechRequest;
-use crate::catalog::Target;
 use crate::stream::audio::{hex_audio, AudioDecoder, Finished, SpeechDecoding, SpeechUsage, Whole};
 use crate::stream::sse::{data_of, EventSplitter};
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -386,12 +386,12 @@ mod tests {
     use super::*;
     use crate::api::speech::{self, SpeechRequest};
     use crate::catalog::Catalog;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
 
     const KEY: &str = "sk-minimax-secret-42";
 
     fn provider() -> Arc<Provider> {
-        support::provider("minimax", ProviderKind::MiniMax, KEY)
+        support::provider("minimax", KEY)
     }
 
     fn catalog() -> Catalog {

@@ -18,12 +18,12 @@ use crate::common::native::json_with_extra;
 
 use crate::common::native::NativeRequest;
 
-use crate::upstream::provider::Provider;
+use crate::api::rerank::{RerankRequest, RerankResult};
+use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::json::JsonStr;
-use crate::api::rerank::{RerankRequest, RerankResult};
-use crate::catalog::Target;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -167,12 +167,12 @@ mod tests {
     use super::*;
     use crate::common::error::UpstreamErrorKind;
     use crate::common::json::Str;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
 
     const KEY: &str = "mxb_secret_0123456789";
 
     fn provider() -> Arc<Provider> {
-        support::provider("mixedbread", ProviderKind::Mixedbread, KEY)
+        support::provider("mixedbread", KEY)
     }
 
     fn request<'a>(

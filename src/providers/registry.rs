@@ -11,9 +11,7 @@ use http::HeaderMap;
 use serde::Deserialize;
 
 use super::*;
-use crate::api::adapter::{
-    Adapters, ImageAdapter, RerankAdapter, SpeechAdapter, TaskAdapter,
-};
+use crate::api::adapter::{Adapters, ImageAdapter, RerankAdapter, SpeechAdapter, TaskAdapter};
 use crate::api::images::ImageRequest;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::api::speech::SpeechRequest;
@@ -115,30 +113,6 @@ pub fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> {
     }
 }
 
-/// The kinds' names, for error messages.
-pub const KINDS: &[&str] = &[
-    "openai",
-    "azure-openai",
-    "cohere",
-    "cohere-v1",
-    "jina",
-    "voyage",
-    "dashscope",
-    "siliconflow",
-    "zhipu",
-    "mixedbread",
-    "tei",
-    "local",
-    "elevenlabs",
-    "minimax",
-    "volcengine",
-    "google",
-    "ark",
-    "stability",
-    "bfl",
-    "kling",
-];
-
 /// `make(key)`, or [`Auth::Missing`] when no key is configured (the account is then disabled).
 pub fn keyed(key: &str, make: impl FnOnce(&str) -> Result<Auth, String>) -> Result<Auth, String> {
     if key.is_empty() {
@@ -179,12 +153,8 @@ impl SpeechAdapter for SpeechFns {
 /// An image adapter made of functions.
 pub struct ImageFns {
     pub request: fn(&Target, &ImageRequest<'_>, u64) -> Result<NativeRequest, GatewayError>,
-    pub response: fn(
-        &Provider,
-        &ImageRequest<'_>,
-        &HeaderMap,
-        &[u8],
-    ) -> Result<ImageAnswer, UpstreamError>,
+    pub response:
+        fn(&Provider, &ImageRequest<'_>, &HeaderMap, &[u8]) -> Result<ImageAnswer, UpstreamError>,
     pub input_as_bytes: bool,
     pub tasks: Option<TaskFns>,
 }

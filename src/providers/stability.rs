@@ -2,7 +2,7 @@
 //!
 //! Stability takes only `multipart/form-data`, even without files, so every field travels as a form
 //! part: the prompt and options as text, a reference image as a file part (the gateway has already
-//! downloaded URL inputs, see [`crate::providers::ProviderKind::image_input_as_bytes`]). The target's native
+//! downloaded URL inputs, see `ImageAdapter::input_as_bytes`). The target's native
 //! model picks the endpoint: `ultra`, `core`, or any `sd3*` model, which goes to `/sd3` with the
 //! model named in a `model` field and `mode` saying whether an image is edited.
 //!
@@ -18,18 +18,18 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::providers::formats::multipart::Form;
-use crate::common::native::NativeRequest;
-use crate::upstream::provider::Provider;
+use crate::api::images::ImageRequest;
+use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
 use crate::common::image_input;
-use crate::api::images::ImageRequest;
-use crate::catalog::Target;
 use crate::common::images::ImageData;
 use crate::common::images::NativeImage;
 use crate::common::images::NativeImages;
+use crate::common::native::NativeRequest;
+use crate::providers::formats::multipart::Form;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -241,7 +241,10 @@ pub fn image_response(
         let reason = headers.get("finish-reason").and_then(|v| v.to_str().ok());
         check_finish(provider, reason)?;
         if body.is_empty() {
-            return Err(crate::upstream::provider::bad_answer(provider, "answer has no image"));
+            return Err(crate::upstream::provider::bad_answer(
+                provider,
+                "answer has no image",
+            ));
         }
         return Ok(one(ImageData::Bytes(bytes::Bytes::copy_from_slice(body))));
     }
@@ -300,7 +303,9 @@ pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
         adapters: crate::api::adapter::Adapters {
             images: Some(Box::new(crate::providers::registry::ImageFns {
                 request: image_request,
-                response: |p, r, h, b| crate::providers::registry::images(image_response(p, r, h, b)),
+                response: |p, r, h, b| {
+                    crate::providers::registry::images(image_response(p, r, h, b))
+                },
                 input_as_bytes: true,
                 tasks: None,
             })),
@@ -314,7 +319,7 @@ pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
     use base64::Engine;
 
     const KEY: &str = "sk-stability-secret-1234";
@@ -395,12 +400,7 @@ mod tests {
     }
 
     fn provider() -> std::sync::Arc<Provider> {
-        support::provider_at(
-            "stability",
-            ProviderKind::Stability,
-            KEY,
-            "https://api.stability.ai",
-        )
+        support::provider_at("stability", KEY, "https://api.stability.ai")
     }
 
     fn target(native: &str) -> Target {

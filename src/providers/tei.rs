@@ -14,13 +14,13 @@ use crate::common::native::json_with_extra;
 
 use crate::common::native::NativeRequest;
 
-use crate::upstream::provider::Provider;
+use crate::api::rerank::{RerankRequest, RerankResult};
+use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
 use crate::common::json::JsonStr;
-use crate::api::rerank::{RerankRequest, RerankResult};
-use crate::catalog::Target;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -156,7 +156,12 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 /// The TEI kind: rerank only. A self-hosted server usually has no key; one that was started with
 /// `--api-key` takes it as a Bearer token.
 pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
-    let mut kind = crate::providers::registry::bearer_rerank(key, error_response, rerank_request, rerank_response)?;
+    let mut kind = crate::providers::registry::bearer_rerank(
+        key,
+        error_response,
+        rerank_request,
+        rerank_response,
+    )?;
     if key.is_empty() {
         kind.auth = crate::upstream::provider::Auth::None;
     }
@@ -171,10 +176,10 @@ mod tests {
 
     use super::*;
     use crate::catalog::Catalog;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
 
     fn provider(key: &str) -> Arc<Provider> {
-        support::provider_at("tei", ProviderKind::Tei, key, "http://127.0.0.1:1")
+        support::provider_at("tei", key, "http://127.0.0.1:1")
     }
 
     fn catalog() -> Catalog {

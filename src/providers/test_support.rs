@@ -16,13 +16,14 @@ use crate::common::native::NativeRequest;
 
 use crate::upstream::provider::Provider;
 
-use crate::providers::ProviderKind;
-use crate::common::error::GatewayError;
-use crate::common::json::JsonStr;
-use crate::common::json::Str;
 use crate::api::rerank::RerankRequest;
 use crate::catalog::{Caps, Catalog, Model, Target};
+use crate::common::error::GatewayError;
+use crate::common::error::UpstreamError;
+use crate::common::json::JsonStr;
+use crate::common::json::Str;
 use crate::upstream::endpoint::{Endpoint, Timeouts};
+use crate::upstream::provider::{Account, Auth};
 
 /// Largest answer a fixture provider accepts.
 const MAX_RESPONSE_BYTES: usize = 1 << 20;
@@ -36,17 +37,12 @@ pub(crate) type BuildRerank =
 
 /// A provider account with no endpoint: enough for translation and error mapping, which never
 /// connect.
-pub(crate) fn provider(name: &str, kind: ProviderKind, key: &str) -> Arc<Provider> {
-    Arc::new(new_provider(name, kind, key, None))
+pub(crate) fn provider(name: &str, key: &str) -> Arc<Provider> {
+    Arc::new(new_provider(name, key, None))
 }
 
 /// A provider account whose default endpoint is `base_url` (1 s timeouts; nothing is ever sent).
-pub(crate) fn provider_at(
-    name: &str,
-    kind: ProviderKind,
-    key: &str,
-    base_url: &str,
-) -> Arc<Provider> {
+pub(crate) fn provider_at(name: &str, key: &str, base_url: &str) -> Arc<Provider> {
     let t = Duration::from_secs(1);
     let endpoint = Endpoint::parse(
         base_url,
@@ -59,20 +55,24 @@ pub(crate) fn provider_at(
         },
     )
     .unwrap();
-    Arc::new(new_provider(name, kind, key, Some(endpoint)))
+    Arc::new(new_provider(name, key, Some(endpoint)))
 }
 
-fn new_provider(name: &str, kind: ProviderKind, key: &str, endpoint: Option<Endpoint>) -> Provider {
-    Provider::new(
-        name.into(),
-        kind,
-        key,
-        endpoint,
-        Default::default(),
-        MAX_RESPONSE_BYTES,
-        Default::default(),
-    )
-    .unwrap()
+/// A Bearer-keyed account; its error map is the generic status mapping (adapter tests call their
+/// own error mapping directly).
+fn new_provider(name: &str, key: &str, endpoint: Option<Endpoint>) -> Provider {
+    let account = Account {
+        name: name.into(),
+        key: key.into(),
+        default_endpoint: endpoint,
+        region_endpoints: Default::default(),
+        max_response_bytes: MAX_RESPONSE_BYTES,
+        result_hosts: Vec::new(),
+    };
+    let auth = crate::providers::registry::keyed(key, Auth::bearer).unwrap();
+    Provider::new(account, 0, auth, |p, status, _| {
+        UpstreamError::from_status(&p.name, status, "test provider")
+    })
 }
 
 pub(crate) fn target(provider: Arc<Provider>, native_model: &str) -> Target {

@@ -38,14 +38,14 @@ use crate::common::native::json_with_extra;
 
 use crate::common::native::NativeRequest;
 
-use crate::upstream::provider::Provider;
+use crate::api::speech::SpeechRequest;
+use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
-use crate::api::speech::SpeechRequest;
-use crate::catalog::Target;
 use crate::stream::audio::{base64_audio, AudioDecoder, Finished, SpeechDecoding, SpeechUsage};
 use crate::stream::lines::LineSplitter;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -390,7 +390,11 @@ pub struct Settings {
 pub fn kind(settings: &Settings, key: &str) -> Result<crate::providers::registry::Kind, String> {
     use crate::upstream::provider::Auth;
     use http::HeaderName;
-    let app_id = settings.app_id.as_deref().map(str::trim).filter(|a| !a.is_empty());
+    let app_id = settings
+        .app_id
+        .as_deref()
+        .map(str::trim)
+        .filter(|a| !a.is_empty());
     let auth = crate::providers::registry::keyed(key, |key| match app_id {
         Some(app) => Auth::headers(&[
             (HeaderName::from_static("x-api-app-id"), app.to_string()),
@@ -420,13 +424,13 @@ mod tests {
     use super::*;
     use crate::api::speech::{self, SpeechRequest};
     use crate::catalog::Catalog;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
     use base64::Engine;
 
     const KEY: &str = "volc-access-token-secret";
 
     fn provider() -> Arc<Provider> {
-        support::provider("volcengine", ProviderKind::Volcengine, KEY)
+        support::provider("volcengine", KEY)
     }
 
     fn catalog() -> Catalog {

@@ -1,5 +1,5 @@
 //! The connection to the Redis the gateway's instances share, as every Redis-backed store uses
-//! it ([`crate::store::redis_files::RedisFileStore`], [`crate::store::tasks::RedisTaskStore`]).
+//! it (the hosted-file store and the task store).
 //!
 //! Redis being down must cost the gateway the requests that need it, never its startup or its
 //! other traffic. So:

@@ -18,11 +18,11 @@ use bytes::Bytes;
 
 use crate::store::redis_conn::RedisConn;
 // Re-exported: the settings were first defined here, and the configuration names them here.
-pub use crate::store::redis_conn::InvalidRedisSettings;
-pub use crate::store::redis_conn::RedisSettings;
 use crate::store::files::FileStore;
 use crate::store::files::StoreError;
 use crate::store::files::StoredFile;
+pub use crate::store::redis_conn::InvalidRedisSettings;
+pub use crate::store::redis_conn::RedisSettings;
 
 /// The hash field holding the file's content type.
 const CONTENT_TYPE: &str = "content_type";

@@ -25,10 +25,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::images::Delivery;
 use crate::common::images::NativeTask;
+use crate::store::files::StoreError;
 use crate::store::redis_conn::InvalidRedisSettings;
 use crate::store::redis_conn::RedisConn;
 use crate::store::redis_conn::RedisSettings;
-use crate::store::files::StoreError;
 
 /// Public task states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

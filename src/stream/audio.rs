@@ -167,11 +167,10 @@ pub fn hex_audio(provider: &Provider, text: &str) -> Result<Bytes, UpstreamError
 mod tests {
     use super::*;
     use crate::providers::test_support;
-    use crate::providers::ProviderKind;
 
     #[test]
     fn raw_copies_and_caps() {
-        let p = test_support::provider("p", ProviderKind::OpenAi, "k");
+        let p = test_support::provider("p", "k");
         let mut d = Raw::new(&p, 5);
         let mut out = Vec::new();
         d.push(&Bytes::from_static(b"abc"), &mut out).unwrap();
@@ -181,7 +180,7 @@ mod tests {
 
     #[test]
     fn whole_buffers_until_the_end() {
-        let p = test_support::provider("p", ProviderKind::Google, "k");
+        let p = test_support::provider("p", "k");
         let mut d = Whole::new(&p, |p: &Provider, body: &[u8], out: &mut Vec<Bytes>| {
             out.push(base64_audio(p, std::str::from_utf8(body).unwrap_or(""))?);
             Ok(Finished::Done(SpeechUsage::default()))
@@ -196,7 +195,7 @@ mod tests {
 
     #[test]
     fn decodes_hex_and_base64() {
-        let p = test_support::provider("p", ProviderKind::MiniMax, "k");
+        let p = test_support::provider("p", "k");
         assert_eq!(
             &hex_audio(&p, "4944 33".replace(' ', "").as_str()).unwrap()[..],
             b"ID3"

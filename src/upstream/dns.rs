@@ -1,6 +1,6 @@
 //! Asynchronous name resolution with a small TTL cache.
 //!
-//! `HttpPeer::new("host:443")` resolves synchronously and panics on failure (design.md §2), so peers
+//! `HttpPeer::new("host:443")` resolves synchronously and panics on failure (docs/architecture.md, "The upstream exchange"), so peers
 //! are always built from addresses resolved here, off the runtime's worker threads, and cached so
 //! the hot path does not resolve per request.
 

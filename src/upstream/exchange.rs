@@ -1,6 +1,6 @@
 //! One exchange with a provider over Pingora's pooled client connector.
 //!
-//! Switchyard owns the upstream exchange instead of using Pingora's proxy path (design.md §2: the
+//! Switchyard owns the upstream exchange instead of using Pingora's proxy path (docs/architecture.md, "The upstream exchange": the
 //! proxy path can only re-send request bodies up to 64 KiB). [`Upstream::send`] writes the native
 //! request and reads the response header; the body is then read chunk by chunk ([`Response::chunk`])
 //! for streaming, or whole ([`Response::read_all`]) for JSON. A connection goes back to the pool only
@@ -15,14 +15,14 @@ use pingora::protocols::http::client::HttpSession;
 use pingora::upstreams::peer::{HttpPeer, PeerOptions};
 use pingora::{Error as PError, ErrorType};
 
-use crate::upstream::dns::Resolver;
-use crate::upstream::endpoint::Endpoint;
-use crate::upstream::retry::RetryPolicy;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
 use crate::common::native::NativeRequest;
 use crate::common::native::PollRequest;
+use crate::upstream::dns::Resolver;
+use crate::upstream::endpoint::Endpoint;
 use crate::upstream::provider::Provider;
+use crate::upstream::retry::RetryPolicy;
 
 /// The shared client side: connection pool, resolver and retry policy.
 pub struct Upstream {

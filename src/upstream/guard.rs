@@ -15,10 +15,10 @@ use bytes::{Bytes, BytesMut};
 use pingora::http::RequestHeader;
 use pingora::upstreams::peer::PeerOptions;
 
-use crate::upstream::endpoint::Endpoint;
-use crate::upstream::exchange::Upstream;
 use crate::common::image_input::sniff;
 use crate::common::image_input::ImageInput;
+use crate::upstream::endpoint::Endpoint;
+use crate::upstream::exchange::Upstream;
 
 /// What the gateway may download on a caller's behalf (the config's `images` section).
 #[derive(Debug, Clone)]
@@ -115,7 +115,11 @@ impl Upstream {
         }
     }
 
-    async fn fetch_guarded(&self, url: &str, policy: &DownloadPolicy) -> Result<ImageInput, String> {
+    async fn fetch_guarded(
+        &self,
+        url: &str,
+        policy: &DownloadPolicy,
+    ) -> Result<ImageInput, String> {
         let options = peer_options(policy.download_timeout);
         let mut current = url.to_string();
         for _ in 0..=MAX_REDIRECTS {

@@ -198,11 +198,53 @@ impl Provider {
     }
 }
 
-
-
-/// A provider answer the gateway cannot read.
-
 /// A provider answer the gateway cannot read.
 pub fn bad_answer(provider: &Provider, message: impl Into<String>) -> UpstreamError {
     UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn provider(key: &str) -> Provider {
+        let account = Account {
+            name: "p".into(),
+            key: key.into(),
+            default_endpoint: None,
+            region_endpoints: HashMap::new(),
+            max_response_bytes: 1 << 20,
+            result_hosts: Vec::new(),
+        };
+        Provider::new(account, 0, Auth::None, |p, status, _| {
+            UpstreamError::from_status(&p.name, status, "test")
+        })
+    }
+
+    #[test]
+    fn redaction_removes_keys_but_not_prose() {
+        let p = provider("sk-live-abcdef123");
+        assert_eq!(
+            p.redact("Incorrect API key provided: 'sk-live-abcdef123' is risk-free"),
+            "Incorrect API key provided: '[redacted]' is risk-free"
+        );
+        assert_eq!(
+            p.redact("key \"sk-proj-xx***yy\" revoked"),
+            "key [redacted] revoked"
+        );
+        assert_eq!(p.redact(&"x".repeat(600)).chars().count(), 501);
+    }
+
+    #[test]
+    fn auth_headers_are_sensitive_and_a_missing_key_disables() {
+        let Ok(Auth::Headers(h)) = Auth::bearer("k") else {
+            panic!("bearer auth is a header")
+        };
+        assert!(h[0].1.is_sensitive());
+        assert_eq!(h[0].1, "Bearer k");
+        let mut p = provider("");
+        assert!(p.enabled());
+        p.auth = Auth::Missing;
+        assert!(!p.enabled());
+    }
 }

@@ -25,18 +25,18 @@ use crate::common::error::GatewayError;
 
 use crate::common::error::UpstreamError;
 
-use crate::common::error::UpstreamErrorKind;
 use crate::api::images::ImageRequest;
 use crate::catalog::Target;
+use crate::common::error::UpstreamErrorKind;
 use crate::common::images::ImageAnswer;
-use crate::common::images::NativeTask;
-use crate::common::images::Poll;
 use crate::common::images::ImageData;
 use crate::common::images::NativeImage;
 use crate::common::images::NativeImages;
-use crate::providers::dashscope::{code_string, native_code};
+use crate::common::images::NativeTask;
+use crate::common::images::Poll;
 use crate::common::native::nested_with_extra;
 use crate::common::native::NativeRequest;
+use crate::providers::dashscope::{code_string, native_code};
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
@@ -164,7 +164,10 @@ pub fn image_response(
         .and_then(|o| o.task_id)
         .filter(|id| valid_task_id(id))
         .ok_or_else(|| {
-            crate::upstream::provider::bad_answer(provider, "task answer has no usable output.task_id")
+            crate::upstream::provider::bad_answer(
+                provider,
+                "task answer has no usable output.task_id",
+            )
         })?;
     Ok(ImageAnswer::Task(NativeTask {
         provider: provider.name.clone(),
@@ -310,17 +313,12 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
 
     const KEY: &str = "sk-dashscope-secret-1234";
 
     fn provider() -> Arc<Provider> {
-        support::provider_at(
-            "dashscope",
-            ProviderKind::DashScope,
-            KEY,
-            "https://dashscope.aliyuncs.com",
-        )
+        support::provider_at("dashscope", KEY, "https://dashscope.aliyuncs.com")
     }
 
     fn wan(body: &[u8]) -> ImageRequest<'_> {

@@ -7,9 +7,9 @@ pub mod speech;
 
 pub(crate) use rerank::{code_string, error_response, native_code};
 
-use crate::providers::registry::{ImageFns, Kind, RerankFns, SpeechFns, TaskFns};
 use crate::api::adapter::Adapters;
 use crate::common::native::PollRequest;
+use crate::providers::registry::{ImageFns, Kind, RerankFns, SpeechFns, TaskFns};
 use crate::upstream::provider::Auth;
 
 /// The DashScope kind: Bearer key; speech, images (run as tasks) and rerank.

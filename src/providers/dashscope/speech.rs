@@ -27,19 +27,19 @@ use serde_json::value::RawValue;
 
 use crate::common::error::GatewayError;
 
-use crate::common::error::UpstreamError;
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
-use crate::providers::dashscope::error_response;
-use crate::upstream::provider::bad_answer;
-use crate::providers::billed_tokens;
+use crate::common::error::UpstreamError;
 use crate::common::native::nested_with_extra;
 use crate::common::native::NativeRequest;
-use crate::upstream::provider::Provider;
+use crate::providers::billed_tokens;
+use crate::providers::dashscope::error_response;
 use crate::stream::audio::{
     base64_audio, AudioDecoder, Finished, SpeechDecoding, SpeechUsage, Whole,
 };
 use crate::stream::sse::{data_of, EventSplitter};
+use crate::upstream::provider::bad_answer;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -365,14 +365,14 @@ mod tests {
     use base64::Engine;
 
     use super::*;
-    use crate::common::error::UpstreamErrorKind;
     use crate::catalog::Catalog;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::common::error::UpstreamErrorKind;
+    use crate::providers::test_support as support;
 
     const KEY: &str = "sk-dash-secret-123456";
 
     fn provider() -> Arc<Provider> {
-        support::provider("dashscope", ProviderKind::DashScope, KEY)
+        support::provider("dashscope", KEY)
     }
 
     fn catalog() -> Catalog {

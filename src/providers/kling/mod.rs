@@ -46,21 +46,21 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::common::native::PollRequest;
 use crate::common::error::GatewayError;
+use crate::common::native::PollRequest;
 
 use crate::common::error::UpstreamError;
 
-use crate::common::error::UpstreamErrorKind;
-use crate::common::image_input::ImageInput;
 use crate::api::images::ImageRequest;
 use crate::catalog::Target;
+use crate::common::error::UpstreamErrorKind;
+use crate::common::image_input::ImageInput;
 use crate::common::images::ImageAnswer;
-use crate::common::images::NativeTask;
-use crate::common::images::Poll;
 use crate::common::images::ImageData;
 use crate::common::images::NativeImage;
 use crate::common::images::NativeImages;
+use crate::common::images::NativeTask;
+use crate::common::images::Poll;
 use crate::common::native::json_with_extra;
 use crate::common::native::NativeRequest;
 use crate::upstream::provider::Provider;
@@ -561,7 +561,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::providers::{test_support as support, ProviderKind, ProviderOptions};
+    use crate::providers::test_support as support;
     use serde_json::json;
 
     const ACCESS_KEY: &str = "kling-access-key-unit";
@@ -570,21 +570,7 @@ mod tests {
 
     /// A Kling account with a signer (so `redact` knows the access key).
     fn kling() -> Arc<Provider> {
-        Arc::new(
-            Provider::new(
-                "kling".into(),
-                ProviderKind::Kling,
-                ACCESS_KEY,
-                None,
-                Default::default(),
-                1 << 20,
-                ProviderOptions {
-                    secret_key: Some("kling-secret-unit".into()),
-                    ..Default::default()
-                },
-            )
-            .unwrap(),
-        )
+        support::provider("kling", ACCESS_KEY)
     }
 
     fn b64(bytes: &[u8]) -> String {

@@ -15,17 +15,17 @@ use serde_json::value::RawValue;
 
 use crate::common::error::GatewayError;
 
+use crate::api::images::ImageRequest;
+use crate::catalog::{Caps, ImageCaps, Target};
 use crate::common::error::UpstreamError;
 use crate::common::image_input;
 use crate::common::image_input::ImageInput;
-use crate::api::images::ImageRequest;
-use crate::catalog::{Caps, ImageCaps, Target};
 use crate::common::images::ImageData;
 use crate::common::images::NativeImage;
 use crate::common::images::NativeImages;
-use crate::providers::formats::multipart::Form;
 use crate::common::native::json_with_extra;
 use crate::common::native::NativeRequest;
+use crate::providers::formats::multipart::Form;
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
@@ -368,12 +368,12 @@ mod tests {
 
     use super::*;
     use crate::common::error::UpstreamErrorKind;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
 
     const KEY: &str = "sk-test-openai-000";
 
     fn target(native: &str) -> Target {
-        let p = support::provider_at("openai", ProviderKind::OpenAi, KEY, "http://127.0.0.1:1/v1");
+        let p = support::provider_at("openai", KEY, "http://127.0.0.1:1/v1");
         support::target(p, native)
     }
 

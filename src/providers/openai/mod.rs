@@ -5,8 +5,8 @@ pub mod speech;
 
 pub use speech::error_response;
 
-use crate::providers::registry::{ImageFns, Kind, SpeechFns};
 use crate::api::adapter::Adapters;
+use crate::providers::registry::{ImageFns, Kind, SpeechFns};
 use crate::upstream::provider::Auth;
 
 /// The OpenAI kind: Bearer key; speech (the body is the audio) and images.
@@ -24,7 +24,9 @@ pub fn kind(key: &str) -> Result<Kind, String> {
             })),
             images: Some(Box::new(ImageFns {
                 request: images::image_request,
-                response: |p, r, h, b| crate::providers::registry::images(images::image_response(p, r, h, b)),
+                response: |p, r, h, b| {
+                    crate::providers::registry::images(images::image_response(p, r, h, b))
+                },
                 input_as_bytes: true,
                 tasks: None,
             })),

@@ -11,9 +11,9 @@ use crate::common::error::GatewayError;
 
 use crate::common::error::UpstreamError;
 
-use crate::common::error::UpstreamErrorKind;
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
+use crate::common::error::UpstreamErrorKind;
 use crate::common::native::json_with_extra;
 use crate::common::native::NativeRequest;
 use crate::upstream::provider::Provider;
@@ -109,16 +109,11 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
 
     #[test]
     fn maps_errors() {
-        let p = support::provider_at(
-            "openai",
-            ProviderKind::OpenAi,
-            "sk-secret-123456",
-            "http://127.0.0.1:1/v1",
-        );
+        let p = support::provider_at("openai", "sk-secret-123456", "http://127.0.0.1:1/v1");
         let body = br#"{"error":{"message":"Incorrect API key provided: sk-secret-123456","type":"invalid_request_error","code":"invalid_api_key"}}"#;
         let e = error_response(&p, 401, body);
         assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);

@@ -18,9 +18,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::error::GatewayError;
 
-use crate::common::error::UpstreamError;
 use crate::api::images::ImageRequest;
 use crate::catalog::Target;
+use crate::common::error::UpstreamError;
 use crate::common::images::ImageData;
 use crate::common::images::NativeImage;
 use crate::common::images::NativeImages;
@@ -166,18 +166,13 @@ mod tests {
 
     use super::*;
     use crate::common::error::UpstreamErrorKind;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
 
     const KEY: &str = "sk-sf-secret-123456";
     const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
 
     fn provider() -> Arc<Provider> {
-        support::provider_at(
-            "siliconflow",
-            ProviderKind::SiliconFlow,
-            KEY,
-            "https://api.siliconflow.cn",
-        )
+        support::provider_at("siliconflow", KEY, "https://api.siliconflow.cn")
     }
 
     fn kolors(body: &[u8]) -> ImageRequest<'_> {

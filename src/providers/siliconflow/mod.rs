@@ -5,8 +5,8 @@ pub mod rerank;
 
 pub use rerank::error_response;
 
-use crate::providers::registry::{ImageFns, Kind, RerankFns};
 use crate::api::adapter::Adapters;
+use crate::providers::registry::{ImageFns, Kind, RerankFns};
 use crate::upstream::provider::Auth;
 
 /// The SiliconFlow kind: Bearer key; images and rerank.
@@ -20,7 +20,9 @@ pub fn kind(key: &str) -> Result<Kind, String> {
         adapters: Adapters {
             images: Some(Box::new(ImageFns {
                 request: images::image_request,
-                response: |p, r, h, b| crate::providers::registry::images(images::image_response(p, r, h, b)),
+                response: |p, r, h, b| {
+                    crate::providers::registry::images(images::image_response(p, r, h, b))
+                },
                 input_as_bytes: false,
                 tasks: None,
             })),

@@ -15,10 +15,10 @@ use crate::common::error::GatewayError;
 
 use crate::common::error::UpstreamError;
 
-use crate::common::error::UpstreamErrorKind;
-use crate::common::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
+use crate::common::error::UpstreamErrorKind;
+use crate::common::json::JsonStr;
 use crate::common::native::json_with_extra;
 use crate::common::native::NativeRequest;
 use crate::upstream::provider::Provider;
@@ -196,12 +196,12 @@ mod tests {
 
     use super::*;
     use crate::catalog::Catalog;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
 
     const KEY: &str = "sk-sf-secret-123456";
 
     fn provider() -> Arc<Provider> {
-        support::provider("siliconflow", ProviderKind::SiliconFlow, KEY)
+        support::provider("siliconflow", KEY)
     }
 
     fn catalog() -> Catalog {

@@ -17,9 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::error::GatewayError;
 
-use crate::common::error::UpstreamError;
 use crate::api::images::ImageRequest;
 use crate::catalog::Target;
+use crate::common::error::UpstreamError;
 use crate::common::images::ImageData;
 use crate::common::images::NativeImage;
 use crate::common::images::NativeImages;
@@ -100,10 +100,9 @@ pub fn image_response(
     {
         return Err(err);
     }
-    let items = parsed
-        .data
-        .filter(|d| !d.is_empty())
-        .ok_or_else(|| crate::upstream::provider::bad_answer(provider, "image answer has no data"))?;
+    let items = parsed.data.filter(|d| !d.is_empty()).ok_or_else(|| {
+        crate::upstream::provider::bad_answer(provider, "image answer has no data")
+    })?;
     let images = items
         .into_iter()
         .map(|item| match item.url.filter(|u| !u.is_empty()) {
@@ -134,17 +133,12 @@ mod tests {
 
     use super::*;
     use crate::common::error::UpstreamErrorKind;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
 
     const KEY: &str = "zhipu-secret-abcdef.123456";
 
     fn provider() -> Arc<Provider> {
-        support::provider_at(
-            "zhipu",
-            ProviderKind::Zhipu,
-            KEY,
-            "https://open.bigmodel.cn",
-        )
+        support::provider_at("zhipu", KEY, "https://open.bigmodel.cn")
     }
 
     fn target(native: &str) -> Target {

@@ -16,10 +16,10 @@ use crate::common::error::GatewayError;
 
 use crate::common::error::UpstreamError;
 
-use crate::common::error::UpstreamErrorKind;
-use crate::common::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
+use crate::common::error::UpstreamErrorKind;
+use crate::common::json::JsonStr;
 use crate::common::native::json_with_extra;
 use crate::common::native::NativeRequest;
 use crate::upstream::provider::Provider;
@@ -233,12 +233,12 @@ mod tests {
 
     use super::*;
     use crate::catalog::Catalog;
-    use crate::providers::{test_support as support, ProviderKind};
+    use crate::providers::test_support as support;
 
     const KEY: &str = "zhipu-secret-abcdef.123456";
 
     fn provider() -> Arc<Provider> {
-        support::provider("zhipu", ProviderKind::Zhipu, KEY)
+        support::provider("zhipu", KEY)
     }
 
     fn catalog() -> Catalog {
