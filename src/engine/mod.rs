@@ -3,6 +3,7 @@
 
 pub mod attempts;
 pub mod deliver;
+pub mod images;
 pub mod passthrough;
 pub mod poll;
 pub mod speech;

@@ -79,6 +79,18 @@ impl GatewayState {
     }
 }
 
+impl GatewayState {
+    /// What the image generation engine uses of this state.
+    pub fn images(&self) -> crate::engine::images::Images<'_> {
+        crate::engine::images::Images {
+            upstream: &self.upstream,
+            adapters: &self.settings.adapters,
+            files: &self.files,
+            settings: &self.settings.images,
+        }
+    }
+}
+
 /// The gateway as a Pingora `ProxyHttp` service for one entry point.
 pub struct Gateway {
     state: Arc<GatewayState>,

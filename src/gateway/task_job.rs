@@ -21,12 +21,12 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::operations::{self, Progress};
 use super::GatewayState;
 use crate::api::images::{self, ImageResult};
 use crate::common::error::GatewayError;
 use crate::common::images::Delivery;
 use crate::common::images::NativeTask;
+use crate::engine::images::{self as engine, Progress};
 use crate::engine::poll::Watch;
 use crate::store::tasks::TaskError;
 use crate::store::tasks::TaskRecord;
@@ -257,7 +257,7 @@ impl Job {
         match work {
             Work::Generate(body) => {
                 let req = images::parse(&body, &s.catalog, s.retry.max_retries)?;
-                operations::generate(&self.state, &region, req, &base, self).await
+                engine::generate(&self.state.images(), &region, req, &base, self).await
             }
             Work::Resume => {
                 let (model, tasks, delivery) = {
@@ -271,8 +271,16 @@ impl Job {
                 let delivery = delivery.ok_or_else(|| {
                     GatewayError::Internal("the task has no delivery settings".into())
                 })?;
-                operations::resume(&self.state, &region, model, &tasks, &delivery, &base, self)
-                    .await
+                engine::resume(
+                    &self.state.images(),
+                    &region,
+                    model,
+                    &tasks,
+                    &delivery,
+                    &base,
+                    self,
+                )
+                .await
             }
         }
     }
