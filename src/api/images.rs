@@ -1,6 +1,7 @@
 //! `POST /api/v1/images/generations`: the request, its validation against the model's capabilities,
 //! and the public result shape.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -10,17 +11,13 @@ use super::common;
 use super::error::GatewayError;
 use super::image_input::ImageInput;
 use super::json::{Fields, Str};
-use crate::catalog::{Caps, Catalog, ImageCaps, Model, Operation};
+use crate::caps::schema::{BACKGROUNDS, OUTPUT_FORMATS, QUALITIES};
+use crate::caps::{Caps, ImageCaps};
+use crate::catalog::{Catalog, Model, Operation};
 
 /// Most images one request may ask for (spec: bound not shown; families may allow fewer).
-pub const MAX_N: u64 = 10;
+pub use crate::caps::schema::MAX_N;
 const RESPONSE_FORMATS: &[&str] = &["url", "b64_json"];
-/// Every public `quality` value (families accept subsets).
-const QUALITIES: &[&str] = &[
-    "std", "pro", "standard", "hd", "auto", "low", "medium", "high",
-];
-const OUTPUT_FORMATS: &[&str] = &["png", "jpg", "webp"];
-const BACKGROUNDS: &[&str] = &["transparent", "opaque", "auto"];
 
 /// A validated image generation request; strings borrow from the request body.
 #[derive(Debug)]
@@ -33,8 +30,9 @@ pub struct ImageRequest<'a> {
     pub image: Option<ImageInput>,
     /// Only set when `image` is and the family honours it (the spec's default 0.5 applies then).
     pub strength: Option<f64>,
-    /// The caller's `size`, or the size its `aspect_ratio` means, or the family's default.
-    pub size: &'static str,
+    /// The caller's `size`, or the size its `aspect_ratio` means, or the family's default. Borrowed
+    /// from the capabilities, except a `WxH` only the family's size rule allows (the caller's own).
+    pub size: Cow<'a, str>,
     /// Whether the caller chose the size (`size` or `aspect_ratio`) rather than the default.
     pub size_given: bool,
     pub n: u64,
@@ -62,7 +60,7 @@ impl ImageRequest<'_> {
         self.caps
             .aspect_ratios
             .iter()
-            .find(|(_, s)| *s == self.size)
+            .find(|(_, s)| *s == self.size.as_ref())
             .map(|(r, _)| *r)
     }
 
@@ -140,6 +138,18 @@ fn pick(
             format!("model {model} accepts: {}", allowed.join(", ")),
         );
         None
+    }
+}
+
+/// The `details` for a size `caps` does not accept: the listed sizes and the rule, if any.
+fn size_choices(caps: &ImageCaps, model: &str) -> String {
+    match caps.size_rule {
+        None => format!("model {model} accepts: {}", caps.sizes.join(", ")),
+        Some(rule) if caps.sizes.is_empty() => format!("model {model} accepts {rule}"),
+        Some(rule) => format!(
+            "model {model} accepts: {}, or {rule}",
+            caps.sizes.join(", ")
+        ),
     }
 }
 
@@ -229,13 +239,13 @@ pub fn parse<'a>(
         }
         check_flag(&mut f, "watermark", watermark == Some(true), caps.watermark);
         if let Some(p) = &prompt {
-            let chars = p.as_str().chars().count();
-            if chars > caps.max_prompt_chars {
+            if let Some(length) = common::over_limit(p.as_str(), caps.prompt_limit) {
                 f.error(
                     "prompt",
                     format!(
-                        "is {chars} characters; model {name} accepts at most {}",
-                        caps.max_prompt_chars
+                        "is {length} {}; model {name} accepts at most {}",
+                        caps.prompt_limit.unit.as_str(),
+                        caps.prompt_limit.max
                     ),
                 );
             }
@@ -251,15 +261,15 @@ pub fn parse<'a>(
                 );
             }
         }
-        let size_v = match &size {
+        let size_given = size.is_some() || aspect_ratio.is_some();
+        let size_v: Option<Cow<'a, str>> = match size {
             None => None,
             Some(s) => match caps.sizes.iter().find(|x| **x == s.as_str()) {
-                Some(found) => Some(*found),
+                Some(found) => Some(Cow::Borrowed(*found)),
+                // Only the one spelling `parse_size` reads passes, so adapters can send it on.
+                None if caps.accepts_size(s.as_str()) => Some(s.0),
                 None => {
-                    f.error(
-                        "size",
-                        format!("model {name} accepts: {}", caps.sizes.join(", ")),
-                    );
+                    f.error("size", size_choices(caps, &name));
                     None
                 }
             },
@@ -285,7 +295,7 @@ pub fn parse<'a>(
                 }
             },
         };
-        if let (Some(s), Some(r)) = (size_v, ratio_size) {
+        if let (Some(s), Some(r)) = (&size_v, ratio_size) {
             if s != r {
                 f.error(
                     "aspect_ratio",
@@ -293,9 +303,11 @@ pub fn parse<'a>(
                 );
             }
         }
-        let size_given = size.is_some() || aspect_ratio.is_some();
-        let size = size_v.or(ratio_size).unwrap_or(caps.default_size);
-        let quality = pick(&mut f, "quality", quality, QUALITIES, caps.qualities, &name);
+        let size = size_v
+            .or(ratio_size.map(Cow::Borrowed))
+            .unwrap_or(Cow::Borrowed(caps.default_size));
+        let quality = pick(&mut f, "quality", quality, QUALITIES, caps.qualities, &name)
+            .or(caps.default_quality);
         let style_preset = match style_preset {
             None => None,
             Some(s) => match caps.style_presets.iter().find(|x| **x == s.as_str()) {
@@ -326,13 +338,9 @@ pub fn parse<'a>(
             &name,
         )
         .unwrap_or("url");
-        // The spec's default `png`, or the family's own first format when it cannot make PNG
-        // (labelling a JPEG as PNG would be a lie; failing a request that named none, a surprise).
-        let default_output = if caps.output_formats.contains(&"png") {
-            "png"
-        } else {
-            caps.output_formats.first().copied().unwrap_or("png")
-        };
+        // `caps` works the default out: the spec's `png`, or the family's own first format when it
+        // cannot make PNG, unless the data names one.
+        let default_output = caps.default_output_format;
         let output_format = pick(
             &mut f,
             "output_format",

@@ -3,8 +3,8 @@
 //! [`Settings`].
 //!
 //! Loading reports every problem it can find, each with its key path: unknown keys anywhere,
-//! unset `${ENV}` variables, bad URLs, models pointing at unknown providers or families, unreadable
-//! key files. `switchyard -t -c FILE` prints them and exits non-zero.
+//! unset `${ENV}` variables, bad URLs, models pointing at unknown providers or families, model
+//! capability overrides the family cannot take, unreadable key files. `switchyard -t -c FILE` prints them and exits non-zero.
 
 pub mod env;
 pub mod file;
@@ -18,7 +18,8 @@ use pingora::server::configuration::ServerConf;
 use serde_yaml::Value;
 
 use crate::auth::Authenticator;
-use crate::catalog::{self, Caps, Catalog, Model, Operation, Target};
+use crate::caps::{self, Caps};
+use crate::catalog::{Catalog, Model, Operation, Target};
 use crate::images::redis_conn::{RedisConn, RedisSettings};
 use crate::providers::{Provider, ProviderKind, ProviderOptions};
 use crate::upstream::endpoint::{Endpoint, Timeouts};
@@ -414,23 +415,44 @@ fn build_catalog(
     errors: &mut Vec<String>,
 ) -> Catalog {
     let mut catalog = Catalog::default();
+    let table = match caps::builtin() {
+        Ok(t) => t,
+        Err(problems) => {
+            // Never reached in a tested build (a unit test loads the table).
+            errors.extend(
+                problems
+                    .iter()
+                    .map(|p| format!("built-in capability table: {p}")),
+            );
+            return catalog;
+        }
+    };
     for (name, m) in models {
         let at = format!("switchyard.models.{name}");
-        let Some(caps) = catalog::family(&m.family) else {
+        let Some(family) = table.get(&m.family) else {
             errors.push(format!(
                 "{at}.family: unknown family `{}`; families: {}",
                 m.family,
-                catalog::family_names()
+                table.names().join(", ")
             ));
             continue;
         };
+        let overrides = overrides(m, family, &at, errors);
+        let caps = table
+            .with_overrides(&m.family, &overrides, &format!("{at}.capabilities"))
+            .unwrap_or_else(|problems| {
+                errors.extend(problems);
+                // Only to check the targets below; the errors keep the gateway from starting.
+                family
+            });
+        let op = Operation::of(caps);
         if m.targets.is_empty() {
             errors.push(format!("{at}.targets: at least one target is required"));
         }
         let mut targets = Vec::new();
         for (i, t) in m.targets.iter().enumerate() {
             match providers.get(&t.provider) {
-                Some(p) if p.kind.serves(caps.operation()) => targets.push(Target {
+                Some(p) if p.kind.serves(op) => targets.push(Target {
                     provider: p.clone(),
                     native_model: t.model.clone(),
                 }),
@@ -438,7 +460,7 @@ fn build_catalog(
                     "{at}.targets[{i}].provider: {} ({:?}) does not serve {}",
                     t.provider,
                     p.kind,
-                    caps.operation().as_str()
+                    op.as_str()
                 )),
                 // A provider that failed its own validation is already reported.
                 None if declared.contains_key(&t.provider) => {}
@@ -448,21 +470,88 @@ fn build_catalog(
                 )),
             }
         }
-        let (family_input, family_docs) = match caps {
-            Caps::Speech(c) => (c.max_input_chars, 0),
-            Caps::Rerank(c) => (c.max_query_chars, c.max_documents),
-            Caps::Images(c) => (c.max_prompt_chars, 0),
-        };
         catalog.insert(Model {
             name: name.clone(),
             caps,
             targets,
-            default_voice: m.default_voice.clone(),
-            max_input_chars: m.max_input_chars.unwrap_or(family_input),
-            max_documents: m.max_documents.unwrap_or(family_docs),
         });
     }
     catalog
+}
+
+/// A model's `capabilities`, with the older per-model keys (`default_voice`, `max_input_chars`,
+/// `max_documents`, still valid) folded in as the capability keys they stand for. A key given both
+/// ways is an error rather than one silently winning. Where an older key does not apply to the
+/// family's operation it is ignored, as it always was, with a warning.
+fn overrides(m: &file::ModelFile, family: Caps, at: &str, errors: &mut Vec<String>) -> Value {
+    let mut map = match &m.capabilities {
+        None | Some(Value::Null) => serde_yaml::Mapping::new(),
+        Some(Value::Mapping(map)) => map.clone(),
+        // Not a mapping: `caps` reports it with its path.
+        Some(other) => return other.clone(),
+    };
+    let mut put = |legacy: &str, key: &str, value: Value| {
+        if map.contains_key(key) {
+            errors.push(format!(
+                "{at}.{legacy}: also given as capabilities.{key}; keep one"
+            ));
+        } else {
+            map.insert(key.into(), value);
+        }
+    };
+    let chars = |n: usize| {
+        let mut limit = serde_yaml::Mapping::new();
+        limit.insert("max".into(), Value::Number((n as u64).into()));
+        limit.insert("unit".into(), "characters".into());
+        Value::Mapping(limit)
+    };
+    let mut ignored = Vec::new();
+    match family {
+        Caps::Speech(_) => {
+            if let Some(v) = &m.default_voice {
+                put("default_voice", "default_voice", v.as_str().into());
+            }
+            if let Some(n) = m.max_input_chars {
+                put("max_input_chars", "input_limit", chars(n));
+            }
+            if m.max_documents.is_some() {
+                ignored.push("max_documents");
+            }
+        }
+        Caps::Rerank(_) => {
+            if let Some(n) = m.max_input_chars {
+                put("max_input_chars", "query_limit", chars(n));
+            }
+            if let Some(n) = m.max_documents {
+                put(
+                    "max_documents",
+                    "max_documents",
+                    Value::Number((n as u64).into()),
+                );
+            }
+            if m.default_voice.is_some() {
+                ignored.push("default_voice");
+            }
+        }
+        Caps::Images(_) => {
+            for (key, set) in [
+                ("default_voice", m.default_voice.is_some()),
+                ("max_input_chars", m.max_input_chars.is_some()),
+                ("max_documents", m.max_documents.is_some()),
+            ] {
+                if set {
+                    ignored.push(key);
+                }
+            }
+        }
+    }
+    for key in ignored {
+        log::warn!(
+            "{at}.{key}: ignored for a {} model (see capabilities in the README)",
+            family.operation_name()
+        );
+    }
+    Value::Mapping(map)
 }
 
 #[cfg(test)]

@@ -54,7 +54,8 @@ use serde_json::Value;
 use super::{json_with_extra, NativeRequest, PollRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::images::ImageRequest;
-use crate::catalog::{ImageCaps, Target};
+use crate::caps::ImageCaps;
+use crate::catalog::Target;
 use crate::images::native::{ImageAnswer, NativeTask, Poll};
 use crate::images::{ImageData, NativeImage, NativeImages};
 
@@ -150,7 +151,7 @@ pub fn image_request(
         };
         (None, None, ratio)
     } else {
-        let (w, h) = pixels(req.size)?;
+        let (w, h) = pixels(&req.size)?;
         (Some(w), Some(h), None)
     };
     let input_image = req.image.as_ref().map(|i| match i.base64() {
@@ -171,9 +172,10 @@ pub fn image_request(
     ))
 }
 
-/// Whether `caps` is the Kontext family, whose endpoints take `aspect_ratio` and no pixel size.
+/// Whether `caps` come from the Kontext family (a model's overrides keep the family), whose
+/// endpoints take `aspect_ratio` and no pixel size.
 fn sized_by_ratio(caps: &ImageCaps) -> bool {
-    std::ptr::eq(caps, &crate::catalog::FLUX_KONTEXT)
+    caps.family == "flux-kontext"
 }
 
 /// `WxH` as numbers; the family's sizes are all of this form, so anything else is a catalog bug.

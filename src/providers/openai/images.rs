@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 use crate::api::error::{GatewayError, UpstreamError};
 use crate::api::image_input::{self, ImageInput};
 use crate::api::images::ImageRequest;
-use crate::catalog::{Caps, ImageCaps, Target};
+use crate::catalog::Target;
 use crate::images::{ImageData, NativeImage, NativeImages};
 use crate::providers::formats::multipart::Form;
 use crate::providers::{json_with_extra, NativeRequest, Provider};
@@ -126,7 +126,7 @@ pub(crate) fn build(
                 model,
                 prompt: req.prompt.as_str(),
                 n,
-                size: req.size,
+                size: &req.size,
                 quality: req.quality,
                 formats,
             };
@@ -139,14 +139,12 @@ pub(crate) fn build(
     }
 }
 
-/// Which family `req`'s model belongs to (the catalog's statics are compared by address, so a
-/// family is recognised whatever the public model is called).
+/// Which family `req`'s model belongs to, by the built-in family its capabilities come from (so a
+/// family is recognised whatever the public model is called, and whatever the config overrides).
 fn family_of(req: &ImageRequest<'_>) -> Result<Family, GatewayError> {
     for (name, family) in FAMILIES {
-        if let Some(Caps::Images(caps)) = crate::catalog::family(name) {
-            if std::ptr::eq::<ImageCaps>(caps, req.caps) {
-                return Ok(*family);
-            }
+        if *name == req.caps.family {
+            return Ok(*family);
         }
     }
     Err(GatewayError::Internal(format!(
@@ -223,7 +221,7 @@ fn edit_request(
     form.text("prompt", req.prompt.as_str())
         .text("model", model)
         .text("n", &n)
-        .text("size", req.size);
+        .text("size", &req.size);
     if let Some(q) = req.quality {
         form.text("quality", q);
     }
