@@ -446,3 +446,100 @@ pub fn parse<'a>(
         passthrough,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A catalog of one model, `m`, of the built-in family `family` with `overrides` (YAML).
+    fn catalog(family: &str, overrides: &str) -> Catalog {
+        let overrides: serde_yaml::Value = serde_yaml::from_str(overrides).unwrap();
+        let caps = crate::caps::builtin()
+            .unwrap()
+            .with_overrides(family, &overrides, "m")
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        let mut c = Catalog::default();
+        c.insert(Model {
+            name: "m".into(),
+            caps,
+            targets: Vec::new(),
+        });
+        c
+    }
+
+    fn refusal(body: &str, catalog: &Catalog) -> String {
+        match parse(body.as_bytes(), catalog, 0) {
+            Ok(r) => panic!("accepted: {r:?}"),
+            Err(e) => String::from_utf8_lossy(&e.body()).into_owned(),
+        }
+    }
+
+    #[test]
+    fn model_defaults_apply_when_the_request_names_none() {
+        let c = catalog(
+            "gpt-image",
+            "{default_quality: high, default_output_format: webp}",
+        );
+        let r = parse(br#"{"model": "m", "prompt": "p"}"#, &c, 0).unwrap();
+        assert_eq!((r.quality, r.output_format), (Some("high"), "webp"));
+        let r = parse(
+            br#"{"model": "m", "prompt": "p", "quality": "low", "output_format": "png"}"#,
+            &c,
+            0,
+        )
+        .unwrap();
+        assert_eq!((r.quality, r.output_format), (Some("low"), "png"));
+        // Without them, as before: no quality, `png` when the family makes it.
+        let c = catalog("gpt-image", "{}");
+        let r = parse(br#"{"model": "m", "prompt": "p"}"#, &c, 0).unwrap();
+        assert_eq!((r.quality, r.output_format), (None, "png"));
+    }
+
+    #[test]
+    fn a_rule_size_is_the_callers_and_aspect_ratios_still_map() {
+        let c = catalog(
+            "flux",
+            "{sizes: {min_side: 256, max_side: 1440, multiple_of: 32}}",
+        );
+        let r = parse(
+            br#"{"model": "m", "prompt": "p", "size": "1440x256"}"#,
+            &c,
+            0,
+        )
+        .unwrap();
+        assert_eq!(r.size, "1440x256");
+        assert!(r.size_given);
+        assert!(matches!(r.size, Cow::Borrowed(_)), "borrowed from the body");
+        let r = parse(
+            br#"{"model": "m", "prompt": "p", "aspect_ratio": "16:9"}"#,
+            &c,
+            0,
+        )
+        .unwrap();
+        assert_eq!(r.size, "1344x768");
+        assert_eq!(r.aspect_ratio(), Some("16:9"));
+        let msg = refusal(
+            r#"{"model": "m", "prompt": "p", "size": "1344x768", "aspect_ratio": "1:1"}"#,
+            &c,
+        );
+        assert!(msg.contains("conflicts with size 1344x768"), "{msg}");
+    }
+
+    #[test]
+    fn a_prompt_limit_counts_in_its_unit() {
+        let c = catalog("dall-e-3", "{prompt_limit: {max: 4, unit: bytes}}");
+        assert!(parse(br#"{"model": "m", "prompt": "caf\u00e9"}"#, &c, 0).is_err());
+        let msg = refusal(r#"{"model": "m", "prompt": "café"}"#, &c);
+        assert!(
+            msg.contains("is 5 bytes; model m accepts at most 4"),
+            "{msg}"
+        );
+        assert!(parse(r#"{"model": "m", "prompt": "cafe"}"#.as_bytes(), &c, 0).is_ok());
+        let c = catalog("dall-e-3", "{prompt_limit: {max: 2, unit: tokens}}");
+        let msg = refusal(r#"{"model": "m", "prompt": "one two three"}"#, &c);
+        assert!(
+            msg.contains("is 3 tokens; model m accepts at most 2"),
+            "{msg}"
+        );
+    }
+}

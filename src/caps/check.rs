@@ -17,19 +17,16 @@ use super::schema::{
     MAX_N, OUTPUT_FORMATS, QUALITIES, SPEECH_FORMATS, SPEEDS,
 };
 
-/// Check `patch` and, when it has no problem, build the capabilities of `family` from it. Problems
-/// are pushed onto `errors`, each path starting with `at`.
+/// Check `patch` and, when neither it nor anything before it (`errors` is not empty) has a problem,
+/// build the capabilities of `family` from it. Problems are pushed onto `errors`, each path
+/// starting with `at`.
 pub(crate) fn build(
     patch: &Patch,
     family: &'static str,
     at: &str,
     errors: &mut Vec<String>,
 ) -> Option<Caps> {
-    let mut c = Checker {
-        at,
-        before: errors.len(),
-        errors,
-    };
+    let mut c = Checker { at, errors };
     match patch {
         Patch::Speech(p) => c.speech(p, family).map(|s| Caps::Speech(leak(s))),
         Patch::Images(p) => c.images(p, family).map(|s| Caps::Images(leak(s))),
@@ -40,14 +37,14 @@ pub(crate) fn build(
 struct Checker<'a> {
     at: &'a str,
     errors: &'a mut Vec<String>,
-    /// Problems already reported before this patch's.
-    before: usize,
 }
 
 impl Checker<'_> {
-    /// Whether this patch has a problem (then nothing is built, so nothing is leaked).
+    /// Whether there is any problem, this patch's or an earlier one's: then the table or the
+    /// configuration is refused, so nothing is built and nothing leaked; the checks still run, so
+    /// every problem is reported.
     fn failed(&self) -> bool {
-        self.errors.len() > self.before
+        !self.errors.is_empty()
     }
 
     fn error(&mut self, key: &str, message: impl std::fmt::Display) {

@@ -61,15 +61,17 @@ impl Table {
             return Ok(f.caps);
         }
         let mut errors = Vec::new();
+        // Unknown keys leave the rest readable: it is still merged and checked, so every problem
+        // is reported at once.
         let Some(over) = Patch::read(f.merged.kind(), overrides.clone(), at, &mut errors) else {
             return Err(errors);
         };
-        if !errors.is_empty() {
-            return Err(errors);
-        }
         let mut merged = f.merged.clone();
         merged.merge(over);
-        check::build(&merged, f.name, at, &mut errors).ok_or(errors)
+        match check::build(&merged, f.name, at, &mut errors) {
+            Some(caps) if errors.is_empty() => Ok(caps),
+            _ => Err(errors),
+        }
     }
 }
 
@@ -79,6 +81,8 @@ struct Entry {
     section: &'static str,
     name: String,
     operation: Option<Kind>,
+    /// Whether `operation` was written at all (it may have been, and be wrong).
+    operation_written: bool,
     extends: Option<String>,
     body: Value,
 }
@@ -148,8 +152,9 @@ pub fn load(text: &str) -> Result<Table, Vec<String>> {
                 }
                 Some(&p) if p == i => {
                     errors.push(format!(
-                        "{}.extends: `{parent}` leads back to `{}` (a cycle)",
+                        "{}.extends: `{}` leads back to `{}` (a cycle)",
                         e.at(),
+                        e.extends.as_deref().unwrap_or_default(),
                         e.name
                     ));
                     break false;
@@ -174,7 +179,8 @@ pub fn load(text: &str) -> Result<Table, Vec<String>> {
         };
         let root = &entries[chain[chain.len() - 1]];
         let kind = root.operation;
-        if kind.is_none() && root.name == e.name {
+        // A misspelt operation is reported as such, not also as missing.
+        if kind.is_none() && root.name == e.name && !e.operation_written {
             errors.push(format!(
                 "{}.operation: missing (one of {}; entries with `extends` inherit it)",
                 e.at(),
@@ -276,6 +282,7 @@ fn read_section(
             errors.push(format!("{at}: must be a mapping of capability keys"));
             continue;
         };
+        let operation_written = body.contains_key("operation");
         let operation = take_string(&mut body, "operation", &at, errors).and_then(|op| {
             let kind = Kind::parse(&op);
             if kind.is_none() {
@@ -291,6 +298,7 @@ fn read_section(
             section,
             name,
             operation,
+            operation_written,
             extends,
             body: Value::Mapping(body),
         });

@@ -606,4 +606,110 @@ switchyard:
             assert!(all.contains(needle), "missing `{needle}` in:\n{all}");
         }
     }
+
+    /// A config with one provider of each operation and `models` as given.
+    fn with_models(models: &str) -> String {
+        format!(
+            r#"
+switchyard:
+  listeners: [{{name: a, address: "127.0.0.1:1"}}]
+  providers:
+    openai: {{kind: openai, api_key: k, base_url: "https://api.openai.com/v1"}}
+    bfl: {{kind: bfl, api_key: k, base_url: "https://api.bfl.ai"}}
+    cohere: {{kind: cohere, api_key: k, base_url: "https://api.cohere.com"}}
+  models:
+{models}"#
+        )
+    }
+
+    fn caps_of(s: &Settings, model: &str) -> Caps {
+        s.gateway.catalog.get(model).unwrap().caps
+    }
+
+    #[test]
+    fn capabilities_override_the_family_and_older_keys_still_work() {
+        let yaml = with_models(
+            r#"
+    flux-pro:
+      family: flux
+      capabilities: { sizes: { min_side: 256, max_side: 1440, multiple_of: 32 }, max_n: 2 }
+      targets: [{provider: bfl, model: flux-pro}]
+    flux-plain: {family: flux, targets: [{provider: bfl, model: flux-pro}]}
+    tts: {family: openai-tts, default_voice: echo, max_input_chars: 100, targets: [{provider: openai, model: tts-1}]}
+    tts-bytes:
+      family: openai-tts
+      capabilities: {input_limit: {max: 300, unit: bytes}, voices: [alloy, echo]}
+      targets: [{provider: openai, model: tts-1}]
+    rr: {family: cohere-rerank, max_documents: 5, max_input_chars: 50, targets: [{provider: cohere, model: r}]}
+"#,
+        );
+        let s = load_str(&yaml, &no_env).unwrap_or_else(|e| panic!("{e:#?}"));
+        let Caps::Images(flux) = caps_of(&s, "flux-pro") else {
+            panic!("not images")
+        };
+        assert_eq!(flux.family, "flux");
+        assert_eq!(flux.max_n, 2);
+        assert_eq!(flux.per_call_n, 1, "the family's");
+        assert_eq!(flux.sizes.len(), 8, "the family's list stays");
+        assert!(flux.accepts_size("1440x256") && !flux.accepts_size("1440x250"));
+        let Caps::Images(plain) = caps_of(&s, "flux-plain") else {
+            panic!("not images")
+        };
+        assert!(plain.size_rule.is_none(), "one model's override is its own");
+        let Caps::Speech(tts) = caps_of(&s, "tts") else {
+            panic!("not speech")
+        };
+        assert_eq!(tts.default_voice, "echo");
+        assert_eq!(
+            tts.input_limit,
+            caps::Limit {
+                max: 100,
+                unit: caps::Unit::Characters
+            }
+        );
+        let Caps::Speech(bytes) = caps_of(&s, "tts-bytes") else {
+            panic!("not speech")
+        };
+        assert_eq!(bytes.input_limit.unit, caps::Unit::Bytes);
+        assert_eq!(bytes.voices, ["alloy", "echo"]);
+        let Caps::Rerank(rr) = caps_of(&s, "rr") else {
+            panic!("not rerank")
+        };
+        assert_eq!(rr.max_documents, 5);
+        assert_eq!(rr.query_limit.max, 50);
+    }
+
+    #[test]
+    fn bad_capability_overrides_are_named_by_path() {
+        let yaml = with_models(
+            r#"
+    flux-pro:
+      family: flux
+      capabilities: { sizes: { min_side: 256, max_side: 1440, multiple_of: 32 }, max_n: 40, colour: red }
+      targets: [{provider: bfl, model: flux-pro}]
+    flux-small:
+      family: flux
+      capabilities: { sizes: { list: [], max_side: 512 } }
+      targets: [{provider: bfl, model: flux-pro}]
+    tts:
+      family: openai-tts
+      max_input_chars: 10
+      capabilities: {input_limit: {max: 20}, voices: [nova]}
+      targets: [{provider: openai, model: tts-1}]
+    rr: {family: cohere-rerank, capabilities: [1], targets: [{provider: cohere, model: r}]}
+"#,
+        );
+        let all = load_str(&yaml, &no_env).err().unwrap().join("\n");
+        for needle in [
+            "switchyard.models.flux-pro.capabilities.colour: unknown key",
+            "switchyard.models.flux-small.capabilities.default_size: `1024x1024` is not a size the family accepts (any WxH with sides of at most 512 px)",
+            "switchyard.models.flux-small.capabilities.aspect_ratios.16:9: `1344x768` is not a size",
+            "switchyard.models.tts.max_input_chars: also given as capabilities.input_limit; keep one",
+            "switchyard.models.tts.capabilities.default_voice: `alloy` is not one of the voices (nova)",
+            "switchyard.models.rr.capabilities: invalid type: sequence",
+            "switchyard.models.flux-pro.capabilities.max_n: must be from 1 to 10",
+        ] {
+            assert!(all.contains(needle), "missing `{needle}` in:\n{all}");
+        }
+    }
 }
