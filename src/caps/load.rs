@@ -309,7 +309,7 @@ fn take_string(map: &mut Mapping, key: &str, at: &str, errors: &mut Vec<String>)
     match map.remove(key)? {
         Value::String(s) => Some(s),
         other => {
-            errors.push(format!("{at}.{key}: expected a name, found {other:?}"));
+            errors.push(format!("{at}.{key}: must be a name, not {other:?}"));
             None
         }
     }
