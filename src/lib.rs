@@ -26,6 +26,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod caps;
 pub mod catalog;
 pub mod common;
 pub mod config;

@@ -16,6 +16,7 @@ const LAYERS: &[&str] = &[
     "tokens",
     "auth",
     "common",
+    "caps",
     "upstream",
     "stream",
     "store",

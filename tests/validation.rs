@@ -311,3 +311,152 @@ fn a_disabled_provider_says_so() {
     );
     assert!(fake.requests().is_empty());
 }
+
+/// The standard gateway plus models whose capabilities the config overrides with the rule kinds a
+/// family's list alone cannot express.
+fn setup_with_overrides() -> (FakeProvider, TestGateway) {
+    let fake = FakeProvider::start();
+    let url = fake.base_url();
+    let gw = TestGateway::start_with(|ports| {
+        support::config(&url, ports)
+            + r#"
+    dall-e-ruled:
+      family: dall-e-3
+      capabilities: {sizes: {min_side: 512, max_side: 2048, multiple_of: 16, max_pixels: 2097152}, default_quality: hd}
+      targets: [{provider: openai, model: dall-e-3}]
+    tts-bytes:
+      family: openai-tts
+      capabilities: {input_limit: {max: 10, unit: bytes}, voices: [alloy, echo], default_voice: echo}
+      targets: [{provider: openai, model: tts-1}]
+    rerank-tokens:
+      family: cohere-rerank
+      capabilities: {query_limit: {max: 5, unit: tokens}}
+      targets: [{provider: cohere, model: rerank-v3.5}]
+"#
+    });
+    (fake, gw)
+}
+
+#[test]
+fn a_size_rule_accepts_sizes_beyond_the_list() {
+    let (fake, gw) = setup_with_overrides();
+    fake.push(Reply::json(
+        200,
+        json!({"created": 1, "data": [{"url": "https://img.example/1.png"}]}),
+    ));
+    let resp = post(
+        &gw,
+        "/api/v1/images/generations",
+        &json!({"model": "dall-e-ruled", "prompt": "a cat", "size": "1280x720"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let sent = fake.requests()[0].json();
+    assert_eq!(sent["size"], "1280x720");
+    assert_eq!(sent["quality"], "hd", "the model's default quality");
+    // Listed sizes still pass; sizes outside the rule name the list and the rule.
+    for (size, why) in [
+        ("1280x721", "not a multiple of 16"),
+        ("2048x2048", "more than 2^21 pixels"),
+        ("496x512", "a side below 512"),
+        ("01280x720", "not the one spelling adapters send"),
+    ] {
+        let d = details(&post(
+            &gw,
+            "/api/v1/images/generations",
+            &json!({"model": "dall-e-ruled", "prompt": "a cat", "size": size}),
+        ));
+        let msg = d["size"].as_str().unwrap_or_default();
+        assert!(
+            msg.contains("1792x1024, 1024x1792, or any WxH with sides 512–2048 px, multiples of 16, at most 2097152 pixels"),
+            "{size} ({why}): {d:?}"
+        );
+    }
+    assert_eq!(fake.requests().len(), 1);
+}
+
+#[test]
+fn a_byte_limit_counts_utf8_bytes() {
+    let (fake, gw) = setup_with_overrides();
+    fake.push(Reply::bytes(200, "audio/mpeg", b"ID3audio".to_vec()));
+    // Five characters, ten bytes: at the limit.
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "tts-bytes", "input": "ééééé"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(
+        fake.requests()[0].json()["voice"],
+        "echo",
+        "the model's default voice"
+    );
+    // Six characters, twelve bytes: over it.
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "tts-bytes", "input": "éééééé"}),
+    );
+    assert_eq!(resp.status, 413, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "input_too_long");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("12 bytes, the limit is 10"),
+        "{body}"
+    );
+    assert_eq!(fake.requests().len(), 1);
+}
+
+#[test]
+fn a_voice_list_refuses_other_voices_by_name() {
+    let (fake, gw) = setup_with_overrides();
+    let d = details(&post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "tts-bytes", "input": "hi", "voice": "nova"}),
+    ));
+    assert_eq!(d["voice"], "model tts-bytes accepts: alloy, echo", "{d:?}");
+    fake.push(Reply::bytes(200, "audio/mpeg", b"ID3audio".to_vec()));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "tts-bytes", "input": "hi", "voice": "alloy"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    // A model without a list takes any voice.
+    fake.push(Reply::bytes(200, "audio/mpeg", b"ID3audio".to_vec()));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "tts-1", "input": "hi", "voice": "nova"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+}
+
+#[test]
+fn a_token_limit_counts_tokens() {
+    let (fake, gw) = setup_with_overrides();
+    // Five words, five tokens (cl100k): at the limit, though 24 characters.
+    fake.push(Reply::json(
+        200,
+        json!({"results": [{"index": 0, "relevance_score": 0.5}]}),
+    ));
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "rerank-tokens", "query": "the cat sat on the", "documents": ["a"]}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let d = details(&post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "rerank-tokens", "query": "the cat sat on the mat", "documents": ["a"]}),
+    ));
+    assert_eq!(
+        d["query"], "is 6 tokens; model rerank-tokens accepts at most 5",
+        "{d:?}"
+    );
+    assert_eq!(fake.requests().len(), 1);
+}

@@ -1,21 +1,20 @@
-//! Validation shared by the three operations: `model` lookup, `retries`, and undeclared fields.
+//! Validation shared by the three operations: `model` lookup, `retries`, input lengths in a
+//! capability's unit, and undeclared fields.
 
 use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-use crate::common::json::Fields;
-
-use crate::catalog::Catalog;
-use crate::catalog::Model;
-use crate::common::json::Str;
+use crate::caps::{Limit, Unit};
+use crate::catalog::{Catalog, Model};
+use crate::common::json::{Fields, Str};
 use crate::common::Operation;
 
 /// Resolve `model` for `op`, recording a problem when it is missing or unknown.
 pub fn model(fields: &mut Fields<'_>, catalog: &Catalog, op: Operation) -> Option<Arc<Model>> {
     let name = fields.required_string("model")?;
     match catalog.get(name.as_str()) {
-        Some(m) if m.caps.operation() == op => Some(m.clone()),
+        Some(m) if m.operation() == op => Some(m.clone()),
         Some(_) => {
             fields.error(
                 "model",
@@ -39,6 +38,27 @@ pub fn model(fields: &mut Fields<'_>, catalog: &Catalog, op: Operation) -> Optio
             None
         }
     }
+}
+
+/// The length of `text` in `unit`: Unicode scalar values, UTF-8 bytes, or tokens of the gateway's
+/// tokenizer.
+pub fn length(text: &str, unit: Unit) -> usize {
+    match unit {
+        Unit::Characters => text.chars().count(),
+        Unit::Bytes => text.len(),
+        Unit::Tokens => crate::tokens::count(text),
+    }
+}
+
+/// `text`'s length when it is over `limit` (`None`: it fits).
+pub fn over_limit(text: &str, limit: Limit) -> Option<usize> {
+    // No unit counts more than one per byte, so text no longer in bytes than the limit fits
+    // without being counted (the common case, and counting tokens is not free).
+    if text.len() <= limit.max {
+        return None;
+    }
+    let len = length(text, limit.unit);
+    (len > limit.max).then_some(len)
 }
 
 /// `retries`: default 0, at most the configured cap.

@@ -1,31 +1,24 @@
 //! `POST /api/v1/images/generations`: the request, its validation against the model's capabilities,
 //! and the public result shape.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::api::common;
-use crate::catalog::Caps;
-use crate::catalog::Catalog;
-use crate::catalog::ImageCaps;
-use crate::catalog::Model;
+use crate::caps::schema::{BACKGROUNDS, OUTPUT_FORMATS, QUALITIES};
+use crate::caps::{Caps, ImageCaps};
+use crate::catalog::{Catalog, Model};
 use crate::common::error::GatewayError;
 use crate::common::image_input::ImageInput;
-use crate::common::json::Fields;
-use crate::common::json::Str;
+use crate::common::json::{Fields, Str};
 use crate::common::Operation;
 
 /// Most images one request may ask for (spec: bound not shown; families may allow fewer).
-pub const MAX_N: u64 = 10;
+pub use crate::caps::schema::MAX_N;
 const RESPONSE_FORMATS: &[&str] = &["url", "b64_json"];
-/// Every public `quality` value (families accept subsets).
-const QUALITIES: &[&str] = &[
-    "std", "pro", "standard", "hd", "auto", "low", "medium", "high",
-];
-const OUTPUT_FORMATS: &[&str] = &["png", "jpg", "webp"];
-const BACKGROUNDS: &[&str] = &["transparent", "opaque", "auto"];
 
 /// A validated image generation request; strings borrow from the request body.
 #[derive(Debug)]
@@ -38,8 +31,9 @@ pub struct ImageRequest<'a> {
     pub image: Option<ImageInput>,
     /// Only set when `image` is and the family honours it (the spec's default 0.5 applies then).
     pub strength: Option<f64>,
-    /// The caller's `size`, or the size its `aspect_ratio` means, or the family's default.
-    pub size: &'static str,
+    /// The caller's `size`, or the size its `aspect_ratio` means, or the family's default. Borrowed
+    /// from the capabilities, except a `WxH` only the family's size rule allows (the caller's own).
+    pub size: Cow<'a, str>,
     /// Whether the caller chose the size (`size` or `aspect_ratio`) rather than the default.
     pub size_given: bool,
     pub n: u64,
@@ -67,7 +61,7 @@ impl ImageRequest<'_> {
         self.caps
             .aspect_ratios
             .iter()
-            .find(|(_, s)| *s == self.size)
+            .find(|(_, s)| *s == self.size.as_ref())
             .map(|(r, _)| *r)
     }
 
@@ -145,6 +139,18 @@ fn pick(
             format!("model {model} accepts: {}", allowed.join(", ")),
         );
         None
+    }
+}
+
+/// The `details` for a size `caps` does not accept: the listed sizes and the rule, if any.
+fn size_choices(caps: &ImageCaps, model: &str) -> String {
+    match caps.size_rule {
+        None => format!("model {model} accepts: {}", caps.sizes.join(", ")),
+        Some(rule) if caps.sizes.is_empty() => format!("model {model} accepts {rule}"),
+        Some(rule) => format!(
+            "model {model} accepts: {}, or {rule}",
+            caps.sizes.join(", ")
+        ),
     }
 }
 
@@ -234,13 +240,13 @@ pub fn parse<'a>(
         }
         check_flag(&mut f, "watermark", watermark == Some(true), caps.watermark);
         if let Some(p) = &prompt {
-            let chars = p.as_str().chars().count();
-            if chars > caps.max_prompt_chars {
+            if let Some(length) = common::over_limit(p.as_str(), caps.prompt_limit) {
                 f.error(
                     "prompt",
                     format!(
-                        "is {chars} characters; model {name} accepts at most {}",
-                        caps.max_prompt_chars
+                        "is {length} {}; model {name} accepts at most {}",
+                        caps.prompt_limit.unit.as_str(),
+                        caps.prompt_limit.max
                     ),
                 );
             }
@@ -256,15 +262,15 @@ pub fn parse<'a>(
                 );
             }
         }
-        let size_v = match &size {
+        let size_given = size.is_some() || aspect_ratio.is_some();
+        let size_v: Option<Cow<'a, str>> = match size {
             None => None,
             Some(s) => match caps.sizes.iter().find(|x| **x == s.as_str()) {
-                Some(found) => Some(*found),
+                Some(found) => Some(Cow::Borrowed(*found)),
+                // Only the one spelling `parse_size` reads passes, so adapters can send it on.
+                None if caps.accepts_size(s.as_str()) => Some(s.0),
                 None => {
-                    f.error(
-                        "size",
-                        format!("model {name} accepts: {}", caps.sizes.join(", ")),
-                    );
+                    f.error("size", size_choices(caps, &name));
                     None
                 }
             },
@@ -290,7 +296,7 @@ pub fn parse<'a>(
                 }
             },
         };
-        if let (Some(s), Some(r)) = (size_v, ratio_size) {
+        if let (Some(s), Some(r)) = (&size_v, ratio_size) {
             if s != r {
                 f.error(
                     "aspect_ratio",
@@ -298,9 +304,11 @@ pub fn parse<'a>(
                 );
             }
         }
-        let size_given = size.is_some() || aspect_ratio.is_some();
-        let size = size_v.or(ratio_size).unwrap_or(caps.default_size);
-        let quality = pick(&mut f, "quality", quality, QUALITIES, caps.qualities, &name);
+        let size = size_v
+            .or(ratio_size.map(Cow::Borrowed))
+            .unwrap_or(Cow::Borrowed(caps.default_size));
+        let quality = pick(&mut f, "quality", quality, QUALITIES, caps.qualities, &name)
+            .or(caps.default_quality);
         let style_preset = match style_preset {
             None => None,
             Some(s) => match caps.style_presets.iter().find(|x| **x == s.as_str()) {
@@ -331,13 +339,9 @@ pub fn parse<'a>(
             &name,
         )
         .unwrap_or("url");
-        // The spec's default `png`, or the family's own first format when it cannot make PNG
-        // (labelling a JPEG as PNG would be a lie; failing a request that named none, a surprise).
-        let default_output = if caps.output_formats.contains(&"png") {
-            "png"
-        } else {
-            caps.output_formats.first().copied().unwrap_or("png")
-        };
+        // `caps` works the default out: the spec's `png`, or the family's own first format when it
+        // cannot make PNG, unless the data names one.
+        let default_output = caps.default_output_format;
         let output_format = pick(
             &mut f,
             "output_format",
@@ -442,4 +446,101 @@ pub fn parse<'a>(
         is_async: is_async.unwrap_or(false),
         passthrough,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A catalog of one model, `m`, of the built-in family `family` with `overrides` (YAML).
+    fn catalog(family: &str, overrides: &str) -> Catalog {
+        let overrides: serde_yaml::Value = serde_yaml::from_str(overrides).unwrap();
+        let caps = crate::caps::builtin()
+            .unwrap()
+            .with_overrides(family, &overrides, "m")
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        let mut c = Catalog::default();
+        c.insert(Model {
+            name: "m".into(),
+            caps,
+            targets: Vec::new(),
+        });
+        c
+    }
+
+    fn refusal(body: &str, catalog: &Catalog) -> String {
+        match parse(body.as_bytes(), catalog, 0) {
+            Ok(r) => panic!("accepted: {r:?}"),
+            Err(e) => String::from_utf8_lossy(&e.body()).into_owned(),
+        }
+    }
+
+    #[test]
+    fn model_defaults_apply_when_the_request_names_none() {
+        let c = catalog(
+            "gpt-image",
+            "{default_quality: high, default_output_format: webp}",
+        );
+        let r = parse(br#"{"model": "m", "prompt": "p"}"#, &c, 0).unwrap();
+        assert_eq!((r.quality, r.output_format), (Some("high"), "webp"));
+        let r = parse(
+            br#"{"model": "m", "prompt": "p", "quality": "low", "output_format": "png"}"#,
+            &c,
+            0,
+        )
+        .unwrap();
+        assert_eq!((r.quality, r.output_format), (Some("low"), "png"));
+        // Without them, as before: no quality, `png` when the family makes it.
+        let c = catalog("gpt-image", "{}");
+        let r = parse(br#"{"model": "m", "prompt": "p"}"#, &c, 0).unwrap();
+        assert_eq!((r.quality, r.output_format), (None, "png"));
+    }
+
+    #[test]
+    fn a_rule_size_is_the_callers_and_aspect_ratios_still_map() {
+        let c = catalog(
+            "flux",
+            "{sizes: {min_side: 256, max_side: 1440, multiple_of: 32}}",
+        );
+        let r = parse(
+            br#"{"model": "m", "prompt": "p", "size": "1440x256"}"#,
+            &c,
+            0,
+        )
+        .unwrap();
+        assert_eq!(r.size, "1440x256");
+        assert!(r.size_given);
+        assert!(matches!(r.size, Cow::Borrowed(_)), "borrowed from the body");
+        let r = parse(
+            br#"{"model": "m", "prompt": "p", "aspect_ratio": "16:9"}"#,
+            &c,
+            0,
+        )
+        .unwrap();
+        assert_eq!(r.size, "1344x768");
+        assert_eq!(r.aspect_ratio(), Some("16:9"));
+        let msg = refusal(
+            r#"{"model": "m", "prompt": "p", "size": "1344x768", "aspect_ratio": "1:1"}"#,
+            &c,
+        );
+        assert!(msg.contains("conflicts with size 1344x768"), "{msg}");
+    }
+
+    #[test]
+    fn a_prompt_limit_counts_in_its_unit() {
+        let c = catalog("dall-e-3", "{prompt_limit: {max: 4, unit: bytes}}");
+        assert!(parse(br#"{"model": "m", "prompt": "caf\u00e9"}"#, &c, 0).is_err());
+        let msg = refusal(r#"{"model": "m", "prompt": "café"}"#, &c);
+        assert!(
+            msg.contains("is 5 bytes; model m accepts at most 4"),
+            "{msg}"
+        );
+        assert!(parse(r#"{"model": "m", "prompt": "cafe"}"#.as_bytes(), &c, 0).is_ok());
+        let c = catalog("dall-e-3", "{prompt_limit: {max: 2, unit: tokens}}");
+        let msg = refusal(r#"{"model": "m", "prompt": "one two three"}"#, &c);
+        assert!(
+            msg.contains("is 3 tokens; model m accepts at most 2"),
+            "{msg}"
+        );
+    }
 }

@@ -6,14 +6,10 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::api::common;
-use crate::catalog::Caps;
-use crate::catalog::Catalog;
-use crate::catalog::Model;
-use crate::catalog::RerankCaps;
+use crate::caps::{Caps, RerankCaps};
+use crate::catalog::{Catalog, Model};
 use crate::common::error::GatewayError;
-use crate::common::json::Fields;
-use crate::common::json::JsonStr;
-use crate::common::json::Str;
+use crate::common::json::{Fields, JsonStr, Str};
 use crate::common::Operation;
 
 /// A validated rerank request; strings borrow from the request body.
@@ -157,15 +153,15 @@ pub fn parse<'a>(
         if docs.is_empty() {
             f.error("documents", "must contain at least one document");
         }
-        if let Some(m) = &model {
-            if docs.len() > m.max_documents {
+        if let (Some(m), Some(c)) = (&model, caps) {
+            if docs.len() > c.max_documents {
                 f.error(
                     "documents",
                     format!(
                         "has {} documents; model {} accepts at most {}",
                         docs.len(),
                         m.name,
-                        m.max_documents
+                        c.max_documents
                     ),
                 );
             }
@@ -186,14 +182,15 @@ pub fn parse<'a>(
     } else if top_n == Some(0) {
         f.error("top_n", "must be at least 1");
     }
-    if let (Some(q), Some(m)) = (&query, &model) {
-        let chars = q.as_str().chars().count();
-        if chars > m.max_input_chars {
+    if let (Some(q), Some(m), Some(c)) = (&query, &model, caps) {
+        if let Some(length) = common::over_limit(q.as_str(), c.query_limit) {
             f.error(
                 "query",
                 format!(
-                    "is {chars} characters; model {} accepts at most {}",
-                    m.name, m.max_input_chars
+                    "is {length} {}; model {} accepts at most {}",
+                    c.query_limit.unit.as_str(),
+                    m.name,
+                    c.query_limit.max
                 ),
             );
         }

@@ -5,20 +5,16 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 
 use crate::api::common;
-use crate::catalog::one_of;
-use crate::catalog::Caps;
-use crate::catalog::Catalog;
-use crate::catalog::Model;
-use crate::catalog::SpeechCaps;
+use crate::caps::{Caps, SpeechCaps};
+use crate::catalog::{one_of, Catalog, Model};
 use crate::common::error::GatewayError;
-use crate::common::json::Fields;
-use crate::common::json::Str;
+use crate::common::json::{Fields, Str};
 use crate::common::Operation;
 
-/// Public speeds (spec: one of 0.25, 0.5, 1, 2, 4).
-pub const SPEEDS: &[f64] = &[0.25, 0.5, 1.0, 2.0, 4.0];
 /// Every public `response_format` the gateway knows.
-pub const FORMATS: &[&str] = &["mp3", "opus", "aac", "flac", "wav", "pcm"];
+pub use crate::caps::schema::SPEECH_FORMATS as FORMATS;
+/// Public speeds (spec: one of 0.25, 0.5, 1, 2, 4).
+pub use crate::caps::schema::SPEEDS;
 
 /// A validated speech request; strings borrow from the request body.
 #[derive(Debug)]
@@ -167,9 +163,18 @@ pub fn parse<'a>(
             );
         }
     }
-    if let (Some(v), Some(_)) = (&voice, caps) {
+    if let (Some(v), Some(c)) = (&voice, caps) {
         if v.as_str().trim().is_empty() {
             f.error("voice", "must not be empty");
+        } else if !c.voices.is_empty() && !c.voices.contains(&v.as_str()) {
+            f.error(
+                "voice",
+                format!(
+                    "model {} accepts: {}",
+                    model_name(&model),
+                    c.voices.join(", ")
+                ),
+            );
         }
     }
 
@@ -184,23 +189,16 @@ pub fn parse<'a>(
             "speech validation incomplete".into(),
         ));
     };
-    let chars = input.as_str().chars().count();
-    if chars > model.max_input_chars {
+    if let Some(length) = common::over_limit(input.as_str(), caps.input_limit) {
         return Err(GatewayError::InputTooLong {
             model: model.name.clone(),
-            chars,
-            limit: model.max_input_chars,
+            length,
+            unit: caps.input_limit.unit.as_str(),
+            limit: caps.input_limit.max,
         });
     }
-    let voice = match voice {
-        Some(v) => v,
-        None => Str(std::borrow::Cow::Owned(
-            model
-                .default_voice
-                .clone()
-                .unwrap_or_else(|| caps.default_voice.to_string()),
-        )),
-    };
+    // The model's own default when it has one in the config, which is part of its capabilities.
+    let voice = voice.unwrap_or(Str(std::borrow::Cow::Borrowed(caps.default_voice)));
     Ok(SpeechRequest {
         model,
         caps,

@@ -160,10 +160,12 @@ pub enum GatewayError {
     Unauthorized(#[from] AuthError),
     #[error("request body too large: the limit for this endpoint is {limit} bytes")]
     PayloadTooLarge { limit: usize },
-    #[error("input is too long for model {model}: {chars} characters, the limit is {limit}")]
+    #[error("input is too long for model {model}: {length} {unit}, the limit is {limit}")]
     InputTooLong {
         model: String,
-        chars: usize,
+        /// In `unit`s (the model's input limit's: characters, bytes or tokens).
+        length: usize,
+        unit: &'static str,
         limit: usize,
     },
     #[error("request validation failed")]

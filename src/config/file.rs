@@ -189,13 +189,22 @@ pub struct ModelFile {
     /// Capability family from the built-in table (see the README).
     pub family: String,
     pub targets: Vec<TargetFile>,
-    /// Speech: voice used when the request names none (default: the family's).
+    /// Any of the family's capabilities, changed for this model (keys as in
+    /// `src/caps/families.yaml`). Kept as YAML here: which keys exist depends on the family's
+    /// operation, so `crate::caps` reads and checks it (unknown keys included) once the family is
+    /// known.
+    #[serde(default)]
+    pub capabilities: Option<serde_yaml::Value>,
+    /// Speech: voice used when the request names none (default: the family's). Shorthand for
+    /// `capabilities.default_voice`.
     #[serde(default)]
     pub default_voice: Option<String>,
     /// Speech: longest `input`; rerank: longest `query` (characters). Default: the family's.
+    /// Shorthand for `capabilities.input_limit` / `capabilities.query_limit` in characters.
     #[serde(default)]
     pub max_input_chars: Option<usize>,
-    /// Rerank: most documents per request. Default: the family's.
+    /// Rerank: most documents per request. Default: the family's. Shorthand for
+    /// `capabilities.max_documents`.
     #[serde(default)]
     pub max_documents: Option<usize>,
 }

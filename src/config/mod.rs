@@ -3,8 +3,8 @@
 //! [`Settings`].
 //!
 //! Loading reports every problem it can find, each with its key path: unknown keys anywhere,
-//! unset `${ENV}` variables, bad URLs, models pointing at unknown providers or families, unreadable
-//! key files. `switchyard -t -c FILE` prints them and exits non-zero.
+//! unset `${ENV}` variables, bad URLs, models pointing at unknown providers or families, model
+//! capability overrides the family cannot take, unreadable key files. `switchyard -t -c FILE` prints them and exits non-zero.
 
 pub mod env;
 pub mod file;
@@ -19,11 +19,8 @@ use serde_yaml::Value;
 
 use crate::api::adapter::Registry;
 use crate::auth::Authenticator;
-use crate::catalog;
-use crate::catalog::Caps;
-use crate::catalog::Catalog;
-use crate::catalog::Model;
-use crate::catalog::Target;
+use crate::caps::{self, Caps};
+use crate::catalog::{Catalog, Model, Target};
 use crate::common::Operation;
 use crate::providers::registry;
 use crate::store::redis_conn::RedisConn;
@@ -446,31 +443,51 @@ fn build_catalog(
     errors: &mut Vec<String>,
 ) -> Catalog {
     let mut catalog = Catalog::default();
+    let table = match caps::builtin() {
+        Ok(t) => t,
+        Err(problems) => {
+            // Never reached in a tested build (a unit test loads the table).
+            errors.extend(
+                problems
+                    .iter()
+                    .map(|p| format!("built-in capability table: {p}")),
+            );
+            return catalog;
+        }
+    };
     for (name, m) in models {
         let at = format!("switchyard.models.{name}");
-        let Some(caps) = catalog::family(&m.family) else {
+        let Some(family) = table.get(&m.family) else {
             errors.push(format!(
                 "{at}.family: unknown family `{}`; families: {}",
                 m.family,
-                catalog::family_names()
+                table.names().join(", ")
             ));
             continue;
         };
+        let overrides = overrides(m, family, &at, errors);
+        let caps = table
+            .with_overrides(&m.family, &overrides, &format!("{at}.capabilities"))
+            .unwrap_or_else(|problems| {
+                errors.extend(problems);
+                // Only to check the targets below; the errors keep the gateway from starting.
+                family
+            });
+        let op = caps.operation();
         if m.targets.is_empty() {
             errors.push(format!("{at}.targets: at least one target is required"));
         }
         let mut targets = Vec::new();
         for (i, t) in m.targets.iter().enumerate() {
             match providers.get(&t.provider) {
-                Some(p) if adapters.get(p).is_some_and(|a| a.serves(caps.operation())) => targets
-                    .push(Target {
-                        provider: p.clone(),
-                        native_model: t.model.clone(),
-                    }),
+                Some(p) if adapters.get(p).is_some_and(|a| a.serves(op)) => targets.push(Target {
+                    provider: p.clone(),
+                    native_model: t.model.clone(),
+                }),
                 Some(_) => errors.push(format!(
                     "{at}.targets[{i}].provider: {} does not serve {}",
                     t.provider,
-                    caps.operation().as_str()
+                    op.as_str()
                 )),
                 // A provider that failed its own validation is already reported.
                 None if declared.contains_key(&t.provider) => {}
@@ -480,21 +497,88 @@ fn build_catalog(
                 )),
             }
         }
-        let (family_input, family_docs) = match caps {
-            Caps::Speech(c) => (c.max_input_chars, 0),
-            Caps::Rerank(c) => (c.max_query_chars, c.max_documents),
-            Caps::Images(c) => (c.max_prompt_chars, 0),
-        };
         catalog.insert(Model {
             name: name.clone(),
             caps,
             targets,
-            default_voice: m.default_voice.clone(),
-            max_input_chars: m.max_input_chars.unwrap_or(family_input),
-            max_documents: m.max_documents.unwrap_or(family_docs),
         });
     }
     catalog
+}
+
+/// A model's `capabilities`, with the older per-model keys (`default_voice`, `max_input_chars`,
+/// `max_documents`, still valid) folded in as the capability keys they stand for. A key given both
+/// ways is an error rather than one silently winning. Where an older key does not apply to the
+/// family's operation it is ignored, as it always was, with a warning.
+fn overrides(m: &file::ModelFile, family: Caps, at: &str, errors: &mut Vec<String>) -> Value {
+    let mut map = match &m.capabilities {
+        None | Some(Value::Null) => serde_yaml::Mapping::new(),
+        Some(Value::Mapping(map)) => map.clone(),
+        // Not a mapping: `caps` reports it with its path.
+        Some(other) => return other.clone(),
+    };
+    let mut put = |legacy: &str, key: &str, value: Value| {
+        if map.contains_key(key) {
+            errors.push(format!(
+                "{at}.{legacy}: also given as capabilities.{key}; keep one"
+            ));
+        } else {
+            map.insert(key.into(), value);
+        }
+    };
+    let chars = |n: usize| {
+        let mut limit = serde_yaml::Mapping::new();
+        limit.insert("max".into(), Value::Number((n as u64).into()));
+        limit.insert("unit".into(), "characters".into());
+        Value::Mapping(limit)
+    };
+    let mut ignored = Vec::new();
+    match family {
+        Caps::Speech(_) => {
+            if let Some(v) = &m.default_voice {
+                put("default_voice", "default_voice", v.as_str().into());
+            }
+            if let Some(n) = m.max_input_chars {
+                put("max_input_chars", "input_limit", chars(n));
+            }
+            if m.max_documents.is_some() {
+                ignored.push("max_documents");
+            }
+        }
+        Caps::Rerank(_) => {
+            if let Some(n) = m.max_input_chars {
+                put("max_input_chars", "query_limit", chars(n));
+            }
+            if let Some(n) = m.max_documents {
+                put(
+                    "max_documents",
+                    "max_documents",
+                    Value::Number((n as u64).into()),
+                );
+            }
+            if m.default_voice.is_some() {
+                ignored.push("default_voice");
+            }
+        }
+        Caps::Images(_) => {
+            for (key, set) in [
+                ("default_voice", m.default_voice.is_some()),
+                ("max_input_chars", m.max_input_chars.is_some()),
+                ("max_documents", m.max_documents.is_some()),
+            ] {
+                if set {
+                    ignored.push(key);
+                }
+            }
+        }
+    }
+    for key in ignored {
+        log::warn!(
+            "{at}.{key}: ignored for a {} model (see capabilities in the README)",
+            family.operation().as_str()
+        );
+    }
+    Value::Mapping(map)
 }
 
 #[cfg(test)]
@@ -569,5 +653,111 @@ switchyard:
                 "switchyard.providers.oa.app_id: not a setting of this provider kind",
             ]
         );
+    }
+
+    /// A config with one provider of each operation and `models` as given.
+    fn with_models(models: &str) -> String {
+        format!(
+            r#"
+switchyard:
+  listeners: [{{name: a, address: "127.0.0.1:1"}}]
+  providers:
+    openai: {{kind: openai, api_key: k, base_url: "https://api.openai.com/v1"}}
+    bfl: {{kind: bfl, api_key: k, base_url: "https://api.bfl.ai"}}
+    cohere: {{kind: cohere, api_key: k, base_url: "https://api.cohere.com"}}
+  models:
+{models}"#
+        )
+    }
+
+    fn caps_of(s: &Settings, model: &str) -> Caps {
+        s.gateway.catalog.get(model).unwrap().caps
+    }
+
+    #[test]
+    fn capabilities_override_the_family_and_older_keys_still_work() {
+        let yaml = with_models(
+            r#"
+    flux-pro:
+      family: flux
+      capabilities: { sizes: { min_side: 256, max_side: 1440, multiple_of: 32 }, max_n: 2 }
+      targets: [{provider: bfl, model: flux-pro}]
+    flux-plain: {family: flux, targets: [{provider: bfl, model: flux-pro}]}
+    tts: {family: openai-tts, default_voice: echo, max_input_chars: 100, targets: [{provider: openai, model: tts-1}]}
+    tts-bytes:
+      family: openai-tts
+      capabilities: {input_limit: {max: 300, unit: bytes}, voices: [alloy, echo]}
+      targets: [{provider: openai, model: tts-1}]
+    rr: {family: cohere-rerank, max_documents: 5, max_input_chars: 50, targets: [{provider: cohere, model: r}]}
+"#,
+        );
+        let s = load_str(&yaml, &no_env).unwrap_or_else(|e| panic!("{e:#?}"));
+        let Caps::Images(flux) = caps_of(&s, "flux-pro") else {
+            panic!("not images")
+        };
+        assert_eq!(flux.family, "flux");
+        assert_eq!(flux.max_n, 2);
+        assert_eq!(flux.per_call_n, 1, "the family's");
+        assert_eq!(flux.sizes.len(), 8, "the family's list stays");
+        assert!(flux.accepts_size("1440x256") && !flux.accepts_size("1440x250"));
+        let Caps::Images(plain) = caps_of(&s, "flux-plain") else {
+            panic!("not images")
+        };
+        assert!(plain.size_rule.is_none(), "one model's override is its own");
+        let Caps::Speech(tts) = caps_of(&s, "tts") else {
+            panic!("not speech")
+        };
+        assert_eq!(tts.default_voice, "echo");
+        assert_eq!(
+            tts.input_limit,
+            caps::Limit {
+                max: 100,
+                unit: caps::Unit::Characters
+            }
+        );
+        let Caps::Speech(bytes) = caps_of(&s, "tts-bytes") else {
+            panic!("not speech")
+        };
+        assert_eq!(bytes.input_limit.unit, caps::Unit::Bytes);
+        assert_eq!(bytes.voices, ["alloy", "echo"]);
+        let Caps::Rerank(rr) = caps_of(&s, "rr") else {
+            panic!("not rerank")
+        };
+        assert_eq!(rr.max_documents, 5);
+        assert_eq!(rr.query_limit.max, 50);
+    }
+
+    #[test]
+    fn bad_capability_overrides_are_named_by_path() {
+        let yaml = with_models(
+            r#"
+    flux-pro:
+      family: flux
+      capabilities: { sizes: { min_side: 256, max_side: 1440, multiple_of: 32 }, max_n: 40, colour: red }
+      targets: [{provider: bfl, model: flux-pro}]
+    flux-small:
+      family: flux
+      capabilities: { sizes: { list: [], max_side: 512 } }
+      targets: [{provider: bfl, model: flux-pro}]
+    tts:
+      family: openai-tts
+      max_input_chars: 10
+      capabilities: {input_limit: {max: 20}, voices: [nova]}
+      targets: [{provider: openai, model: tts-1}]
+    rr: {family: cohere-rerank, capabilities: [1], targets: [{provider: cohere, model: r}]}
+"#,
+        );
+        let all = load_str(&yaml, &no_env).err().unwrap().join("\n");
+        for needle in [
+            "switchyard.models.flux-pro.capabilities.colour: unknown key",
+            "switchyard.models.flux-small.capabilities.default_size: `1024x1024` is not a size the family accepts (any WxH with sides of at most 512 px)",
+            "switchyard.models.flux-small.capabilities.aspect_ratios.16:9: `1344x768` is not a size",
+            "switchyard.models.tts.max_input_chars: also given as capabilities.input_limit; keep one",
+            "switchyard.models.tts.capabilities.default_voice: `alloy` is not one of the voices (nova)",
+            "switchyard.models.rr.capabilities: invalid type: sequence",
+            "switchyard.models.flux-pro.capabilities.max_n: must be from 1 to 10",
+        ] {
+            assert!(all.contains(needle), "missing `{needle}` in:\n{all}");
+        }
     }
 }

@@ -104,7 +104,7 @@ pub fn image_request(
     let body = ImageBody {
         model: &target.native_model,
         prompt: req.prompt.as_str(),
-        size: req.size,
+        size: &req.size,
         image: req.image.as_ref().map(|i| i.url_or_data_url()),
         response_format: req.response_format,
         output_format: output_format(req)?,

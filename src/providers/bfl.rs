@@ -58,7 +58,8 @@ use crate::common::native::NativeRequest;
 use crate::common::native::PollRequest;
 
 use crate::api::images::ImageRequest;
-use crate::catalog::{ImageCaps, Target};
+use crate::caps::ImageCaps;
+use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
@@ -162,7 +163,7 @@ pub fn image_request(
         };
         (None, None, ratio)
     } else {
-        let (w, h) = pixels(req.size)?;
+        let (w, h) = pixels(&req.size)?;
         (Some(w), Some(h), None)
     };
     let input_image = req.image.as_ref().map(|i| match i.base64() {
@@ -183,9 +184,10 @@ pub fn image_request(
     ))
 }
 
-/// Whether `caps` is the Kontext family, whose endpoints take `aspect_ratio` and no pixel size.
+/// Whether `caps` come from the Kontext family (a model's overrides keep the family), whose
+/// endpoints take `aspect_ratio` and no pixel size.
 fn sized_by_ratio(caps: &ImageCaps) -> bool {
-    std::ptr::eq(caps, &crate::catalog::FLUX_KONTEXT)
+    caps.family == "flux-kontext"
 }
 
 /// `WxH` as numbers; the family's sizes are all of this form, so anything else is a catalog bug.

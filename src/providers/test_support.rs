@@ -17,7 +17,8 @@ use crate::common::native::NativeRequest;
 use crate::upstream::provider::Provider;
 
 use crate::api::rerank::RerankRequest;
-use crate::catalog::{Caps, Catalog, Model, Target};
+use crate::caps::Caps;
+use crate::catalog::{Catalog, Model, Target};
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::json::JsonStr;
@@ -82,7 +83,9 @@ pub(crate) fn target(provider: Arc<Provider>, native_model: &str) -> Target {
     }
 }
 
-/// A catalog holding one rerank model, `public_model` of `family`, served by `target`.
+/// A catalog holding one model, `public_model` of `family`, served by `target`. Non-zero
+/// `max_input_chars` (speech input, rerank query) and `max_documents` (rerank) override the
+/// family's, as the config's keys of those names do.
 pub(crate) fn catalog(
     public_model: &str,
     family: &str,
@@ -90,14 +93,40 @@ pub(crate) fn catalog(
     max_input_chars: usize,
     max_documents: usize,
 ) -> Catalog {
+    let base = family_caps(family);
+    let mut overrides = serde_yaml::Mapping::new();
+    let limit = |n: usize| {
+        let mut m = serde_yaml::Mapping::new();
+        m.insert("max".into(), serde_yaml::Value::Number((n as u64).into()));
+        m.insert("unit".into(), "characters".into());
+        serde_yaml::Value::Mapping(m)
+    };
+    match base {
+        Caps::Speech(_) if max_input_chars > 0 => {
+            overrides.insert("input_limit".into(), limit(max_input_chars));
+        }
+        Caps::Rerank(_) => {
+            if max_input_chars > 0 {
+                overrides.insert("query_limit".into(), limit(max_input_chars));
+            }
+            if max_documents > 0 {
+                overrides.insert(
+                    "max_documents".into(),
+                    serde_yaml::Value::Number((max_documents as u64).into()),
+                );
+            }
+        }
+        _ => {}
+    }
+    let caps = crate::caps::builtin()
+        .unwrap()
+        .with_overrides(family, &serde_yaml::Value::Mapping(overrides), "test")
+        .unwrap_or_else(|e| panic!("{e:?}"));
     let mut catalog = Catalog::default();
     catalog.insert(Model {
         name: public_model.into(),
-        caps: family_caps(family),
+        caps,
         targets: vec![target],
-        default_voice: None,
-        max_input_chars,
-        max_documents,
     });
     catalog
 }
@@ -115,7 +144,8 @@ pub(crate) fn native_request(catalog: &Catalog, body: &[u8], build: BuildRerank)
 }
 
 /// A validated rerank request for `public_model` of `family`, built without the parser. The model
-/// has no targets (the test hands the adapter its own) and generous limits. `top_n: None` is a
+/// has no targets (the test hands the adapter its own) and the family's limits, which adapters do
+/// not check. `top_n: None` is a
 /// caller who sent none: every document, and `top_n_given` false. A [`JsonStr`] borrows its
 /// literal and there is no body to borrow from, so each document's literal is made here and leaked
 /// (a few bytes per test).
@@ -135,9 +165,6 @@ pub(crate) fn rerank_request<'a>(
         name: public_model.into(),
         caps,
         targets: Vec::new(),
-        default_voice: None,
-        max_input_chars: 32_000,
-        max_documents: 1000,
     };
     RerankRequest {
         model: Arc::new(model),
@@ -159,7 +186,7 @@ fn json_str(text: &str) -> JsonStr<'static> {
 }
 
 fn family_caps(family: &str) -> Caps {
-    crate::catalog::family(family).unwrap_or_else(|| panic!("{family} family missing"))
+    crate::caps::family(family).unwrap_or_else(|| panic!("{family} family missing"))
 }
 
 /// A public image body parsed and validated against a one-model catalog (`public_model` of

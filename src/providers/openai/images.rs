@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 use crate::common::error::GatewayError;
 
 use crate::api::images::ImageRequest;
-use crate::catalog::{Caps, ImageCaps, Target};
+use crate::catalog::Target;
 use crate::common::error::UpstreamError;
 use crate::common::image_input;
 use crate::common::image_input::ImageInput;
@@ -133,7 +133,7 @@ pub(crate) fn build(
                 model,
                 prompt: req.prompt.as_str(),
                 n,
-                size: req.size,
+                size: &req.size,
                 quality: req.quality,
                 formats,
             };
@@ -146,14 +146,12 @@ pub(crate) fn build(
     }
 }
 
-/// Which family `req`'s model belongs to (the catalog's statics are compared by address, so a
-/// family is recognised whatever the public model is called).
+/// Which family `req`'s model belongs to, by the built-in family its capabilities come from (so a
+/// family is recognised whatever the public model is called, and whatever the config overrides).
 fn family_of(req: &ImageRequest<'_>) -> Result<Family, GatewayError> {
     for (name, family) in FAMILIES {
-        if let Some(Caps::Images(caps)) = crate::catalog::family(name) {
-            if std::ptr::eq::<ImageCaps>(caps, req.caps) {
-                return Ok(*family);
-            }
+        if *name == req.caps.family {
+            return Ok(*family);
         }
     }
     Err(GatewayError::Internal(format!(
@@ -230,7 +228,7 @@ fn edit_request(
     form.text("prompt", req.prompt.as_str())
         .text("model", model)
         .text("n", &n)
-        .text("size", req.size);
+        .text("size", &req.size);
     if let Some(q) = req.quality {
         form.text("quality", q);
     }

@@ -90,7 +90,7 @@ pub fn image_request(
         model: &target.native_model,
         prompt: req.prompt.as_str(),
         negative_prompt: req.negative_prompt.as_ref().map(|p| p.as_str()),
-        image_size: (req.size != SIZE_AUTO).then_some(req.size),
+        image_size: (req.size != SIZE_AUTO).then_some(&*req.size),
         // Only Kolors batches (`per_call_n` 4); other models refuse or ignore `batch_size`.
         batch_size: (req.caps.per_call_n > 1).then_some(n),
         image: image.as_deref(),

@@ -76,7 +76,7 @@ pub fn image_request(
     let body = ImagesBody {
         model: &target.native_model,
         prompt: req.prompt.as_str(),
-        size: req.size,
+        size: &req.size,
         quality: req.quality,
         watermark_enabled: req.watermark,
     };

@@ -1,0 +1,494 @@
+//! Checking a merged patch (a family with everything it inherits, plus a model's overrides) and
+//! building the runtime capabilities from it.
+//!
+//! Every problem is reported with its key path (`families.flux.sizes[2]: …`,
+//! `switchyard.models.x.capabilities.max_n: …`), all of them rather than the first. Values are
+//! checked against the public API's value sets, so a typo in a list (`jpeg` for `jpg`) is an error
+//! at start rather than a value no request can ever match.
+//!
+//! Only a patch without problems is built, and building leaks its values (see `caps::load` for
+//! why), so nothing is leaked for a table or an override that is refused.
+
+use std::collections::HashSet;
+
+use super::patch::{ImagePatch, LimitPatch, Patch, RerankPatch, SizesPatch, SpeechPatch};
+use super::schema::{
+    parse_size, Caps, ImageCaps, Limit, Ratio, RerankCaps, SizeRule, SpeechCaps, BACKGROUNDS,
+    MAX_N, OUTPUT_FORMATS, QUALITIES, SPEECH_FORMATS, SPEEDS,
+};
+
+/// Check `patch` and, when neither it nor anything before it (`errors` is not empty) has a problem,
+/// build the capabilities of `family` from it. Problems are pushed onto `errors`, each path
+/// starting with `at`.
+pub(crate) fn build(
+    patch: &Patch,
+    family: &'static str,
+    at: &str,
+    errors: &mut Vec<String>,
+) -> Option<Caps> {
+    let mut c = Checker { at, errors };
+    match patch {
+        Patch::Speech(p) => c.speech(p, family).map(|s| Caps::Speech(leak(s))),
+        Patch::Images(p) => c.images(p, family).map(|s| Caps::Images(leak(s))),
+        Patch::Rerank(p) => c.rerank(p, family).map(|s| Caps::Rerank(leak(s))),
+    }
+}
+
+struct Checker<'a> {
+    at: &'a str,
+    errors: &'a mut Vec<String>,
+}
+
+impl Checker<'_> {
+    /// Whether there is any problem, this patch's or an earlier one's: then the table or the
+    /// configuration is refused, so nothing is built and nothing leaked; the checks still run, so
+    /// every problem is reported.
+    fn failed(&self) -> bool {
+        !self.errors.is_empty()
+    }
+
+    fn error(&mut self, key: &str, message: impl std::fmt::Display) {
+        self.errors
+            .push(format!("{}: {message}", super::patch::join(self.at, key)));
+    }
+
+    /// A key every family must have, its own or inherited.
+    fn need<'p, T>(&mut self, key: &str, value: &'p Option<T>) -> Option<&'p T> {
+        if value.is_none() {
+            self.error(key, "missing (set it, or inherit it with `extends`)");
+        }
+        value.as_ref()
+    }
+
+    /// A list of names: none blank, none twice, each in `allowed` when given (`what` names the
+    /// value set in the message), and at least one when `non_empty`.
+    fn names(
+        &mut self,
+        key: &str,
+        values: &[String],
+        allowed: Option<(&[&str], &str)>,
+        non_empty: bool,
+    ) {
+        if non_empty && values.is_empty() {
+            self.error(key, "must list at least one value");
+        }
+        let mut seen = HashSet::new();
+        for (i, v) in values.iter().enumerate() {
+            let at = format!("{key}[{i}]");
+            if v.trim().is_empty() {
+                self.error(&at, "must not be empty");
+            } else if let Some((set, what)) = allowed.filter(|(set, _)| !set.contains(&v.as_str()))
+            {
+                self.error(
+                    &at,
+                    format!("`{v}` is not {what} (one of {})", set.join(", ")),
+                );
+            } else if !seen.insert(v.as_str()) {
+                self.error(&at, format!("`{v}` is listed twice"));
+            }
+        }
+    }
+
+    fn limit(&mut self, key: &str, value: &Option<LimitPatch>) -> Option<Limit> {
+        let l = self.need(key, value)?;
+        let max = *self.need(&format!("{key}.max"), &l.max)?;
+        let unit = *self.need(&format!("{key}.unit"), &l.unit)?;
+        if max == 0 {
+            self.error(&format!("{key}.max"), "must be at least 1");
+        }
+        Some(Limit { max, unit })
+    }
+
+    fn speech(&mut self, p: &SpeechPatch, family: &'static str) -> Option<SpeechCaps> {
+        let formats = self.need("formats", &p.formats);
+        let speeds = self.need("speeds", &p.speeds);
+        let instructions = self.need("instructions", &p.instructions);
+        let sse_formats = self.need("sse_formats", &p.sse_formats);
+        let input_limit = self.limit("input_limit", &p.input_limit);
+        let default_voice = self.need("default_voice", &p.default_voice);
+        let native_fields = self.need("native_fields", &p.native_fields);
+        let voices = p.voices.as_deref().unwrap_or_default();
+
+        if let Some(formats) = formats {
+            self.names(
+                "formats",
+                formats,
+                Some((SPEECH_FORMATS, "a public response_format")),
+                true,
+            );
+        }
+        if let (Some(sse), Some(formats)) = (sse_formats, formats) {
+            let offered: Vec<&str> = formats.iter().map(String::as_str).collect();
+            self.names(
+                "sse_formats",
+                sse,
+                Some((&offered, "one of the family's formats")),
+                false,
+            );
+        }
+        if let Some(speeds) = speeds {
+            if speeds.is_empty() {
+                self.error("speeds", "must list at least one value");
+            }
+            for (i, s) in speeds.iter().enumerate() {
+                if !SPEEDS.contains(s) {
+                    let public: Vec<String> = SPEEDS.iter().map(f64::to_string).collect();
+                    self.error(
+                        &format!("speeds[{i}]"),
+                        format!("{s} is not a public speed (one of {})", public.join(", ")),
+                    );
+                } else if speeds[..i].contains(s) {
+                    self.error(&format!("speeds[{i}]"), format!("{s} is listed twice"));
+                }
+            }
+        }
+        self.names("voices", voices, None, false);
+        if let Some(v) = default_voice {
+            if v.trim().is_empty() {
+                self.error("default_voice", "must not be empty");
+            } else if !voices.is_empty() && !voices.contains(v) {
+                self.error(
+                    "default_voice",
+                    format!("`{v}` is not one of the voices ({})", voices.join(", ")),
+                );
+            }
+        }
+        if let Some(n) = native_fields {
+            self.names("native_fields", n, None, false);
+        }
+        if self.failed() {
+            return None;
+        }
+        Some(SpeechCaps {
+            family,
+            formats: strs(formats?),
+            speeds: leak_slice(speeds?.clone()),
+            instructions: *instructions?,
+            sse_formats: strs(sse_formats?),
+            input_limit: input_limit?,
+            default_voice: string(default_voice?),
+            voices: strs(voices),
+            native_fields: strs(native_fields?),
+        })
+    }
+
+    fn rerank(&mut self, p: &RerankPatch, family: &'static str) -> Option<RerankCaps> {
+        let max_documents = self.need("max_documents", &p.max_documents).copied();
+        let query_limit = self.limit("query_limit", &p.query_limit);
+        let native_fields = self.need("native_fields", &p.native_fields);
+        if max_documents == Some(0) {
+            self.error("max_documents", "must be at least 1");
+        }
+        if let Some(n) = native_fields {
+            self.names("native_fields", n, None, false);
+        }
+        if self.failed() {
+            return None;
+        }
+        Some(RerankCaps {
+            family,
+            max_documents: max_documents?,
+            query_limit: query_limit?,
+            native_fields: strs(native_fields?),
+        })
+    }
+
+    /// The size rule in `s`, checked; `None` when it sets no bound (or a bound is malformed, which
+    /// is reported).
+    fn size_rule(&mut self, s: &SizesPatch) -> Option<SizeRule> {
+        if !s.has_rule() {
+            return None;
+        }
+        let mut ratio = |key: &str, v: &Option<String>| -> Option<Ratio> {
+            let text = v.as_ref()?;
+            let r = Ratio::parse(text);
+            if r.is_none() {
+                self.error(
+                    &format!("sizes.{key}"),
+                    format!("`{text}` is not an aspect ratio W:H (e.g. 21:9)"),
+                );
+            }
+            r
+        };
+        let rule = SizeRule {
+            min_side: s.min_side,
+            max_side: s.max_side,
+            multiple_of: s.multiple_of,
+            min_pixels: s.min_pixels,
+            max_pixels: s.max_pixels,
+            min_aspect_ratio: ratio("min_aspect_ratio", &s.min_aspect_ratio),
+            max_aspect_ratio: ratio("max_aspect_ratio", &s.max_aspect_ratio),
+        };
+        for (key, v) in [
+            ("min_side", rule.min_side),
+            ("max_side", rule.max_side),
+            ("multiple_of", rule.multiple_of),
+        ] {
+            if v == Some(0) {
+                self.error(&format!("sizes.{key}"), "must be at least 1");
+            }
+        }
+        if rule.min_pixels == Some(0) || rule.max_pixels == Some(0) {
+            let key = if rule.min_pixels == Some(0) {
+                "min_pixels"
+            } else {
+                "max_pixels"
+            };
+            self.error(&format!("sizes.{key}"), "must be at least 1");
+        }
+        if let (Some(lo), Some(hi)) = (rule.min_side, rule.max_side) {
+            if lo > hi {
+                self.error(
+                    "sizes.min_side",
+                    format!("{lo} is larger than max_side {hi}"),
+                );
+            }
+        }
+        if let (Some(lo), Some(hi)) = (rule.min_pixels, rule.max_pixels) {
+            if lo > hi {
+                self.error(
+                    "sizes.min_pixels",
+                    format!("{lo} is larger than max_pixels {hi}"),
+                );
+            }
+        }
+        if let (Some(lo), Some(hi)) = (rule.min_aspect_ratio, rule.max_aspect_ratio) {
+            if !lo.no_wider_than(hi) {
+                self.error(
+                    "sizes.min_aspect_ratio",
+                    format!("{lo} is wider than max_aspect_ratio {hi}"),
+                );
+            }
+        }
+        // Without an upper bound a rule would let a caller ask for any size at all; every provider
+        // documents one.
+        if rule.max_side.is_none() && rule.max_pixels.is_none() {
+            self.error(
+                "sizes",
+                "a size rule needs an upper bound: max_side or max_pixels",
+            );
+        }
+        Some(rule)
+    }
+
+    fn images(&mut self, p: &ImagePatch, family: &'static str) -> Option<ImageCaps> {
+        let sizes = self.need("sizes", &p.sizes).map(|s| &s.0);
+        let default_size = self.need("default_size", &p.default_size);
+        let aspect_ratios = self.need("aspect_ratios", &p.aspect_ratios);
+        let qualities = self.need("qualities", &p.qualities);
+        let max_n = self.need("max_n", &p.max_n).copied();
+        let per_call_n = self.need("per_call_n", &p.per_call_n).copied();
+        let output_formats = self.need("output_formats", &p.output_formats);
+        let negative_prompt = self.need("negative_prompt", &p.negative_prompt).copied();
+        let reference_image = self.need("reference_image", &p.reference_image).copied();
+        let image_required = self.need("image_required", &p.image_required).copied();
+        let strength = self.need("strength", &p.strength).copied();
+        let mask = self.need("mask", &p.mask).copied();
+        let watermark = self.need("watermark", &p.watermark).copied();
+        let backgrounds = self.need("backgrounds", &p.backgrounds);
+        let style_presets = self.need("style_presets", &p.style_presets);
+        let extra_body_keys = self.need("extra_body_keys", &p.extra_body_keys);
+        let prompt_limit = self.limit("prompt_limit", &p.prompt_limit);
+        let native_fields = self.need("native_fields", &p.native_fields);
+
+        let empty = Vec::new();
+        let list = sizes.and_then(|s| s.list.as_ref()).unwrap_or(&empty);
+        let rule = sizes.and_then(|s| self.size_rule(s));
+        if let Some(s) = sizes {
+            let key = |i: usize| {
+                if s.short_form {
+                    format!("sizes[{i}]")
+                } else {
+                    format!("sizes.list[{i}]")
+                }
+            };
+            if list.is_empty() && rule.is_none() {
+                self.error(
+                    "sizes",
+                    "accepts no size: list at least one or give a size rule",
+                );
+            }
+            for (i, v) in list.iter().enumerate() {
+                if !is_size(v) {
+                    self.error(
+                        &key(i),
+                        format!("`{v}` is neither WxH in pixels (e.g. 1024x768) nor a keyword of letters and digits (e.g. 2K, auto)"),
+                    );
+                } else if list[..i].contains(v) {
+                    self.error(&key(i), format!("`{v}` is listed twice"));
+                }
+            }
+        }
+        let accepted = |s: &str| {
+            list.iter().any(|l| l == s)
+                || rule.is_some_and(|r| parse_size(s).is_some_and(|(w, h)| r.allows(w, h)))
+        };
+        let explain = || match rule {
+            Some(r) if list.is_empty() => r.to_string(),
+            Some(r) => format!("{}, or {r}", list.join(", ")),
+            None => list.join(", "),
+        };
+        if let (Some(d), Some(_)) = (default_size, sizes) {
+            if !accepted(d) {
+                self.error(
+                    "default_size",
+                    format!("`{d}` is not a size the family accepts ({})", explain()),
+                );
+            }
+        }
+        if let (Some(ratios), Some(_)) = (aspect_ratios, sizes) {
+            for (k, v) in &ratios.0 {
+                let at = format!("aspect_ratios.{k}");
+                if Ratio::parse(k).is_none() {
+                    self.error(&at, format!("`{k}` is not an aspect ratio W:H (e.g. 16:9)"));
+                } else if !accepted(v) {
+                    self.error(
+                        &at,
+                        format!("`{v}` is not a size the family accepts ({})", explain()),
+                    );
+                }
+            }
+        }
+        if let Some(q) = qualities {
+            self.names("qualities", q, Some((QUALITIES, "a public quality")), false);
+            if let Some(d) = &p.default_quality {
+                if !q.contains(d) {
+                    self.error(
+                        "default_quality",
+                        format!("`{d}` is not one of the qualities ({})", q.join(", ")),
+                    );
+                }
+            }
+        }
+        if let Some(n) = max_n {
+            if n == 0 || n > MAX_N {
+                self.error(
+                    "max_n",
+                    format!("must be from 1 to {MAX_N} (the API's own bound)"),
+                );
+            }
+        }
+        if per_call_n == Some(0) {
+            self.error("per_call_n", "must be at least 1");
+        }
+        if let Some(f) = output_formats {
+            self.names(
+                "output_formats",
+                f,
+                Some((OUTPUT_FORMATS, "a public output_format")),
+                true,
+            );
+            if let Some(d) = &p.default_output_format {
+                if !f.contains(d) {
+                    self.error(
+                        "default_output_format",
+                        format!("`{d}` is not one of the output_formats ({})", f.join(", ")),
+                    );
+                }
+            }
+        }
+        // These refine a reference image; without one they could never apply.
+        if reference_image == Some(false) {
+            for (key, on) in [
+                ("image_required", image_required),
+                ("strength", strength),
+                ("mask", mask),
+            ] {
+                if on == Some(true) {
+                    self.error(key, "needs reference_image: true");
+                }
+            }
+        }
+        if let Some(b) = backgrounds {
+            self.names(
+                "backgrounds",
+                b,
+                Some((BACKGROUNDS, "a public background")),
+                false,
+            );
+        }
+        for (key, v) in [
+            ("style_presets", style_presets),
+            ("extra_body_keys", extra_body_keys),
+            ("native_fields", native_fields),
+        ] {
+            if let Some(v) = v {
+                self.names(key, v, None, false);
+            }
+        }
+
+        if self.failed() {
+            return None;
+        }
+        let output_formats = output_formats?;
+        // The spec's default `png`, or the family's own first format when it cannot make PNG
+        // (labelling a JPEG as PNG would be a lie; failing a request that named none, a surprise).
+        let default_output_format = match &p.default_output_format {
+            Some(d) => string(d),
+            None if output_formats.iter().any(|f| f == "png") => "png",
+            None => output_formats.first().map(|f| string(f)).unwrap_or("png"),
+        };
+        Some(ImageCaps {
+            family,
+            sizes: strs(list),
+            size_rule: rule,
+            default_size: string(default_size?),
+            aspect_ratios: leak_slice(
+                aspect_ratios?
+                    .0
+                    .iter()
+                    .map(|(k, v)| (string(k), string(v)))
+                    .collect(),
+            ),
+            qualities: strs(qualities?),
+            default_quality: p.default_quality.as_deref().map(string),
+            max_n: max_n?,
+            per_call_n: per_call_n?,
+            output_formats: strs(output_formats),
+            default_output_format,
+            negative_prompt: negative_prompt?,
+            reference_image: reference_image?,
+            image_required: image_required?,
+            strength: strength?,
+            mask: mask?,
+            watermark: watermark?,
+            backgrounds: strs(backgrounds?),
+            style_presets: strs(style_presets?),
+            extra_body_keys: strs(extra_body_keys?),
+            prompt_limit: prompt_limit?,
+            native_fields: strs(native_fields?),
+        })
+    }
+}
+
+/// `WxH` in pixels, or a keyword of ASCII letters and digits (`auto`, `2K`, `adaptive`) that is
+/// not a mistyped `WxH` (`1024X768`).
+fn is_size(s: &str) -> bool {
+    if parse_size(s).is_some() {
+        return true;
+    }
+    let looks_like_pixels =
+        s.starts_with(|c: char| c.is_ascii_digit()) && s.contains(['x', 'X', '*', '×']);
+    !s.is_empty() && !looks_like_pixels && s.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+// The table is loaded once at start and a model's overrides once per configuration load, and
+// requests borrow from both for as long as they live (`&'static str` sizes and formats in validated
+// requests, `&'static` capabilities in the catalog); leaking each value once keeps those types, and
+// so the hot path and the adapters, as they were when the table was Rust statics.
+
+fn leak<T>(value: T) -> &'static T {
+    Box::leak(Box::new(value))
+}
+
+fn leak_slice<T>(values: Vec<T>) -> &'static [T] {
+    Box::leak(values.into_boxed_slice())
+}
+
+fn string(s: &str) -> &'static str {
+    Box::leak(s.to_owned().into_boxed_str())
+}
+
+fn strs(values: &[String]) -> &'static [&'static str] {
+    leak_slice(values.iter().map(|s| string(s)).collect())
+}

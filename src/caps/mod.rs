@@ -1,0 +1,55 @@
+//! Model capabilities: what each model family accepts (sizes, qualities, speeds, formats, voices,
+//! streaming, input limits…) and which undeclared fields it takes natively. Validation (`api`)
+//! reads only these, so a new model family is one entry of data.
+//!
+//! The built-in table is data, [`families.yaml`](families.yaml), compiled into the binary and
+//! loaded once, at first use ([`builtin`]); a unit test loads it, so a mistake in it fails the
+//! tests rather than a start-up. A model's config may override any capability
+//! ([`Table::with_overrides`]); the result is checked the same way.
+//!
+//! - [`schema`]: the runtime types (`SpeechCaps`, `ImageCaps`, `RerankCaps`, [`Caps`]), the
+//!   limits and size rules they use, and the public value sets capability lists come from;
+//! - `patch`: the same capabilities as written, every key optional, and how they merge;
+//! - `check`: the checks on a merged entry, and building (and leaking) the runtime values;
+//! - `load`: the table's `templates`/`families`, `extends` and `operation`.
+//!
+//! It sits low in the layers: above `common` (whose `Operation` a family serves) and `tokens`
+//! (token limits), below everything that reads capabilities.
+
+mod check;
+mod load;
+mod patch;
+pub mod schema;
+
+use std::sync::OnceLock;
+
+pub use load::{load, Table};
+pub use schema::{
+    parse_size, Caps, ImageCaps, Limit, Ratio, RerankCaps, SizeRule, SpeechCaps, Unit,
+};
+
+/// The built-in capability table, as written.
+pub const FAMILIES_YAML: &str = include_str!("families.yaml");
+
+/// The built-in table, loaded on first use. `Err` lists its problems, which the unit tests make
+/// sure never reach a user; the config reports them rather than the process panicking.
+pub fn builtin() -> Result<&'static Table, &'static [String]> {
+    static TABLE: OnceLock<Result<Table, Vec<String>>> = OnceLock::new();
+    match TABLE.get_or_init(|| load(FAMILIES_YAML)) {
+        Ok(table) => Ok(table),
+        Err(errors) => Err(errors),
+    }
+}
+
+/// The built-in family `name` (`None` also when the table failed to load).
+pub fn family(name: &str) -> Option<Caps> {
+    builtin().ok()?.get(name)
+}
+
+/// The built-in families' names, for error messages.
+pub fn family_names() -> String {
+    builtin().map(|t| t.names().join(", ")).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests;
