@@ -16,6 +16,7 @@ use crate::catalog::Target;
 use crate::common::error::{GatewayError, UpstreamError};
 use crate::common::images::{ImageAnswer, NativeTask, Poll};
 use crate::common::native::{PollRequest, Prepared};
+use crate::common::Operation;
 use crate::stream::audio::SpeechDecoding;
 use crate::upstream::provider::Provider;
 
@@ -104,8 +105,7 @@ pub struct Adapters {
 
 impl Adapters {
     /// Whether the account serves `op`.
-    pub fn serves(&self, op: crate::common::Operation) -> bool {
-        use crate::common::Operation;
+    pub fn serves(&self, op: Operation) -> bool {
         match op {
             Operation::Speech => self.speech.is_some(),
             Operation::Images => self.images.is_some(),

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use http::HeaderMap;
 use serde::Deserialize;
 
+// Every provider module: the registry is where they are all named.
 use super::*;
 use crate::api::adapter::{Adapters, ImageAdapter, RerankAdapter, SpeechAdapter, TaskAdapter};
 use crate::api::images::ImageRequest;
@@ -17,7 +18,7 @@ use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
 use crate::common::error::{GatewayError, UpstreamError};
-use crate::common::images::{ImageAnswer, NativeTask, Poll};
+use crate::common::images::{ImageAnswer, NativeImages, NativeTask, Poll};
 use crate::common::native::{NativeRequest, PollRequest, Prepared};
 use crate::stream::audio::SpeechDecoding;
 use crate::upstream::provider::{Auth, ErrorMap, Provider};
@@ -247,8 +248,6 @@ impl RerankAdapter for RerankFns {
 pub fn images(r: Result<NativeImages, UpstreamError>) -> Result<ImageAnswer, UpstreamError> {
     r.map(ImageAnswer::Images)
 }
-
-use crate::common::images::NativeImages;
 
 /// A rerank-only kind whose adapter is its module's functions, keyed by Bearer token.
 pub fn bearer_rerank(
