@@ -67,8 +67,8 @@ fn caller_errors_are_not_retried() {
 
 #[test]
 fn connection_refused_is_retried_then_502() {
-    // A port nothing listens on.
-    let dead = support::free_port();
+    // A port nothing listens on (held, so no other test's server is given it meanwhile).
+    let (dead, _held) = support::refused_port();
     let gw = TestGateway::start_with(|ports| {
         support::config(&format!("http://127.0.0.1:{dead}"), ports)
     });

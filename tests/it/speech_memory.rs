@@ -131,6 +131,8 @@ fn report(line: &str) {
 
 #[test]
 fn a_100_mib_answer_streams_with_flat_memory() {
+    // Hundreds of MiB pass through this process (fake and client): no timing test beside it.
+    let _alone = support::timing_lock();
     let fake = FakeProvider::start();
     let (gw, port) = start_gateway(&fake);
 

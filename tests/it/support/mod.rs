@@ -11,6 +11,7 @@ pub mod tasks;
 pub mod wan;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -30,25 +31,68 @@ pub fn fixture(path: &str) -> String {
     format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Ports [`free_port`] and [`port_outside_ephemeral_range`] handed out in this process.
+static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+
 /// A free loopback port (bound then released; Pingora binds it again moments later). Never the
 /// same port twice in one test process: the OS may hand a just-released port out again, and two
 /// gateways of concurrent tests on one port would answer each other's requests.
 pub fn free_port() -> u16 {
-    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     loop {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let mut given = GIVEN
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !given.contains(&port) {
-            given.push(port);
+        if take(port) {
             return port;
         }
     }
+}
+
+/// A free loopback port below the kernel's ephemeral range, for a server a test stops and starts
+/// again on the same port. Every test shares this process, and the OS hands out ephemeral ports
+/// (to `bind(0)` and to outgoing connections) to any of them: a port from [`free_port`] may be
+/// given to another test's socket while the server is down, and the restart then fails.
+pub fn port_outside_ephemeral_range() -> u16 {
+    let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    loop {
+        let port = rand::Rng::gen_range(&mut rand::thread_rng(), low / 2..low);
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() && take(port) {
+            return port;
+        }
+    }
+}
+
+/// Record `port` as handed out; false if it already was.
+fn take(port: u16) -> bool {
+    let mut given = GIVEN.lock().unwrap_or_else(PoisonError::into_inner);
+    if given.contains(&port) {
+        return false;
+    }
+    given.push(port);
+    true
+}
+
+/// A loopback port nothing listens on, reserved while the returned socket lives: it is bound but
+/// not listening, so connections to it are refused, and no other socket (another test's fake
+/// provider or gateway, in this shared process) can be given the port meanwhile.
+pub fn refused_port() -> (u16, tokio::net::TcpSocket) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(([127, 0, 0, 1], 0).into()).unwrap();
+    let port = socket.local_addr().unwrap().port();
+    (port, socket)
+}
+
+/// Held by the tests that time events to a few milliseconds and by the ones that load the machine
+/// for a while (100 MiB streams), so that none of them runs beside another: they share one process
+/// and its parallel test threads, where before each file had a process of its own.
+pub fn timing_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The standard test configuration: two entry points, every test provider pointing at `fake_url`,
