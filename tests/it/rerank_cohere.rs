@@ -3,7 +3,7 @@
 use crate::support;
 use serde_json::json;
 use support::fake::{Recorded, Reply};
-use support::rerank_conformance::{run, RerankCase};
+use support::rerank_conformance::{rerank_conformance, RerankCase};
 
 fn success(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
     let results: Vec<_> = scores
@@ -67,9 +67,9 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
     ]
 }
 
-#[test]
-fn cohere_v2_conformance() {
-    run(&RerankCase {
+rerank_conformance!(
+    conformance,
+    RerankCase {
         model: "rerank-v3.5",
         path: "/v2/rerank",
         bearer: true,
@@ -78,5 +78,5 @@ fn cohere_v2_conformance() {
         reported_total: None,
         check_request: check,
         errors,
-    });
-}
+    }
+);

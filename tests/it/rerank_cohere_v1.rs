@@ -3,7 +3,7 @@
 use crate::support;
 use serde_json::json;
 use support::fake::{FakeProvider, Recorded, Reply};
-use support::rerank_conformance::{run, RerankCase};
+use support::rerank_conformance::{rerank_conformance, RerankCase};
 use support::{post, TestGateway};
 
 fn success(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
@@ -93,9 +93,9 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
     ]
 }
 
-#[test]
-fn cohere_v1_conformance() {
-    run(&RerankCase {
+rerank_conformance!(
+    conformance,
+    RerankCase {
         model: "rerank-english-v3.0",
         path: "/v1/rerank",
         bearer: true,
@@ -104,8 +104,8 @@ fn cohere_v1_conformance() {
         reported_total: None,
         check_request: check,
         errors,
-    });
-}
+    }
+);
 
 /// Search units reach the public `metadata`, and `max_chunks_per_doc` (the family's native field)
 /// travels to Cohere verbatim.

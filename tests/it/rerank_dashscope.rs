@@ -3,7 +3,7 @@
 use crate::support;
 use serde_json::json;
 use support::fake::{Recorded, Reply};
-use support::rerank_conformance::{run, RerankCase};
+use support::rerank_conformance::{rerank_conformance, RerankCase};
 
 /// The billed total every success answer reports.
 const TOTAL: u64 = 79;
@@ -129,9 +129,9 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
     ]
 }
 
-#[test]
-fn dashscope_conformance() {
-    run(&RerankCase {
+rerank_conformance!(
+    conformance,
+    RerankCase {
         model: "gte-rerank-v2",
         path: "/api/v1/services/rerank/text-rerank/text-rerank",
         bearer: true,
@@ -140,5 +140,5 @@ fn dashscope_conformance() {
         reported_total: Some(TOTAL),
         check_request: check,
         errors,
-    });
-}
+    }
+);

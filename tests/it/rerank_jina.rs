@@ -3,7 +3,7 @@
 use crate::support;
 use serde_json::json;
 use support::fake::{Recorded, Reply};
-use support::rerank_conformance::{run, RerankCase};
+use support::rerank_conformance::{rerank_conformance, RerankCase};
 
 /// The billed total the fake reports; the public `total_tokens` must be exactly this.
 const BILLED: u64 = 815;
@@ -109,9 +109,9 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
     ]
 }
 
-#[test]
-fn jina_conformance() {
-    run(&RerankCase {
+rerank_conformance!(
+    conformance,
+    RerankCase {
         model: "jina-reranker-v2",
         path: "/v1/rerank",
         bearer: true,
@@ -120,5 +120,5 @@ fn jina_conformance() {
         reported_total: Some(BILLED),
         check_request: check,
         errors,
-    });
-}
+    }
+);

@@ -3,7 +3,7 @@
 use crate::support;
 use serde_json::json;
 use support::fake::{Recorded, Reply};
-use support::rerank_conformance::{run, RerankCase};
+use support::rerank_conformance::{rerank_conformance, RerankCase};
 
 /// The billed total the fake reports; the public `total_tokens` must be exactly this.
 const BILLED: u64 = 120;
@@ -90,9 +90,9 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
     ]
 }
 
-#[test]
-fn mixedbread_conformance() {
-    run(&RerankCase {
+rerank_conformance!(
+    conformance,
+    RerankCase {
         model: "mxbai-rerank-large-v2",
         path: "/v1/reranking",
         bearer: true,
@@ -101,5 +101,5 @@ fn mixedbread_conformance() {
         reported_total: Some(BILLED),
         check_request: check,
         errors,
-    });
-}
+    }
+);

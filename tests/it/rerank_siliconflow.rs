@@ -3,7 +3,7 @@
 use crate::support;
 use serde_json::json;
 use support::fake::{Recorded, Reply};
-use support::rerank_conformance::{run, RerankCase};
+use support::rerank_conformance::{rerank_conformance, RerankCase};
 
 /// The billed (input) token total every success answer reports.
 const TOTAL: u64 = 123;
@@ -102,9 +102,9 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
     ]
 }
 
-#[test]
-fn siliconflow_conformance() {
-    run(&RerankCase {
+rerank_conformance!(
+    conformance,
+    RerankCase {
         model: "bge-reranker-v2-m3",
         path: "/v1/rerank",
         bearer: true,
@@ -113,5 +113,5 @@ fn siliconflow_conformance() {
         reported_total: Some(TOTAL),
         check_request: check,
         errors,
-    });
-}
+    }
+);

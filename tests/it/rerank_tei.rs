@@ -3,7 +3,7 @@
 use crate::support;
 use serde_json::json;
 use support::fake::{FakeProvider, Recorded, Reply};
-use support::rerank_conformance::{run, RerankCase};
+use support::rerank_conformance::{rerank_conformance, RerankCase};
 use support::{post, TestGateway};
 
 /// TEI answers a bare array and reports usage only in headers.
@@ -102,9 +102,9 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
     ]
 }
 
-#[test]
-fn tei_conformance() {
-    run(&RerankCase {
+rerank_conformance!(
+    conformance,
+    RerankCase {
         model: "tei-reranker",
         path: "/rerank",
         bearer: false,
@@ -113,8 +113,8 @@ fn tei_conformance() {
         reported_total: Some(123),
         check_request: check,
         errors,
-    });
-}
+    }
+);
 
 /// The usage headers reach the public `metadata` as numbers, and the truncation fields the family
 /// declares travel to TEI verbatim.

@@ -3,7 +3,7 @@
 use crate::support;
 use serde_json::json;
 use support::fake::{Recorded, Reply};
-use support::rerank_conformance::{run, RerankCase};
+use support::rerank_conformance::{rerank_conformance, RerankCase};
 
 /// The billed total the fake reports (Voyage counts the query once per document, so it is larger
 /// than query + documents); the public `total_tokens` must be exactly this.
@@ -101,9 +101,9 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
     ]
 }
 
-#[test]
-fn voyage_conformance() {
-    run(&RerankCase {
+rerank_conformance!(
+    conformance,
+    RerankCase {
         model: "voyage-rerank-2.5",
         path: "/v1/rerank",
         bearer: true,
@@ -112,5 +112,5 @@ fn voyage_conformance() {
         reported_total: Some(BILLED),
         check_request: check,
         errors,
-    });
-}
+    }
+);

@@ -3,7 +3,7 @@
 use crate::support;
 use serde_json::json;
 use support::fake::{Recorded, Reply};
-use support::rerank_conformance::{run, RerankCase};
+use support::rerank_conformance::{rerank_conformance, RerankCase};
 
 /// The billed token total every success answer reports.
 const TOTAL: u64 = 72;
@@ -114,9 +114,9 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
     ]
 }
 
-#[test]
-fn zhipu_conformance() {
-    run(&RerankCase {
+rerank_conformance!(
+    conformance,
+    RerankCase {
         model: "zhipu-rerank",
         path: "/api/paas/v4/rerank",
         bearer: true,
@@ -125,5 +125,5 @@ fn zhipu_conformance() {
         reported_total: Some(TOTAL),
         check_request: check,
         errors,
-    });
-}
+    }
+);

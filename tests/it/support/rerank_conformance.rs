@@ -1,8 +1,9 @@
 //! The rerank conformance cases every provider passes, in one place.
 //!
 //! A provider's test file describes its wire format in a [`RerankCase`] (how its fake answers, what
-//! its native request must look like, its native error shapes) and calls [`run`]; the cases and
-//! their assertions are the same for all providers.
+//! its native request must look like, its native error shapes) and invokes [`rerank_conformance!`],
+//! which makes one `#[test]` per case (`rerank_jina::conformance::native_errors`, …), each against
+//! its own fake provider and gateway; the cases and their assertions are the same for all providers.
 
 use serde_json::{json, Value};
 
@@ -44,16 +45,62 @@ const DOCS: [&str; 4] = [
 ];
 const QUERY: &str = "What is the capital of France?";
 
-/// Run every conformance case for `case`.
-pub fn run(case: &RerankCase) {
+/// One `#[test]` per conformance case for one provider:
+/// `rerank_conformance!(conformance, RerankCase { .. })`, at module level, defines the module
+/// `conformance` with the tests `translation_and_request`, `default_top_n`, `native_errors`,
+/// `retry_before_success`, `many_documents` and `over_the_limit`. Each test evaluates the case
+/// expression, in the scope of the module that invoked the macro, and runs its case.
+macro_rules! rerank_conformance {
+    ($name:ident, $case:expr $(,)?) => {
+        mod $name {
+            mod case {
+                #[allow(unused_imports)]
+                use super::super::*;
+
+                pub fn case() -> $crate::support::rerank_conformance::RerankCase {
+                    $case
+                }
+            }
+
+            #[test]
+            fn translation_and_request() {
+                $crate::support::rerank_conformance::translation_and_request(&case::case());
+            }
+
+            #[test]
+            fn default_top_n() {
+                $crate::support::rerank_conformance::default_top_n(&case::case());
+            }
+
+            #[test]
+            fn native_errors() {
+                $crate::support::rerank_conformance::native_errors(&case::case());
+            }
+
+            #[test]
+            fn retry_before_success() {
+                $crate::support::rerank_conformance::retry_before_success(&case::case());
+            }
+
+            #[test]
+            fn many_documents() {
+                $crate::support::rerank_conformance::many_documents(&case::case());
+            }
+
+            #[test]
+            fn over_the_limit() {
+                $crate::support::rerank_conformance::over_the_limit(&case::case());
+            }
+        }
+    };
+}
+pub(crate) use rerank_conformance;
+
+/// A fake provider and a gateway pointing at it, for one case.
+fn start() -> (FakeProvider, TestGateway) {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
-    translation_and_request(case, &fake, &gw);
-    default_top_n(case, &fake, &gw);
-    native_errors(case, &fake, &gw);
-    retry_before_success(case, &fake, &gw);
-    many_documents(case, &fake, &gw);
-    over_the_limit(case, &fake, &gw);
+    (fake, gw)
 }
 
 fn body(case: &RerankCase, docs: &[&str], top_n: Option<usize>) -> Value {
@@ -70,13 +117,14 @@ fn last(fake: &FakeProvider) -> Recorded {
         .expect("the provider received no request")
 }
 
-fn translation_and_request(case: &RerankCase, fake: &FakeProvider, gw: &TestGateway) {
+pub fn translation_and_request(case: &RerankCase) {
+    let (fake, gw) = start();
     // Provider order deliberately unsorted, with a tie between 0 and 3.
     fake.push((case.success)(
         &[(1, 0.01), (3, 0.62), (2, 0.97), (0, 0.62)],
         &DOCS,
     ));
-    let resp = post(gw, "/api/v1/rerank", &body(case, &DOCS, Some(3)));
+    let resp = post(&gw, "/api/v1/rerank", &body(case, &DOCS, Some(3)));
     assert_eq!(resp.status, 200, "{}: {}", case.model, resp.text());
     let out = resp.json();
     assert_eq!(out["model"], case.model);
@@ -127,7 +175,7 @@ fn translation_and_request(case: &RerankCase, fake: &FakeProvider, gw: &TestGate
     }
     assert_eq!(out["metadata"]["tokenizer"], "cl100k_base");
 
-    let req = last(fake);
+    let req = last(&fake);
     assert_eq!(req.method, "POST");
     assert_eq!(req.path, case.path, "{}: native path", case.model);
     if case.bearer {
@@ -140,12 +188,13 @@ fn translation_and_request(case: &RerankCase, fake: &FakeProvider, gw: &TestGate
     (case.check_request)(&req, QUERY, &DOCS, Some(3));
 }
 
-fn default_top_n(case: &RerankCase, fake: &FakeProvider, gw: &TestGateway) {
+pub fn default_top_n(case: &RerankCase) {
+    let (fake, gw) = start();
     fake.push((case.success)(
         &[(0, 0.2), (1, 0.1), (2, 0.9), (3, 0.5)],
         &DOCS,
     ));
-    let resp = post(gw, "/api/v1/rerank", &body(case, &DOCS, None));
+    let resp = post(&gw, "/api/v1/rerank", &body(case, &DOCS, None));
     assert_eq!(resp.status, 200, "{}: {}", case.model, resp.text());
     assert_eq!(
         resp.json()["results"].as_array().unwrap().len(),
@@ -153,13 +202,14 @@ fn default_top_n(case: &RerankCase, fake: &FakeProvider, gw: &TestGateway) {
         "{}: default top_n is all",
         case.model
     );
-    (case.check_request)(&last(fake), QUERY, &DOCS, None);
+    (case.check_request)(&last(&fake), QUERY, &DOCS, None);
 }
 
-fn native_errors(case: &RerankCase, fake: &FakeProvider, gw: &TestGateway) {
+pub fn native_errors(case: &RerankCase) {
+    let (fake, gw) = start();
     for (reply, status, code) in (case.errors)() {
         fake.push(reply);
-        let resp = post(gw, "/api/v1/rerank", &body(case, &DOCS, None));
+        let resp = post(&gw, "/api/v1/rerank", &body(case, &DOCS, None));
         assert_eq!(
             resp.status,
             status,
@@ -176,7 +226,8 @@ fn native_errors(case: &RerankCase, fake: &FakeProvider, gw: &TestGateway) {
     }
 }
 
-fn retry_before_success(case: &RerankCase, fake: &FakeProvider, gw: &TestGateway) {
+pub fn retry_before_success(case: &RerankCase) {
+    let (fake, gw) = start();
     let before = fake.requests().len();
     fake.push(Reply::json(503, json!({"message": "overloaded"})));
     fake.push((case.success)(
@@ -185,7 +236,7 @@ fn retry_before_success(case: &RerankCase, fake: &FakeProvider, gw: &TestGateway
     ));
     let mut b = body(case, &DOCS, None);
     b["retries"] = json!(1);
-    let resp = post(gw, "/api/v1/rerank", &b);
+    let resp = post(&gw, "/api/v1/rerank", &b);
     assert_eq!(resp.status, 200, "{}: {}", case.model, resp.text());
     let seen = fake.requests();
     assert_eq!(seen.len(), before + 2);
@@ -197,7 +248,8 @@ fn retry_before_success(case: &RerankCase, fake: &FakeProvider, gw: &TestGateway
     );
 }
 
-fn many_documents(case: &RerankCase, fake: &FakeProvider, gw: &TestGateway) {
+pub fn many_documents(case: &RerankCase) {
+    let (fake, gw) = start();
     let n = case.max_documents.min(1000);
     let owned: Vec<String> = (0..n)
         .map(|i| format!("document {i}: {}", "lorem ipsum ".repeat(80)))
@@ -206,7 +258,7 @@ fn many_documents(case: &RerankCase, fake: &FakeProvider, gw: &TestGateway) {
     let scores: Vec<(usize, f64)> = (0..n).map(|i| (i, i as f64 / n as f64)).collect();
     fake.push((case.success)(&scores, &docs));
     let resp = post(
-        gw,
+        &gw,
         "/api/v1/rerank",
         &json!({"model": case.model, "query": "lorem", "documents": docs, "top_n": 5}),
     );
@@ -218,11 +270,12 @@ fn many_documents(case: &RerankCase, fake: &FakeProvider, gw: &TestGateway) {
     assert_eq!(results[0]["document"], docs[n - 1]);
 }
 
-fn over_the_limit(case: &RerankCase, fake: &FakeProvider, gw: &TestGateway) {
+pub fn over_the_limit(case: &RerankCase) {
+    let (fake, gw) = start();
     let before = fake.requests().len();
     let docs: Vec<String> = (0..=case.max_documents).map(|i| format!("d{i}")).collect();
     let resp = post(
-        gw,
+        &gw,
         "/api/v1/rerank",
         &json!({"model": case.model, "query": "q", "documents": docs}),
     );
