@@ -6,7 +6,9 @@ use crate::support;
 use base64::Engine;
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Recorded, Reply};
-use support::speech_conformance::{audio, public_events, run, speech, Expect, SpeechCase};
+use support::speech_conformance::{
+    audio, public_events, speech, speech_conformance, Expect, SpeechCase,
+};
 use support::{TestGateway, PROVIDER_KEY};
 
 const MODEL: &str = "qwen3-tts-flash";
@@ -201,9 +203,9 @@ fn retryable() -> Vec<Reply> {
     )]
 }
 
-#[test]
-fn qwen_tts_conformance() {
-    run(&SpeechCase {
+speech_conformance!(
+    conformance,
+    SpeechCase {
         model: MODEL,
         formats: &[("wav", "audio/wav"), ("pcm", "audio/pcm")],
         sse_formats: &["pcm"],
@@ -218,8 +220,8 @@ fn qwen_tts_conformance() {
         check_request: check,
         errors,
         retryable,
-    });
-}
+    }
+);
 
 // ---- provider-specific cases -----------------------------------------------------------------
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::support;
 use serde_json::json;
 use support::fake::{FakeProvider, Recorded, Reply};
-use support::speech_conformance::{public_events, run, Expect, SpeechCase};
+use support::speech_conformance::{public_events, speech_conformance, Expect, SpeechCase};
 use support::{post, TestGateway, PROVIDER_KEY};
 
 const MODEL: &str = "eleven-multilingual-v2";
@@ -148,9 +148,9 @@ fn retryable() -> Vec<Reply> {
     )]
 }
 
-#[test]
-fn elevenlabs_conformance() {
-    run(&SpeechCase {
+speech_conformance!(
+    conformance,
+    SpeechCase {
         model: MODEL,
         formats: &[
             ("mp3", "audio/mpeg"),
@@ -170,8 +170,8 @@ fn elevenlabs_conformance() {
         check_request: check,
         errors,
         retryable,
-    });
-}
+    }
+);
 
 fn audio(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 17 % 251) as u8).collect()

@@ -6,7 +6,7 @@ use crate::support;
 use base64::Engine;
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Recorded, Reply};
-use support::speech_conformance::{run, Expect, SpeechCase};
+use support::speech_conformance::{speech_conformance, Expect, SpeechCase};
 use support::{post, TestGateway, PROVIDER_KEY};
 
 const MODEL: &str = "google-tts";
@@ -141,9 +141,9 @@ fn retryable() -> Vec<Reply> {
     )]
 }
 
-#[test]
-fn google_conformance() {
-    run(&SpeechCase {
+speech_conformance!(
+    conformance,
+    SpeechCase {
         model: MODEL,
         formats: &[
             ("mp3", "audio/mpeg"),
@@ -163,8 +163,8 @@ fn google_conformance() {
         check_request: check,
         errors,
         retryable,
-    });
-}
+    }
+);
 
 fn audio(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 13 % 251) as u8).collect()

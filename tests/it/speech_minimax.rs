@@ -6,7 +6,7 @@ use crate::support;
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Recorded, Reply};
 use support::speech_conformance::{
-    audio, decoded_audio, public_events, run, speech, Expect, SpeechCase,
+    audio, decoded_audio, public_events, speech, speech_conformance, Expect, SpeechCase,
 };
 use support::{TestGateway, PROVIDER_KEY};
 
@@ -147,9 +147,9 @@ fn retryable() -> Vec<Reply> {
     vec![stream_error(1024, "internal error")]
 }
 
-#[test]
-fn minimax_conformance() {
-    run(&SpeechCase {
+speech_conformance!(
+    conformance,
+    SpeechCase {
         model: MODEL,
         formats: &[
             ("mp3", "audio/mpeg"),
@@ -169,8 +169,8 @@ fn minimax_conformance() {
         check_request: check,
         errors,
         retryable,
-    });
-}
+    }
+);
 
 #[test]
 fn a_rate_limit_inside_a_200_stream_is_retried_then_reported() {

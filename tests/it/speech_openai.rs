@@ -6,7 +6,7 @@ use crate::support;
 use base64::Engine;
 use serde_json::json;
 use support::fake::{FakeProvider, Recorded, Reply};
-use support::speech_conformance::{run, Expect, SpeechCase};
+use support::speech_conformance::{speech_conformance, Expect, SpeechCase};
 use support::PROVIDER_KEY;
 
 const FORMATS: &[(&str, &str)] = &[
@@ -100,17 +100,18 @@ fn retryable() -> Vec<Reply> {
     )]
 }
 
-#[test]
-fn openai_conformance() {
-    fn check(req: &Recorded, e: &Expect<'_>) {
-        assert_eq!(req.path, "/v1/audio/speech");
-        assert_eq!(
-            req.header("authorization"),
-            Some(format!("Bearer {PROVIDER_KEY}").as_str())
-        );
-        check_body(req, e, "gpt-4o-mini-tts");
-    }
-    run(&SpeechCase {
+fn check_openai(req: &Recorded, e: &Expect<'_>) {
+    assert_eq!(req.path, "/v1/audio/speech");
+    assert_eq!(
+        req.header("authorization"),
+        Some(format!("Bearer {PROVIDER_KEY}").as_str())
+    );
+    check_body(req, e, "gpt-4o-mini-tts");
+}
+
+speech_conformance!(
+    openai_conformance,
+    SpeechCase {
         model: "gpt-4o-mini-tts",
         instructions: true,
         formats: FORMATS,
@@ -122,33 +123,35 @@ fn openai_conformance() {
         default_voice: "alloy",
         max_input_chars: 4096,
         answer,
-        check_request: check,
+        check_request: check_openai,
         errors,
         retryable,
-    });
+    }
+);
+
+fn check_azure_deployment(req: &Recorded, e: &Expect<'_>) {
+    assert_eq!(
+        req.path,
+        "/openai/deployments/tts-deployment/audio/speech?api-version=2025-03-01-preview"
+    );
+    assert_eq!(req.header("api-key"), Some(PROVIDER_KEY));
+    assert_eq!(req.header("authorization"), None);
+    check_body(req, e, "tts-deployment");
 }
 
-#[test]
-fn azure_deployment_url_conformance() {
-    fn check(req: &Recorded, e: &Expect<'_>) {
-        assert_eq!(
-            req.path,
-            "/openai/deployments/tts-deployment/audio/speech?api-version=2025-03-01-preview"
-        );
-        assert_eq!(req.header("api-key"), Some(PROVIDER_KEY));
-        assert_eq!(req.header("authorization"), None);
-        check_body(req, e, "tts-deployment");
-    }
-    fn azure_errors() -> Vec<(Vec<Reply>, u16, &'static str)> {
-        let mut e = errors();
-        e.push((
-            vec![Reply::json(400, json!({"error": {"code": "content_filter", "message": "The prompt was filtered", "innererror": {"code": "ResponsibleAIPolicyViolation"}}}))],
-            400,
-            "content_policy_violation",
-        ));
-        e
-    }
-    run(&SpeechCase {
+fn azure_errors() -> Vec<(Vec<Reply>, u16, &'static str)> {
+    let mut e = errors();
+    e.push((
+        vec![Reply::json(400, json!({"error": {"code": "content_filter", "message": "The prompt was filtered", "innererror": {"code": "ResponsibleAIPolicyViolation"}}}))],
+        400,
+        "content_policy_violation",
+    ));
+    e
+}
+
+speech_conformance!(
+    azure_deployment_url_conformance,
+    SpeechCase {
         model: "azure-tts",
         instructions: true,
         formats: FORMATS,
@@ -160,20 +163,21 @@ fn azure_deployment_url_conformance() {
         default_voice: "alloy",
         max_input_chars: 4096,
         answer,
-        check_request: check,
+        check_request: check_azure_deployment,
         errors: azure_errors,
         retryable,
-    });
+    }
+);
+
+fn check_azure_v1(req: &Recorded, e: &Expect<'_>) {
+    assert_eq!(req.path, "/openai/v1/audio/speech");
+    assert_eq!(req.header("api-key"), Some(PROVIDER_KEY));
+    check_body(req, e, "tts-v1-deployment");
 }
 
-#[test]
-fn azure_v1_url_conformance() {
-    fn check(req: &Recorded, e: &Expect<'_>) {
-        assert_eq!(req.path, "/openai/v1/audio/speech");
-        assert_eq!(req.header("api-key"), Some(PROVIDER_KEY));
-        check_body(req, e, "tts-v1-deployment");
-    }
-    run(&SpeechCase {
+speech_conformance!(
+    azure_v1_url_conformance,
+    SpeechCase {
         model: "azure-tts-v1",
         instructions: false,
         formats: &[("mp3", "audio/mpeg")],
@@ -185,8 +189,8 @@ fn azure_v1_url_conformance() {
         default_voice: "alloy",
         max_input_chars: 4096,
         answer,
-        check_request: check,
+        check_request: check_azure_v1,
         errors,
         retryable,
-    });
-}
+    }
+);

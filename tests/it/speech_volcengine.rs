@@ -7,7 +7,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Recorded, Reply};
 use support::speech_conformance::{
-    audio, decoded_audio, public_events, run, speech, Expect, SpeechCase,
+    audio, decoded_audio, public_events, speech, speech_conformance, Expect, SpeechCase,
 };
 use support::{TestGateway, PROVIDER_KEY};
 
@@ -143,9 +143,9 @@ fn retryable() -> Vec<Reply> {
     )])]
 }
 
-#[test]
-fn volcengine_conformance() {
-    run(&SpeechCase {
+speech_conformance!(
+    conformance,
+    SpeechCase {
         model: MODEL,
         formats: &[
             ("mp3", "audio/mpeg"),
@@ -164,8 +164,8 @@ fn volcengine_conformance() {
         check_request: check,
         errors,
         retryable,
-    });
-}
+    }
+);
 
 #[test]
 fn errors_before_audio_are_retried_with_a_new_request_id() {

@@ -1,8 +1,10 @@
 //! The speech conformance cases every provider passes, in one place.
 //!
 //! A provider's test file describes its wire format in a [`SpeechCase`] (how its fake answers
-//! with given audio, what its native request must look like, its native error shapes) and calls
-//! [`run`]; the cases and their assertions are the same for every provider: plain audio (bytes
+//! with given audio, what its native request must look like, its native error shapes) and invokes
+//! [`speech_conformance!`], which makes one `#[test]` per case
+//! (`speech_minimax::conformance::native_errors`, …), each against its own fake provider and
+//! gateway. The cases and their assertions are the same for every provider: plain audio (bytes
 //! identical, right content type), SSE (event order; the base64 decodes to the provider's audio) or
 //! its refusal, speed mapping and refusal, format refusal, `instructions` refusal, input too long,
 //! each native error shape, and a retry before the first byte.
@@ -105,18 +107,73 @@ fn pieces() -> Vec<Vec<u8>> {
 
 const INPUT: &str = "The quick brown fox jumps over the lazy dog.";
 
-/// Run every conformance case for `case`.
-pub fn run(case: &SpeechCase) {
+/// One `#[test]` per conformance case for one provider:
+/// `speech_conformance!(conformance, SpeechCase { .. })`, at module level, defines the module
+/// `conformance` with the tests `plain_audio`, `sse`, `speeds`, `rejected_formats`,
+/// `instructions_refused`, `input_too_long`, `native_errors` and `retry_before_first_byte`. Each
+/// test evaluates the case expression, in the scope of the module that invoked the macro, and
+/// runs its case.
+macro_rules! speech_conformance {
+    ($name:ident, $case:expr $(,)?) => {
+        mod $name {
+            mod case {
+                #[allow(unused_imports)]
+                use super::super::*;
+
+                pub fn case() -> $crate::support::speech_conformance::SpeechCase {
+                    $case
+                }
+            }
+
+            #[test]
+            fn plain_audio() {
+                $crate::support::speech_conformance::plain_audio(&case::case());
+            }
+
+            #[test]
+            fn sse() {
+                $crate::support::speech_conformance::sse(&case::case());
+            }
+
+            #[test]
+            fn speeds() {
+                $crate::support::speech_conformance::speeds(&case::case());
+            }
+
+            #[test]
+            fn rejected_formats() {
+                $crate::support::speech_conformance::rejected_formats(&case::case());
+            }
+
+            #[test]
+            fn instructions_refused() {
+                $crate::support::speech_conformance::instructions_refused(&case::case());
+            }
+
+            #[test]
+            fn input_too_long() {
+                $crate::support::speech_conformance::input_too_long(&case::case());
+            }
+
+            #[test]
+            fn native_errors() {
+                $crate::support::speech_conformance::native_errors(&case::case());
+            }
+
+            #[test]
+            fn retry_before_first_byte() {
+                $crate::support::speech_conformance::retry_before_first_byte(&case::case());
+            }
+        }
+    };
+}
+pub(crate) use speech_conformance;
+
+/// A fake provider and a gateway pointing at it, for one case.
+fn start() -> (FakeProvider, TestGateway) {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
-    plain_audio(case, &fake, &gw);
-    sse(case, &fake, &gw);
-    speeds(case, &fake, &gw);
-    rejected_formats(case, &gw);
-    instructions_refused(case, &gw);
-    input_too_long(case, &fake, &gw);
-    native_errors(case, &fake, &gw);
-    retry_before_first_byte(case, &fake, &gw);
+    (fake, gw)
 }
 
 fn body(case: &SpeechCase, extra: Value) -> Value {
@@ -140,13 +197,14 @@ fn new_requests(fake: &FakeProvider, before: usize) -> Vec<Recorded> {
     fake.requests().split_off(before)
 }
 
-fn plain_audio(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
+pub fn plain_audio(case: &SpeechCase) {
+    let (fake, gw) = start();
     for (format, ctype) in case.formats {
         let before = fake.requests().len();
         let p = pieces();
-        push_all(fake, (case.answer)(&p, format, false, fake));
+        push_all(&fake, (case.answer)(&p, format, false, &fake));
         let resp = post(
-            gw,
+            &gw,
             "/api/v1/audio/speech",
             &body(
                 case,
@@ -167,7 +225,7 @@ fn plain_audio(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
             "{}: {format}: audio bytes differ",
             case.model
         );
-        let sent = new_requests(fake, before);
+        let sent = new_requests(&fake, before);
         assert_no_client_credentials(&sent[0]);
         (case.check_request)(
             &sent[0],
@@ -183,14 +241,14 @@ fn plain_audio(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
     // No voice: the model's default is sent.
     let before = fake.requests().len();
     let (format, _) = case.formats[0];
-    push_all(fake, (case.answer)(&pieces(), format, false, fake));
+    push_all(&fake, (case.answer)(&pieces(), format, false, &fake));
     let resp = post(
-        gw,
+        &gw,
         "/api/v1/audio/speech",
         &body(case, json!({"response_format": format})),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
-    let sent = new_requests(fake, before);
+    let sent = new_requests(&fake, before);
     (case.check_request)(
         &sent[0],
         &Expect {
@@ -203,10 +261,11 @@ fn plain_audio(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
     );
 }
 
-fn sse(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
+pub fn sse(case: &SpeechCase) {
+    let (fake, gw) = start();
     if case.sse_formats.is_empty() {
         let resp = post(
-            gw,
+            &gw,
             "/api/v1/audio/speech",
             &body(case, json!({"stream_format": "sse"})),
         );
@@ -217,9 +276,9 @@ fn sse(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
     for format in case.sse_formats {
         let before = fake.requests().len();
         let p = pieces();
-        push_all(fake, (case.answer)(&p, format, true, fake));
+        push_all(&fake, (case.answer)(&p, format, true, &fake));
         let resp = post(
-            gw,
+            &gw,
             "/api/v1/audio/speech",
             &body(
                 case,
@@ -247,7 +306,7 @@ fn sse(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
             u["input_tokens"].as_u64().unwrap() + u["output_tokens"].as_u64().unwrap(),
             "{u}"
         );
-        let sent = new_requests(fake, before);
+        let sent = new_requests(&fake, before);
         (case.check_request)(
             &sent[0],
             &Expect {
@@ -261,18 +320,19 @@ fn sse(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
     }
 }
 
-fn speeds(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
+pub fn speeds(case: &SpeechCase) {
+    let (fake, gw) = start();
     let (format, _) = case.formats[0];
     for speed in case.speeds {
         let before = fake.requests().len();
-        push_all(fake, (case.answer)(&pieces(), format, false, fake));
+        push_all(&fake, (case.answer)(&pieces(), format, false, &fake));
         let resp = post(
-            gw,
+            &gw,
             "/api/v1/audio/speech",
             &body(case, json!({"speed": speed, "response_format": format})),
         );
         assert_eq!(resp.status, 200, "speed {speed}: {}", resp.text());
-        let sent = new_requests(fake, before);
+        let sent = new_requests(&fake, before);
         (case.check_request)(
             &sent[0],
             &Expect {
@@ -287,7 +347,7 @@ fn speeds(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
     for speed in case.rejected_speeds {
         let before = fake.requests().len();
         let resp = post(
-            gw,
+            &gw,
             "/api/v1/audio/speech",
             &body(case, json!({"speed": speed})),
         );
@@ -307,10 +367,11 @@ fn speeds(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
     }
 }
 
-fn rejected_formats(case: &SpeechCase, gw: &TestGateway) {
+pub fn rejected_formats(case: &SpeechCase) {
+    let (_fake, gw) = start();
     for format in case.rejected_formats {
         let resp = post(
-            gw,
+            &gw,
             "/api/v1/audio/speech",
             &body(case, json!({"response_format": format})),
         );
@@ -325,12 +386,13 @@ fn rejected_formats(case: &SpeechCase, gw: &TestGateway) {
     }
 }
 
-fn instructions_refused(case: &SpeechCase, gw: &TestGateway) {
+pub fn instructions_refused(case: &SpeechCase) {
     if case.instructions {
         return;
     }
+    let (_fake, gw) = start();
     let resp = post(
-        gw,
+        &gw,
         "/api/v1/audio/speech",
         &body(case, json!({"instructions": "speak softly"})),
     );
@@ -338,11 +400,12 @@ fn instructions_refused(case: &SpeechCase, gw: &TestGateway) {
     assert!(resp.json()["details"]["instructions"].is_string());
 }
 
-fn input_too_long(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
+pub fn input_too_long(case: &SpeechCase) {
+    let (fake, gw) = start();
     let before = fake.requests().len();
     let long = "a".repeat(case.max_input_chars + 1);
     let resp = post(
-        gw,
+        &gw,
         "/api/v1/audio/speech",
         &json!({"model": case.model, "input": long}),
     );
@@ -350,10 +413,11 @@ fn input_too_long(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
     assert_eq!(fake.requests().len(), before);
 }
 
-fn native_errors(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
+pub fn native_errors(case: &SpeechCase) {
+    let (fake, gw) = start();
     for (replies, status, code) in (case.errors)() {
-        push_all(fake, replies);
-        let resp = post(gw, "/api/v1/audio/speech", &body(case, json!({})));
+        push_all(&fake, replies);
+        let resp = post(&gw, "/api/v1/audio/speech", &body(case, json!({})));
         assert_eq!(resp.status, status, "{}: {}", case.model, resp.text());
         let b = resp.json();
         assert_eq!(b["code"], code, "{b}");
@@ -365,24 +429,25 @@ fn native_errors(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
     }
 }
 
-fn retry_before_first_byte(case: &SpeechCase, fake: &FakeProvider, gw: &TestGateway) {
+pub fn retry_before_first_byte(case: &SpeechCase) {
+    let (fake, gw) = start();
     let (format, _) = case.formats[0];
     let before = fake.requests().len();
-    push_all(fake, (case.retryable)());
+    push_all(&fake, (case.retryable)());
     let p = pieces();
-    push_all(fake, (case.answer)(&p, format, false, fake));
+    push_all(&fake, (case.answer)(&p, format, false, &fake));
     let resp = post(
-        gw,
+        &gw,
         "/api/v1/audio/speech",
         &body(case, json!({"retries": 1, "response_format": format})),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert!(resp.body == p.concat());
-    assert!(new_requests(fake, before).len() >= 2);
+    assert!(new_requests(&fake, before).len() >= 2);
 
     // Without retries the same failure is the caller's answer.
-    push_all(fake, (case.retryable)());
-    let resp = post(gw, "/api/v1/audio/speech", &body(case, json!({})));
+    push_all(&fake, (case.retryable)());
+    let resp = post(&gw, "/api/v1/audio/speech", &body(case, json!({})));
     assert!(resp.status >= 500, "{}: {}", resp.status, resp.text());
 }
 
