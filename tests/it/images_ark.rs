@@ -7,7 +7,7 @@ use crate::support;
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Recorded, Reply};
 use support::image_conformance::{
-    self as conformance, b64, fake_url, png, unb64, Answers, ImageCase,
+    self as conformance, b64, fake_url, image_conformance, png, unb64, Answers, ImageCase,
 };
 use support::{config, post, TestGateway, PROVIDER_KEY};
 
@@ -156,9 +156,9 @@ fn check_seededit_full(req: &Recorded) {
 
 // ---- conformance -----------------------------------------------------------------------------
 
-#[test]
-fn seedream_4_conformance() {
-    conformance::run(&ImageCase {
+image_conformance!(
+    seedream_4_conformance,
+    ImageCase {
         model: "seedream-4",
         base: json!({}),
         full: json!({
@@ -197,12 +197,12 @@ fn seedream_4_conformance() {
         ],
         reference: Some(conformance::json_reference),
         errors,
-    });
-}
+    }
+);
 
-#[test]
-fn seededit_3_conformance() {
-    conformance::run(&ImageCase {
+image_conformance!(
+    seededit_3_conformance,
+    ImageCase {
         model: "seededit-3",
         base: json!({"image": SOURCE_URL}),
         full: json!({
@@ -234,8 +234,8 @@ fn seededit_3_conformance() {
         ],
         reference: Some(conformance::json_reference),
         errors,
-    });
-}
+    }
+);
 
 // ---- Ark's own behaviour ---------------------------------------------------------------------
 

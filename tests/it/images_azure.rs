@@ -7,7 +7,8 @@ use crate::support;
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Recorded, Reply};
 use support::image_conformance::{
-    self as conformance, b64, fake_url, form_parts, part, png, Answers, ImageCase, Reference,
+    self as conformance, b64, fake_url, form_parts, image_conformance, part, png, Answers,
+    ImageCase, Reference,
 };
 use support::{post, TestGateway, PROVIDER_KEY};
 
@@ -194,9 +195,9 @@ fn check_gpt_image_full(req: &Recorded) {
 
 // ---- conformance -----------------------------------------------------------------------------
 
-#[test]
-fn azure_dall_e_3_deployment_conformance() {
-    conformance::run(&ImageCase {
+image_conformance!(
+    azure_dall_e_3_deployment_conformance,
+    ImageCase {
         model: "azure-dall-e-3",
         base: json!({}),
         full: json!({"size": "1024x1792", "quality": "standard", "style": "vivid"}),
@@ -219,16 +220,16 @@ fn azure_dall_e_3_deployment_conformance() {
         ],
         reference: None,
         errors,
-    });
-}
+    }
+);
 
-#[test]
-fn azure_gpt_image_v1_conformance() {
-    conformance::run(&ImageCase {
+image_conformance!(
+    azure_gpt_image_v1_conformance,
+    ImageCase {
         model: "azure-gpt-image",
         base: json!({}),
         full: json!({"aspect_ratio": "3:2", "quality": "low", "output_format": "jpg",
-                     "background": "opaque", "moderation": "auto"}),
+                 "background": "opaque", "moderation": "auto"}),
         check_full: check_gpt_image_full,
         answer: b64_answer,
         answers: Answers::Inline,
@@ -247,8 +248,8 @@ fn azure_gpt_image_v1_conformance() {
         ],
         reference: Some(reference),
         errors,
-    });
-}
+    }
+);
 
 // ---- Azure's own behaviour -------------------------------------------------------------------
 

@@ -7,8 +7,8 @@ use crate::support;
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Recorded, Reply};
 use support::image_conformance::{
-    self as conformance, b64, fake_url, form_parts, get_hosted, names, part, png, unb64, Answers,
-    FormPart, ImageCase, Reference,
+    self as conformance, b64, fake_url, form_parts, get_hosted, image_conformance, names, part,
+    png, unb64, Answers, FormPart, ImageCase, Reference,
 };
 use support::{post, TestGateway, PROVIDER_KEY};
 
@@ -194,9 +194,9 @@ fn check_gpt_image_full(req: &Recorded) {
 
 // ---- conformance -----------------------------------------------------------------------------
 
-#[test]
-fn dall_e_2_conformance() {
-    conformance::run(&ImageCase {
+image_conformance!(
+    dall_e_2_conformance,
+    ImageCase {
         model: "dall-e-2",
         base: json!({}),
         full: json!({"size": "512x512", "quality": "standard", "user": "user-2"}),
@@ -223,12 +223,12 @@ fn dall_e_2_conformance() {
         ],
         reference: Some(reference),
         errors,
-    });
-}
+    }
+);
 
-#[test]
-fn dall_e_3_conformance() {
-    conformance::run(&ImageCase {
+image_conformance!(
+    dall_e_3_conformance,
+    ImageCase {
         model: "dall-e-3",
         base: json!({}),
         full: json!({"aspect_ratio": "16:9", "quality": "hd", "style": "natural", "user": "user-3"}),
@@ -255,17 +255,17 @@ fn dall_e_3_conformance() {
         ],
         reference: None,
         errors,
-    });
-}
+    }
+);
 
-#[test]
-fn gpt_image_1_conformance() {
-    conformance::run(&ImageCase {
+image_conformance!(
+    gpt_image_1_conformance,
+    ImageCase {
         model: "gpt-image-1",
         base: json!({}),
         full: json!({"aspect_ratio": "2:3", "quality": "medium", "output_format": "webp",
-                     "background": "transparent", "output_compression": 60, "moderation": "low",
-                     "user": "user-g"}),
+                 "background": "transparent", "output_compression": 60, "moderation": "low",
+                 "user": "user-g"}),
         check_full: check_gpt_image_full,
         answer: b64_answer,
         answers: Answers::Inline,
@@ -287,8 +287,8 @@ fn gpt_image_1_conformance() {
         ],
         reference: Some(reference),
         errors,
-    });
-}
+    }
+);
 
 // ---- OpenAI's own behaviour ------------------------------------------------------------------
 

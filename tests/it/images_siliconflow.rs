@@ -6,7 +6,9 @@
 use crate::support;
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Recorded, Reply};
-use support::image_conformance::{self as conformance, b64, fake_url, png, Answers, ImageCase};
+use support::image_conformance::{
+    self as conformance, b64, fake_url, image_conformance, png, Answers, ImageCase,
+};
 use support::{config, post, TestGateway, PROVIDER_KEY};
 
 const PATH: &str = "/v1/images/generations";
@@ -128,9 +130,9 @@ fn check_qwen_full(req: &Recorded) {
 
 // ---- conformance -----------------------------------------------------------------------------
 
-#[test]
-fn kolors_conformance() {
-    conformance::run(&ImageCase {
+image_conformance!(
+    kolors_conformance,
+    ImageCase {
         model: "kolors",
         base: json!({}),
         full: json!({
@@ -167,12 +169,12 @@ fn kolors_conformance() {
         ],
         reference: Some(conformance::json_reference),
         errors,
-    });
-}
+    }
+);
 
-#[test]
-fn qwen_image_conformance() {
-    conformance::run(&ImageCase {
+image_conformance!(
+    qwen_image_conformance,
+    ImageCase {
         model: "qwen-image",
         base: json!({}),
         full: json!({
@@ -212,8 +214,8 @@ fn qwen_image_conformance() {
         ],
         reference: None,
         errors,
-    });
-}
+    }
+);
 
 // ---- SiliconFlow's own behaviour -------------------------------------------------------------
 

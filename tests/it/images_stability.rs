@@ -9,8 +9,8 @@ use crate::support;
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Recorded, Reply};
 use support::image_conformance::{
-    self as conformance, b64, form_parts, get_hosted, names, part, png, unb64, Answers, FormPart,
-    ImageCase, Reference,
+    self as conformance, b64, form_parts, get_hosted, image_conformance, names, part, png, unb64,
+    Answers, FormPart, ImageCase, Reference,
 };
 use support::{post, TestGateway, PROVIDER_KEY};
 
@@ -217,9 +217,9 @@ fn rejected() -> Vec<(&'static str, Value)> {
     ]
 }
 
-#[test]
-fn stable_image_ultra_conformance() {
-    conformance::run(&ImageCase {
+image_conformance!(
+    stable_image_ultra_conformance,
+    ImageCase {
         model: "stable-image-ultra",
         base: json!({}),
         full: json!({
@@ -243,14 +243,19 @@ fn stable_image_ultra_conformance() {
         rejected: rejected(),
         reference: Some(reference),
         errors,
-    });
-}
+    }
+);
 
-#[test]
-fn sd3_5_large_conformance() {
+/// [`rejected`] plus WebP output, which SD3.5 refuses.
+fn sd3_rejected() -> Vec<(&'static str, Value)> {
     let mut rejected = rejected();
     rejected.push(("output_format", json!("webp")));
-    conformance::run(&ImageCase {
+    rejected
+}
+
+image_conformance!(
+    sd3_5_large_conformance,
+    ImageCase {
         model: "sd3.5-large",
         base: json!({}),
         full: json!({
@@ -272,11 +277,11 @@ fn sd3_5_large_conformance() {
         max_n: 10,
         per_call_n: 1,
         native_n: None,
-        rejected,
+        rejected: sd3_rejected(),
         reference: Some(reference),
         errors,
-    });
-}
+    }
+);
 
 // ---- Stability's own -------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ use crate::support;
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Recorded, Reply};
 use support::image_conformance::{
-    self as conformance, b64, fake_url, png, unb64, Answers, ImageCase,
+    self as conformance, b64, fake_url, image_conformance, png, unb64, Answers, ImageCase,
 };
 use support::{config, post, TestGateway, PROVIDER_KEY};
 
@@ -87,9 +87,9 @@ fn check_cogview_full(req: &Recorded) {
 
 // ---- conformance -----------------------------------------------------------------------------
 
-#[test]
-fn cogview_4_conformance() {
-    conformance::run(&ImageCase {
+image_conformance!(
+    cogview_4_conformance,
+    ImageCase {
         model: "cogview-4",
         base: json!({}),
         full: json!({
@@ -132,8 +132,8 @@ fn cogview_4_conformance() {
         ],
         reference: None,
         errors,
-    });
-}
+    }
+);
 
 // ---- Zhipu's own behaviour -------------------------------------------------------------------
 

@@ -2,8 +2,9 @@
 //!
 //! A provider's test file describes its wire format in an [`ImageCase`] (how its fake answers with
 //! given images, how its native request carries `n` and the reference image, what a full-featured
-//! request must become, its native error shapes) and calls [`run`]. The cases and their assertions
-//! are the same for every provider:
+//! request must become, its native error shapes) and invokes [`image_conformance!`], which makes one
+//! `#[test]` per case (`images_openai::dall_e_3_conformance::native_errors`, …), each against its
+//! own fake provider and gateway. The cases and their assertions are the same for every provider:
 //! - a full-featured request reaches the provider in its native form (the case's `check_full`);
 //! - `response_format: url` and `b64_json` both work, whatever the provider answers: provider URLs
 //!   are passed through or downloaded (without credentials), base64 is passed through or hosted
@@ -269,18 +270,64 @@ fn refused(resp: &client::Response, field: &str, what: &str) -> String {
         .to_string()
 }
 
-/// Run every conformance case for `case`.
-pub fn run(case: &ImageCase) {
-    full_request(case);
-    response_formats(case);
-    sizes_and_qualities(case);
-    image_counts(case);
-    rejected_fields(case);
-    reference_image(case);
-    errors(case);
-}
+/// One `#[test]` per conformance case for one model:
+/// `image_conformance!(dall_e_3_conformance, ImageCase { .. })`, at module level, defines the
+/// module `dall_e_3_conformance` with the tests `full_request`, `response_formats`,
+/// `sizes_and_qualities`, `image_counts`, `rejected_fields`, `reference_image` and
+/// `native_errors`. Each test evaluates the case expression, in the scope of the module that
+/// invoked the macro, and runs its case.
+macro_rules! image_conformance {
+    ($name:ident, $case:expr $(,)?) => {
+        mod $name {
+            mod case {
+                #[allow(unused_imports)]
+                use super::super::*;
 
-fn full_request(case: &ImageCase) {
+                pub fn case() -> $crate::support::image_conformance::ImageCase {
+                    $case
+                }
+            }
+
+            #[test]
+            fn full_request() {
+                $crate::support::image_conformance::full_request(&case::case());
+            }
+
+            #[test]
+            fn response_formats() {
+                $crate::support::image_conformance::response_formats(&case::case());
+            }
+
+            #[test]
+            fn sizes_and_qualities() {
+                $crate::support::image_conformance::sizes_and_qualities(&case::case());
+            }
+
+            #[test]
+            fn image_counts() {
+                $crate::support::image_conformance::image_counts(&case::case());
+            }
+
+            #[test]
+            fn rejected_fields() {
+                $crate::support::image_conformance::rejected_fields(&case::case());
+            }
+
+            #[test]
+            fn reference_image() {
+                $crate::support::image_conformance::reference_image(&case::case());
+            }
+
+            #[test]
+            fn native_errors() {
+                $crate::support::image_conformance::native_errors(&case::case());
+            }
+        }
+    };
+}
+pub(crate) use image_conformance;
+
+pub fn full_request(case: &ImageCase) {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
     let img = png(300, 1);
@@ -304,7 +351,7 @@ fn full_request(case: &ImageCase) {
     (case.check_full)(&sent[0]);
 }
 
-fn response_formats(case: &ImageCase) {
+pub fn response_formats(case: &ImageCase) {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
     let img = png(70_000, 2);
@@ -369,7 +416,7 @@ fn response_formats(case: &ImageCase) {
     }
 }
 
-fn sizes_and_qualities(case: &ImageCase) {
+pub fn sizes_and_qualities(case: &ImageCase) {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
     let img = png(100, 3);
@@ -409,7 +456,7 @@ fn sizes_and_qualities(case: &ImageCase) {
     }
 }
 
-fn image_counts(case: &ImageCase) {
+pub fn image_counts(case: &ImageCase) {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
     // Two full native calls' worth when the family allows it, else as many as it allows.
@@ -443,7 +490,7 @@ fn image_counts(case: &ImageCase) {
     );
 }
 
-fn rejected_fields(case: &ImageCase) {
+pub fn rejected_fields(case: &ImageCase) {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
     for (field, value) in &case.rejected {
@@ -461,7 +508,7 @@ fn rejected_fields(case: &ImageCase) {
     );
 }
 
-fn reference_image(case: &ImageCase) {
+pub fn reference_image(case: &ImageCase) {
     let Some(extract) = case.reference else {
         let img = b64(&png(100, 4));
         let fake = FakeProvider::start();
@@ -527,7 +574,7 @@ fn reference_image(case: &ImageCase) {
     }
 }
 
-fn errors(case: &ImageCase) {
+pub fn native_errors(case: &ImageCase) {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
     for (reply, status, code) in (case.errors)() {
