@@ -2,7 +2,9 @@
 //!
 //! Each module was once its own binary under `tests/`; they are modules of one crate now so that
 //! `tests/it/support` and the gateway are compiled and linked once instead of once per file.
-//! `cargo test --test it rerank_jina` runs one former file.
+//! `cargo test --test it rerank_jina` runs one former file. The conformance suites
+//! (`support::{rerank,speech,image}_conformance`) make one test per case and provider, named by
+//! both: `rerank_jina::conformance::native_errors`.
 //!
 //! Everything here runs in one process, on parallel test threads: a test must not rely on having
 //! the process to itself (no process-wide environment changes, no fixed ports, no global
