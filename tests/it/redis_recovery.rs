@@ -138,7 +138,7 @@ fn assert_succeeded_with_image(gw: &TestGateway, id: &str) {
 #[test]
 fn async_fails_fast_while_redis_is_down_sync_keeps_working_and_the_gateway_recovers_by_itself() {
     // Restarted below on the same port, which no other test's socket may take meanwhile.
-    let mut redis_server = RedisServer::start(support::port_outside_ephemeral_range());
+    let mut redis_server = RedisServer::start(support::free_port());
     let fake = FakeProvider::start();
     fake.set_default(Reply::json(
         200,

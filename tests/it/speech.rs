@@ -84,6 +84,8 @@ fn defaults_fill_voice_format_and_speed() {
 fn sse_events_pass_through_in_order_each_as_it_arrives() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
+    // Event spacing is measured: nothing heavy may run beside what follows.
+    let _alone = support::timing_lock();
     let gap = Duration::from_millis(150);
     let mut events = Vec::new();
     for i in 0..4 {

@@ -37,10 +37,10 @@ fn assert_paced(resp: &client::Response, events: usize) {
 
 #[test]
 fn raw_audio_becomes_sse_event_by_event() {
-    // Event timing is measured to the millisecond: nothing heavy may run beside this test.
-    let _alone = support::timing_lock();
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
+    // Event timing is measured to the millisecond: nothing heavy may run beside what follows.
+    let _alone = support::timing_lock();
     let pieces: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 2000]).collect();
     fake.push(Reply::chunked(
         200,
@@ -66,10 +66,10 @@ fn raw_audio_becomes_sse_event_by_event() {
 
 #[test]
 fn provider_sse_is_translated_event_by_event() {
-    // Event timing is measured to the millisecond: nothing heavy may run beside this test.
-    let _alone = support::timing_lock();
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
+    // Event timing is measured to the millisecond: nothing heavy may run beside what follows.
+    let _alone = support::timing_lock();
     let pieces: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i + 1; 1000]).collect();
     let mut events: Vec<(Duration, String)> = pieces
         .iter()

@@ -50,6 +50,7 @@ impl Instance {
         grace: u64,
         lost_after_ms: u64,
     ) -> Instance {
+        let _starting = support::gateway_starting();
         let ports = (free_port(), free_port());
         let yaml = support::config(&fake.base_url(), ports)
             .replace("grace_period_seconds: 0", &format!("grace_period_seconds: {grace}"))

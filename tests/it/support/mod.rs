@@ -11,7 +11,7 @@ pub mod tasks;
 pub mod wan;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -31,36 +31,32 @@ pub fn fixture(path: &str) -> String {
     format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Ports [`free_port`] and [`port_outside_ephemeral_range`] handed out in this process.
+/// Ports [`free_port`] handed out in this process.
 static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
 
-/// A free loopback port (bound then released; Pingora binds it again moments later). Never the
-/// same port twice in one test process: the OS may hand a just-released port out again, and two
-/// gateways of concurrent tests on one port would answer each other's requests.
+/// A free loopback port for a server that binds it moments later (a gateway, a `redis-server`),
+/// or binds it again after a restart. Never the same port twice in one test process, and never
+/// one from the kernel's ephemeral range: every test shares this process, and the kernel hands
+/// ephemeral ports to any socket that asks (another test's fake provider binding port 0, an
+/// outgoing connection), so a port released by a bind-and-close could be taken before the
+/// server binds it, and the test would then talk to another test's server. Ports below the range
+/// are only ever given to whoever names them.
 pub fn free_port() -> u16 {
-    loop {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if take(port) {
-            return port;
-        }
-    }
-}
-
-/// A free loopback port below the kernel's ephemeral range, for a server a test stops and starts
-/// again on the same port. Every test shares this process, and the OS hands out ephemeral ports
-/// (to `bind(0)` and to outgoing connections) to any of them: a port from [`free_port`] may be
-/// given to another test's socket while the server is down, and the restart then fails.
-pub fn port_outside_ephemeral_range() -> u16 {
     let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
         .and_then(|r| r.split_whitespace().next()?.parse().ok())
         .unwrap_or(32768);
     loop {
-        let port = rand::Rng::gen_range(&mut rand::thread_rng(), low / 2..low);
+        let port = if low >= 4096 {
+            rand::Rng::gen_range(&mut rand::thread_rng(), low / 2..low)
+        } else {
+            // Next to no ports below the range: any free one, as the kernel picks it.
+            TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        };
         if TcpListener::bind(("127.0.0.1", port)).is_ok() && take(port) {
             return port;
         }
@@ -87,12 +83,25 @@ pub fn refused_port() -> (u16, tokio::net::TcpSocket) {
     (port, socket)
 }
 
+/// Shared while a gateway starts (its most CPU-hungry moment: a gateway state and its
+/// connectors are built), exclusive for the tests that time events to a few milliseconds or load
+/// the machine for a while. See [`timing_lock`].
+static QUIET: RwLock<()> = RwLock::new(());
+
 /// Held by the tests that time events to a few milliseconds and by the ones that load the machine
-/// for a while (100 MiB streams), so that none of them runs beside another: they share one process
-/// and its parallel test threads, where before each file had a process of its own.
-pub fn timing_lock() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(PoisonError::into_inner)
+/// for a while (100 MiB streams): while one holds it, no other of them runs and no other test's
+/// gateway starts. All tests share one process and its parallel test threads, where before each
+/// file had a process of its own. Take it after starting the test's own gateway, which would
+/// otherwise wait for it forever.
+pub fn timing_lock() -> RwLockWriteGuard<'static, ()> {
+    QUIET.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Held while a gateway starts, until it listens ([`TestGateway::start_with`] takes it; so must
+/// a test starting the gateway binary as a process): a gateway start waits while a
+/// [`timing_lock`] is held.
+pub fn gateway_starting() -> RwLockReadGuard<'static, ()> {
+    QUIET.read().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The standard test configuration: two entry points, every test provider pointing at `fake_url`,
@@ -238,6 +247,7 @@ impl TestGateway {
 
     /// Start with a config built from the two listener ports.
     pub fn start_with(make: impl FnOnce((u16, u16)) -> String) -> TestGateway {
+        let _starting = gateway_starting();
         let ports = (free_port(), free_port());
         let yaml = make(ports);
         let settings = switchyard::config::load_str(&yaml, &|_| None)
