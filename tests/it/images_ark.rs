@@ -1,0 +1,468 @@
+//! Volcengine Ark images (Seedream 4.0, SeedEdit 3.0) end to end against a fake Ark: the shared
+//! conformance cases, then what is Ark's own: per-image errors inside a 200 answer, the watermark
+//! sent off explicitly, fan-out for `n`, sequential sets, reference images as URL or data URL, and
+//! `b64_json` asked natively.
+
+use crate::support;
+use serde_json::{json, Value};
+use support::fake::{FakeProvider, Recorded, Reply};
+use support::image_conformance::{
+    self as conformance, b64, fake_url, image_conformance, png, unb64, Answers, ImageCase,
+};
+use support::{config, post, TestGateway, PROVIDER_KEY};
+
+const PATH: &str = "/api/v3/images/generations";
+const SEEDREAM_4: &str = "doubao-seedream-4-0-250828";
+const SEEDEDIT_3: &str = "doubao-seededit-3-0-i2i-250628";
+/// The image SeedEdit cases edit unless a test gives another (Ark downloads it, not the gateway).
+const SOURCE_URL: &str = "https://img.example/source.png";
+
+// ---- native answers --------------------------------------------------------------------------
+
+/// Ark's answer linking to each image on the fake's own host (whoever wants the bytes pushes
+/// them as the fake's next replies).
+fn url_answer(images: &[Vec<u8>], fake: &FakeProvider) -> Reply {
+    let data: Vec<Value> = (0..images.len())
+        .map(|i| json!({"url": fake_url(fake, &format!("{i}.jpeg")), "size": "2048x2048"}))
+        .collect();
+    answer(data)
+}
+
+/// Ark's answer carrying each image as base64.
+fn b64_answer(images: &[Vec<u8>], _fake: &FakeProvider) -> Reply {
+    let data = images
+        .iter()
+        .map(|img| json!({"b64_json": b64(img), "size": "1024x1024"}))
+        .collect();
+    answer(data)
+}
+
+fn answer(data: Vec<Value>) -> Reply {
+    let n = data.len();
+    Reply::json(
+        200,
+        json!({
+            "model": SEEDREAM_4,
+            "created": 1757469067,
+            "data": data,
+            "usage": {"generated_images": n, "output_tokens": 16384 * n, "total_tokens": 16384 * n}
+        }),
+    )
+}
+
+fn ark_error(status: u16, code: &str) -> Reply {
+    Reply::json(
+        status,
+        json!({"error": {
+            "code": code,
+            "message": format!("{code}: rejected with key {PROVIDER_KEY}. Request id: 0217"),
+            "param": "prompt",
+            "type": "BadRequest"
+        }}),
+    )
+}
+
+fn item_error(code: &str) -> Reply {
+    answer(vec![
+        json!({"error": {"code": code, "message": "the image was not made"}}),
+    ])
+}
+
+fn errors() -> Vec<(Reply, u16, &'static str)> {
+    vec![
+        (ark_error(400, "InvalidParameter"), 400, "invalid_request"),
+        (ark_error(400, "MissingParameter"), 400, "invalid_request"),
+        (
+            ark_error(400, "InputTextSensitiveContentDetected"),
+            400,
+            "content_policy_violation",
+        ),
+        (
+            ark_error(400, "InputTextRiskDetection"),
+            400,
+            "content_policy_violation",
+        ),
+        (
+            ark_error(401, "AuthenticationError"),
+            502,
+            "upstream_auth_failed",
+        ),
+        (
+            ark_error(404, "InvalidEndpointOrModel.NotFound"),
+            502,
+            "upstream_error",
+        ),
+        (
+            ark_error(429, "RateLimitExceeded.EndpointRPMExceeded"),
+            429,
+            "rate_limited",
+        ),
+        (ark_error(429, "QuotaExceeded"), 502, "upstream_error"),
+        (ark_error(403, "AccountOverdueError"), 502, "upstream_error"),
+        (
+            ark_error(500, "InternalServiceError"),
+            502,
+            "upstream_error",
+        ),
+        (
+            item_error("OutputImageSensitiveContentDetected"),
+            400,
+            "content_policy_violation",
+        ),
+        (
+            item_error("InternalServiceError"),
+            502,
+            "upstream_bad_response",
+        ),
+    ]
+}
+
+// ---- reading native requests -----------------------------------------------------------------
+
+fn check_seedream_full(req: &Recorded) {
+    assert_eq!(req.path, PATH);
+    conformance::assert_bearer(req);
+    assert_eq!(
+        req.json(),
+        json!({
+            "model": SEEDREAM_4,
+            "prompt": conformance::PROMPT,
+            "size": "2560x1440",
+            "image": "https://img.example/ref.png",
+            "response_format": "b64_json",
+            "watermark": true,
+            "sequential_image_generation": "disabled",
+            "optimize_prompt_options": {"mode": "standard"}
+        })
+    );
+}
+
+fn check_seededit_full(req: &Recorded) {
+    assert_eq!(req.path, PATH);
+    assert_eq!(
+        req.json(),
+        json!({
+            "model": SEEDEDIT_3,
+            "prompt": conformance::PROMPT,
+            "size": "adaptive",
+            "image": SOURCE_URL,
+            "response_format": "b64_json",
+            "watermark": true,
+            "seed": 42,
+            "guidance_scale": 5.5
+        })
+    );
+}
+
+// ---- conformance -----------------------------------------------------------------------------
+
+image_conformance!(
+    seedream_4_conformance,
+    ImageCase {
+        model: "seedream-4",
+        base: json!({}),
+        full: json!({
+            "image": "https://img.example/ref.png",
+            "aspect_ratio": "16:9",
+            "n": 1,
+            "output_format": "jpg",
+            "watermark": true,
+            "extra_body": {"sequential_image_generation": "disabled"},
+            "optimize_prompt_options": {"mode": "standard"}
+        }),
+        check_full: check_seedream_full,
+        answer: url_answer,
+        answers: Answers::Url,
+        sizes: &["1K", "2K", "4K", "2048x2048", "1440x2560", "3024x1296"],
+        rejected_sizes: &["1024x1024", "8K", "2048*2048", "adaptive"],
+        qualities: &[],
+        rejected_qualities: &["hd", "standard", "auto"],
+        max_n: 10,
+        per_call_n: 1,
+        native_n: None,
+        rejected: vec![
+            ("negative_prompt", json!("blurry")),
+            ("strength", json!(0.5)),
+            ("mask", json!(b64(&png(100, 9)))),
+            ("style_preset", json!("anime")),
+            ("background", json!("transparent")),
+            ("output_format", json!("png")),
+            ("aspect_ratio", json!("5:4")),
+            ("seed", json!(7)),
+            ("guidance_scale", json!(2.5)),
+            ("stream", json!(true)),
+            ("extra_body.layer_decomposition", json!(true)),
+            ("extra_body.sequential_image_generation", json!("always")),
+            ("extra_body.sequential_image_generation_options", json!([3])),
+        ],
+        reference: Some(conformance::json_reference),
+        errors,
+    }
+);
+
+image_conformance!(
+    seededit_3_conformance,
+    ImageCase {
+        model: "seededit-3",
+        base: json!({"image": SOURCE_URL}),
+        full: json!({
+            "size": "adaptive",
+            "n": 1,
+            "output_format": "jpg",
+            "watermark": true,
+            "seed": 42,
+            "guidance_scale": 5.5
+        }),
+        check_full: check_seededit_full,
+        answer: b64_answer,
+        answers: Answers::Inline,
+        sizes: &["adaptive"],
+        rejected_sizes: &["1024x1024", "2K"],
+        qualities: &[],
+        rejected_qualities: &["hd"],
+        max_n: 10,
+        per_call_n: 1,
+        native_n: None,
+        rejected: vec![
+            ("aspect_ratio", json!("1:1")),
+            ("negative_prompt", json!("blurry")),
+            ("strength", json!(0.3)),
+            ("mask", json!(b64(&png(100, 9)))),
+            ("output_format", json!("webp")),
+            ("optimize_prompt_options", json!({"mode": "fast"})),
+            ("extra_body.sequential_image_generation", json!("auto")),
+        ],
+        reference: Some(conformance::json_reference),
+        errors,
+    }
+);
+
+// ---- Ark's own behaviour ---------------------------------------------------------------------
+
+fn generate(gw: &TestGateway, body: Value) -> support::client::Response {
+    post(gw, "/api/v1/images/generations", &body)
+}
+
+#[test]
+fn a_refused_image_inside_a_set_refuses_the_request_without_retrying() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(answer(vec![
+        json!({"url": fake_url(&fake, "0.jpeg"), "size": "2048x2048"}),
+        json!({"error": {"code": "OutputImageSensitiveContentDetected",
+                         "message": "The generated image may contain sensitive content."}}),
+        json!({"url": fake_url(&fake, "2.jpeg"), "size": "2048x2048"}),
+    ]));
+    let resp = generate(
+        &gw,
+        json!({"model": "seedream-4", "prompt": "p", "retries": 2,
+               "extra_body": {"sequential_image_generation": "auto"}}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "content_policy_violation");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("image 2 of 3"), "{message}");
+    assert!(message.contains("sensitive content"), "{message}");
+    assert_eq!(fake.requests().len(), 1, "moderation is not retried");
+}
+
+#[test]
+fn the_watermark_is_turned_off_unless_asked() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(url_answer(&[png(64, 1)], &fake));
+    let resp = generate(&gw, json!({"model": "seedream-4", "prompt": "p"}));
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(
+        fake.requests()[0].json(),
+        json!({
+            "model": SEEDREAM_4,
+            "prompt": "p",
+            "size": "2048x2048",
+            "response_format": "url",
+            "watermark": false
+        })
+    );
+}
+
+#[test]
+fn n_fans_out_one_image_per_call() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    for i in 0..3 {
+        fake.push(b64_answer(&[png(64, i)], &fake));
+    }
+    let resp = generate(
+        &gw,
+        json!({"model": "seedream-4", "prompt": "p", "n": 3, "response_format": "b64_json"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let data = resp.json()["data"].as_array().unwrap().clone();
+    assert_eq!(data.len(), 3);
+    let mut got: Vec<Vec<u8>> = data
+        .iter()
+        .map(|d| unb64(d["b64_json"].as_str().unwrap()))
+        .collect();
+    got.sort();
+    let mut want: Vec<Vec<u8>> = (0..3).map(|i| png(64, i)).collect();
+    want.sort();
+    assert_eq!(got, want);
+    let sent = fake.requests();
+    assert_eq!(sent.len(), 3, "one native call per image");
+    for req in &sent {
+        let native = req.json();
+        assert!(native.get("n").is_none() && native.get("stream").is_none());
+        assert_eq!(native["response_format"], "b64_json");
+    }
+}
+
+#[test]
+fn a_sequential_set_comes_from_one_call() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let images: Vec<Vec<u8>> = (0..4).map(|i| png(64, 20 + i)).collect();
+    fake.push(b64_answer(&images, &fake));
+    let resp = generate(
+        &gw,
+        json!({
+            "model": "seedream-4",
+            "prompt": "four panels of a story",
+            "response_format": "b64_json",
+            "extra_body": {
+                "sequential_image_generation": "auto",
+                "sequential_image_generation_options": {"max_images": 4}
+            }
+        }),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let data = resp.json()["data"].as_array().unwrap().clone();
+    let got: Vec<Vec<u8>> = data
+        .iter()
+        .map(|d| unb64(d["b64_json"].as_str().unwrap()))
+        .collect();
+    assert_eq!(got, images, "the whole set, in order");
+    let sent = fake.requests();
+    assert_eq!(sent.len(), 1);
+    let native = sent[0].json();
+    assert_eq!(native["sequential_image_generation"], "auto");
+    assert_eq!(
+        native["sequential_image_generation_options"],
+        json!({"max_images": 4})
+    );
+}
+
+#[test]
+fn a_sequential_set_with_n_is_refused() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let resp = generate(
+        &gw,
+        json!({"model": "seedream-4", "prompt": "p", "n": 3,
+               "extra_body": {"sequential_image_generation": "auto"}}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "validation_error");
+    assert!(
+        body["details"]["n"]
+            .as_str()
+            .unwrap()
+            .contains("max_images"),
+        "{body}"
+    );
+    let resp = generate(
+        &gw,
+        json!({"model": "seedream-4", "prompt": "p",
+               "extra_body": {"sequential_image_generation_options": {"max_images": 20}}}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    assert!(resp.json()["details"]
+        .get("extra_body.sequential_image_generation_options.max_images")
+        .is_some());
+    assert!(fake.requests().is_empty(), "a refused request reached Ark");
+}
+
+#[test]
+fn reference_images_go_as_url_or_data_url() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let url = "https://img.example/photos/ref.jpg?sig=a%2Bb&x=1";
+    fake.push(b64_answer(&[png(64, 1)], &fake));
+    let resp = generate(
+        &gw,
+        json!({"model": "seededit-3", "prompt": "p", "image": url}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(fake.requests()[0].json()["image"], url);
+
+    let big = png(70_000, 3);
+    fake.push(b64_answer(&[png(64, 2)], &fake));
+    let resp = generate(
+        &gw,
+        json!({"model": "seedream-4", "prompt": "p", "image": b64(&big)}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(
+        fake.requests()[1].json()["image"],
+        format!("data:image/png;base64,{}", b64(&big))
+    );
+}
+
+#[test]
+fn b64_json_is_asked_natively_and_not_downloaded() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let img = png(500, 7);
+    fake.push(b64_answer(std::slice::from_ref(&img), &fake));
+    let resp = generate(
+        &gw,
+        json!({"model": "seedream-4", "prompt": "p", "response_format": "b64_json"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(
+        unb64(resp.json()["data"][0]["b64_json"].as_str().unwrap()),
+        img
+    );
+    let sent = fake.requests();
+    assert_eq!(sent.len(), 1, "nothing downloaded");
+    assert_eq!(sent[0].json()["response_format"], "b64_json");
+}
+
+/// The test config plus models of the other Ark families.
+fn config_with_more_families(fake_url: &str, ports: (u16, u16)) -> String {
+    let mut yaml = config(fake_url, ports);
+    yaml.push_str(
+        "    seedream-5: {family: seedream-5, targets: [{provider: ark, model: doubao-seedream-5-0-260128}]}\n\
+         \x20   seedream-3: {family: seedream-3, targets: [{provider: ark, model: doubao-seedream-3-0-t2i-250415}]}\n",
+    );
+    yaml
+}
+
+#[test]
+fn seedream_5_chooses_its_output_format_and_3_takes_seeds() {
+    let fake = FakeProvider::start();
+    let base = fake.base_url();
+    let gw = TestGateway::start_with(|ports| config_with_more_families(&base, ports));
+    fake.push(b64_answer(&[png(64, 1)], &fake));
+    let resp = generate(
+        &gw,
+        json!({"model": "seedream-5", "prompt": "p", "size": "3K", "tools": [{"type": "web_search"}]}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let native = fake.requests()[0].json();
+    assert_eq!(native["output_format"], "png");
+    assert_eq!(native["size"], "3K");
+    assert_eq!(native["tools"], json!([{"type": "web_search"}]));
+
+    fake.push(b64_answer(&[png(64, 2)], &fake));
+    let resp = generate(
+        &gw,
+        json!({"model": "seedream-3", "prompt": "p", "aspect_ratio": "16:9", "seed": 3}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let native = fake.requests()[1].json();
+    assert_eq!(native["size"], "1280x720");
+    assert_eq!(native["seed"], 3);
+    assert!(native.get("output_format").is_none());
+}

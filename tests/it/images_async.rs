@@ -1,0 +1,172 @@
+//! Asynchronous image tasks: `async: true` answers at once with a running task, the result is read
+//! back with `GET /api/v1/images/{task_id}` (only by its creator), through any instance sharing
+//! the Redis store. Redis is found at `SWITCHYARD_TEST_REDIS_URL` (default
+//! `redis://127.0.0.1:6379`); without it the shared-store tests fail.
+
+use std::time::{Duration, Instant};
+
+use switchyard::store::tasks::TaskStore;
+
+use crate::support;
+use serde_json::json;
+use support::fake::{FakeProvider, Reply};
+use support::tasks::{finished, start, task};
+use support::{client, image_conformance as ic, post, redis, TestGateway, KEY};
+
+#[test]
+fn an_async_task_runs_in_the_background_and_is_read_by_its_creator_only() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    // The provider answers only after the task id went back to the caller.
+    fake.push(Reply::json(
+        200,
+        json!({"created": 9, "data": [{"url": ic::fake_url(&fake, "a.png"), "revised_prompt": "r"}]}),
+    ));
+    let id = start(
+        &gw,
+        json!({"model": "dall-e-3", "prompt": "a fox", "async": true, "quality": "hd"}),
+    );
+    let done = finished(&gw, &id);
+    assert_eq!(done["task_id"], id);
+    assert_eq!(done["data"][0]["url"], ic::fake_url(&fake, "a.png"));
+    assert_eq!(done["data"][0]["revised_prompt"], "r");
+    assert!(done.get("error").is_none());
+    // Same translation as a sync call.
+    let sent = fake.requests()[0].json();
+    assert_eq!(sent["quality"], "hd");
+    assert!(sent.get("async").is_none(), "async reached the provider");
+
+    // Another caller, an unknown id and a malformed one: the same 404.
+    for (id, key) in [
+        (id.as_str(), "hashed-secret-key"),
+        ("6f1c2d4e-0000-4000-8000-000000000000", KEY),
+        ("nope", KEY),
+    ] {
+        let resp = task(&gw, id, key);
+        assert_eq!(resp.status, 404, "{id}");
+        assert_eq!(resp.json()["code"], "not_found");
+    }
+    let resp = client::request(gw.addr, "GET", &format!("/api/v1/images/{id}"), &[], b"");
+    assert_eq!(resp.status, 401);
+}
+
+#[test]
+fn failures_are_reported_in_the_task() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(Reply::json(
+        400,
+        json!({"error": {"message": "rejected by the safety system", "type": "invalid_request_error", "code": "content_policy_violation"}}),
+    ));
+    let id = start(
+        &gw,
+        json!({"model": "dall-e-3", "prompt": "p", "async": true}),
+    );
+    let done = finished(&gw, &id);
+    assert_eq!(done["task_status"], "failed");
+    assert_eq!(done["data"], json!([]));
+    assert_eq!(done["error"]["code"], "content_policy_violation");
+    assert!(done["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("safety"));
+    // Validation still answers at once.
+    let resp = post(
+        &gw,
+        "/api/v1/images/generations",
+        &json!({"model": "dall-e-3", "prompt": "p", "async": true, "size": "1x1"}),
+    );
+    assert_eq!(resp.status, 400);
+}
+
+#[test]
+fn a_task_created_through_one_instance_is_read_through_another() {
+    let prefix = redis::run_prefix();
+    let fake = FakeProvider::start();
+    let a = redis::gateway(&fake, &prefix);
+    let b = redis::gateway(&fake, &prefix);
+    let img = ic::png(2048, 3);
+    fake.push(Reply::json(
+        200,
+        json!({"data": [{"b64_json": ic::b64(&img)}]}),
+    ));
+    let id = start(
+        &a,
+        json!({"model": "gpt-image-1", "prompt": "p", "async": true}),
+    );
+    let done = finished(&b, &id);
+    assert_eq!(done["task_status"], "succeed", "{done}");
+    // The hosted link minted by A's task is served by B too.
+    let url = done["data"][0]["url"].as_str().unwrap();
+    let path = url.split_once(&a.addr.to_string()).unwrap().1;
+    let file = client::request(b.addr, "GET", path, &[], b"");
+    assert_eq!(file.body, img);
+}
+
+#[test]
+fn a_task_whose_instance_died_is_reported_failed() {
+    let prefix = redis::run_prefix();
+    let fake = FakeProvider::start();
+    let gw = redis::gateway(&fake, &prefix);
+    // A running task last heard of two minutes ago, as a dead instance would leave it.
+    let store = switchyard::store::tasks::RedisTaskStore::new({
+        let mut s = switchyard::store::redis_files::RedisSettings::new(redis::redis_url());
+        s.key_prefix = prefix.clone();
+        s
+    })
+    .unwrap();
+    let id = uuid::Uuid::new_v4().to_string();
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    // It had already sent its call to the provider: nothing can re-run or resume it.
+    let record = switchyard::store::tasks::TaskRecord {
+        sent: true,
+        ..switchyard::store::tasks::TaskRecord::started(
+            "key:tester".into(),
+            "dall-e-3".into(),
+            "gone".into(),
+            now_ms / 1000 - 120,
+            now_ms - 120_000,
+        )
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(store.put(&id, &record, Duration::from_secs(60)))
+        .unwrap();
+    let done = finished(&gw, &id);
+    assert_eq!(done["task_status"], "failed");
+    assert_eq!(done["error"]["code"], "instance_lost");
+}
+
+#[test]
+fn without_the_store_async_fails_fast_and_sync_keeps_working() {
+    let fake = FakeProvider::start();
+    let gw = redis::gateway_at(&fake, "redis://127.0.0.1:1", "unused:", 500);
+    let started = Instant::now();
+    let resp = post(
+        &gw,
+        "/api/v1/images/generations",
+        &json!({"model": "dall-e-3", "prompt": "p", "async": true}),
+    );
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    assert_eq!(resp.json()["code"], "store_unavailable");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(
+        fake.requests().is_empty(),
+        "an unrecorded task reached the provider"
+    );
+    fake.push(Reply::json(
+        200,
+        json!({"data": [{"url": "https://x.example/a.png"}]}),
+    ));
+    let resp = post(
+        &gw,
+        "/api/v1/images/generations",
+        &json!({"model": "dall-e-3", "prompt": "p"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+}

@@ -1,0 +1,529 @@
+//! OpenAI images (dall-e-2, dall-e-3, gpt-image-1) end to end against a fake OpenAI: the shared
+//! conformance cases, then what is OpenAI's own: GPT image base64 hosted for `url` callers, edits
+//! as multipart forms (image and mask file parts, byte for byte), reference URLs downloaded by the
+//! gateway and sent as files, and dall-e-2's PNG-only edits.
+
+use crate::support;
+use serde_json::{json, Value};
+use support::fake::{FakeProvider, Recorded, Reply};
+use support::image_conformance::{
+    self as conformance, b64, fake_url, form_parts, get_hosted, image_conformance, names, part,
+    png, unb64, Answers, FormPart, ImageCase, Reference,
+};
+use support::{post, TestGateway, PROVIDER_KEY};
+
+const GENERATIONS: &str = "/v1/images/generations";
+const EDITS: &str = "/v1/images/edits";
+
+// ---- native answers --------------------------------------------------------------------------
+
+/// DALL·E's answer linking to each image on the fake's own host.
+fn url_answer(images: &[Vec<u8>], fake: &FakeProvider) -> Reply {
+    let data: Vec<Value> = (0..images.len())
+        .map(|i| json!({"url": fake_url(fake, &format!("img-{i}.png")), "revised_prompt": "a lighthouse at dusk, oil painting"}))
+        .collect();
+    Reply::json(200, json!({"created": 1713833628, "data": data}))
+}
+
+/// A GPT image answer: base64 only, with the GPT image extras.
+fn b64_answer(images: &[Vec<u8>], _fake: &FakeProvider) -> Reply {
+    let data: Vec<Value> = images.iter().map(|i| json!({"b64_json": b64(i)})).collect();
+    Reply::json(
+        200,
+        json!({
+            "created": 1713833628,
+            "data": data,
+            "background": "opaque",
+            "output_format": "png",
+            "size": "1024x1024",
+            "quality": "high",
+            "usage": {"total_tokens": 100, "input_tokens": 50, "output_tokens": 50,
+                      "input_tokens_details": {"text_tokens": 10, "image_tokens": 40}}
+        }),
+    )
+}
+
+fn openai_error(status: u16, kind: &str, code: Value, message: &str) -> Reply {
+    Reply::json(
+        status,
+        json!({"error": {"message": message, "type": kind, "param": null, "code": code}}),
+    )
+}
+
+fn errors() -> Vec<(Reply, u16, &'static str)> {
+    vec![
+        (
+            openai_error(
+                400,
+                "invalid_request_error",
+                json!("content_policy_violation"),
+                "Your request was rejected as a result of our safety system.",
+            ),
+            400,
+            "content_policy_violation",
+        ),
+        (
+            openai_error(
+                400,
+                "image_generation_user_error",
+                json!("moderation_blocked"),
+                "Your request was rejected by the safety system.",
+            ),
+            400,
+            "content_policy_violation",
+        ),
+        (
+            openai_error(
+                400,
+                "invalid_request_error",
+                Value::Null,
+                "Invalid value for 'size'.",
+            ),
+            400,
+            "invalid_request",
+        ),
+        (
+            openai_error(
+                401,
+                "invalid_request_error",
+                json!("invalid_api_key"),
+                &format!("Incorrect API key provided: {PROVIDER_KEY}."),
+            ),
+            502,
+            "upstream_auth_failed",
+        ),
+        (
+            openai_error(
+                429,
+                "requests",
+                json!("rate_limit_exceeded"),
+                "Rate limit reached",
+            ),
+            429,
+            "rate_limited",
+        ),
+        (
+            openai_error(
+                429,
+                "insufficient_quota",
+                json!("insufficient_quota"),
+                "You exceeded your current quota.",
+            ),
+            502,
+            "upstream_error",
+        ),
+        (
+            openai_error(
+                400,
+                "invalid_request_error",
+                json!("billing_hard_limit_reached"),
+                "Billing hard limit has been reached",
+            ),
+            502,
+            "upstream_error",
+        ),
+        (
+            openai_error(500, "server_error", Value::Null, "The server had an error"),
+            502,
+            "upstream_error",
+        ),
+        (
+            Reply::json(200, json!({"created": 1, "data": []})),
+            502,
+            "upstream_bad_response",
+        ),
+        (
+            Reply::json(
+                200,
+                json!({"created": 1, "data": [{"revised_prompt": "x"}]}),
+            ),
+            502,
+            "upstream_bad_response",
+        ),
+    ]
+}
+
+// ---- reading native requests -----------------------------------------------------------------
+
+fn native_n(req: &Recorded) -> u64 {
+    req.json()["n"]
+        .as_u64()
+        .expect("no n in the native request")
+}
+
+/// The `image` file part of an edits form.
+fn reference(req: &Recorded) -> Reference {
+    assert_eq!(req.path, EDITS);
+    Reference::Bytes(part(&form_parts(req), "image").data.clone())
+}
+
+fn check_auth(req: &Recorded) {
+    conformance::assert_bearer(req);
+}
+
+fn check_dall_e_2_full(req: &Recorded) {
+    assert_eq!(req.path, GENERATIONS);
+    check_auth(req);
+    assert_eq!(
+        req.json(),
+        json!({"model": "dall-e-2", "prompt": conformance::PROMPT, "n": 1, "size": "512x512",
+               "quality": "standard", "response_format": "b64_json", "user": "user-2"})
+    );
+}
+
+fn check_dall_e_3_full(req: &Recorded) {
+    assert_eq!(req.path, GENERATIONS);
+    check_auth(req);
+    assert_eq!(
+        req.json(),
+        json!({"model": "dall-e-3", "prompt": conformance::PROMPT, "n": 1, "size": "1792x1024",
+               "quality": "hd", "response_format": "b64_json", "style": "natural", "user": "user-3"})
+    );
+}
+
+fn check_gpt_image_full(req: &Recorded) {
+    assert_eq!(req.path, GENERATIONS);
+    check_auth(req);
+    assert_eq!(
+        req.json(),
+        json!({"model": "gpt-image-1", "prompt": conformance::PROMPT, "n": 1, "size": "1024x1536",
+               "quality": "medium", "output_format": "webp", "background": "transparent",
+               "output_compression": 60, "moderation": "low", "user": "user-g"})
+    );
+}
+
+// ---- conformance -----------------------------------------------------------------------------
+
+image_conformance!(
+    dall_e_2_conformance,
+    ImageCase {
+        model: "dall-e-2",
+        base: json!({}),
+        full: json!({"size": "512x512", "quality": "standard", "user": "user-2"}),
+        check_full: check_dall_e_2_full,
+        answer: url_answer,
+        answers: Answers::Url,
+        sizes: &["256x256", "512x512", "1024x1024"],
+        rejected_sizes: &["1792x1024", "1536x1024", "auto"],
+        qualities: &["standard"],
+        rejected_qualities: &["hd", "high"],
+        max_n: 10,
+        per_call_n: 10,
+        native_n: Some(native_n),
+        rejected: vec![
+            ("negative_prompt", json!("blurry")),
+            ("strength", json!(0.4)),
+            ("style_preset", json!("anime")),
+            ("background", json!("transparent")),
+            ("output_format", json!("jpg")),
+            ("watermark", json!(true)),
+            ("aspect_ratio", json!("16:9")),
+            ("style", json!("vivid")),
+            ("extra_body.seed", json!(1)),
+        ],
+        reference: Some(reference),
+        errors,
+    }
+);
+
+image_conformance!(
+    dall_e_3_conformance,
+    ImageCase {
+        model: "dall-e-3",
+        base: json!({}),
+        full: json!({"aspect_ratio": "16:9", "quality": "hd", "style": "natural", "user": "user-3"}),
+        check_full: check_dall_e_3_full,
+        answer: url_answer,
+        answers: Answers::Url,
+        sizes: &["1024x1024", "1792x1024", "1024x1792"],
+        rejected_sizes: &["256x256", "512x512", "1536x1024", "auto"],
+        qualities: &["standard", "hd"],
+        rejected_qualities: &["low", "auto", "std"],
+        max_n: 1,
+        per_call_n: 1,
+        native_n: Some(native_n),
+        rejected: vec![
+            ("negative_prompt", json!("blurry")),
+            ("mask", json!(b64(&png(100, 9)))),
+            ("style_preset", json!("anime")),
+            ("background", json!("opaque")),
+            ("output_format", json!("webp")),
+            ("watermark", json!(true)),
+            ("aspect_ratio", json!("3:2")),
+            ("moderation", json!("low")),
+            ("extra_body.seed", json!(1)),
+        ],
+        reference: None,
+        errors,
+    }
+);
+
+image_conformance!(
+    gpt_image_1_conformance,
+    ImageCase {
+        model: "gpt-image-1",
+        base: json!({}),
+        full: json!({"aspect_ratio": "2:3", "quality": "medium", "output_format": "webp",
+                 "background": "transparent", "output_compression": 60, "moderation": "low",
+                 "user": "user-g"}),
+        check_full: check_gpt_image_full,
+        answer: b64_answer,
+        answers: Answers::Inline,
+        sizes: &["1024x1024", "1536x1024", "1024x1536", "auto"],
+        rejected_sizes: &["256x256", "1792x1024", "2048x2048"],
+        qualities: &["auto", "low", "medium", "high"],
+        rejected_qualities: &["standard", "hd"],
+        max_n: 10,
+        per_call_n: 10,
+        native_n: Some(native_n),
+        rejected: vec![
+            ("negative_prompt", json!("blurry")),
+            ("strength", json!(0.4)),
+            ("style_preset", json!("anime")),
+            ("watermark", json!(true)),
+            ("aspect_ratio", json!("16:9")),
+            ("style", json!("vivid")),
+            ("extra_body.seed", json!(1)),
+        ],
+        reference: Some(reference),
+        errors,
+    }
+);
+
+// ---- OpenAI's own behaviour ------------------------------------------------------------------
+
+fn generate(gw: &TestGateway, body: Value) -> support::client::Response {
+    post(gw, "/api/v1/images/generations", &body)
+}
+
+#[test]
+fn gpt_image_base64_is_hosted_for_url_callers() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let images = [png(20_000, 1), png(30_000, 2)];
+    fake.push(b64_answer(&images, &fake));
+    let resp = generate(
+        &gw,
+        json!({"model": "gpt-image-1", "prompt": "p", "n": 2, "response_format": "url"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["created"], 1713833628);
+    let data = body["data"].as_array().unwrap();
+    assert_eq!(data.len(), 2);
+    for (item, img) in data.iter().zip(&images) {
+        assert!(item.get("b64_json").is_none());
+        let url = item["url"].as_str().unwrap();
+        assert!(
+            url.starts_with(&format!("http://{}/api/v1/files/", gw.addr)),
+            "{url}"
+        );
+        let file = get_hosted(&gw, url);
+        assert_eq!(file.status, 200, "{}", file.text());
+        assert_eq!(file.header("content-type"), Some("image/png"));
+        assert_eq!(&file.body, img, "hosted bytes differ");
+    }
+    let sent = fake.requests();
+    assert_eq!(sent.len(), 1, "one native call for n=2");
+    let native = sent[0].json();
+    assert!(
+        native.get("response_format").is_none(),
+        "GPT image models refuse response_format: {native}"
+    );
+    assert_eq!(native["n"], 2);
+    assert_eq!(native["output_format"], "png");
+}
+
+fn text(name: &str, value: &str) -> FormPart {
+    FormPart {
+        name: name.into(),
+        filename: None,
+        content_type: None,
+        data: value.as_bytes().to_vec(),
+    }
+}
+
+fn file(name: &str, filename: &str, content_type: &str, data: &[u8]) -> FormPart {
+    FormPart {
+        name: name.into(),
+        filename: Some(filename.into()),
+        content_type: Some(content_type.into()),
+        data: data.to_vec(),
+    }
+}
+
+#[test]
+fn dall_e_2_edits_send_image_and_mask_as_files() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let image = png(100_000, 7);
+    let mask = png(80_000, 8);
+    fake.push(url_answer(&[png(64, 1)], &fake));
+    let resp = generate(
+        &gw,
+        json!({"model": "dall-e-2", "prompt": "add a red hat", "image": b64(&image),
+               "mask": format!("data:image/png;base64,{}", b64(&mask)), "n": 3,
+               "size": "256x256", "response_format": "url", "user": "user \"q\""}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let sent = fake.requests();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].method, "POST");
+    assert_eq!(sent[0].path, EDITS);
+    check_auth(&sent[0]);
+    assert_eq!(
+        form_parts(&sent[0]),
+        vec![
+            file("image", "image.png", "image/png", &image),
+            file("mask", "mask.png", "image/png", &mask),
+            text("prompt", "add a red hat"),
+            text("model", "dall-e-2"),
+            text("n", "3"),
+            text("size", "256x256"),
+            text("response_format", "url"),
+            text("user", "user \"q\""),
+        ]
+    );
+}
+
+#[test]
+fn gpt_image_edits_send_output_format_not_response_format() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let image = [&[0xFF, 0xD8, 0xFF, 0xE0][..], &png(70_000, 3)[..]].concat();
+    let mask = png(70_000, 4);
+    let out = png(500, 5);
+    fake.push(b64_answer(std::slice::from_ref(&out), &fake));
+    let resp = generate(
+        &gw,
+        json!({"model": "gpt-image-1", "prompt": "p", "image": format!("data:image/jpeg;base64,{}", b64(&image)),
+               "mask": b64(&mask), "quality": "high", "output_format": "jpg", "background": "opaque",
+               "input_fidelity": "high", "output_compression": 70, "response_format": "b64_json"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(
+        unb64(resp.json()["data"][0]["b64_json"].as_str().unwrap()),
+        out
+    );
+    let sent = fake.requests();
+    assert_eq!(sent[0].path, EDITS);
+    assert_eq!(
+        form_parts(&sent[0]),
+        vec![
+            file("image", "image.jpg", "image/jpeg", &image),
+            file("mask", "mask.png", "image/png", &mask),
+            text("prompt", "p"),
+            text("model", "gpt-image-1"),
+            text("n", "1"),
+            text("size", "1024x1024"),
+            text("quality", "high"),
+            text("output_format", "jpeg"),
+            text("background", "opaque"),
+            text("input_fidelity", "high"),
+            text("output_compression", "70"),
+        ]
+    );
+}
+
+#[test]
+fn reference_urls_are_downloaded_and_sent_as_files() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let image = png(90_000, 11);
+    let mask = png(2_000, 12);
+    // The spine fetches both inputs (in order) before the adapter runs, then the edit is sent.
+    fake.push(Reply::bytes(200, "image/png", image.clone()));
+    fake.push(Reply::bytes(200, "image/png", mask.clone()));
+    fake.push(b64_answer(&[png(64, 1)], &fake));
+    let image_url = format!("{}/uploads/source.png", fake.base_url());
+    let mask_url = format!("{}/uploads/mask.png", fake.base_url());
+    let resp = generate(
+        &gw,
+        json!({"model": "gpt-image-1", "prompt": "p", "image": image_url, "mask": mask_url}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let sent = fake.requests();
+    assert_eq!(sent.len(), 3, "two downloads and one edit");
+    let downloads: Vec<&Recorded> = sent.iter().filter(|r| r.method == "GET").collect();
+    let mut paths: Vec<&str> = downloads.iter().map(|r| r.path.as_str()).collect();
+    paths.sort_unstable();
+    assert_eq!(paths, ["/uploads/mask.png", "/uploads/source.png"]);
+    for d in &downloads {
+        assert!(
+            d.header("authorization").is_none(),
+            "download carried the key"
+        );
+    }
+    let edit = sent.iter().find(|r| r.method == "POST").unwrap();
+    assert_eq!(edit.path, EDITS);
+    let parts = form_parts(edit);
+    assert_eq!(
+        names(&parts),
+        [
+            "image",
+            "mask",
+            "prompt",
+            "model",
+            "n",
+            "size",
+            "output_format"
+        ]
+    );
+    assert_eq!(
+        part(&parts, "image"),
+        &file("image", "image.png", "image/png", &image)
+    );
+    assert_eq!(
+        part(&parts, "mask"),
+        &file("mask", "mask.png", "image/png", &mask)
+    );
+}
+
+#[test]
+fn dall_e_2_edits_take_only_png() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let jpeg = [&[0xFF, 0xD8, 0xFF, 0xE0][..], &[1u8; 100][..]].concat();
+    let resp = generate(
+        &gw,
+        json!({"model": "dall-e-2", "prompt": "p", "image": b64(&jpeg)}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "validation_error");
+    let detail = body["details"]["image"].as_str().unwrap();
+    assert!(
+        detail.contains("PNG") && detail.contains("image/jpeg"),
+        "{detail}"
+    );
+
+    let resp = generate(
+        &gw,
+        json!({"model": "dall-e-2", "prompt": "p", "image": b64(&png(100, 1)), "mask": b64(&jpeg)}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    assert!(resp.json()["details"]["mask"]
+        .as_str()
+        .unwrap()
+        .contains("PNG"));
+    assert!(fake.requests().is_empty(), "a refused edit reached OpenAI");
+}
+
+#[test]
+fn revised_prompts_reach_the_caller() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(Reply::json(
+        200,
+        json!({"created": 1700000001, "data": [{"b64_json": b64(&png(64, 1)), "revised_prompt": "a tall lighthouse"}]}),
+    ));
+    let resp = generate(
+        &gw,
+        json!({"model": "dall-e-3", "prompt": "p", "response_format": "b64_json"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["created"], 1700000001);
+    assert_eq!(body["data"][0]["revised_prompt"], "a tall lighthouse");
+    assert_eq!(fake.requests()[0].json()["response_format"], "b64_json");
+}

@@ -1,0 +1,60 @@
+//! Switchyard's integration tests, compiled into one test binary (`it`).
+//!
+//! Each module was once its own binary under `tests/`; they are modules of one crate now so that
+//! `tests/it/support` and the gateway are compiled and linked once instead of once per file.
+//! `cargo test --test it rerank_jina` runs one former file. The conformance suites
+//! (`support::{rerank,speech,image}_conformance`) make one test per case and provider, named by
+//! both: `rerank_jina::conformance::native_errors`.
+//!
+//! Everything here runs in one process, on parallel test threads: a test must not rely on having
+//! the process to itself (no process-wide environment changes, no fixed ports, no global
+//! loggers); `support` hands out loopback ports that no other test of the run receives.
+//! Fixtures stay in `tests/fixtures` (the library's unit tests read them too).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+mod auth;
+mod cli;
+mod images;
+mod images_ark;
+mod images_async;
+mod images_azure;
+mod images_bfl;
+mod images_dashscope;
+mod images_kling;
+mod images_openai;
+mod images_siliconflow;
+mod images_stability;
+mod images_zhipu;
+mod layers;
+mod redis_recovery;
+mod redis_store;
+mod rerank;
+mod rerank_cohere;
+mod rerank_cohere_v1;
+mod rerank_dashscope;
+mod rerank_jina;
+mod rerank_local;
+mod rerank_mixedbread;
+mod rerank_siliconflow;
+mod rerank_tei;
+mod rerank_voyage;
+mod rerank_zhipu;
+mod retries;
+mod routing;
+mod shared_files;
+mod speech;
+mod speech_dashscope;
+mod speech_elevenlabs;
+mod speech_google;
+mod speech_memory;
+mod speech_minimax;
+mod speech_openai;
+mod speech_streaming;
+mod speech_volcengine;
+mod task_failover;
+mod task_store;
+mod task_takeover;
+mod validation;

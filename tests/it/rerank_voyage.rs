@@ -1,0 +1,116 @@
+//! Voyage AI through the rerank conformance cases.
+
+use crate::support;
+use serde_json::json;
+use support::fake::{Recorded, Reply};
+use support::rerank_conformance::{rerank_conformance, RerankCase};
+
+/// The billed total the fake reports (Voyage counts the query once per document, so it is larger
+/// than query + documents); the public `total_tokens` must be exactly this.
+const BILLED: u64 = 1234;
+
+fn success(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
+    let data: Vec<_> = scores
+        .iter()
+        .map(|(i, s)| json!({"relevance_score": s, "index": i}))
+        .collect();
+    Reply::json(
+        200,
+        json!({"object": "list", "data": data, "model": "rerank-2.5", "usage": {"total_tokens": BILLED}}),
+    )
+}
+
+fn check(req: &Recorded, query: &str, docs: &[&str], top_n: Option<usize>) {
+    let mut want = json!({
+        "model": "rerank-2.5",
+        "query": query,
+        "documents": docs,
+        "return_documents": false,
+    });
+    // Voyage calls it `top_k`, and its default is every document.
+    if let Some(n) = top_n {
+        want["top_k"] = json!(n);
+    }
+    assert_eq!(req.json(), want);
+    assert_eq!(req.header("content-type"), Some("application/json"));
+}
+
+fn errors() -> Vec<(Reply, u16, &'static str)> {
+    vec![
+        (
+            Reply::json(
+                400,
+                json!({"detail": "The total number of tokens in the query and documents exceeds the limit."}),
+            ),
+            400,
+            "invalid_request",
+        ),
+        (
+            Reply::json(
+                422,
+                json!({"detail": [{"loc": ["body", "top_k"], "msg": "Input should be greater than or equal to 1", "type": "greater_than_equal"}]}),
+            ),
+            400,
+            "invalid_request",
+        ),
+        (
+            Reply::json(401, json!({"detail": "Provided API key is invalid."})),
+            502,
+            "upstream_auth_failed",
+        ),
+        (
+            Reply::json(403, json!({"detail": "Forbidden"})),
+            502,
+            "upstream_auth_failed",
+        ),
+        (
+            Reply::json(429, json!({"detail": "You have exceeded your rate limit."})),
+            429,
+            "rate_limited",
+        ),
+        (
+            Reply::json(
+                500,
+                json!({"detail": "The server failed to process the request."}),
+            ),
+            502,
+            "upstream_error",
+        ),
+        (
+            Reply::json(
+                503,
+                json!({"detail": "The server is overloaded or not ready yet."}),
+            ),
+            502,
+            "upstream_error",
+        ),
+        (
+            Reply::json(200, json!({"data": "nope"})),
+            502,
+            "upstream_bad_response",
+        ),
+        (
+            // A Cohere-shaped answer: Voyage's results live under `data`.
+            Reply::json(
+                200,
+                json!({"results": [{"index": 0, "relevance_score": 0.5}]}),
+            ),
+            502,
+            "upstream_bad_response",
+        ),
+    ]
+}
+
+rerank_conformance!(
+    conformance,
+    RerankCase {
+        model: "voyage-rerank-2.5",
+        path: "/v1/rerank",
+        bearer: true,
+        max_documents: 1000,
+        success,
+        reported_total: Some(BILLED),
+        check_request: check,
+        errors,
+    }
+);

@@ -1,0 +1,129 @@
+//! Zhipu (BigModel) through the rerank conformance cases.
+
+use crate::support;
+use serde_json::json;
+use support::fake::{Recorded, Reply};
+use support::rerank_conformance::{rerank_conformance, RerankCase};
+
+/// The billed token total every success answer reports.
+const TOTAL: u64 = 72;
+
+fn success(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
+    let results: Vec<_> = scores
+        .iter()
+        .map(|(i, s)| json!({"index": i, "relevance_score": s}))
+        .collect();
+    Reply::json(
+        200,
+        json!({
+            "created": 1732083164,
+            "id": "20241120141244890ab4ee4af84acf",
+            "request_id": "1111111111",
+            "results": results,
+            "usage": {"prompt_tokens": TOTAL, "total_tokens": TOTAL}
+        }),
+    )
+}
+
+fn check(req: &Recorded, query: &str, docs: &[&str], top_n: Option<usize>) {
+    let mut expected = json!({
+        "model": "rerank",
+        "query": query,
+        "documents": docs,
+        "return_documents": false
+    });
+    if let Some(n) = top_n {
+        expected["top_n"] = json!(n);
+    }
+    assert_eq!(req.json(), expected);
+}
+
+fn errors() -> Vec<(Reply, u16, &'static str)> {
+    vec![
+        (
+            Reply::json(
+                400,
+                json!({"error": {"code": "1214", "message": "Invalid top_n parameter. Please check the documentation"}}),
+            ),
+            400,
+            "invalid_request",
+        ),
+        (
+            Reply::json(
+                401,
+                json!({"error": {"code": "1002", "message": "Invalid Authentication Token"}}),
+            ),
+            502,
+            "upstream_auth_failed",
+        ),
+        (
+            Reply::json(
+                429,
+                json!({"error": {"code": "1302", "message": "High concurrency usage of this API, please reduce concurrency"}}),
+            ),
+            429,
+            "rate_limited",
+        ),
+        (
+            Reply::json(
+                500,
+                json!({"error": {"code": "500", "message": "Internal Error"}}),
+            ),
+            502,
+            "upstream_error",
+        ),
+        (
+            Reply::json(
+                400,
+                json!({"error": {"code": "1301", "message": "System detected potentially unsafe or sensitive content in input or generation."}}),
+            ),
+            400,
+            "content_policy_violation",
+        ),
+        // Zhipu answers an account in arrears with 429; it is not a rate limit.
+        (
+            Reply::json(
+                429,
+                json!({"error": {"code": "1113", "message": "Your account is in arrears, please recharge and try again"}}),
+            ),
+            502,
+            "upstream_error",
+        ),
+        // The error envelope with HTTP 200.
+        (
+            Reply::json(
+                200,
+                json!({"error": {"code": "1214", "message": "Invalid documents parameter"}}),
+            ),
+            400,
+            "invalid_request",
+        ),
+        (
+            Reply::json(
+                200,
+                json!({"error": {"code": "1301", "message": "unsafe or sensitive content"}}),
+            ),
+            400,
+            "content_policy_violation",
+        ),
+        (
+            Reply::json(200, json!({"results": "nope"})),
+            502,
+            "upstream_bad_response",
+        ),
+    ]
+}
+
+rerank_conformance!(
+    conformance,
+    RerankCase {
+        model: "zhipu-rerank",
+        path: "/api/paas/v4/rerank",
+        bearer: true,
+        max_documents: 128,
+        success,
+        reported_total: Some(TOTAL),
+        check_request: check,
+        errors,
+    }
+);

@@ -1,0 +1,316 @@
+//! ElevenLabs through the speech conformance cases.
+
+use std::time::Duration;
+
+use crate::support;
+use serde_json::json;
+use support::fake::{FakeProvider, Recorded, Reply};
+use support::speech_conformance::{public_events, speech_conformance, Expect, SpeechCase};
+use support::{post, TestGateway, PROVIDER_KEY};
+
+const MODEL: &str = "eleven-multilingual-v2";
+
+fn native_format(format: &str) -> &'static str {
+    match format {
+        "mp3" => "mp3_44100_128",
+        "opus" => "opus_48000_128",
+        "wav" => "wav_24000",
+        "pcm" => "pcm_24000",
+        other => panic!("no ElevenLabs format for {other}"),
+    }
+}
+
+fn native_content_type(format: &str) -> &'static str {
+    match format {
+        "mp3" => "audio/mpeg",
+        "opus" => "audio/opus",
+        "wav" => "audio/wav",
+        _ => "audio/pcm",
+    }
+}
+
+/// The `/stream` endpoint answers the audio itself, chunked, whatever the public stream format.
+fn answer(pieces: &[Vec<u8>], format: &str, _sse: bool, _fake: &FakeProvider) -> Vec<Reply> {
+    let chunks = pieces.iter().map(|p| (Duration::ZERO, p.clone())).collect();
+    vec![Reply::chunked(
+        200,
+        native_content_type(format),
+        chunks,
+        false,
+    )]
+}
+
+fn check(req: &Recorded, e: &Expect<'_>) {
+    assert_eq!(req.method, "POST");
+    assert_eq!(
+        req.path,
+        format!(
+            "/v1/text-to-speech/{}/stream?output_format={}",
+            e.voice,
+            native_format(e.format)
+        )
+    );
+    assert_eq!(req.header("xi-api-key"), Some(PROVIDER_KEY));
+    assert_eq!(req.header("authorization"), None);
+    assert_eq!(req.header("content-type"), Some("application/json"));
+    // The only speed ElevenLabs' family allows is 1, its own default: never sent.
+    assert_eq!(e.speed, 1.0);
+    assert_eq!(
+        req.json(),
+        json!({"text": e.input, "model_id": "eleven_multilingual_v2"})
+    );
+}
+
+fn detail(status: u16, code: &str, message: &str) -> Reply {
+    Reply::json(
+        status,
+        json!({"detail": {"status": code, "message": message}}),
+    )
+}
+
+fn errors() -> Vec<(Vec<Reply>, u16, &'static str)> {
+    vec![
+        (
+            vec![Reply::json(
+                422,
+                json!({"detail": [{"loc": ["body", "text"], "msg": "field required", "type": "value_error.missing"}]}),
+            )],
+            400,
+            "invalid_request",
+        ),
+        (
+            vec![detail(
+                401,
+                "invalid_api_key",
+                &format!("Invalid API key: {PROVIDER_KEY}"),
+            )],
+            502,
+            "upstream_auth_failed",
+        ),
+        (
+            vec![detail(
+                401,
+                "quota_exceeded",
+                "This request exceeds your quota of 10000. You have 12 credits remaining.",
+            )],
+            502,
+            "upstream_error",
+        ),
+        (
+            vec![detail(
+                400,
+                "voice_not_found",
+                "A voice with voice_id v-x does not exist.",
+            )],
+            400,
+            "invalid_request",
+        ),
+        (
+            vec![detail(
+                400,
+                "max_character_limit_exceeded",
+                "Text is too long.",
+            )],
+            400,
+            "invalid_request",
+        ),
+        (
+            vec![detail(
+                429,
+                "too_many_concurrent_requests",
+                "Too many concurrent requests.",
+            )],
+            429,
+            "rate_limited",
+        ),
+        (
+            vec![detail(429, "system_busy", "The system is busy.")],
+            429,
+            "rate_limited",
+        ),
+        (
+            vec![Reply::bytes(
+                500,
+                "text/html",
+                b"<html>Internal Server Error</html>".to_vec(),
+            )],
+            502,
+            "upstream_error",
+        ),
+    ]
+}
+
+fn retryable() -> Vec<Reply> {
+    vec![Reply::bytes(
+        503,
+        "text/html",
+        b"<html>Service Unavailable</html>".to_vec(),
+    )]
+}
+
+speech_conformance!(
+    conformance,
+    SpeechCase {
+        model: MODEL,
+        formats: &[
+            ("mp3", "audio/mpeg"),
+            ("opus", "audio/opus"),
+            ("wav", "audio/wav"),
+            ("pcm", "audio/pcm"),
+        ],
+        sse_formats: &["mp3", "opus", "wav", "pcm"],
+        rejected_formats: &["aac", "flac"],
+        speeds: &[1.0],
+        rejected_speeds: &[0.25, 0.5, 2.0, 4.0],
+        instructions: false,
+        voice: "pNInz6obpgDQGcFmaJgB",
+        default_voice: "21m00Tcm4TlvDq8ikWAM",
+        max_input_chars: 10_000,
+        answer,
+        check_request: check,
+        errors,
+        retryable,
+    }
+);
+
+fn audio(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 17 % 251) as u8).collect()
+}
+
+#[test]
+fn voice_ids_are_path_encoded_and_native_fields_pass_through() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(Reply::bytes(200, "audio/mpeg", audio(100)));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({
+            "model": MODEL,
+            "input": "Bonjour",
+            "voice": "my voice/../x?y=1",
+            "language_code": "fr",
+            "seed": 42,
+            "voice_settings": {"stability": 0.3, "similarity_boost": 0.8, "speed": 1.1},
+            "apply_text_normalization": "off",
+        }),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert!(resp.body == audio(100));
+    let sent = &fake.requests()[0];
+    assert_eq!(
+        sent.path,
+        "/v1/text-to-speech/my%20voice%2F..%2Fx%3Fy%3D1/stream?output_format=mp3_44100_128"
+    );
+    // Verbatim, in the order the client sent them (`json!` sorts keys), after the known fields.
+    assert_eq!(
+        sent.text(),
+        r#"{"text":"Bonjour","model_id":"eleven_multilingual_v2","apply_text_normalization":"off","language_code":"fr","seed":42,"voice_settings":{"similarity_boost":0.8,"speed":1.1,"stability":0.3}}"#
+    );
+}
+
+#[test]
+fn busy_is_retried_but_exhausted_quota_is_not() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+
+    fake.push(detail(429, "system_busy", "busy"));
+    fake.push(Reply::bytes(200, "audio/mpeg", audio(64)));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": MODEL, "input": "hi", "retries": 1}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert!(resp.body == audio(64));
+    assert_eq!(fake.requests().len(), 2);
+
+    fake.push(detail(401, "quota_exceeded", "quota exceeded"));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": MODEL, "input": "hi", "retries": 3}),
+    );
+    assert_eq!(resp.status, 502, "{}", resp.text());
+    assert_eq!(resp.json()["code"], "upstream_error");
+    assert_eq!(fake.requests().len(), 3, "an exhausted quota was retried");
+}
+
+#[test]
+fn stream_cut_before_any_audio_is_retried() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    // The head arrives, then the connection closes without the terminating chunk.
+    fake.push(Reply::chunked(200, "audio/mpeg", Vec::new(), true));
+    fake.push(Reply::bytes(200, "audio/mpeg", audio(500)));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": MODEL, "input": "hi", "retries": 1, "stream_format": "sse"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let events = public_events(&resp);
+    assert_eq!(events.last().unwrap()["type"], "speech.audio.done");
+    assert_eq!(fake.requests().len(), 2);
+
+    // Without retries the cut-off stream is an upstream error, not a short success.
+    fake.push(Reply::chunked(200, "audio/mpeg", Vec::new(), true));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": MODEL, "input": "hi"}),
+    );
+    assert_eq!(resp.status, 502, "{}", resp.text());
+    assert_eq!(resp.json()["code"], "upstream_error");
+}
+
+fn cut_after_audio() -> Reply {
+    Reply::chunked(
+        200,
+        "audio/mpeg",
+        vec![
+            (Duration::ZERO, audio(4000)),
+            (Duration::from_millis(20), audio(3000)),
+        ],
+        true,
+    )
+}
+
+#[test]
+fn stream_cut_after_audio_truncates_raw_audio_visibly() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(cut_after_audio());
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": MODEL, "input": "hi", "retries": 3}),
+    );
+    assert_eq!(resp.status, 200);
+    assert!(
+        !resp.complete,
+        "a cut-off stream must not end like a success"
+    );
+    assert!(resp.body.starts_with(&audio(4000)));
+    // Audio already reached the client: no retry.
+    assert_eq!(fake.requests().len(), 1);
+}
+
+#[test]
+fn stream_cut_after_audio_ends_sse_with_an_error_event() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(cut_after_audio());
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": MODEL, "input": "hi", "stream_format": "sse", "retries": 3}),
+    );
+    assert_eq!(resp.status, 200);
+    let events = public_events(&resp);
+    assert!(events.len() >= 2, "{events:?}");
+    let (last, deltas) = events.split_last().unwrap();
+    assert!(deltas.iter().all(|d| d["type"] == "speech.audio.delta"));
+    assert_eq!(last["type"], "error", "{last}");
+    assert_eq!(fake.requests().len(), 1);
+}

@@ -1,0 +1,196 @@
+//! OpenAI and Azure OpenAI through the speech conformance cases.
+
+use std::time::Duration;
+
+use crate::support;
+use base64::Engine;
+use serde_json::json;
+use support::fake::{FakeProvider, Recorded, Reply};
+use support::speech_conformance::{speech_conformance, Expect, SpeechCase};
+use support::PROVIDER_KEY;
+
+const FORMATS: &[(&str, &str)] = &[
+    ("mp3", "audio/mpeg"),
+    ("opus", "audio/opus"),
+    ("aac", "audio/aac"),
+    ("flac", "audio/flac"),
+    ("wav", "audio/wav"),
+    ("pcm", "audio/pcm"),
+];
+
+/// OpenAI answers raw audio, or its own SSE events (which the gateway passes through).
+fn answer(pieces: &[Vec<u8>], _format: &str, sse: bool, _fake: &FakeProvider) -> Vec<Reply> {
+    if !sse {
+        let chunks = pieces.iter().map(|p| (Duration::ZERO, p.clone())).collect();
+        return vec![Reply::chunked(
+            200,
+            "application/octet-stream",
+            chunks,
+            false,
+        )];
+    }
+    let mut events: Vec<(Duration, String)> = pieces
+        .iter()
+        .map(|p| {
+            let ev = json!({"type": "speech.audio.delta", "audio": base64::engine::general_purpose::STANDARD.encode(p)});
+            (Duration::ZERO, format!("data: {ev}\n\n"))
+        })
+        .collect();
+    let done = json!({"type": "speech.audio.done", "usage": {"input_tokens": 10, "output_tokens": 40, "total_tokens": 50}});
+    events.push((Duration::ZERO, format!("data: {done}\n\n")));
+    vec![Reply::sse(events)]
+}
+
+fn check_body(req: &Recorded, e: &Expect<'_>, model: &str) {
+    let mut want = json!({
+        "model": model,
+        "input": e.input,
+        "voice": e.voice,
+        "response_format": e.format,
+        "speed": e.speed,
+    });
+    if e.sse {
+        want["stream_format"] = json!("sse");
+    }
+    assert_eq!(req.json(), want);
+    assert_eq!(req.header("content-type"), Some("application/json"));
+}
+
+fn errors() -> Vec<(Vec<Reply>, u16, &'static str)> {
+    vec![
+        (
+            vec![Reply::json(
+                400,
+                json!({"error": {"message": "Invalid voice", "type": "invalid_request_error", "param": "voice", "code": null}}),
+            )],
+            400,
+            "invalid_request",
+        ),
+        (
+            vec![Reply::json(
+                401,
+                json!({"error": {"message": "Incorrect API key provided: sk-provider-secret-0001", "type": "invalid_request_error", "code": "invalid_api_key"}}),
+            )],
+            502,
+            "upstream_auth_failed",
+        ),
+        (
+            vec![Reply::json(
+                429,
+                json!({"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}),
+            )],
+            429,
+            "rate_limited",
+        ),
+        (
+            vec![Reply::json(
+                500,
+                json!({"error": {"message": "The server had an error", "type": "server_error"}}),
+            )],
+            502,
+            "upstream_error",
+        ),
+    ]
+}
+
+fn retryable() -> Vec<Reply> {
+    vec![Reply::json(
+        503,
+        json!({"error": {"message": "overloaded", "type": "server_error"}}),
+    )]
+}
+
+fn check_openai(req: &Recorded, e: &Expect<'_>) {
+    assert_eq!(req.path, "/v1/audio/speech");
+    assert_eq!(
+        req.header("authorization"),
+        Some(format!("Bearer {PROVIDER_KEY}").as_str())
+    );
+    check_body(req, e, "gpt-4o-mini-tts");
+}
+
+speech_conformance!(
+    openai_conformance,
+    SpeechCase {
+        model: "gpt-4o-mini-tts",
+        instructions: true,
+        formats: FORMATS,
+        sse_formats: &["mp3", "pcm"],
+        rejected_formats: &[],
+        speeds: &[0.25, 0.5, 1.0, 2.0, 4.0],
+        rejected_speeds: &[],
+        voice: "nova",
+        default_voice: "alloy",
+        max_input_chars: 4096,
+        answer,
+        check_request: check_openai,
+        errors,
+        retryable,
+    }
+);
+
+fn check_azure_deployment(req: &Recorded, e: &Expect<'_>) {
+    assert_eq!(
+        req.path,
+        "/openai/deployments/tts-deployment/audio/speech?api-version=2025-03-01-preview"
+    );
+    assert_eq!(req.header("api-key"), Some(PROVIDER_KEY));
+    assert_eq!(req.header("authorization"), None);
+    check_body(req, e, "tts-deployment");
+}
+
+fn azure_errors() -> Vec<(Vec<Reply>, u16, &'static str)> {
+    let mut e = errors();
+    e.push((
+        vec![Reply::json(400, json!({"error": {"code": "content_filter", "message": "The prompt was filtered", "innererror": {"code": "ResponsibleAIPolicyViolation"}}}))],
+        400,
+        "content_policy_violation",
+    ));
+    e
+}
+
+speech_conformance!(
+    azure_deployment_url_conformance,
+    SpeechCase {
+        model: "azure-tts",
+        instructions: true,
+        formats: FORMATS,
+        sse_formats: &["mp3"],
+        rejected_formats: &[],
+        speeds: &[0.25, 4.0],
+        rejected_speeds: &[],
+        voice: "nova",
+        default_voice: "alloy",
+        max_input_chars: 4096,
+        answer,
+        check_request: check_azure_deployment,
+        errors: azure_errors,
+        retryable,
+    }
+);
+
+fn check_azure_v1(req: &Recorded, e: &Expect<'_>) {
+    assert_eq!(req.path, "/openai/v1/audio/speech");
+    assert_eq!(req.header("api-key"), Some(PROVIDER_KEY));
+    check_body(req, e, "tts-v1-deployment");
+}
+
+speech_conformance!(
+    azure_v1_url_conformance,
+    SpeechCase {
+        model: "azure-tts-v1",
+        instructions: false,
+        formats: &[("mp3", "audio/mpeg")],
+        sse_formats: &[],
+        rejected_formats: &[],
+        speeds: &[1.0],
+        rejected_speeds: &[],
+        voice: "nova",
+        default_voice: "alloy",
+        max_input_chars: 4096,
+        answer,
+        check_request: check_azure_v1,
+        errors,
+        retryable,
+    }
+);

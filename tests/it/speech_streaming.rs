@@ -1,0 +1,97 @@
+//! Translated speech streams are flushed event by event: each event reaches the client within a
+//! few milliseconds of the provider sending it, for a provider whose raw audio becomes SSE
+//! (ElevenLabs) and one whose own SSE (hex audio) is translated (MiniMax).
+
+use std::time::Duration;
+
+use crate::support;
+use serde_json::json;
+use support::fake::{FakeProvider, Reply};
+use support::speech_conformance::{decoded_audio, public_events};
+use support::{client, post, TestGateway};
+
+const GAP: Duration = Duration::from_millis(120);
+/// How far an event's arrival may drift from the provider's schedule (scheduler noise on a
+/// small shared machine included).
+const SLACK: Duration = Duration::from_millis(25);
+
+/// Each chunk after the first must arrive `GAP` after its predecessor, within `SLACK`: nothing
+/// was held back and nothing was batched.
+fn assert_paced(resp: &client::Response, events: usize) {
+    assert!(
+        resp.chunks.len() >= events,
+        "{} chunks for {events} events: batched",
+        resp.chunks.len()
+    );
+    let first = resp.chunks[0].0;
+    for (i, (at, _)) in resp.chunks.iter().enumerate().take(events).skip(1) {
+        let expected = GAP * i as u32;
+        let actual = *at - first;
+        let drift = actual.abs_diff(expected);
+        assert!(
+            drift <= SLACK,
+            "event {i} arrived {actual:?} after the first, expected {expected:?}"
+        );
+    }
+}
+
+#[test]
+fn raw_audio_becomes_sse_event_by_event() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    // Event timing is measured to the millisecond: nothing heavy may run beside what follows.
+    let _alone = support::timing_lock();
+    let pieces: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 2000]).collect();
+    fake.push(Reply::chunked(
+        200,
+        "audio/mpeg",
+        pieces
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (if i == 0 { Duration::ZERO } else { GAP }, p.clone()))
+            .collect(),
+        false,
+    ));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "eleven-multilingual-v2", "input": "hi", "stream_format": "sse"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let events = public_events(&resp);
+    assert_eq!(events.len(), 6, "{events:?}");
+    assert_eq!(decoded_audio(&events), pieces.concat());
+    assert_paced(&resp, 5);
+}
+
+#[test]
+fn provider_sse_is_translated_event_by_event() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    // Event timing is measured to the millisecond: nothing heavy may run beside what follows.
+    let _alone = support::timing_lock();
+    let pieces: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i + 1; 1000]).collect();
+    let mut events: Vec<(Duration, String)> = pieces
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let ev = json!({"data": {"audio": hex::encode(p), "status": 1}, "base_resp": {"status_code": 0, "status_msg": ""}});
+            (
+                if i == 0 { Duration::ZERO } else { GAP },
+                format!("data: {ev}\n\n"),
+            )
+        })
+        .collect();
+    let last = json!({"data": {"audio": hex::encode(pieces.concat()), "status": 2}, "extra_info": {"audio_format": "mp3"}, "base_resp": {"status_code": 0, "status_msg": "success"}});
+    events.push((GAP, format!("data: {last}\n\n")));
+    fake.push(Reply::sse(events));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "speech-2.8-hd", "input": "hi", "stream_format": "sse"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    // The final event's aggregate copy of the audio is not sent twice.
+    assert_eq!(decoded_audio(&public_events(&resp)), pieces.concat());
+    assert_paced(&resp, 4);
+}
