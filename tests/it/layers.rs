@@ -5,7 +5,6 @@
 //! It reads the sources as text (any `crate::x` or `super::x` mention counts, doc comments too,
 //! as the team's module-graph tool counts them), so it needs no build of the crate.
 
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
