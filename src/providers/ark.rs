@@ -314,23 +314,21 @@ fn is_moderation(code: &str) -> bool {
 
 /// The Ark kind: Bearer key (unlike Volcengine speech), images only.
 pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
-    Ok(crate::providers::registry::Kind {
-        auth: crate::providers::registry::keyed(key, crate::upstream::provider::Auth::bearer)?,
-        errors: error_response,
-        remote: true,
-        result_hosts: // Seedream links to TOS buckets (`ark-content-generation-*.tos-cn-beijing.volces.com`;
-        // BytePlus: `*.bytepluses.com`).
+    let auth = crate::providers::registry::keyed(key, crate::upstream::provider::Auth::bearer)?;
+    let images = crate::providers::registry::ImageFns {
+        request: image_request,
+        response: |p, r, h, b| crate::providers::registry::images(image_response(p, r, h, b)),
+        input_as_bytes: false,
+        tasks: None,
+    };
+    // Seedream links to TOS buckets (`ark-content-generation-*.tos-cn-beijing.volces.com`;
+    // BytePlus: `*.bytepluses.com`).
+    Ok(crate::providers::registry::images_kind(
+        auth,
+        error_response,
         &["*.volces.com", "*.bytepluses.com"],
-        adapters: crate::api::adapter::Adapters {
-            images: Some(Box::new(crate::providers::registry::ImageFns {
-                request: image_request,
-                response: |p, r, h, b| crate::providers::registry::images(image_response(p, r, h, b)),
-                input_as_bytes: false,
-                tasks: None,
-            })),
-            ..Default::default()
-        },
-    })
+        images,
+    ))
 }
 
 // ---- tests -----------------------------------------------------------------------------------

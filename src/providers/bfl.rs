@@ -479,25 +479,25 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 
 /// The Black Forest Labs kind: `x-key`, images only, run as tasks polled at the URL it returns.
 pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
-    Ok(crate::providers::registry::Kind {
-        auth: crate::providers::registry::keyed(key, |k| crate::upstream::provider::Auth::header("x-key", k))?,
-        errors: error_response,
-        remote: true,
-        result_hosts: // FLUX samples are signed links on BFL's delivery hosts (`delivery-*.bfl.ai`).
+    let auth = crate::providers::registry::keyed(key, |k| {
+        crate::upstream::provider::Auth::header("x-key", k)
+    })?;
+    let images = crate::providers::registry::ImageFns {
+        request: image_request,
+        response: image_response,
+        input_as_bytes: false,
+        tasks: Some(crate::providers::registry::TaskFns {
+            poll_request,
+            poll_response,
+        }),
+    };
+    // FLUX samples are signed links on BFL's delivery hosts (`delivery-*.bfl.ai`).
+    Ok(crate::providers::registry::images_kind(
+        auth,
+        error_response,
         &["*.bfl.ai"],
-        adapters: crate::api::adapter::Adapters {
-            images: Some(Box::new(crate::providers::registry::ImageFns {
-                request: image_request,
-                response: image_response,
-                input_as_bytes: false,
-                tasks: Some(crate::providers::registry::TaskFns {
-                    poll_request,
-                    poll_response,
-                }),
-            })),
-            ..Default::default()
-        },
-    })
+        images,
+    ))
 }
 
 // ---- tests -----------------------------------------------------------------------------------

@@ -237,21 +237,18 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 /// The Google kind: an API key in `x-goog-api-key` (its OAuth tokens expire hourly, so a static
 /// config cannot hold one), speech only.
 pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
-    Ok(crate::providers::registry::Kind {
-        auth: crate::providers::registry::keyed(key, |k| {
-            crate::upstream::provider::Auth::header("x-goog-api-key", k)
-        })?,
-        errors: error_response,
-        remote: true,
-        result_hosts: &[],
-        adapters: crate::api::adapter::Adapters {
-            speech: Some(Box::new(crate::providers::registry::SpeechFns {
-                request: speech_request,
-                decoding: Some(speech_decoding),
-            })),
-            ..Default::default()
-        },
-    })
+    let auth = crate::providers::registry::keyed(key, |k| {
+        crate::upstream::provider::Auth::header("x-goog-api-key", k)
+    })?;
+    let speech = crate::providers::registry::SpeechFns {
+        request: speech_request,
+        decoding: Some(speech_decoding),
+    };
+    Ok(crate::providers::registry::speech_kind(
+        auth,
+        error_response,
+        speech,
+    ))
 }
 
 // ---- tests -----------------------------------------------------------------------------------

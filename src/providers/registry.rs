@@ -249,6 +249,39 @@ pub fn images(r: Result<NativeImages, UpstreamError>) -> Result<ImageAnswer, Ups
     r.map(ImageAnswer::Images)
 }
 
+/// A remote speech-only kind whose adapter is its module's functions.
+pub fn speech_kind(auth: Auth, errors: ErrorMap, speech: SpeechFns) -> Kind {
+    Kind {
+        auth,
+        errors,
+        remote: true,
+        result_hosts: &[],
+        adapters: Adapters {
+            speech: Some(Box::new(speech)),
+            ..Adapters::default()
+        },
+    }
+}
+
+/// A remote images-only kind whose adapter is its module's functions.
+pub fn images_kind(
+    auth: Auth,
+    errors: ErrorMap,
+    result_hosts: &'static [&'static str],
+    images: ImageFns,
+) -> Kind {
+    Kind {
+        auth,
+        errors,
+        remote: true,
+        result_hosts,
+        adapters: Adapters {
+            images: Some(Box::new(images)),
+            ..Adapters::default()
+        },
+    }
+}
+
 /// A rerank-only kind whose adapter is its module's functions, keyed by Bearer token.
 pub fn bearer_rerank(
     key: &str,

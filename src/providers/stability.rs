@@ -295,23 +295,20 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 
 /// The Stability kind: Bearer key, images only, reference images sent as bytes in its forms.
 pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
-    Ok(crate::providers::registry::Kind {
-        auth: crate::providers::registry::keyed(key, crate::upstream::provider::Auth::bearer)?,
-        errors: error_response,
-        remote: true,
-        result_hosts: &[],
-        adapters: crate::api::adapter::Adapters {
-            images: Some(Box::new(crate::providers::registry::ImageFns {
-                request: image_request,
-                response: |p, r, h, b| {
-                    crate::providers::registry::images(image_response(p, r, h, b))
-                },
-                input_as_bytes: true,
-                tasks: None,
-            })),
-            ..Default::default()
-        },
-    })
+    let auth = crate::providers::registry::keyed(key, crate::upstream::provider::Auth::bearer)?;
+    let images = crate::providers::registry::ImageFns {
+        request: image_request,
+        response: |p, r, h, b| crate::providers::registry::images(image_response(p, r, h, b)),
+        input_as_bytes: true,
+        tasks: None,
+    };
+
+    Ok(crate::providers::registry::images_kind(
+        auth,
+        error_response,
+        &[],
+        images,
+    ))
 }
 
 // ---- tests -----------------------------------------------------------------------------------

@@ -402,19 +402,15 @@ pub fn kind(settings: &Settings, key: &str) -> Result<crate::providers::registry
         ]),
         None => Auth::header("x-api-key", key),
     })?;
-    Ok(crate::providers::registry::Kind {
+    let speech = crate::providers::registry::SpeechFns {
+        request: speech_request,
+        decoding: Some(speech_decoding),
+    };
+    Ok(crate::providers::registry::speech_kind(
         auth,
-        errors: error_response,
-        remote: true,
-        result_hosts: &[],
-        adapters: crate::api::adapter::Adapters {
-            speech: Some(Box::new(crate::providers::registry::SpeechFns {
-                request: speech_request,
-                decoding: Some(speech_decoding),
-            })),
-            ..Default::default()
-        },
-    })
+        error_response,
+        speech,
+    ))
 }
 
 // ---- tests -----------------------------------------------------------------------------------

@@ -533,25 +533,23 @@ pub fn kind(settings: &Settings, key: &str) -> Result<crate::providers::registry
         }
         (false, false) => Auth::Signed(Box::new(auth::Signer::new(key, secret))),
     };
-    Ok(crate::providers::registry::Kind {
+    let images = crate::providers::registry::ImageFns {
+        request: image_request,
+        response: image_response,
+        input_as_bytes: false,
+        tasks: Some(crate::providers::registry::TaskFns {
+            poll_request: |_, task| Ok(PollRequest::Api(poll_request(task))),
+            poll_response,
+        }),
+    };
+    // Kling's image links are on its CDN (`cdn.klingai.com`, `*-kling.klingai.com`).
+    let hosts = &["*.klingai.com"];
+    Ok(crate::providers::registry::images_kind(
         auth,
-        errors: error_response,
-        remote: true,
-        // Kling's image links are on its CDN (`cdn.klingai.com`, `*-kling.klingai.com`).
-        result_hosts: &["*.klingai.com"],
-        adapters: crate::api::adapter::Adapters {
-            images: Some(Box::new(crate::providers::registry::ImageFns {
-                request: image_request,
-                response: image_response,
-                input_as_bytes: false,
-                tasks: Some(crate::providers::registry::TaskFns {
-                    poll_request: |_, task| Ok(PollRequest::Api(poll_request(task))),
-                    poll_response,
-                }),
-            })),
-            ..Default::default()
-        },
-    })
+        error_response,
+        hosts,
+        images,
+    ))
 }
 
 // ---- tests -----------------------------------------------------------------------------------
