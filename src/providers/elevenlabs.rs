@@ -15,6 +15,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::formats::fastapi::detail_text;
 use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::api::speech::SpeechRequest;
@@ -104,7 +105,7 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
     let parsed = serde_json::from_slice::<ErrorEnvelope>(body).ok();
     let message = parsed
         .as_ref()
-        .and_then(|e| super::detail_text(&e.detail))
+        .and_then(|e| detail_text(&e.detail))
         .map(|m| provider.redact(&m))
         .unwrap_or_else(|| format!("HTTP {status}"));
     let mut err = UpstreamError::from_status(&provider.name, status, message);

@@ -38,7 +38,6 @@ use bytes::Bytes;
 use http::{HeaderName, HeaderValue, Method};
 use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
 
 use crate::api::error::{GatewayError, UpstreamError};
 use crate::api::images::ImageRequest;
@@ -519,55 +518,6 @@ pub fn nested_with_extra<T: Serialize>(
         .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))?;
     RawValue::from_string(text)
         .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))
-}
-
-/// The human text of a FastAPI `detail` (`{"detail": ...}` error bodies, as Jina, Voyage and
-/// Mixedbread send): a string, a validation list (`[{"loc": [...], "msg": ...}]`) or an object
-/// carrying `message`. `None` when that leaves no text.
-fn detail_text(detail: &Value) -> Option<String> {
-    let text = match detail {
-        Value::String(s) => s.clone(),
-        Value::Array(items) => items
-            .iter()
-            .filter_map(|item| match item {
-                Value::String(s) => Some(s.clone()),
-                Value::Object(o) => {
-                    let msg = o
-                        .get("msg")
-                        .or_else(|| o.get("message"))
-                        .and_then(Value::as_str)?;
-                    let loc = o
-                        .get("loc")
-                        .and_then(Value::as_array)
-                        .map(|parts| {
-                            parts
-                                .iter()
-                                .map(|p| match p {
-                                    Value::String(s) => s.clone(),
-                                    other => other.to_string(),
-                                })
-                                .collect::<Vec<_>>()
-                                .join(".")
-                        })
-                        .unwrap_or_default();
-                    Some(if loc.is_empty() {
-                        msg.to_string()
-                    } else {
-                        format!("{loc}: {msg}")
-                    })
-                }
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
-        Value::Object(o) => o
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        _ => String::new(),
-    };
-    (!text.trim().is_empty()).then_some(text)
 }
 
 /// Build the native speech request for `target`.

@@ -11,7 +11,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{detail_text, json_with_extra, NativeRequest, Provider};
+use super::formats::fastapi::detail_text;
+use super::{json_with_extra, NativeRequest, Provider};
 use crate::api::error::{GatewayError, UpstreamError};
 use crate::api::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};

@@ -1,3 +1,5 @@
 //! Wire formats several providers share: each provider that speaks one is a small profile on top.
 
+pub mod errors;
+pub mod fastapi;
 pub mod multipart;
