@@ -6,12 +6,11 @@
 //! caller gave one. Token counts come under `tokens{input_tokens,output_tokens}` (the API reference);
 //! some integrations read them under `meta.tokens`, so both places are accepted.
 //!
-//! Errors are `{"code":<int>,"message":"…","data":null}`; a rejected key may instead come as a bare
-//! JSON string or plain text (`"Invalid token"`), so the message is read from any of those.
+//! Errors are SiliconFlow's envelope, read in [`crate::providers::siliconflow`].
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::api::error::{GatewayError, UpstreamError};
 use crate::api::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
@@ -20,15 +19,6 @@ use crate::providers::{json_with_extra, NativeRequest, Provider};
 // ---- constants -------------------------------------------------------------------------------
 
 const RERANK_PATH: &str = "/v1/rerank";
-
-/// Longest plain-text error body taken as a message; anything longer is probably a page, not a
-/// reason.
-const MAX_PLAIN_MESSAGE: usize = 200;
-
-/// "Sorry, your account balance is insufficient" (sent with 402 or 403).
-const CODE_BALANCE: i64 = 30001;
-/// "Model does not exist. Please check it carefully."
-const CODE_NO_MODEL: i64 = 20012;
 
 // ---- wire types ------------------------------------------------------------------------------
 
@@ -72,18 +62,6 @@ struct Tokens {
     input_tokens: Option<u64>,
     #[serde(default)]
     output_tokens: Option<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum ErrorBody {
-    Envelope {
-        #[serde(default)]
-        code: Option<serde_json::Value>,
-        #[serde(default)]
-        message: Option<String>,
-    },
-    Text(String),
 }
 
 // ---- translation to native -------------------------------------------------------------------
@@ -137,51 +115,6 @@ pub fn rerank_response<'r>(
     .map_err(bad)
 }
 
-// ---- error mapping ---------------------------------------------------------------------------
-
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
-    let (code, message) = match serde_json::from_slice::<ErrorBody>(body) {
-        Ok(ErrorBody::Envelope { code, message }) => (code.as_ref().and_then(code_number), message),
-        Ok(ErrorBody::Text(t)) => (None, Some(t)),
-        Err(_) => (None, plain_text(body)),
-    };
-    let message = message
-        .map(|m| m.trim().to_string())
-        .filter(|m| !m.is_empty())
-        .map(|m| provider.redact(&m))
-        .unwrap_or_else(|| format!("HTTP {status}"));
-    let mut err = UpstreamError::from_status(&provider.name, status, message);
-    match code {
-        // Out of money: not the caller's fault and retrying will not help; the 4xx status keeps
-        // it from being retried.
-        Some(CODE_BALANCE) => err.kind = UpstreamErrorKind::Failure,
-        // The configured native model is wrong: an operator problem.
-        Some(CODE_NO_MODEL) => err.kind = UpstreamErrorKind::Failure,
-        _ => {}
-    }
-    err
-}
-
-/// The error code as a number (SiliconFlow sends integers; numeric strings are tolerated).
-fn code_number(v: &serde_json::Value) -> Option<i64> {
-    match v {
-        serde_json::Value::Number(n) => n.as_i64(),
-        serde_json::Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-/// A short single-line, non-markup text body (the plain-text 401), else nothing.
-fn plain_text(body: &[u8]) -> Option<String> {
-    let text = std::str::from_utf8(body).ok()?.trim();
-    (!text.is_empty()
-        && text.len() <= MAX_PLAIN_MESSAGE
-        && !text.contains('\n')
-        && !text.starts_with('<')
-        && !text.starts_with('{'))
-    .then(|| text.to_string())
-}
-
 // ---- tests -----------------------------------------------------------------------------------
 
 #[cfg(test)]
@@ -189,6 +122,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::api::error::UpstreamErrorKind;
     use crate::catalog::Catalog;
     use crate::providers::{test_support as support, ProviderKind};
 
@@ -272,63 +206,5 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.kind, UpstreamErrorKind::BadResponse);
-    }
-
-    #[test]
-    fn maps_errors() {
-        let p = provider();
-        let e = error_response(
-            &p,
-            400,
-            br#"{"code":20015,"message":"The parameter is invalid. Please check again.","data":null}"#,
-        );
-        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
-        assert_eq!(e.message, "The parameter is invalid. Please check again.");
-
-        let e = error_response(&p, 401, b"Invalid token");
-        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
-        assert_eq!(e.message, "Invalid token");
-        let e = error_response(&p, 401, br#""Api key is invalid""#);
-        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
-        assert_eq!(e.message, "Api key is invalid");
-
-        for status in [402, 403] {
-            let e = error_response(
-                &p,
-                status,
-                br#"{"code":30001,"message":"Sorry, your account balance is insufficient","data":null}"#,
-            );
-            assert_eq!(e.kind, UpstreamErrorKind::Failure, "{status}");
-            assert!(!e.retryable());
-        }
-
-        let e = error_response(
-            &p,
-            400,
-            br#"{"code":20012,"message":"Model does not exist. Please check it carefully.","data":null}"#,
-        );
-        assert_eq!(e.kind, UpstreamErrorKind::Failure);
-        assert!(!e.retryable());
-
-        let e = error_response(&p, 429, br#"{"code":50603,"message":"TPM limit reached."}"#);
-        assert_eq!(e.kind, UpstreamErrorKind::RateLimited);
-
-        let e = error_response(
-            &p,
-            503,
-            br#"{"code":50505,"message":"Model service overloaded. Please try again later."}"#,
-        );
-        assert_eq!(e.kind, UpstreamErrorKind::Failure);
-        assert!(e.retryable());
-
-        let e = error_response(&p, 500, b"<html>oops</html>");
-        assert_eq!(e.message, "HTTP 500");
-
-        let e = error_response(
-            &p,
-            400,
-            br#"{"code":20015,"message":"bad key sk-sf-secret-123456"}"#,
-        );
-        assert!(!e.message.contains(KEY));
     }
 }

@@ -5,14 +5,12 @@
 //! `document` as a plain string when asked for; the gateway never asks. The billed total is
 //! `usage.total_tokens` (falling back to `usage.prompt_tokens`, which Zhipu reports equal to it).
 //!
-//! Errors are `{"error":{"code":"1214","message":"…"}}` with a business code that says more than
-//! the HTTP status does (Zhipu sends 429 both for throttling and for an account in arrears); the
-//! same envelope may arrive with HTTP 200 and is then classified by its code. The image adapter
-//! ([`crate::providers::zhipu::images`]) shares this error mapping: Zhipu answers every API the same way.
+//! Errors are Zhipu's envelope, read in [`crate::providers::zhipu`]; it may arrive with HTTP 200
+//! and is then classified by its code.
 
 use serde::{Deserialize, Serialize};
 
-use crate::api::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::api::error::{GatewayError, UpstreamError};
 use crate::api::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
@@ -21,10 +19,6 @@ use crate::providers::{json_with_extra, NativeRequest, Provider};
 // ---- constants -------------------------------------------------------------------------------
 
 const RERANK_PATH: &str = "/api/paas/v4/rerank";
-
-/// Status assumed for an error envelope that came with HTTP 200 and a code this adapter does not
-/// know: a provider-side failure.
-const UNKNOWN_CODE_STATUS: u16 = 500;
 
 // ---- wire types ------------------------------------------------------------------------------
 
@@ -68,25 +62,6 @@ struct Usage {
     prompt_tokens: Option<u64>,
 }
 
-/// `{"error":{"code","message"}}`; the older flat `{"code","msg"}` shape is accepted too.
-#[derive(Deserialize)]
-struct ErrorBody {
-    #[serde(default)]
-    error: Option<ErrorDetail>,
-    #[serde(default)]
-    code: Option<serde_json::Value>,
-    #[serde(default, alias = "msg")]
-    message: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct ErrorDetail {
-    #[serde(default)]
-    code: Option<serde_json::Value>,
-    #[serde(default)]
-    message: Option<String>,
-}
-
 // ---- translation to native -------------------------------------------------------------------
 
 pub fn rerank_request(
@@ -116,7 +91,7 @@ pub fn rerank_response<'r>(
 ) -> Result<RerankResult<'r>, UpstreamError> {
     let bad = |m: String| crate::providers::bad_answer(provider, m);
     let parsed: RerankResponse = crate::providers::parse_answer(provider, body)?;
-    if let Some(err) = error_in_answer(provider, parsed.error.as_ref(), body) {
+    if let Some(err) = super::error_in_answer(provider, parsed.error.as_ref(), body) {
         return Err(err);
     }
     let results = parsed
@@ -137,88 +112,6 @@ pub fn rerank_response<'r>(
     .map_err(bad)
 }
 
-// ---- error mapping ---------------------------------------------------------------------------
-
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
-    let (code, message) = match serde_json::from_slice::<ErrorBody>(body) {
-        Ok(ErrorBody {
-            error: Some(d),
-            code,
-            message,
-        }) => (d.code.or(code), d.message.or(message)),
-        Ok(ErrorBody { code, message, .. }) => (code, message),
-        Err(_) => (None, None),
-    };
-    let code = code.as_ref().and_then(code_number);
-    let message = message
-        .filter(|m| !m.is_empty())
-        .map(|m| provider.redact(&m))
-        .unwrap_or_else(|| format!("HTTP {status}"));
-    let mut err = UpstreamError::from_status(&provider.name, status, message);
-    if let Some((kind, _)) = code.and_then(native_code) {
-        err.kind = kind;
-    }
-    err
-}
-
-/// An error envelope that came with HTTP 200 (`error` is the answer's `error` member), classified
-/// as if it had come with the status Zhipu documents for its code; `None` when the answer is not
-/// an error (`error` absent or `null`). Shared with the image adapter, whose answers do the same.
-pub(crate) fn error_in_answer(
-    provider: &Provider,
-    error: Option<&serde_json::Value>,
-    body: &[u8],
-) -> Option<UpstreamError> {
-    if error.is_none_or(|e| e.is_null()) {
-        return None;
-    }
-    let code = serde_json::from_slice::<ErrorBody>(body)
-        .ok()
-        .and_then(|e| e.error.and_then(|d| d.code))
-        .as_ref()
-        .and_then(code_number);
-    let status = code
-        .and_then(native_code)
-        .map(|(_, s)| s)
-        .unwrap_or(UNKNOWN_CODE_STATUS);
-    Some(error_response(provider, status, body))
-}
-
-/// The business code as a number (Zhipu sends numeric strings such as `"1214"`; numbers are
-/// tolerated).
-fn code_number(v: &serde_json::Value) -> Option<u32> {
-    match v {
-        serde_json::Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
-        serde_json::Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-/// What a Zhipu business code means, and the HTTP status Zhipu documents for it (used when the
-/// code arrives with HTTP 200). `None`: the HTTP status decides.
-fn native_code(code: u32) -> Option<(UpstreamErrorKind, u16)> {
-    use UpstreamErrorKind::*;
-    Some(match code {
-        // Authentication failed / token missing, invalid or expired.
-        1000..=1004 => (AuthRejected, 401),
-        // Account inactive, missing or locked; no permission for the API: the operator must act.
-        1110..=1112 | 1121 | 1220 => (AuthRejected, 401),
-        // In arrears, or a daily/plan/period quota used up: retrying will not help and it is not
-        // the caller's fault; the 4xx status keeps it from being retried.
-        1113 | 1304 | 1308..=1310 => (Failure, 429),
-        // Bad or missing parameters.
-        1210 | 1213..=1215 => (InvalidRequest, 400),
-        // The configured native model or API does not exist or does not serve this call.
-        1211 | 1212 | 1221 | 1222 => (Failure, 400),
-        // Blocked by policy / unsafe or sensitive content.
-        1300 | 1301 => (ContentPolicy, 400),
-        // Too much concurrency, too frequent, or the service is temporarily overloaded.
-        1302 | 1303 | 1305 => (RateLimited, 429),
-        500 | 1230 | 1234 => (Failure, 500),
-        _ => return None,
-    })
-}
-
 // ---- tests -----------------------------------------------------------------------------------
 
 #[cfg(test)]
@@ -226,6 +119,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::api::error::UpstreamErrorKind;
     use crate::catalog::Catalog;
     use crate::providers::{test_support as support, ProviderKind};
 
@@ -324,65 +218,5 @@ mod tests {
         // `error: null` is not an error marker.
         let ok = br#"{"error":null,"results":[{"index":0,"relevance_score":0.5}]}"#;
         assert!(rerank_response(&p, &req, &h, ok).is_ok());
-    }
-
-    #[test]
-    fn maps_errors() {
-        let p = provider();
-        let e = error_response(
-            &p,
-            401,
-            br#"{"error":{"code":"1002","message":"Invalid token zhipu-secret-abcdef.123456"}}"#,
-        );
-        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
-        assert!(!e.message.contains(KEY));
-
-        let e = error_response(
-            &p,
-            400,
-            br#"{"error":{"code":"1214","message":"Invalid documents parameter"}}"#,
-        );
-        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
-        assert_eq!(e.message, "Invalid documents parameter");
-
-        let e = error_response(
-            &p,
-            400,
-            br#"{"error":{"code":"1301","message":"System detected potentially unsafe or sensitive content"}}"#,
-        );
-        assert_eq!(e.kind, UpstreamErrorKind::ContentPolicy);
-
-        let e = error_response(
-            &p,
-            429,
-            br#"{"error":{"code":"1113","message":"Your account is in arrears"}}"#,
-        );
-        assert_eq!(e.kind, UpstreamErrorKind::Failure);
-        assert_eq!(e.status, Some(429));
-        assert!(!e.retryable());
-
-        let e = error_response(
-            &p,
-            429,
-            br#"{"error":{"code":"1303","message":"High frequency"}}"#,
-        );
-        assert_eq!(e.kind, UpstreamErrorKind::RateLimited);
-        assert!(e.retryable());
-
-        let e = error_response(
-            &p,
-            400,
-            br#"{"error":{"code":"1211","message":"Model does not exist"}}"#,
-        );
-        assert_eq!(e.kind, UpstreamErrorKind::Failure);
-        assert!(!e.retryable());
-
-        let e = error_response(&p, 500, br#"{"code":500,"msg":"Internal Error"}"#);
-        assert_eq!(e.kind, UpstreamErrorKind::Failure);
-        assert_eq!(e.message, "Internal Error");
-        assert!(e.retryable());
-
-        let e = error_response(&p, 503, b"upstream connect error");
-        assert_eq!(e.message, "HTTP 503");
     }
 }
