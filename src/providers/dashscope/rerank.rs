@@ -12,66 +12,42 @@
 //! 4xx/5xx status but sometimes with HTTP 200, so a 200 body carrying a `code` is classified like
 //! the error it is.
 
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
+use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::api::error::{GatewayError, UpstreamError};
-use crate::api::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
-use crate::providers::{nested_with_extra, NativeRequest, Provider};
+use crate::providers::formats::rerank::{self, Nested, Reported, Wire};
+use crate::providers::{NativeRequest, Provider};
 
 // ---- constants -------------------------------------------------------------------------------
 
-const RERANK_PATH: &str = "/api/v1/services/rerank/text-rerank/text-rerank";
+/// DashScope's native options (`instruct`) live inside `parameters`, with `top_n`, not at the top
+/// level.
+const WIRE: Wire = Wire {
+    path: "/api/v1/services/rerank/text-rerank/text-rerank",
+    nested: Some(Nested {
+        input: "input",
+        options: "parameters",
+    }),
+    off: &["return_documents"],
+    results: &["output", "results"],
+    ..Wire::COHERE
+};
 
 // ---- wire types ------------------------------------------------------------------------------
 
-#[derive(Serialize)]
-struct RerankBody<'a> {
-    model: &'a str,
-    input: Input<'a>,
-    /// `Parameters` plus the caller's pass-through fields, already serialized: DashScope's native
-    /// options (`instruct`) live inside `parameters`, not at the top level.
-    parameters: Box<RawValue>,
-}
-
-#[derive(Serialize)]
-struct Input<'a> {
-    query: &'a str,
-    /// The caller's literals, copied as sent.
-    documents: &'a [JsonStr<'a>],
-}
-
-#[derive(Serialize)]
-struct Parameters {
-    return_documents: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    top_n: Option<usize>,
-}
-
-/// A success answer, or (with HTTP 200) an error envelope: both are read through this one shape.
-#[derive(Deserialize)]
-struct RerankResponse {
-    #[serde(default)]
-    output: Option<Output>,
+/// What a success answer reports beside the results, and the `code` of an error envelope that
+/// came with HTTP 200.
+#[derive(Deserialize, Default)]
+struct Answer {
     #[serde(default)]
     usage: Option<Usage>,
     #[serde(default)]
     request_id: Option<String>,
     #[serde(default)]
-    code: Option<serde_json::Value>,
-}
-
-#[derive(Deserialize)]
-struct Output {
-    results: Vec<ResultItem>,
-}
-
-#[derive(Deserialize)]
-struct ResultItem {
-    index: usize,
-    relevance_score: f64,
+    code: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -80,31 +56,21 @@ struct Usage {
     total_tokens: Option<u64>,
 }
 
-// ---- translation to native -------------------------------------------------------------------
+impl Reported for Answer {
+    fn total(self, metadata: &mut Map<String, Value>) -> Option<u64> {
+        rerank::request_id(metadata, self.request_id);
+        self.usage.and_then(|u| u.total_tokens)
+    }
+}
+
+// ---- translation ------------------------------------------------------------------------------
 
 pub fn rerank_request(
     target: &Target,
     req: &RerankRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
-    let parameters = Parameters {
-        return_documents: false,
-        top_n: req.top_n_given.then_some(req.top_n),
-    };
-    let parameters = nested_with_extra(&parameters, &req.passthrough)?;
-    let body = RerankBody {
-        model: &target.native_model,
-        input: Input {
-            query: req.query.as_str(),
-            documents: &req.documents,
-        },
-        parameters,
-    };
-    let body = serde_json::to_vec(&body)
-        .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))?;
-    Ok(NativeRequest::post_json(RERANK_PATH, body))
+    rerank::request(&WIRE, target, req)
 }
-
-// ---- translation back ------------------------------------------------------------------------
 
 pub fn rerank_response<'r>(
     provider: &Provider,
@@ -112,26 +78,12 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| crate::providers::bad_answer(provider, m);
-    let parsed: RerankResponse = crate::providers::parse_answer(provider, body)?;
-    // DashScope may report an error with HTTP 200: classify it as if it had come with the status
-    // DashScope documents for its code.
-    if let Some(err) = super::error_in_answer(provider, parsed.code.as_ref(), body) {
+    let answer = rerank::read::<Answer>(&WIRE, provider, body)?;
+    // An error envelope may come with HTTP 200: it is classified before results are looked for.
+    if let Some(err) = super::error_in_answer(provider, answer.reported.code.as_ref(), body) {
         return Err(err);
     }
-    let output = parsed
-        .output
-        .ok_or_else(|| bad("rerank answer has no output.results".into()))?;
-    let mut metadata = serde_json::Map::new();
-    if let Some(id) = parsed.request_id.filter(|s| !s.is_empty()) {
-        metadata.insert("request_id".into(), id.into());
-    }
-    req.build(
-        output.results.iter().map(|r| (r.index, r.relevance_score)),
-        parsed.usage.and_then(|u| u.total_tokens),
-        metadata,
-    )
-    .map_err(bad)
+    answer.build(&WIRE, provider, req)
 }
 
 // ---- tests -----------------------------------------------------------------------------------
@@ -158,7 +110,7 @@ mod tests {
 
     fn native_json(body: &'static [u8]) -> serde_json::Value {
         let native = support::native_request(&catalog(), body, rerank_request);
-        assert_eq!(native.path, RERANK_PATH);
+        assert_eq!(native.path, WIRE.path);
         serde_json::from_slice(&native.body).unwrap()
     }
 

@@ -3,3 +3,4 @@
 pub mod errors;
 pub mod fastapi;
 pub mod multipart;
+pub mod rerank;

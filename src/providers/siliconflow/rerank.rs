@@ -8,46 +8,33 @@
 //!
 //! Errors are SiliconFlow's envelope, read in [`crate::providers::siliconflow`].
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::api::error::{GatewayError, UpstreamError};
-use crate::api::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
-use crate::providers::{json_with_extra, NativeRequest, Provider};
+use crate::providers::formats::rerank::{self, Reported, Wire};
+use crate::providers::{NativeRequest, Provider};
 
 // ---- constants -------------------------------------------------------------------------------
 
-const RERANK_PATH: &str = "/v1/rerank";
+const WIRE: Wire = Wire {
+    path: "/v1/rerank",
+    off: &["return_documents"],
+    ..Wire::COHERE
+};
 
 // ---- wire types ------------------------------------------------------------------------------
 
-#[derive(Serialize)]
-struct RerankBody<'a> {
-    model: &'a str,
-    query: &'a str,
-    /// The caller's literals, copied as sent.
-    documents: &'a [JsonStr<'a>],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    top_n: Option<usize>,
-    return_documents: bool,
-}
-
-#[derive(Deserialize)]
-struct RerankResponse {
-    results: Vec<ResultItem>,
+#[derive(Deserialize, Default)]
+struct Answer {
     #[serde(default)]
     id: Option<String>,
     #[serde(default)]
     tokens: Option<Tokens>,
     #[serde(default)]
     meta: Option<Meta>,
-}
-
-#[derive(Deserialize)]
-struct ResultItem {
-    index: usize,
-    relevance_score: f64,
 }
 
 #[derive(Deserialize)]
@@ -64,26 +51,27 @@ struct Tokens {
     output_tokens: Option<u64>,
 }
 
-// ---- translation to native -------------------------------------------------------------------
+impl Reported for Answer {
+    fn total(self, metadata: &mut Map<String, Value>) -> Option<u64> {
+        rerank::request_id(metadata, self.id);
+        let tokens = self.tokens.or_else(|| self.meta.and_then(|m| m.tokens));
+        // Billed total: input tokens, plus output tokens should a model ever report any.
+        tokens.and_then(|t| {
+            t.input_tokens
+                .map(|i| i + t.output_tokens.unwrap_or(0))
+                .or(t.output_tokens.filter(|o| *o > 0))
+        })
+    }
+}
+
+// ---- translation ------------------------------------------------------------------------------
 
 pub fn rerank_request(
     target: &Target,
     req: &RerankRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
-    let body = RerankBody {
-        model: &target.native_model,
-        query: req.query.as_str(),
-        documents: &req.documents,
-        top_n: req.top_n_given.then_some(req.top_n),
-        return_documents: false,
-    };
-    Ok(NativeRequest::post_json(
-        RERANK_PATH,
-        json_with_extra(&body, &req.passthrough)?,
-    ))
+    rerank::request(&WIRE, target, req)
 }
-
-// ---- translation back ------------------------------------------------------------------------
 
 pub fn rerank_response<'r>(
     provider: &Provider,
@@ -91,28 +79,7 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| crate::providers::bad_answer(provider, m);
-    let parsed: RerankResponse = crate::providers::parse_answer(provider, body)?;
-    let tokens = parsed
-        .tokens
-        .as_ref()
-        .or_else(|| parsed.meta.as_ref().and_then(|m| m.tokens.as_ref()));
-    // Billed total: input tokens, plus output tokens should a model ever report any.
-    let provider_total = tokens.and_then(|t| {
-        t.input_tokens
-            .map(|i| i + t.output_tokens.unwrap_or(0))
-            .or(t.output_tokens.filter(|o| *o > 0))
-    });
-    let mut metadata = serde_json::Map::new();
-    if let Some(id) = parsed.id.filter(|s| !s.is_empty()) {
-        metadata.insert("request_id".into(), id.into());
-    }
-    req.build(
-        parsed.results.iter().map(|r| (r.index, r.relevance_score)),
-        provider_total,
-        metadata,
-    )
-    .map_err(bad)
+    rerank::response::<Answer>(&WIRE, provider, req, body)
 }
 
 // ---- tests -----------------------------------------------------------------------------------
@@ -139,7 +106,7 @@ mod tests {
 
     fn native_json(body: &'static [u8]) -> serde_json::Value {
         let native = support::native_request(&catalog(), body, rerank_request);
-        assert_eq!(native.path, RERANK_PATH);
+        assert_eq!(native.path, WIRE.path);
         serde_json::from_slice(&native.body).unwrap()
     }
 

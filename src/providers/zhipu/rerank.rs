@@ -8,36 +8,29 @@
 //! Errors are Zhipu's envelope, read in [`crate::providers::zhipu`]; it may arrive with HTTP 200
 //! and is then classified by its code.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::api::error::{GatewayError, UpstreamError};
-use crate::api::json::JsonStr;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
-use crate::providers::{json_with_extra, NativeRequest, Provider};
+use crate::providers::formats::rerank::{self, Reported, Wire};
+use crate::providers::{NativeRequest, Provider};
 
 // ---- constants -------------------------------------------------------------------------------
 
-const RERANK_PATH: &str = "/api/paas/v4/rerank";
+const WIRE: Wire = Wire {
+    path: "/api/paas/v4/rerank",
+    off: &["return_documents"],
+    ..Wire::COHERE
+};
 
 // ---- wire types ------------------------------------------------------------------------------
 
-#[derive(Serialize)]
-struct RerankBody<'a> {
-    model: &'a str,
-    query: &'a str,
-    /// The caller's literals, copied as sent.
-    documents: &'a [JsonStr<'a>],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    top_n: Option<usize>,
-    return_documents: bool,
-}
-
-/// A success answer, or (with HTTP 200) an error envelope: both are read through this one shape.
-#[derive(Deserialize)]
-struct RerankResponse {
-    #[serde(default)]
-    results: Option<Vec<ResultItem>>,
+/// What a success answer reports beside the results, and the `error` of an error envelope that
+/// came with HTTP 200.
+#[derive(Deserialize, Default)]
+struct Answer {
     #[serde(default)]
     usage: Option<Usage>,
     #[serde(default)]
@@ -45,13 +38,7 @@ struct RerankResponse {
     #[serde(default)]
     request_id: Option<String>,
     #[serde(default)]
-    error: Option<serde_json::Value>,
-}
-
-#[derive(Deserialize)]
-struct ResultItem {
-    index: usize,
-    relevance_score: f64,
+    error: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -62,26 +49,21 @@ struct Usage {
     prompt_tokens: Option<u64>,
 }
 
-// ---- translation to native -------------------------------------------------------------------
+impl Reported for Answer {
+    fn total(self, metadata: &mut Map<String, Value>) -> Option<u64> {
+        rerank::request_id(metadata, self.request_id.or(self.id));
+        self.usage.and_then(|u| u.total_tokens.or(u.prompt_tokens))
+    }
+}
+
+// ---- translation ------------------------------------------------------------------------------
 
 pub fn rerank_request(
     target: &Target,
     req: &RerankRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
-    let body = RerankBody {
-        model: &target.native_model,
-        query: req.query.as_str(),
-        documents: &req.documents,
-        top_n: req.top_n_given.then_some(req.top_n),
-        return_documents: false,
-    };
-    Ok(NativeRequest::post_json(
-        RERANK_PATH,
-        json_with_extra(&body, &req.passthrough)?,
-    ))
+    rerank::request(&WIRE, target, req)
 }
-
-// ---- translation back ------------------------------------------------------------------------
 
 pub fn rerank_response<'r>(
     provider: &Provider,
@@ -89,27 +71,12 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| crate::providers::bad_answer(provider, m);
-    let parsed: RerankResponse = crate::providers::parse_answer(provider, body)?;
-    if let Some(err) = super::error_in_answer(provider, parsed.error.as_ref(), body) {
+    let answer = rerank::read::<Answer>(&WIRE, provider, body)?;
+    // An error envelope may come with HTTP 200: it is classified before results are looked for.
+    if let Some(err) = super::error_in_answer(provider, answer.reported.error.as_ref(), body) {
         return Err(err);
     }
-    let results = parsed
-        .results
-        .ok_or_else(|| bad("rerank answer has no results".into()))?;
-    let provider_total = parsed
-        .usage
-        .and_then(|u| u.total_tokens.or(u.prompt_tokens));
-    let mut metadata = serde_json::Map::new();
-    if let Some(id) = parsed.request_id.or(parsed.id).filter(|s| !s.is_empty()) {
-        metadata.insert("request_id".into(), id.into());
-    }
-    req.build(
-        results.iter().map(|r| (r.index, r.relevance_score)),
-        provider_total,
-        metadata,
-    )
-    .map_err(bad)
+    answer.build(&WIRE, provider, req)
 }
 
 // ---- tests -----------------------------------------------------------------------------------
@@ -136,7 +103,7 @@ mod tests {
 
     fn native_json(body: &'static [u8]) -> serde_json::Value {
         let native = support::native_request(&catalog(), body, rerank_request);
-        assert_eq!(native.path, RERANK_PATH);
+        assert_eq!(native.path, WIRE.path);
         serde_json::from_slice(&native.body).unwrap()
     }
 
