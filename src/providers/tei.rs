@@ -74,7 +74,7 @@ pub fn rerank_response<'r>(
     headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let answer = rerank::read::<Nothing>(&WIRE, provider, body)?;
+    let answer = rerank::read::<Nothing>(&WIRE, provider, req, body)?;
     // A missing or unreadable header is not worth failing a good answer over: usage then falls
     // back to the gateway's own count.
     let provider_total = header_number(headers, COMPUTE_TOKENS).and_then(|n| n.as_u64());

@@ -78,7 +78,7 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let answer = rerank::read::<Answer>(&WIRE, provider, body)?;
+    let answer = rerank::read::<Answer>(&WIRE, provider, req, body)?;
     // An error envelope may come with HTTP 200: it is classified before results are looked for.
     if let Some(err) = super::error_in_answer(provider, answer.reported.code.as_ref(), body) {
         return Err(err);

@@ -242,14 +242,20 @@ pub struct Answer<R> {
     pub reported: R,
 }
 
-/// Read a 2xx answer; anything but the expected JSON is a bad response.
+/// Read a 2xx answer to `req`; anything but the expected JSON is a bad response.
 pub fn read<R: Reported>(
     wire: &Wire,
     provider: &Provider,
+    req: &RerankRequest<'_>,
     body: &[u8],
 ) -> Result<Answer<R>, UpstreamError> {
     let mut de = serde_json::Deserializer::from_slice(body);
-    AnswerSeed(wire, PhantomData)
+    let scores = ScoresSeed {
+        within: wire.results.get(1..).unwrap_or_default(),
+        score: wire.score,
+        capacity: req.documents.len(),
+    };
+    AnswerSeed(wire, scores, PhantomData)
         .deserialize(&mut de)
         .and_then(|answer| de.end().map(|()| answer))
         .map_err(|e| bad_answer(provider, format!("answer is not the expected JSON: {e}")))
@@ -262,7 +268,7 @@ pub fn response<'r, R: Reported>(
     req: &'r RerankRequest<'r>,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    read::<R>(wire, provider, body)?.build(wire, provider, req)
+    read::<R>(wire, provider, req, body)?.build(wire, provider, req)
 }
 
 impl<R: Reported> Answer<R> {
@@ -303,14 +309,14 @@ impl<R> Answer<R> {
 }
 
 /// The whole answer: the results where the wire says, every other member to `R`.
-struct AnswerSeed<'w, R>(&'w Wire, PhantomData<R>);
+struct AnswerSeed<'w, R>(&'w Wire, ScoresSeed, PhantomData<R>);
 
 impl<'de, R: Reported> DeserializeSeed<'de> for AnswerSeed<'_, R> {
     type Value = Answer<R>;
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Answer<R>, D::Error> {
         if self.0.results.is_empty() {
-            let scores = ScoresSeed(&[], self.0.score).deserialize(d)?;
+            let scores = self.1.deserialize(d)?;
             return Ok(Answer {
                 scores: Some(scores),
                 reported: R::default(),
@@ -329,13 +335,13 @@ impl<'de, R: Reported> Visitor<'de> for AnswerSeed<'_, R> {
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Answer<R>, A::Error> {
         // `deserialize` took the other way when the path is empty.
-        let Some((&member, within)) = self.0.results.split_first() else {
+        let Some(&member) = self.0.results.first() else {
             return Err(de::Error::invalid_type(de::Unexpected::Map, &self));
         };
         let mut rest = Rest {
             map,
             member,
-            seed: ScoresSeed(within, self.0.score),
+            seed: self.1,
             scores: None,
         };
         // `R`'s own visitor drains the object; `Rest` takes the results member out on the way.
@@ -424,16 +430,21 @@ impl<'de, K: DeserializeSeed<'de>> Visitor<'de> for KeySeed<K> {
     }
 }
 
-/// The results list, reached through the members `.0` (none: it is the value itself), each
-/// result's score named `.1`.
+/// The results list: reached through the members `within` (none: it is the value itself), each
+/// result's score named `score`.
 #[derive(Clone, Copy)]
-struct ScoresSeed(&'static [&'static str], &'static str);
+struct ScoresSeed {
+    within: &'static [&'static str],
+    score: &'static str,
+    /// Results expected (the request's documents), so the list is allocated once.
+    capacity: usize,
+}
 
 impl<'de> DeserializeSeed<'de> for ScoresSeed {
     type Value = Vec<(usize, f64)>;
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        if self.0.is_empty() {
+        if self.within.is_empty() {
             d.deserialize_seq(self)
         } else {
             d.deserialize_map(self)
@@ -449,8 +460,8 @@ impl<'de> Visitor<'de> for ScoresSeed {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut scores = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(scored) = seq.next_element_seed(ItemSeed(self.1))? {
+        let mut scores = Vec::with_capacity(self.capacity);
+        while let Some(scored) = seq.next_element_seed(ItemSeed(self.score))? {
             scores.push(scored);
         }
         Ok(scores)
@@ -458,15 +469,17 @@ impl<'de> Visitor<'de> for ScoresSeed {
 
     /// An object on the way to the list (DashScope's `output`): its other members are skipped.
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let Some((&member, within)) = self.0.split_first() else {
+        let Some((&member, within)) = self.within.split_first() else {
             return Err(de::Error::invalid_type(de::Unexpected::Map, &self));
         };
         let mut scores = None;
-        while let Some(found) = map.next_key_seed(Named([member]))? {
-            match found {
-                Some(_) if scores.is_some() => return Err(de::Error::duplicate_field(member)),
-                Some(_) => scores = Some(map.next_value_seed(ScoresSeed(within, self.1))?),
-                None => {
+        while let Some(key) = map.next_key_seed(FieldSeed(member))? {
+            match key {
+                Field::Named if scores.is_some() => return Err(de::Error::duplicate_field(member)),
+                Field::Named => {
+                    scores = Some(map.next_value_seed(ScoresSeed { within, ..self })?);
+                }
+                _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
@@ -495,13 +508,13 @@ impl<'de> Visitor<'de> for ItemSeed {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let (mut index, mut score) = (None, None);
-        while let Some(found) = map.next_key_seed(Named(["index", self.0]))? {
-            match found {
-                Some(0) if index.is_some() => return Err(de::Error::duplicate_field("index")),
-                Some(0) => index = Some(map.next_value::<usize>()?),
-                Some(_) if score.is_some() => return Err(de::Error::duplicate_field(self.0)),
-                Some(_) => score = Some(map.next_value::<f64>()?),
-                None => {
+        while let Some(key) = map.next_key_seed(FieldSeed(self.0))? {
+            match key {
+                Field::Index if index.is_some() => return Err(de::Error::duplicate_field("index")),
+                Field::Index => index = Some(map.next_value::<usize>()?),
+                Field::Named if score.is_some() => return Err(de::Error::duplicate_field(self.0)),
+                Field::Named => score = Some(map.next_value::<f64>()?),
+                Field::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
@@ -512,27 +525,41 @@ impl<'de> Visitor<'de> for ItemSeed {
     }
 }
 
-/// A member name compared with the names wanted, without copying it: the position of the one it
-/// is, or `None`.
-struct Named<const N: usize>([&'static str; N]);
+/// A member name, compared without copying it: `index`, the name sought, or another.
+enum Field {
+    Index,
+    Named,
+    Other,
+}
 
-impl<'de, const N: usize> DeserializeSeed<'de> for Named<N> {
-    type Value = Option<usize>;
+/// Reads a key as a [`Field`], seeking the name `.0`.
+struct FieldSeed(&'static str);
 
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+impl<'de> DeserializeSeed<'de> for FieldSeed {
+    type Value = Field;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Field, D::Error> {
         d.deserialize_str(self)
     }
 }
 
-impl<'de, const N: usize> Visitor<'de> for Named<N> {
-    type Value = Option<usize>;
+impl<'de> Visitor<'de> for FieldSeed {
+    type Value = Field;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a member name")
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(self.0.iter().position(|name| *name == v))
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Field, E> {
+        // `index` is compared as a literal, which the compiler inlines; the sought name is a
+        // profile's, known only at run time.
+        Ok(if v == "index" {
+            Field::Index
+        } else if v == self.0 {
+            Field::Named
+        } else {
+            Field::Other
+        })
     }
 }
 
@@ -666,7 +693,8 @@ mod tests {
     }
 
     fn scores<R: Reported>(wire: &Wire, answer: &str) -> Result<Answer<R>, UpstreamError> {
-        read::<R>(wire, &provider(), answer.as_bytes())
+        let req = request(&["x", "y", "z"], None, Vec::new());
+        read::<R>(wire, &provider(), &req, answer.as_bytes())
     }
 
     #[test]
