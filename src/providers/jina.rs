@@ -50,7 +50,7 @@ struct ErrorBody {
     code: Option<String>,
 }
 
-// ---- translation ------------------------------------------------------------------------------
+// ---- translation to native -------------------------------------------------------------------
 
 pub fn rerank_request(
     target: &Target,
@@ -58,6 +58,8 @@ pub fn rerank_request(
 ) -> Result<NativeRequest, GatewayError> {
     rerank::request(&WIRE, target, req)
 }
+
+// ---- translation back ------------------------------------------------------------------------
 
 /// Jina reports nothing billed beyond the token total, which has its public field.
 pub fn rerank_response<'r>(

@@ -44,7 +44,7 @@ struct ErrorBody {
     error: Option<Value>,
 }
 
-// ---- translation ------------------------------------------------------------------------------
+// ---- translation to native -------------------------------------------------------------------
 
 pub fn rerank_request(
     target: &Target,
@@ -52,6 +52,8 @@ pub fn rerank_request(
 ) -> Result<NativeRequest, GatewayError> {
     rerank::request(&WIRE, target, req)
 }
+
+// ---- translation back ------------------------------------------------------------------------
 
 /// `prompt_tokens` is the same count as `total_tokens` for a reranker (no completion), so nothing
 /// billed is left for `metadata`.

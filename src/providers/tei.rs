@@ -59,7 +59,7 @@ struct ErrorBody {
     error_type: Option<String>,
 }
 
-// ---- translation ------------------------------------------------------------------------------
+// ---- translation to native -------------------------------------------------------------------
 
 pub fn rerank_request(
     target: &Target,
@@ -67,6 +67,8 @@ pub fn rerank_request(
 ) -> Result<NativeRequest, GatewayError> {
     rerank::request(&WIRE, target, req)
 }
+
+// ---- translation back ------------------------------------------------------------------------
 
 pub fn rerank_response<'r>(
     provider: &Provider,

@@ -28,7 +28,7 @@ const WIRE: Wire = Wire {
     ..Wire::COHERE
 };
 
-// ---- translation ------------------------------------------------------------------------------
+// ---- translation to native -------------------------------------------------------------------
 
 pub fn rerank_request(
     target: &Target,
@@ -36,6 +36,8 @@ pub fn rerank_request(
 ) -> Result<NativeRequest, GatewayError> {
     rerank::request(&WIRE, target, req)
 }
+
+// ---- translation back ------------------------------------------------------------------------
 
 /// Voyage reports nothing billed beyond the token total, which has its public field.
 pub fn rerank_response<'r>(

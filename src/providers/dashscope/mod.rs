@@ -17,6 +17,8 @@ use crate::api::error::{UpstreamError, UpstreamErrorKind};
 use crate::providers::formats::errors::{status_error, UNKNOWN_CODE_STATUS};
 use crate::providers::Provider;
 
+// ---- error mapping ---------------------------------------------------------------------------
+
 /// The native envelope `{"code","message"}`; the OpenAI-compatible mode nests the same pair under
 /// `error`, accepted too in case a base URL points there.
 #[derive(Deserialize)]
@@ -103,6 +105,8 @@ pub(crate) fn native_code(code: &str) -> Option<(UpstreamErrorKind, u16)> {
         _ => return None,
     })
 }
+
+// ---- tests -----------------------------------------------------------------------------------
 
 #[cfg(test)]
 mod tests {

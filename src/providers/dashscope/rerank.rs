@@ -63,7 +63,7 @@ impl Reported for Answer {
     }
 }
 
-// ---- translation ------------------------------------------------------------------------------
+// ---- translation to native -------------------------------------------------------------------
 
 pub fn rerank_request(
     target: &Target,
@@ -71,6 +71,8 @@ pub fn rerank_request(
 ) -> Result<NativeRequest, GatewayError> {
     rerank::request(&WIRE, target, req)
 }
+
+// ---- translation back ------------------------------------------------------------------------
 
 pub fn rerank_response<'r>(
     provider: &Provider,

@@ -14,6 +14,8 @@ use crate::api::error::{UpstreamError, UpstreamErrorKind};
 use crate::providers::formats::errors::{numeric_code, status_error};
 use crate::providers::Provider;
 
+// ---- error mapping ---------------------------------------------------------------------------
+
 /// Longest plain-text error body taken as a message; anything longer is probably a page, not a
 /// reason.
 const MAX_PLAIN_MESSAGE: usize = 200;
@@ -65,6 +67,8 @@ fn plain_text(body: &[u8]) -> Option<String> {
         && !text.starts_with('{'))
     .then(|| text.to_string())
 }
+
+// ---- tests -----------------------------------------------------------------------------------
 
 #[cfg(test)]
 mod tests {

@@ -64,7 +64,7 @@ impl Reported for Answer {
     }
 }
 
-// ---- translation ------------------------------------------------------------------------------
+// ---- translation to native -------------------------------------------------------------------
 
 pub fn rerank_request(
     target: &Target,
@@ -72,6 +72,8 @@ pub fn rerank_request(
 ) -> Result<NativeRequest, GatewayError> {
     rerank::request(&WIRE, target, req)
 }
+
+// ---- translation back ------------------------------------------------------------------------
 
 pub fn rerank_response<'r>(
     provider: &Provider,

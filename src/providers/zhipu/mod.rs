@@ -15,6 +15,8 @@ use crate::api::error::{UpstreamError, UpstreamErrorKind};
 use crate::providers::formats::errors::{numeric_code, status_error, UNKNOWN_CODE_STATUS};
 use crate::providers::Provider;
 
+// ---- error mapping ---------------------------------------------------------------------------
+
 /// `{"error":{"code","message"}}`; the older flat `{"code","msg"}` shape is accepted too.
 #[derive(Deserialize)]
 struct ErrorBody {
@@ -105,6 +107,8 @@ fn native_code(code: u32) -> Option<(UpstreamErrorKind, u16)> {
         _ => return None,
     })
 }
+
+// ---- tests -----------------------------------------------------------------------------------
 
 #[cfg(test)]
 mod tests {
