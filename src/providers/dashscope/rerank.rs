@@ -61,6 +61,11 @@ impl Reported for Answer {
         rerank::request_id(metadata, self.request_id);
         self.usage.and_then(|u| u.total_tokens)
     }
+
+    /// An error envelope may come with HTTP 200.
+    fn error(&self, provider: &Provider, body: &[u8]) -> Option<UpstreamError> {
+        super::error_in_answer(provider, self.code.as_ref(), body)
+    }
 }
 
 // ---- translation to native -------------------------------------------------------------------
@@ -80,12 +85,7 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let answer = rerank::read::<Answer>(&WIRE, provider, req, body)?;
-    // An error envelope may come with HTTP 200: it is classified before results are looked for.
-    if let Some(err) = super::error_in_answer(provider, answer.reported.code.as_ref(), body) {
-        return Err(err);
-    }
-    answer.build(&WIRE, provider, req)
+    rerank::response::<Answer>(&WIRE, provider, req, body)
 }
 
 // ---- tests -----------------------------------------------------------------------------------

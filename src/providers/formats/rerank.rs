@@ -86,6 +86,12 @@ pub trait Reported: DeserializeOwned + Default {
     /// The provider's billed token total (`None`: usage is the gateway's own count), after adding
     /// anything else billed or identifying to `metadata`.
     fn total(self, metadata: &mut Map<String, Value>) -> Option<u64>;
+
+    /// An error the provider reported inside this 2xx answer (`body`), classified like the error
+    /// it is. Checked before the results are looked for: such an answer has none.
+    fn error(&self, _provider: &Provider, _body: &[u8]) -> Option<UpstreamError> {
+        None
+    }
 }
 
 /// Nothing beside the scores.
@@ -236,7 +242,7 @@ impl Serialize for Group<'_, '_> {
 // ---- translation back ------------------------------------------------------------------------
 
 /// A 2xx answer as read: the scores (`None` when the results member is missing, which only an
-/// error inside a 200 may excuse) and what else the provider reported.
+/// error inside the answer may excuse) and what else the provider reported.
 pub struct Answer<R> {
     scores: Option<Vec<(usize, f64)>>,
     pub reported: R,
@@ -268,7 +274,11 @@ pub fn response<'r, R: Reported>(
     req: &'r RerankRequest<'r>,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    read::<R>(wire, provider, req, body)?.build(wire, provider, req)
+    let answer = read::<R>(wire, provider, req, body)?;
+    if let Some(err) = answer.reported.error(provider, body) {
+        return Err(err);
+    }
+    answer.build(wire, provider, req)
 }
 
 impl<R: Reported> Answer<R> {
