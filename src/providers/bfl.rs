@@ -69,6 +69,7 @@ use crate::common::images::NativeImage;
 use crate::common::images::NativeImages;
 use crate::common::images::NativeTask;
 use crate::common::images::Poll;
+use crate::providers::formats::fastapi;
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
@@ -126,15 +127,6 @@ struct ResultAnswer {
     details: Option<Value>,
     #[serde(default)]
     detail: Option<Value>,
-}
-
-/// A non-2xx body (FastAPI's `{"detail": …}`; `message` tolerated).
-#[derive(Deserialize)]
-struct ErrorBody {
-    #[serde(default)]
-    detail: Option<Value>,
-    #[serde(default)]
-    message: Option<String>,
 }
 
 // ---- translation to native -------------------------------------------------------------------
@@ -219,7 +211,7 @@ pub fn image_response(
         let why = parsed
             .detail
             .as_ref()
-            .and_then(crate::providers::detail_text)
+            .and_then(fastapi::detail_text)
             .map(|d| format!(": {}", quote(provider, &d)))
             .unwrap_or_default();
         return Err(crate::upstream::provider::bad_answer(
@@ -329,7 +321,7 @@ pub fn poll_response(
         let why = parsed
             .detail
             .as_ref()
-            .and_then(crate::providers::detail_text)
+            .and_then(fastapi::detail_text)
             .map(|d| format!(": {}", quote(provider, &d)))
             .unwrap_or_default();
         return Err(crate::upstream::provider::bad_answer(
@@ -437,7 +429,7 @@ fn with_reason(provider: &Provider, what: &str, parsed: &ResultAnswer) -> String
     .flatten()
     .find_map(|v| match v {
         Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
-        Value::Object(_) | Value::Array(_) => crate::providers::detail_text(v),
+        Value::Object(_) | Value::Array(_) => fastapi::detail_text(v),
         _ => None,
     });
     match reason {
@@ -459,14 +451,9 @@ fn quote(provider: &Provider, text: &str) -> String {
 // ---- error mapping ---------------------------------------------------------------------------
 
 pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
-    let message = serde_json::from_slice::<ErrorBody>(body)
-        .ok()
-        .and_then(|e| {
-            e.detail
-                .as_ref()
-                .and_then(crate::providers::detail_text)
-                .or(e.message.filter(|m| !m.trim().is_empty()))
-        })
+    // A non-2xx body is FastAPI's `{"detail": …}` (`message` tolerated).
+    let message = fastapi::ErrorBody::parse(body)
+        .and_then(fastapi::ErrorBody::text)
         .map(|m| quote(provider, &m))
         .unwrap_or_else(|| format!("HTTP {status}"));
     // `from_status` already says what BFL's statuses mean: 402 (credits exhausted) and 404 are

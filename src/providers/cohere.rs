@@ -4,55 +4,42 @@
 //! the request and counts query/document tokens itself. Cohere bills in search units, which go to
 //! `metadata`.
 
-use serde::{Deserialize, Serialize};
-
-use crate::common::native::json_with_extra;
-
-use crate::common::native::NativeRequest;
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
-use crate::common::json::JsonStr;
+use crate::common::native::NativeRequest;
+use crate::providers::formats::errors::status_error;
+use crate::providers::formats::rerank::{self, Reported, Wire};
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
-const RERANK_PATH: &str = "/v2/rerank";
+/// The format's own spelling: `documents`, `top_n` (only when the caller gave one), `results[]`
+/// of `{index, relevance_score}`.
+const WIRE: Wire = Wire::COHERE;
 
 // ---- wire types ------------------------------------------------------------------------------
 
-#[derive(Serialize)]
-struct RerankBody<'a> {
-    model: &'a str,
-    query: &'a str,
-    /// The caller's literals, copied as sent.
-    documents: &'a [JsonStr<'a>],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    top_n: Option<usize>,
-}
-
-#[derive(Deserialize)]
-struct RerankResponse {
-    results: Vec<ResultItem>,
+/// Cohere's `meta`: the search units billed and the token count. v1 reads the units only, so its
+/// `T` skips `tokens` unread.
+#[derive(Deserialize, Default)]
+pub(super) struct Meta<T = Tokens> {
     #[serde(default)]
-    meta: Option<Meta>,
+    meta: Option<MetaBody<T>>,
 }
 
 #[derive(Deserialize)]
-struct ResultItem {
-    index: usize,
-    relevance_score: f64,
-}
-
-#[derive(Deserialize)]
-struct Meta {
+struct MetaBody<T> {
     #[serde(default)]
     billed_units: Option<BilledUnits>,
     #[serde(default)]
-    tokens: Option<Tokens>,
+    tokens: Option<T>,
 }
 
 #[derive(Deserialize)]
@@ -61,11 +48,34 @@ struct BilledUnits {
     search_units: Option<f64>,
 }
 
-#[derive(Deserialize)]
-struct Tokens {
+#[derive(Deserialize, Default)]
+pub(super) struct Tokens {
     #[serde(default)]
     input_tokens: Option<f64>,
 }
+
+impl<T> Meta<T> {
+    /// The search units billed go to `metadata`: they have no public field.
+    pub(super) fn search_units(&self, metadata: &mut Map<String, Value>) {
+        let units = self.meta.as_ref().and_then(|m| m.billed_units.as_ref());
+        if let Some(units) = units.and_then(|b| b.search_units) {
+            metadata.insert("search_units".into(), serde_json::json!(units));
+        }
+    }
+}
+
+impl Reported for Meta<Tokens> {
+    fn total(self, metadata: &mut Map<String, Value>) -> Option<u64> {
+        self.search_units(metadata);
+        self.meta
+            .and_then(|m| m.tokens)
+            .and_then(|t| t.input_tokens)
+            .map(|t| t as u64)
+    }
+}
+
+/// v1's `meta`: `tokens` is not read.
+pub(super) type UnitsOnly = Meta<IgnoredAny>;
 
 #[derive(Deserialize)]
 struct ErrorBody {
@@ -79,16 +89,7 @@ pub fn rerank_request(
     target: &Target,
     req: &RerankRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
-    let body = RerankBody {
-        model: &target.native_model,
-        query: req.query.as_str(),
-        documents: &req.documents,
-        top_n: req.top_n_given.then_some(req.top_n),
-    };
-    Ok(NativeRequest::post_json(
-        RERANK_PATH,
-        json_with_extra(&body, &req.passthrough)?,
-    ))
+    rerank::request(&WIRE, target, req)
 }
 
 // ---- translation back ------------------------------------------------------------------------
@@ -99,37 +100,19 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| crate::upstream::provider::bad_answer(provider, m);
-    let parsed: RerankResponse = crate::providers::parse_answer(provider, body)?;
-    let meta = parsed.meta.as_ref();
-    let provider_total = meta
-        .and_then(|m| m.tokens.as_ref())
-        .and_then(|t| t.input_tokens)
-        .map(|t| t as u64);
-    let mut metadata = serde_json::Map::new();
-    if let Some(units) = meta
-        .and_then(|m| m.billed_units.as_ref())
-        .and_then(|b| b.search_units)
-    {
-        metadata.insert("search_units".into(), serde_json::json!(units));
-    }
-    req.build(
-        parsed.results.iter().map(|r| (r.index, r.relevance_score)),
-        provider_total,
-        metadata,
-    )
-    .map_err(bad)
+    rerank::response::<Meta>(&WIRE, provider, req, body)
 }
 
 // ---- error mapping ---------------------------------------------------------------------------
 
+/// Cohere's `{"message": …}` errors, for v1 and v2 alike.
 pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
-    let message = serde_json::from_slice::<ErrorBody>(body)
-        .ok()
-        .filter(|e| !e.message.is_empty())
-        .map(|e| provider.redact(&e.message))
-        .unwrap_or_else(|| format!("HTTP {status}"));
-    let mut err = UpstreamError::from_status(&provider.name, status, message);
+    let message = serde_json::from_slice::<ErrorBody>(body).ok();
+    let mut err = status_error(
+        provider,
+        status,
+        message.as_ref().map(|e| e.message.as_str()),
+    );
     // Cohere's "invalid token": the gateway's key, not the caller's request.
     if status == 498 {
         err.kind = UpstreamErrorKind::AuthRejected;

@@ -6,67 +6,35 @@
 //! the answer larger. Cohere bills rerank in search units (`meta.billed_units.search_units`), which
 //! go to `metadata`; it reports no token total, so usage is the gateway's own count.
 
-use serde::{Deserialize, Serialize};
-
-use crate::common::native::json_with_extra;
-
-use crate::common::native::NativeRequest;
+use serde_json::{Map, Value};
 
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
-use crate::common::error::UpstreamErrorKind;
-use crate::common::json::JsonStr;
+use crate::common::native::NativeRequest;
+use crate::providers::cohere::UnitsOnly;
+use crate::providers::formats::rerank::{self, Reported, Wire};
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
-const RERANK_PATH: &str = "/v1/rerank";
+/// Cohere's format with `return_documents`; the family's native fields (`max_chunks_per_doc`)
+/// travel verbatim after the known ones.
+const WIRE: Wire = Wire {
+    path: "/v1/rerank",
+    off: &["return_documents"],
+    ..Wire::COHERE
+};
 
 // ---- wire types ------------------------------------------------------------------------------
 
-#[derive(Serialize)]
-struct RerankBody<'a> {
-    model: &'a str,
-    query: &'a str,
-    /// The caller's literals, copied as sent.
-    documents: &'a [JsonStr<'a>],
-    /// Only when the caller asked: Cohere's default is every document, which is also ours.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    top_n: Option<usize>,
-    return_documents: bool,
-}
-
-#[derive(Deserialize)]
-struct RerankResponse {
-    results: Vec<ResultItem>,
-    #[serde(default)]
-    meta: Option<Meta>,
-}
-
-#[derive(Deserialize)]
-struct ResultItem {
-    index: usize,
-    relevance_score: f64,
-}
-
-#[derive(Deserialize)]
-struct Meta {
-    #[serde(default)]
-    billed_units: Option<BilledUnits>,
-}
-
-#[derive(Deserialize)]
-struct BilledUnits {
-    #[serde(default)]
-    search_units: Option<f64>,
-}
-
-#[derive(Deserialize)]
-struct ErrorBody {
-    #[serde(default)]
-    message: String,
+impl Reported for UnitsOnly {
+    fn total(self, metadata: &mut Map<String, Value>) -> Option<u64> {
+        self.search_units(metadata);
+        // v1 reports no token count: `None` makes usage the gateway's own sum.
+        None
+    }
 }
 
 // ---- translation to native -------------------------------------------------------------------
@@ -75,18 +43,7 @@ pub fn rerank_request(
     target: &Target,
     req: &RerankRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
-    let body = RerankBody {
-        model: &target.native_model,
-        query: req.query.as_str(),
-        documents: &req.documents,
-        top_n: req.top_n_given.then_some(req.top_n),
-        return_documents: false,
-    };
-    // The family's native fields (`max_chunks_per_doc`) travel verbatim after the known ones.
-    Ok(NativeRequest::post_json(
-        RERANK_PATH,
-        json_with_extra(&body, &req.passthrough)?,
-    ))
+    rerank::request(&WIRE, target, req)
 }
 
 // ---- translation back ------------------------------------------------------------------------
@@ -97,40 +54,14 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| crate::upstream::provider::bad_answer(provider, m);
-    let parsed: RerankResponse = crate::providers::parse_answer(provider, body)?;
-    let mut metadata = serde_json::Map::new();
-    if let Some(units) = parsed
-        .meta
-        .as_ref()
-        .and_then(|m| m.billed_units.as_ref())
-        .and_then(|b| b.search_units)
-    {
-        metadata.insert("search_units".into(), serde_json::json!(units));
-    }
-    // v1 reports no token count: `None` makes usage the gateway's own sum.
-    req.build(
-        parsed.results.iter().map(|r| (r.index, r.relevance_score)),
-        None,
-        metadata,
-    )
-    .map_err(bad)
+    rerank::response::<UnitsOnly>(&WIRE, provider, req, body)
 }
 
 // ---- error mapping ---------------------------------------------------------------------------
 
+/// The same envelope as v2 (`{"message": …}`, 498 for a bad key).
 pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
-    let message = serde_json::from_slice::<ErrorBody>(body)
-        .ok()
-        .filter(|e| !e.message.is_empty())
-        .map(|e| provider.redact(&e.message))
-        .unwrap_or_else(|| format!("HTTP {status}"));
-    let mut err = UpstreamError::from_status(&provider.name, status, message);
-    // Cohere's "invalid token": the gateway's key, not the caller's request.
-    if status == 498 {
-        err.kind = UpstreamErrorKind::AuthRejected;
-    }
-    err
+    crate::providers::cohere::error_response(provider, status, body)
 }
 
 // ---- registration ----------------------------------------------------------------------------
@@ -148,6 +79,7 @@ mod tests {
 
     use super::*;
     use crate::catalog::Catalog;
+    use crate::common::error::UpstreamErrorKind;
     use crate::providers::test_support as support;
 
     const KEY: &str = "sk-cohere-secret-42";

@@ -15,15 +15,14 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::common::native::json_with_extra;
-
-use crate::common::native::NativeRequest;
-
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
+use crate::common::native::json_with_extra;
+use crate::common::native::NativeRequest;
+use crate::providers::formats::fastapi::detail_text;
 use crate::stream::audio::SpeechDecoding;
 use crate::upstream::provider::Provider;
 
@@ -110,7 +109,7 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
     let parsed = serde_json::from_slice::<ErrorEnvelope>(body).ok();
     let message = parsed
         .as_ref()
-        .and_then(|e| crate::providers::detail_text(&e.detail))
+        .and_then(|e| detail_text(&e.detail))
         .map(|m| provider.redact(&m))
         .unwrap_or_else(|| format!("HTTP {status}"));
     let mut err = UpstreamError::from_status(&provider.name, status, message);

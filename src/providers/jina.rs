@@ -8,26 +8,29 @@
 //! Errors are FastAPI-shaped: `{"detail": "..."}` (or a validation list under `detail`), and the
 //! current API adds a machine code next to it (`{"detail": "...", "code": "AUTHZ_INSUFFICIENT_BALANCE"}`).
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-use crate::providers::detail_text;
-
-use crate::common::native::json_with_extra;
-
-use crate::common::native::NativeRequest;
+use serde::Deserialize;
 
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
-use crate::common::json::JsonStr;
+use crate::common::native::NativeRequest;
+use crate::providers::formats::errors::status_error;
+use crate::providers::formats::fastapi;
+use crate::providers::formats::rerank::{self, UsageTotal, Wire};
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
-const RERANK_PATH: &str = "/v1/rerank";
+/// Cohere's format with `return_documents` (sent false: the documents would only double the
+/// answer's size). A result's `document` (an object `{"text": …}` or, behind some proxies, a plain
+/// string) is not read.
+const WIRE: Wire = Wire {
+    path: "/v1/rerank",
+    off: &["return_documents"],
+    ..Wire::COHERE
+};
 
 /// Jina's codes for an account that cannot pay for the call: the operator's problem, and retrying
 /// the same request will not help.
@@ -41,49 +44,13 @@ const MODEL_NOT_FOUND: &str = "INPUT_MODEL_NOT_FOUND";
 
 // ---- wire types ------------------------------------------------------------------------------
 
-#[derive(Serialize)]
-struct RerankBody<'a> {
-    model: &'a str,
-    query: &'a str,
-    /// The caller's literals, copied as sent.
-    documents: &'a [JsonStr<'a>],
-    /// Jina's default is every document, so the field is sent only when the caller chose a limit.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    top_n: Option<usize>,
-    /// Always false: the documents would only double the answer's size.
-    return_documents: bool,
-}
-
-#[derive(Deserialize)]
-struct RerankResponse {
-    results: Vec<ResultItem>,
-    #[serde(default)]
-    usage: Option<Usage>,
-}
-
-/// `document` (an object `{"text": …}` or, behind some proxies, a plain string) is deliberately not
-/// read: the gateway re-attaches the caller's own string by index.
-#[derive(Deserialize)]
-struct ResultItem {
-    index: usize,
-    relevance_score: f64,
-}
-
-#[derive(Deserialize)]
-struct Usage {
-    /// A float parses too: only a finite, non-negative number is believed.
-    #[serde(default)]
-    total_tokens: Option<f64>,
-}
-
+/// FastAPI's body plus Jina's machine code.
 #[derive(Deserialize)]
 struct ErrorBody {
-    #[serde(default)]
-    detail: Option<Value>,
+    #[serde(flatten)]
+    fastapi: fastapi::ErrorBody,
     #[serde(default)]
     code: Option<String>,
-    #[serde(default)]
-    message: Option<String>,
 }
 
 // ---- translation to native -------------------------------------------------------------------
@@ -92,57 +59,29 @@ pub fn rerank_request(
     target: &Target,
     req: &RerankRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
-    let body = RerankBody {
-        model: &target.native_model,
-        query: req.query.as_str(),
-        documents: &req.documents,
-        top_n: req.top_n_given.then_some(req.top_n),
-        return_documents: false,
-    };
-    Ok(NativeRequest::post_json(
-        RERANK_PATH,
-        json_with_extra(&body, &req.passthrough)?,
-    ))
+    rerank::request(&WIRE, target, req)
 }
 
 // ---- translation back ------------------------------------------------------------------------
 
+/// Jina reports nothing billed beyond the token total, which has its public field.
 pub fn rerank_response<'r>(
     provider: &Provider,
     req: &'r RerankRequest<'r>,
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| crate::upstream::provider::bad_answer(provider, m);
-    let parsed: RerankResponse = crate::providers::parse_answer(provider, body)?;
-    let provider_total = parsed
-        .usage
-        .as_ref()
-        .and_then(|u| crate::providers::billed_tokens(u.total_tokens));
-    // Jina reports nothing billed beyond the token total, which has its public field.
-    req.build(
-        parsed.results.iter().map(|r| (r.index, r.relevance_score)),
-        provider_total,
-        serde_json::Map::new(),
-    )
-    .map_err(bad)
+    rerank::response::<UsageTotal>(&WIRE, provider, req, body)
 }
 
 // ---- error mapping ---------------------------------------------------------------------------
 
 pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
-    let parsed = serde_json::from_slice::<ErrorBody>(body).ok();
-    let code = parsed.as_ref().and_then(|e| e.code.clone());
-    let message = parsed
-        .and_then(|e| {
-            e.detail
-                .as_ref()
-                .and_then(detail_text)
-                .or(e.message.filter(|m| !m.trim().is_empty()))
-        })
-        .map(|m| provider.redact(&m))
-        .unwrap_or_else(|| format!("HTTP {status}"));
-    let mut err = UpstreamError::from_status(&provider.name, status, message);
+    let (text, code) = match serde_json::from_slice::<ErrorBody>(body) {
+        Ok(e) => (e.fastapi.text(), e.code),
+        Err(_) => (None, None),
+    };
+    let mut err = status_error(provider, status, text.as_deref());
     let code = code.as_deref().unwrap_or("");
     if BILLING_CODES.contains(&code) {
         // Out of balance (Jina has answered both 402 and 403 for it): a provider-side failure the

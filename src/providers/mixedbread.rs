@@ -9,70 +9,39 @@
 //! Mixedbread documents its status codes but not its error body, so the message is looked for in
 //! the FastAPI `detail`, then `message`, then `error`.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
-
-use crate::providers::detail_text;
-
-use crate::common::native::json_with_extra;
-
-use crate::common::native::NativeRequest;
 
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
-use crate::common::json::JsonStr;
+use crate::common::native::NativeRequest;
+use crate::providers::formats::errors::status_error;
+use crate::providers::formats::fastapi;
+use crate::providers::formats::rerank::{self, UsageTotal, Wire};
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
-const RERANK_PATH: &str = "/v1/reranking";
+/// A result's `input` (the echoed document) is not read even if present.
+const WIRE: Wire = Wire {
+    path: "/v1/reranking",
+    documents: "input",
+    top_n: Some("top_k"),
+    off: &["return_input"],
+    results: &["data"],
+    score: "score",
+    ..Wire::COHERE
+};
 
 // ---- wire types ------------------------------------------------------------------------------
 
-#[derive(Serialize)]
-struct RerankBody<'a> {
-    model: &'a str,
-    query: &'a str,
-    /// The caller's literals, copied as sent.
-    input: &'a [JsonStr<'a>],
-    /// Mixedbread's default is every document, so the field is sent only when the caller chose a
-    /// limit.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    top_k: Option<usize>,
-    /// Already Mixedbread's default; sent so the answer stays small whatever the default becomes.
-    return_input: bool,
-}
-
-#[derive(Deserialize)]
-struct RerankResponse {
-    data: Vec<ResultItem>,
-    #[serde(default)]
-    usage: Option<Usage>,
-}
-
-/// `input` (the echoed document) is not read even if present: the gateway re-attaches the caller's
-/// own string.
-#[derive(Deserialize)]
-struct ResultItem {
-    index: usize,
-    score: f64,
-}
-
-#[derive(Deserialize)]
-struct Usage {
-    /// A float parses too: only a finite, non-negative number is believed.
-    #[serde(default)]
-    total_tokens: Option<f64>,
-}
-
+/// FastAPI's body, or an OpenAI-style `error`.
 #[derive(Deserialize)]
 struct ErrorBody {
-    #[serde(default)]
-    detail: Option<Value>,
-    #[serde(default)]
-    message: Option<String>,
+    #[serde(flatten)]
+    fastapi: fastapi::ErrorBody,
     #[serde(default)]
     error: Option<Value>,
 }
@@ -83,59 +52,35 @@ pub fn rerank_request(
     target: &Target,
     req: &RerankRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
-    let body = RerankBody {
-        model: &target.native_model,
-        query: req.query.as_str(),
-        input: &req.documents,
-        top_k: req.top_n_given.then_some(req.top_n),
-        return_input: false,
-    };
-    Ok(NativeRequest::post_json(
-        RERANK_PATH,
-        json_with_extra(&body, &req.passthrough)?,
-    ))
+    rerank::request(&WIRE, target, req)
 }
 
 // ---- translation back ------------------------------------------------------------------------
 
+/// `prompt_tokens` is the same count as `total_tokens` for a reranker (no completion), so nothing
+/// billed is left for `metadata`.
 pub fn rerank_response<'r>(
     provider: &Provider,
     req: &'r RerankRequest<'r>,
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| crate::upstream::provider::bad_answer(provider, m);
-    let parsed: RerankResponse = crate::providers::parse_answer(provider, body)?;
-    let provider_total = parsed
-        .usage
-        .as_ref()
-        .and_then(|u| crate::providers::billed_tokens(u.total_tokens));
-    // `prompt_tokens` is the same count as `total_tokens` for a reranker (no completion), so nothing
-    // billed is left for `metadata`.
-    req.build(
-        parsed.data.iter().map(|r| (r.index, r.score)),
-        provider_total,
-        serde_json::Map::new(),
-    )
-    .map_err(bad)
+    rerank::response::<UsageTotal>(&WIRE, provider, req, body)
 }
 
 // ---- error mapping ---------------------------------------------------------------------------
 
+/// 402 and 404 are classified as operator problems by `from_status` itself.
 pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
-    let message = serde_json::from_slice::<ErrorBody>(body)
+    let text = serde_json::from_slice::<ErrorBody>(body)
         .ok()
         .and_then(|e| {
-            e.detail
-                .as_ref()
-                .and_then(detail_text)
-                .or(e.message.filter(|m| !m.trim().is_empty()))
-                .or(e.error.as_ref().and_then(error_text))
-        })
-        .map(|m| provider.redact(&m))
-        .unwrap_or_else(|| format!("HTTP {status}"));
-    // 402 and 404 are classified as operator problems by `from_status` itself.
-    UpstreamError::from_status(&provider.name, status, message)
+            let error = e.error;
+            e.fastapi
+                .text()
+                .or_else(|| error.as_ref().and_then(error_text))
+        });
+    status_error(provider, status, text.as_deref())
 }
 
 /// `error` as a plain string or an OpenAI-style `{"message": ...}` object.

@@ -31,8 +31,6 @@ pub mod volcengine;
 pub mod voyage;
 pub mod zhipu;
 
-use serde_json::Value;
-
 use crate::common::error::UpstreamError;
 use crate::upstream::provider::{bad_answer, Provider};
 
@@ -50,53 +48,4 @@ pub(crate) fn billed_tokens(reported: Option<f64>) -> Option<u64> {
     reported
         .filter(|t| t.is_finite() && *t >= 0.0)
         .map(|t| t as u64)
-}
-
-/// The human text of a FastAPI `detail` (`{"detail": ...}` error bodies, as Jina, Voyage and
-/// Mixedbread send): a string, a validation list (`[{"loc": [...], "msg": ...}]`) or an object
-/// carrying `message`. `None` when that leaves no text.
-fn detail_text(detail: &Value) -> Option<String> {
-    let text = match detail {
-        Value::String(s) => s.clone(),
-        Value::Array(items) => items
-            .iter()
-            .filter_map(|item| match item {
-                Value::String(s) => Some(s.clone()),
-                Value::Object(o) => {
-                    let msg = o
-                        .get("msg")
-                        .or_else(|| o.get("message"))
-                        .and_then(Value::as_str)?;
-                    let loc = o
-                        .get("loc")
-                        .and_then(Value::as_array)
-                        .map(|parts| {
-                            parts
-                                .iter()
-                                .map(|p| match p {
-                                    Value::String(s) => s.clone(),
-                                    other => other.to_string(),
-                                })
-                                .collect::<Vec<_>>()
-                                .join(".")
-                        })
-                        .unwrap_or_default();
-                    Some(if loc.is_empty() {
-                        msg.to_string()
-                    } else {
-                        format!("{loc}: {msg}")
-                    })
-                }
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("; "),
-        Value::Object(o) => o
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        _ => String::new(),
-    };
-    (!text.trim().is_empty()).then_some(text)
 }

@@ -8,23 +8,35 @@
 //! TEI needs no key unless started with `--api-key`; when one is configured the gateway sends it as
 //! `Authorization: Bearer`, which is what TEI checks.
 
-use serde::{Deserialize, Serialize};
-
-use crate::common::native::json_with_extra;
-
-use crate::common::native::NativeRequest;
+use serde::Deserialize;
 
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
-use crate::common::json::JsonStr;
+use crate::common::native::NativeRequest;
+use crate::providers::formats::errors::status_error;
+use crate::providers::formats::rerank::{self, Nothing, Wire};
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
-const RERANK_PATH: &str = "/rerank";
+/// No model and no `top_n`; the documents are `texts`. `raw_scores: false` asks for normalized
+/// scores rather than raw logits, comparable with other providers' `relevance_score`;
+/// `return_text: false` because the gateway re-attaches the caller's own strings. The answer is
+/// the bare list of `{index, score}` (`text` is never asked for). The family's native fields
+/// (`truncate`, `truncation_direction`) travel verbatim.
+const WIRE: Wire = Wire {
+    path: "/rerank",
+    model: false,
+    documents: "texts",
+    top_n: None,
+    off: &["raw_scores", "return_text"],
+    results: &[],
+    score: "score",
+    ..Wire::COHERE
+};
 
 /// The header carrying the tokens the server computed (all query+text pairs).
 const COMPUTE_TOKENS: &str = "x-compute-tokens";
@@ -42,24 +54,6 @@ const METADATA_HEADERS: &[(&str, &str)] = &[
 
 // ---- wire types ------------------------------------------------------------------------------
 
-#[derive(Serialize)]
-struct RerankBody<'a> {
-    query: &'a str,
-    /// The caller's literals, copied as sent.
-    texts: &'a [JsonStr<'a>],
-    /// Normalized scores rather than raw logits, comparable with other providers' `relevance_score`.
-    raw_scores: bool,
-    /// The gateway re-attaches the caller's own strings; echoing them would only enlarge the answer.
-    return_text: bool,
-}
-
-/// One element of TEI's bare-array answer (`text` is ignored: it is never asked for).
-#[derive(Deserialize)]
-struct Rank {
-    index: usize,
-    score: f64,
-}
-
 #[derive(Deserialize)]
 struct ErrorBody {
     #[serde(default)]
@@ -71,20 +65,10 @@ struct ErrorBody {
 // ---- translation to native -------------------------------------------------------------------
 
 pub fn rerank_request(
-    _target: &Target,
+    target: &Target,
     req: &RerankRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
-    let body = RerankBody {
-        query: req.query.as_str(),
-        texts: &req.documents,
-        raw_scores: false,
-        return_text: false,
-    };
-    // `truncate` / `truncation_direction` (the family's native fields) travel verbatim.
-    Ok(NativeRequest::post_json(
-        RERANK_PATH,
-        json_with_extra(&body, &req.passthrough)?,
-    ))
+    rerank::request(&WIRE, target, req)
 }
 
 // ---- translation back ------------------------------------------------------------------------
@@ -95,8 +79,7 @@ pub fn rerank_response<'r>(
     headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| crate::upstream::provider::bad_answer(provider, m);
-    let ranks: Vec<Rank> = crate::providers::parse_answer(provider, body)?;
+    let answer = rerank::read::<Nothing>(&WIRE, provider, req, body)?;
     // A missing or unreadable header is not worth failing a good answer over: usage then falls
     // back to the gateway's own count.
     let provider_total = header_number(headers, COMPUTE_TOKENS).and_then(|n| n.as_u64());
@@ -106,12 +89,7 @@ pub fn rerank_response<'r>(
             metadata.insert((*key).into(), serde_json::Value::Number(n));
         }
     }
-    req.build(
-        ranks.iter().map(|r| (r.index, r.score)),
-        provider_total,
-        metadata,
-    )
-    .map_err(bad)
+    answer.finish(&WIRE, provider, req, provider_total, metadata)
 }
 
 /// A header holding a plain non-negative integer (as TEI writes them), else `None`.
@@ -124,12 +102,7 @@ fn header_number(headers: &http::HeaderMap, name: &str) -> Option<serde_json::Nu
 
 pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let parsed = serde_json::from_slice::<ErrorBody>(body).ok();
-    let message = parsed
-        .as_ref()
-        .filter(|e| !e.error.is_empty())
-        .map(|e| provider.redact(&e.error))
-        .unwrap_or_else(|| format!("HTTP {status}"));
-    let mut err = UpstreamError::from_status(&provider.name, status, message);
+    let mut err = status_error(provider, status, parsed.as_ref().map(|e| e.error.as_str()));
     // TEI derives the status from `error_type`, so the type is the more precise signal. It is
     // matched case-insensitively: the enum serializes capitalized, its API docs show lower case.
     let error_type = parsed

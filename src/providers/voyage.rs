@@ -8,69 +8,27 @@
 //!
 //! Errors are FastAPI-shaped (`{"detail": "..."}`), the envelope Voyage's own client reads.
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-use crate::providers::detail_text;
-
-use crate::common::native::json_with_extra;
-
-use crate::common::native::NativeRequest;
-
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
-use crate::common::json::JsonStr;
+use crate::common::native::NativeRequest;
+use crate::providers::formats::fastapi;
+use crate::providers::formats::rerank::{self, UsageTotal, Wire};
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
-const RERANK_PATH: &str = "/v1/rerank";
-
-// ---- wire types ------------------------------------------------------------------------------
-
-#[derive(Serialize)]
-struct RerankBody<'a> {
-    model: &'a str,
-    query: &'a str,
-    /// The caller's literals, copied as sent.
-    documents: &'a [JsonStr<'a>],
-    /// Voyage's default is every document, so the field is sent only when the caller chose a limit.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    top_k: Option<usize>,
-    /// Already Voyage's default; sent so the answer stays small whatever the default becomes.
-    return_documents: bool,
-}
-
-#[derive(Deserialize)]
-struct RerankResponse {
-    data: Vec<ResultItem>,
-    #[serde(default)]
-    usage: Option<Usage>,
-}
-
-/// `document` is not read even if present: the gateway re-attaches the caller's own string.
-#[derive(Deserialize)]
-struct ResultItem {
-    index: usize,
-    relevance_score: f64,
-}
-
-#[derive(Deserialize)]
-struct Usage {
-    /// A float parses too: only a finite, non-negative number is believed.
-    #[serde(default)]
-    total_tokens: Option<f64>,
-}
-
-#[derive(Deserialize)]
-struct ErrorBody {
-    #[serde(default)]
-    detail: Option<Value>,
-    #[serde(default)]
-    message: Option<String>,
-}
+/// Cohere's format with the limit named `top_k` and the results under `data`. `return_documents`
+/// is already Voyage's default; it is sent so the answer stays small whatever the default becomes.
+/// A result's `document` is not read even if present.
+const WIRE: Wire = Wire {
+    path: "/v1/rerank",
+    top_n: Some("top_k"),
+    off: &["return_documents"],
+    results: &["data"],
+    ..Wire::COHERE
+};
 
 // ---- translation to native -------------------------------------------------------------------
 
@@ -78,57 +36,26 @@ pub fn rerank_request(
     target: &Target,
     req: &RerankRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
-    let body = RerankBody {
-        model: &target.native_model,
-        query: req.query.as_str(),
-        documents: &req.documents,
-        top_k: req.top_n_given.then_some(req.top_n),
-        return_documents: false,
-    };
-    Ok(NativeRequest::post_json(
-        RERANK_PATH,
-        json_with_extra(&body, &req.passthrough)?,
-    ))
+    rerank::request(&WIRE, target, req)
 }
 
 // ---- translation back ------------------------------------------------------------------------
 
+/// Voyage reports nothing billed beyond the token total, which has its public field.
 pub fn rerank_response<'r>(
     provider: &Provider,
     req: &'r RerankRequest<'r>,
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| crate::upstream::provider::bad_answer(provider, m);
-    let parsed: RerankResponse = crate::providers::parse_answer(provider, body)?;
-    let provider_total = parsed
-        .usage
-        .as_ref()
-        .and_then(|u| crate::providers::billed_tokens(u.total_tokens));
-    // Voyage reports nothing billed beyond the token total, which has its public field.
-    req.build(
-        parsed.data.iter().map(|r| (r.index, r.relevance_score)),
-        provider_total,
-        serde_json::Map::new(),
-    )
-    .map_err(bad)
+    rerank::response::<UsageTotal>(&WIRE, provider, req, body)
 }
 
 // ---- error mapping ---------------------------------------------------------------------------
 
+/// 402 and 404 are classified as operator problems by `from_status` itself.
 pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
-    let message = serde_json::from_slice::<ErrorBody>(body)
-        .ok()
-        .and_then(|e| {
-            e.detail
-                .as_ref()
-                .and_then(detail_text)
-                .or(e.message.filter(|m| !m.trim().is_empty()))
-        })
-        .map(|m| provider.redact(&m))
-        .unwrap_or_else(|| format!("HTTP {status}"));
-    // 402 and 404 are classified as operator problems by `from_status` itself.
-    UpstreamError::from_status(&provider.name, status, message)
+    fastapi::error_response(provider, status, body)
 }
 
 // ---- registration ----------------------------------------------------------------------------

@@ -36,16 +36,14 @@ use crate::common::images::NativeTask;
 use crate::common::images::Poll;
 use crate::common::native::nested_with_extra;
 use crate::common::native::NativeRequest;
-use crate::providers::dashscope::{code_string, native_code};
+use crate::providers::dashscope::{code_string, error_in_answer, native_code};
+use crate::providers::formats::errors::UNKNOWN_CODE_STATUS;
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
 const SUBMIT_PATH: &str = "/api/v1/services/aigc/text2image/image-synthesis";
 const TASKS_PATH: &str = "/api/v1/tasks/";
-
-/// Status assumed for an error code this adapter does not know (a provider failure).
-const UNKNOWN_CODE_STATUS: u16 = 500;
 
 // ---- wire types ------------------------------------------------------------------------------
 
@@ -247,15 +245,10 @@ fn in_band_error(
     parsed: &TaskResponse,
     body: &[u8],
 ) -> Result<(), UpstreamError> {
-    if let Some(code) = parsed.code.as_ref().and_then(code_string) {
-        let status = native_code(&code)
-            .map(|(_, s)| s)
-            .unwrap_or(UNKNOWN_CODE_STATUS);
-        return Err(crate::providers::dashscope::error_response(
-            provider, status, body,
-        ));
+    match error_in_answer(provider, parsed.code.as_ref(), body) {
+        Some(err) => Err(err),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// A failed task or image, classified by its code (`DataInspectionFailed` → content policy). No

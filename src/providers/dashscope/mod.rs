@@ -1,16 +1,116 @@
 //! Alibaba Cloud Model Studio (DashScope / 百炼): text rerank, Qwen-TTS speech and Wan images, all
-//! answering errors in one `{"request_id","code","message"}` envelope.
+//! answering errors in one `{"request_id","code","message"}` envelope, which this module reads
+//! for all three.
+//!
+//! The envelope normally comes with a 4xx/5xx status but sometimes with HTTP 200 (or, for speech,
+//! inside an SSE event); its `code` says more than the status, so the kind comes from the code when
+//! this module knows it.
 
 pub mod images;
 pub mod rerank;
 pub mod speech;
 
-pub(crate) use rerank::{code_string, error_response, native_code};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::common::error::UpstreamError;
 
 use crate::api::adapter::Adapters;
+use crate::common::error::UpstreamErrorKind;
 use crate::common::native::PollRequest;
+use crate::providers::formats::errors::{status_error, UNKNOWN_CODE_STATUS};
 use crate::providers::registry::{ImageFns, Kind, RerankFns, SpeechFns, TaskFns};
 use crate::upstream::provider::Auth;
+use crate::upstream::provider::Provider;
+
+// ---- error mapping ---------------------------------------------------------------------------
+
+/// The native envelope `{"code","message"}`; the OpenAI-compatible mode nests the same pair under
+/// `error`, accepted too in case a base URL points there.
+#[derive(Deserialize)]
+struct ErrorBody {
+    #[serde(default)]
+    code: Option<Value>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    error: Option<NestedError>,
+}
+
+#[derive(Deserialize)]
+struct NestedError {
+    #[serde(default)]
+    code: Option<Value>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+    let parsed = serde_json::from_slice::<ErrorBody>(body).ok();
+    let (code, message) = match parsed {
+        Some(ErrorBody {
+            error: Some(nested),
+            code: None,
+            message: None,
+        }) => (nested.code, nested.message),
+        Some(e) => (e.code, e.message),
+        None => (None, None),
+    };
+    let code = code.as_ref().and_then(code_string);
+    let mut err = status_error(provider, status, message.as_deref());
+    if let Some((kind, _)) = code.as_deref().and_then(native_code) {
+        err.kind = kind;
+    }
+    err
+}
+
+/// An error envelope that came with HTTP 200 (`code` is the answer's `code` member), classified as
+/// if it had come with the status DashScope documents for its code; `None` when the answer is not
+/// an error (no code, or an empty one).
+pub(crate) fn error_in_answer(
+    provider: &Provider,
+    code: Option<&Value>,
+    body: &[u8],
+) -> Option<UpstreamError> {
+    let code = code.and_then(code_string)?;
+    let status = native_code(&code)
+        .map(|(_, s)| s)
+        .unwrap_or(UNKNOWN_CODE_STATUS);
+    Some(error_response(provider, status, body))
+}
+
+/// A non-empty error code as text (DashScope sends strings; numbers are tolerated).
+pub(crate) fn code_string(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// What a DashScope error code means, and the HTTP status DashScope documents for it (used when
+/// the code arrives with HTTP 200). `None`: the HTTP status decides.
+pub(crate) fn native_code(code: &str) -> Option<(UpstreamErrorKind, u16)> {
+    use UpstreamErrorKind::*;
+    Some(match code {
+        "InvalidApiKey" => (AuthRejected, 401),
+        // Account not entitled to the model or API (e.g. `AccessDenied.Unpurchased`).
+        c if c.starts_with("AccessDenied") => (AuthRejected, 403),
+        c if c.starts_with("Throttling") => (RateLimited, 429),
+        // Out of money or free quota: retrying will not help and it is not the caller's fault;
+        // the 4xx status keeps it from being retried.
+        "Arrearage" => (Failure, 400),
+        c if c.starts_with("AllocationQuota") => (Failure, 403),
+        c if c.starts_with("DataInspection") => (ContentPolicy, 400),
+        c if c.starts_with("InvalidParameter") || c.starts_with("BadRequest") => {
+            (InvalidRequest, 400)
+        }
+        // The configured native model is wrong: an operator problem.
+        "ModelNotFound" | "ModelNotExist" => (Failure, 404),
+        c if c.starts_with("InternalError") || c.starts_with("SystemError") => (Failure, 500),
+        _ => return None,
+    })
+}
 
 /// The DashScope kind: Bearer key; speech, images (run as tasks) and rerank.
 pub fn kind(key: &str) -> Result<Kind, String> {
@@ -40,4 +140,88 @@ pub fn kind(key: &str) -> Result<Kind, String> {
             })),
         },
     })
+}
+
+// ---- tests -----------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::providers::test_support as support;
+
+    const KEY: &str = "sk-dash-secret-123456";
+
+    fn provider() -> Arc<Provider> {
+        support::provider("dashscope", KEY)
+    }
+
+    #[test]
+    fn maps_errors() {
+        let p = provider();
+        let e = error_response(
+            &p,
+            401,
+            br#"{"code":"InvalidApiKey","message":"Invalid API-key provided: sk-dash-secret-123456","request_id":"x"}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
+        assert!(!e.message.contains(KEY));
+
+        let e = error_response(
+            &p,
+            400,
+            br#"{"code":"InvalidParameter","message":"Required parameter(s) missing or invalid"}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+        assert_eq!(e.message, "Required parameter(s) missing or invalid");
+
+        let e = error_response(
+            &p,
+            400,
+            br#"{"code":"DataInspectionFailed","message":"Input data may contain inappropriate content."}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::ContentPolicy);
+
+        let e = error_response(
+            &p,
+            400,
+            br#"{"code":"Arrearage","message":"Access denied, please make sure your account is in good standing."}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert_eq!(e.status, Some(400));
+        assert!(!e.retryable());
+
+        let e = error_response(
+            &p,
+            403,
+            br#"{"code":"AllocationQuota.FreeTierOnly","message":"free tier exhausted"}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert!(!e.retryable());
+
+        let e = error_response(
+            &p,
+            429,
+            br#"{"code":"Throttling.AllocationQuota","message":"Allocated quota exceeded"}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::RateLimited);
+        assert!(e.retryable());
+
+        let e = error_response(&p, 500, br#"{"code":"InternalError","message":"oops"}"#);
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert!(e.retryable());
+
+        let e = error_response(&p, 502, b"<html>bad gateway</html>");
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert_eq!(e.message, "HTTP 502");
+
+        let e = error_response(
+            &p,
+            400,
+            br#"{"error":{"code":"invalid_parameter_error","message":"bad top_n"}}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+        assert_eq!(e.message, "bad top_n");
+    }
 }

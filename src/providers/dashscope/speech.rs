@@ -13,9 +13,9 @@
 //!   the last event. A stream that ends without that marker is an error, never a short success.
 //!
 //! Errors use DashScope's one envelope `{"request_id","code","message"}`, normally with a 4xx/5xx
-//! status (classified by [`crate::providers::dashscope::error_response`], shared with the rerank adapter) but
-//! sometimes inside a 200 answer or as an SSE event (`event:error`, with a `:HTTP_STATUS/…`
-//! comment line), which this module classifies the same way.
+//! status (classified by [`crate::providers::dashscope::error_response`], shared with rerank and
+//! images) but sometimes inside a 200 answer or as an SSE event (`event:error`, with a
+//! `:HTTP_STATUS/…` comment line), which this module classifies the same way.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -34,6 +34,7 @@ use crate::common::native::nested_with_extra;
 use crate::common::native::NativeRequest;
 use crate::providers::billed_tokens;
 use crate::providers::dashscope::error_response;
+use crate::providers::formats::errors::UNKNOWN_CODE_STATUS;
 use crate::stream::audio::{
     base64_audio, AudioDecoder, Finished, SpeechDecoding, SpeechUsage, Whole,
 };
@@ -50,10 +51,6 @@ const SSE_HEADER: &str = "x-dashscope-sse";
 
 /// The `finish_reason` of the last event of a complete stream.
 const STOP: &str = "stop";
-
-/// Status assumed for an in-band error whose code this adapter does not know: a provider-side
-/// failure (retryable), as the rerank adapter assumes too.
-const UNKNOWN_CODE_STATUS: u16 = 500;
 
 // ---- wire types ------------------------------------------------------------------------------
 
@@ -326,8 +323,8 @@ impl EventFields {
 
 // ---- error mapping ---------------------------------------------------------------------------
 
-/// An error DashScope reported inside a 200 answer or an SSE event. It is classified by the rerank
-/// adapter's table, as if it had come with `status` (an SSE event's own `:HTTP_STATUS`, when that
+/// An error DashScope reported inside a 200 answer or an SSE event. It is classified by the
+/// folder's code table, as if it had come with `status` (an SSE event's own `:HTTP_STATUS`, when that
 /// says error) or with the status DashScope documents for `code`.
 fn in_band_error(
     provider: &Provider,
@@ -542,7 +539,7 @@ mod tests {
 
     #[test]
     fn http_errors_use_the_shared_envelope() {
-        // Non-2xx answers are routed to the rerank adapter's `error_response` by the parent module.
+        // Non-2xx answers are routed to the folder's `error_response` by the dispatch.
         let p = provider();
         let e = error_response(
             &p,

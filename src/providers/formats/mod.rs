@@ -1,3 +1,6 @@
 //! Wire formats several providers share: each provider that speaks one is a small profile on top.
 
+pub mod errors;
+pub mod fastapi;
 pub mod multipart;
+pub mod rerank;

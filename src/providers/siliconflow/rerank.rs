@@ -6,64 +6,38 @@
 //! caller gave one. Token counts come under `tokens{input_tokens,output_tokens}` (the API reference);
 //! some integrations read them under `meta.tokens`, so both places are accepted.
 //!
-//! Errors are `{"code":<int>,"message":"…","data":null}`; a rejected key may instead come as a bare
-//! JSON string or plain text (`"Invalid token"`), so the message is read from any of those.
+//! Errors are SiliconFlow's envelope, read in [`crate::providers::siliconflow`].
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::common::error::GatewayError;
 
-use crate::common::error::UpstreamError;
-
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
-use crate::common::error::UpstreamErrorKind;
-use crate::common::json::JsonStr;
-use crate::common::native::json_with_extra;
+use crate::common::error::UpstreamError;
 use crate::common::native::NativeRequest;
+use crate::providers::formats::rerank::{self, Reported, Wire};
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
-const RERANK_PATH: &str = "/v1/rerank";
-
-/// Longest plain-text error body taken as a message; anything longer is probably a page, not a
-/// reason.
-const MAX_PLAIN_MESSAGE: usize = 200;
-
-/// "Sorry, your account balance is insufficient" (sent with 402 or 403).
-const CODE_BALANCE: i64 = 30001;
-/// "Model does not exist. Please check it carefully."
-const CODE_NO_MODEL: i64 = 20012;
+const WIRE: Wire = Wire {
+    path: "/v1/rerank",
+    off: &["return_documents"],
+    ..Wire::COHERE
+};
 
 // ---- wire types ------------------------------------------------------------------------------
 
-#[derive(Serialize)]
-struct RerankBody<'a> {
-    model: &'a str,
-    query: &'a str,
-    /// The caller's literals, copied as sent.
-    documents: &'a [JsonStr<'a>],
-    #[serde(skip_serializing_if = "Option::is_none")]
-    top_n: Option<usize>,
-    return_documents: bool,
-}
-
-#[derive(Deserialize)]
-struct RerankResponse {
-    results: Vec<ResultItem>,
+#[derive(Deserialize, Default)]
+struct Answer {
     #[serde(default)]
     id: Option<String>,
     #[serde(default)]
     tokens: Option<Tokens>,
     #[serde(default)]
     meta: Option<Meta>,
-}
-
-#[derive(Deserialize)]
-struct ResultItem {
-    index: usize,
-    relevance_score: f64,
 }
 
 #[derive(Deserialize)]
@@ -80,16 +54,17 @@ struct Tokens {
     output_tokens: Option<u64>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum ErrorBody {
-    Envelope {
-        #[serde(default)]
-        code: Option<serde_json::Value>,
-        #[serde(default)]
-        message: Option<String>,
-    },
-    Text(String),
+impl Reported for Answer {
+    fn total(self, metadata: &mut Map<String, Value>) -> Option<u64> {
+        rerank::request_id(metadata, self.id);
+        let tokens = self.tokens.or_else(|| self.meta.and_then(|m| m.tokens));
+        // Billed total: input tokens, plus output tokens should a model ever report any.
+        tokens.and_then(|t| {
+            t.input_tokens
+                .map(|i| i + t.output_tokens.unwrap_or(0))
+                .or(t.output_tokens.filter(|o| *o > 0))
+        })
+    }
 }
 
 // ---- translation to native -------------------------------------------------------------------
@@ -98,17 +73,7 @@ pub fn rerank_request(
     target: &Target,
     req: &RerankRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
-    let body = RerankBody {
-        model: &target.native_model,
-        query: req.query.as_str(),
-        documents: &req.documents,
-        top_n: req.top_n_given.then_some(req.top_n),
-        return_documents: false,
-    };
-    Ok(NativeRequest::post_json(
-        RERANK_PATH,
-        json_with_extra(&body, &req.passthrough)?,
-    ))
+    rerank::request(&WIRE, target, req)
 }
 
 // ---- translation back ------------------------------------------------------------------------
@@ -119,73 +84,7 @@ pub fn rerank_response<'r>(
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<RerankResult<'r>, UpstreamError> {
-    let bad = |m: String| crate::upstream::provider::bad_answer(provider, m);
-    let parsed: RerankResponse = crate::providers::parse_answer(provider, body)?;
-    let tokens = parsed
-        .tokens
-        .as_ref()
-        .or_else(|| parsed.meta.as_ref().and_then(|m| m.tokens.as_ref()));
-    // Billed total: input tokens, plus output tokens should a model ever report any.
-    let provider_total = tokens.and_then(|t| {
-        t.input_tokens
-            .map(|i| i + t.output_tokens.unwrap_or(0))
-            .or(t.output_tokens.filter(|o| *o > 0))
-    });
-    let mut metadata = serde_json::Map::new();
-    if let Some(id) = parsed.id.filter(|s| !s.is_empty()) {
-        metadata.insert("request_id".into(), id.into());
-    }
-    req.build(
-        parsed.results.iter().map(|r| (r.index, r.relevance_score)),
-        provider_total,
-        metadata,
-    )
-    .map_err(bad)
-}
-
-// ---- error mapping ---------------------------------------------------------------------------
-
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
-    let (code, message) = match serde_json::from_slice::<ErrorBody>(body) {
-        Ok(ErrorBody::Envelope { code, message }) => (code.as_ref().and_then(code_number), message),
-        Ok(ErrorBody::Text(t)) => (None, Some(t)),
-        Err(_) => (None, plain_text(body)),
-    };
-    let message = message
-        .map(|m| m.trim().to_string())
-        .filter(|m| !m.is_empty())
-        .map(|m| provider.redact(&m))
-        .unwrap_or_else(|| format!("HTTP {status}"));
-    let mut err = UpstreamError::from_status(&provider.name, status, message);
-    match code {
-        // Out of money: not the caller's fault and retrying will not help; the 4xx status keeps
-        // it from being retried.
-        Some(CODE_BALANCE) => err.kind = UpstreamErrorKind::Failure,
-        // The configured native model is wrong: an operator problem.
-        Some(CODE_NO_MODEL) => err.kind = UpstreamErrorKind::Failure,
-        _ => {}
-    }
-    err
-}
-
-/// The error code as a number (SiliconFlow sends integers; numeric strings are tolerated).
-fn code_number(v: &serde_json::Value) -> Option<i64> {
-    match v {
-        serde_json::Value::Number(n) => n.as_i64(),
-        serde_json::Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-/// A short single-line, non-markup text body (the plain-text 401), else nothing.
-fn plain_text(body: &[u8]) -> Option<String> {
-    let text = std::str::from_utf8(body).ok()?.trim();
-    (!text.is_empty()
-        && text.len() <= MAX_PLAIN_MESSAGE
-        && !text.contains('\n')
-        && !text.starts_with('<')
-        && !text.starts_with('{'))
-    .then(|| text.to_string())
+    rerank::response::<Answer>(&WIRE, provider, req, body)
 }
 
 // ---- tests -----------------------------------------------------------------------------------
@@ -196,6 +95,7 @@ mod tests {
 
     use super::*;
     use crate::catalog::Catalog;
+    use crate::common::error::UpstreamErrorKind;
     use crate::providers::test_support as support;
 
     const KEY: &str = "sk-sf-secret-123456";
@@ -211,7 +111,7 @@ mod tests {
 
     fn native_json(body: &'static [u8]) -> serde_json::Value {
         let native = support::native_request(&catalog(), body, rerank_request);
-        assert_eq!(native.path, RERANK_PATH);
+        assert_eq!(native.path, WIRE.path);
         serde_json::from_slice(&native.body).unwrap()
     }
 
@@ -278,63 +178,5 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.kind, UpstreamErrorKind::BadResponse);
-    }
-
-    #[test]
-    fn maps_errors() {
-        let p = provider();
-        let e = error_response(
-            &p,
-            400,
-            br#"{"code":20015,"message":"The parameter is invalid. Please check again.","data":null}"#,
-        );
-        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
-        assert_eq!(e.message, "The parameter is invalid. Please check again.");
-
-        let e = error_response(&p, 401, b"Invalid token");
-        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
-        assert_eq!(e.message, "Invalid token");
-        let e = error_response(&p, 401, br#""Api key is invalid""#);
-        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
-        assert_eq!(e.message, "Api key is invalid");
-
-        for status in [402, 403] {
-            let e = error_response(
-                &p,
-                status,
-                br#"{"code":30001,"message":"Sorry, your account balance is insufficient","data":null}"#,
-            );
-            assert_eq!(e.kind, UpstreamErrorKind::Failure, "{status}");
-            assert!(!e.retryable());
-        }
-
-        let e = error_response(
-            &p,
-            400,
-            br#"{"code":20012,"message":"Model does not exist. Please check it carefully.","data":null}"#,
-        );
-        assert_eq!(e.kind, UpstreamErrorKind::Failure);
-        assert!(!e.retryable());
-
-        let e = error_response(&p, 429, br#"{"code":50603,"message":"TPM limit reached."}"#);
-        assert_eq!(e.kind, UpstreamErrorKind::RateLimited);
-
-        let e = error_response(
-            &p,
-            503,
-            br#"{"code":50505,"message":"Model service overloaded. Please try again later."}"#,
-        );
-        assert_eq!(e.kind, UpstreamErrorKind::Failure);
-        assert!(e.retryable());
-
-        let e = error_response(&p, 500, b"<html>oops</html>");
-        assert_eq!(e.message, "HTTP 500");
-
-        let e = error_response(
-            &p,
-            400,
-            br#"{"code":20015,"message":"bad key sk-sf-secret-123456"}"#,
-        );
-        assert!(!e.message.contains(KEY));
     }
 }
