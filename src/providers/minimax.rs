@@ -37,8 +37,9 @@ use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
-use crate::stream::audio::{hex_audio, AudioDecoder, Finished, SpeechDecoding, SpeechUsage, Whole};
-use crate::stream::sse::{data_of, EventSplitter};
+use crate::stream::audio::{hex_audio, Finished, SpeechDecoding, SpeechUsage, Whole};
+use crate::stream::sse::data_of;
+use crate::stream::sse_audio::{EventHandler, SseAudio};
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
@@ -155,7 +156,7 @@ fn streams(format: &str) -> bool {
 
 pub fn speech_decoding(provider: &Arc<Provider>, req: &SpeechRequest<'_>) -> SpeechDecoding {
     if streams(req.response_format) {
-        SpeechDecoding::Decode(Box::new(StreamDecoder::new(provider)))
+        SpeechDecoding::Decode(Box::new(SseAudio::new(provider, StreamDecoder::default())))
     } else {
         SpeechDecoding::Decode(Box::new(Whole::new(provider, whole_answer)))
     }
@@ -179,41 +180,35 @@ fn whole_answer(
 }
 
 /// Decodes MiniMax's SSE stream into audio (see the module docs).
+#[derive(Default)]
 struct StreamDecoder {
-    provider: Arc<Provider>,
-    events: EventSplitter,
-    /// Bytes held in `events` (pushed, not yet handed out as an event), to cap the buffer.
-    buffered: usize,
     /// Whether any audio was produced (the final event's copy is then skipped).
     emitted: bool,
     /// Whether the `status: 2` event arrived.
     ended: bool,
 }
 
-impl StreamDecoder {
-    fn new(provider: &Arc<Provider>) -> StreamDecoder {
-        StreamDecoder {
-            provider: provider.clone(),
-            events: EventSplitter::new(),
-            buffered: 0,
-            emitted: false,
-            ended: false,
-        }
-    }
-
-    /// Handle one event's JSON.
-    fn event(&mut self, json: &str, out: &mut Vec<Bytes>) -> Result<(), UpstreamError> {
+impl EventHandler for StreamDecoder {
+    fn event(
+        &mut self,
+        provider: &Provider,
+        event: &[u8],
+        out: &mut Vec<Bytes>,
+    ) -> Result<(), UpstreamError> {
         if self.ended {
             // Nothing after the final event matters.
             return Ok(());
         }
-        let answer: Answer = serde_json::from_str(json).map_err(|e| {
+        let Some(json) = payload(event) else {
+            return Ok(());
+        };
+        let answer: Answer = serde_json::from_str(&json).map_err(|e| {
             bad_answer(
-                &self.provider,
+                provider,
                 format!("stream event is not the expected JSON: {e}"),
             )
         })?;
-        check_base_resp(&self.provider, answer.base_resp.as_ref())?;
+        check_base_resp(provider, answer.base_resp.as_ref())?;
         let Some(data) = answer.data else {
             return Ok(());
         };
@@ -222,7 +217,7 @@ impl StreamDecoder {
             // The final event may repeat everything already sent: use it only when it is all
             // there is.
             if !last || !self.emitted {
-                let bytes = hex_audio(&self.provider, &audio)?;
+                let bytes = hex_audio(provider, &audio)?;
                 if !bytes.is_empty() {
                     out.push(bytes);
                     self.emitted = true;
@@ -234,6 +229,18 @@ impl StreamDecoder {
         }
         Ok(())
     }
+
+    fn end(&mut self, provider: &Provider) -> Result<Finished, UpstreamError> {
+        if !self.ended {
+            // The provider stopped mid-synthesis; another attempt may well complete.
+            return Err(UpstreamError::new(
+                UpstreamErrorKind::Failure,
+                &provider.name,
+                "audio stream ended before its final event",
+            ));
+        }
+        Ok(Finished::Done(SpeechUsage::default()))
+    }
 }
 
 /// The JSON an event carries: its `data:` lines, or (for an error answered as a plain JSON body
@@ -244,45 +251,6 @@ fn payload(event: &[u8]) -> Option<String> {
     }
     let text = std::str::from_utf8(event).ok()?.trim();
     text.starts_with('{').then(|| text.to_string())
-}
-
-impl AudioDecoder for StreamDecoder {
-    fn push(&mut self, chunk: &Bytes, out: &mut Vec<Bytes>) -> Result<(), UpstreamError> {
-        self.events.push(chunk);
-        self.buffered = self.buffered.saturating_add(chunk.len());
-        while let Some(event) = self.events.next_event() {
-            self.buffered = self.buffered.saturating_sub(event.len());
-            if let Some(json) = payload(&event) {
-                self.event(&json, out)?;
-            }
-        }
-        let limit = self.provider.max_response_bytes;
-        if self.buffered > limit {
-            return Err(bad_answer(
-                &self.provider,
-                format!("stream event larger than {limit} bytes"),
-            ));
-        }
-        Ok(())
-    }
-
-    fn finish(&mut self, out: &mut Vec<Bytes>) -> Result<Finished, UpstreamError> {
-        if let Some(rest) = self.events.remainder() {
-            self.buffered = 0;
-            if let Some(json) = payload(&rest) {
-                self.event(&json, out)?;
-            }
-        }
-        if !self.ended {
-            // The provider stopped mid-synthesis; another attempt may well complete.
-            return Err(UpstreamError::new(
-                UpstreamErrorKind::Failure,
-                &self.provider.name,
-                "audio stream ended before its final event",
-            ));
-        }
-        Ok(Finished::Done(SpeechUsage::default()))
-    }
 }
 
 // ---- error mapping ---------------------------------------------------------------------------
@@ -384,6 +352,7 @@ mod tests {
     use crate::api::speech::{self, SpeechRequest};
     use crate::catalog::Catalog;
     use crate::providers::test_support as support;
+    use crate::stream::audio::AudioDecoder;
 
     const KEY: &str = "sk-minimax-secret-42";
 

@@ -4,3 +4,4 @@
 pub mod audio;
 pub mod lines;
 pub mod sse;
+pub mod sse_audio;

@@ -35,10 +35,9 @@ use crate::common::native::NativeRequest;
 use crate::providers::billed_tokens;
 use crate::providers::dashscope::error_response;
 use crate::providers::formats::errors::UNKNOWN_CODE_STATUS;
-use crate::stream::audio::{
-    base64_audio, AudioDecoder, Finished, SpeechDecoding, SpeechUsage, Whole,
-};
-use crate::stream::sse::{data_of, EventSplitter};
+use crate::stream::audio::{base64_audio, Finished, SpeechDecoding, SpeechUsage, Whole};
+use crate::stream::sse::data_of;
+use crate::stream::sse_audio::{EventHandler, SseAudio};
 use crate::upstream::provider::bad_answer;
 use crate::upstream::provider::Provider;
 
@@ -170,7 +169,9 @@ pub fn speech_decoding(provider: &Arc<Provider>, req: &SpeechRequest<'_>) -> Spe
     // `speech_request` refused any other format, so nothing was sent for one.
     match mode(req.response_format) {
         Some(Mode::WavUrl) => SpeechDecoding::Decode(Box::new(Whole::new(provider, url_answer))),
-        Some(Mode::PcmStream) | None => SpeechDecoding::Decode(Box::new(PcmEvents::new(provider))),
+        Some(Mode::PcmStream) | None => {
+            SpeechDecoding::Decode(Box::new(SseAudio::new(provider, PcmEvents::default())))
+        }
     }
 }
 
@@ -194,30 +195,20 @@ fn url_answer(
 }
 
 /// The streamed answer: SSE events, each with a base64 PCM piece.
+#[derive(Default)]
 struct PcmEvents {
-    provider: Arc<Provider>,
-    events: EventSplitter,
-    /// Bytes pushed into `events` and not yet taken out as whole events: one incomplete event,
-    /// which must not grow without bound.
-    buffered: usize,
     /// Whether the `"stop"` event arrived.
     stopped: bool,
     usage: SpeechUsage,
 }
 
-impl PcmEvents {
-    fn new(provider: &Arc<Provider>) -> PcmEvents {
-        PcmEvents {
-            provider: provider.clone(),
-            events: EventSplitter::new(),
-            buffered: 0,
-            stopped: false,
-            usage: SpeechUsage::default(),
-        }
-    }
-
-    fn event(&mut self, event: &[u8], out: &mut Vec<Bytes>) -> Result<(), UpstreamError> {
-        let provider = &*self.provider;
+impl EventHandler for PcmEvents {
+    fn event(
+        &mut self,
+        provider: &Provider,
+        event: &[u8],
+        out: &mut Vec<Bytes>,
+    ) -> Result<(), UpstreamError> {
         // Comments, `id:`-only events and keep-alives carry no data.
         let Some(data) = data_of(event).filter(|d| !d.trim().is_empty()) else {
             return Ok(());
@@ -259,35 +250,11 @@ impl PcmEvents {
         }
         Ok(())
     }
-}
 
-impl AudioDecoder for PcmEvents {
-    fn push(&mut self, chunk: &Bytes, out: &mut Vec<Bytes>) -> Result<(), UpstreamError> {
-        self.events.push(chunk);
-        self.buffered = self.buffered.saturating_add(chunk.len());
-        while let Some(event) = self.events.next_event() {
-            self.buffered = self.buffered.saturating_sub(event.len());
-            self.event(&event, out)?;
-        }
-        let limit = self.provider.max_response_bytes;
-        if self.buffered > limit {
-            return Err(bad_answer(
-                &self.provider,
-                format!("stream event larger than {limit} bytes"),
-            ));
-        }
-        Ok(())
-    }
-
-    fn finish(&mut self, out: &mut Vec<Bytes>) -> Result<Finished, UpstreamError> {
-        // A last event missing its blank line still counts.
-        if let Some(rest) = self.events.remainder() {
-            self.buffered = 0;
-            self.event(&rest, out)?;
-        }
+    fn end(&mut self, provider: &Provider) -> Result<Finished, UpstreamError> {
         if !self.stopped {
             return Err(bad_answer(
-                &self.provider,
+                provider,
                 "speech stream ended before its \"stop\" event",
             ));
         }
@@ -365,6 +332,7 @@ mod tests {
     use crate::catalog::Catalog;
     use crate::common::error::UpstreamErrorKind;
     use crate::providers::test_support as support;
+    use crate::stream::audio::AudioDecoder;
 
     const KEY: &str = "sk-dash-secret-123456";
 
@@ -387,7 +355,7 @@ mod tests {
 
     /// Feed `stream` to a fresh decoder in pieces of `cut` bytes; the audio and how it ended.
     fn decode(stream: &[u8], cut: usize) -> (Vec<u8>, Result<Finished, UpstreamError>) {
-        let mut d = PcmEvents::new(&provider());
+        let mut d = SseAudio::new(&provider(), PcmEvents::default());
         let mut out = Vec::new();
         for piece in stream.chunks(cut) {
             if let Err(e) = d.push(&Bytes::copy_from_slice(piece), &mut out) {
@@ -668,7 +636,7 @@ mod tests {
             assert_eq!(e.kind, UpstreamErrorKind::BadResponse, "{stream}");
         }
         // An event that never ends may not grow past the provider's answer limit.
-        let mut d = PcmEvents::new(&provider());
+        let mut d = SseAudio::new(&provider(), PcmEvents::default());
         let mut out = Vec::new();
         let big = Bytes::from(vec![b'a'; 64 * 1024]);
         let mut failed = None;
