@@ -65,6 +65,24 @@ impl ImageRequest<'_> {
             .map(|(r, _)| *r)
     }
 
+    /// The aspect ratio a provider that takes only ratios is sent for `size`. A size the family's
+    /// own list holds always has one; a size a configured size rule allows may not, and that is the
+    /// caller's 400 naming the sizes that work, not a failure of the gateway.
+    pub fn required_aspect_ratio(&self) -> Result<&'static str, GatewayError> {
+        self.aspect_ratio().ok_or_else(|| {
+            let sizes: Vec<&str> = self.caps.aspect_ratios.iter().map(|(_, s)| *s).collect();
+            GatewayError::field(
+                "size",
+                format!(
+                    "model {} takes only an aspect ratio, and {} has none of its ratios; sizes: {}",
+                    self.model.name,
+                    self.size,
+                    sizes.join(", ")
+                ),
+            )
+        })
+    }
+
     /// MIME type of `output_format`.
     pub fn output_mime(&self) -> &'static str {
         match self.output_format {

@@ -148,10 +148,7 @@ pub fn image_request(
         let ratio = if keep_input {
             None
         } else {
-            Some(req.aspect_ratio().ok_or_else(|| {
-                // Every size of the family has its ratio, so this is a catalog bug.
-                GatewayError::Internal(format!("bfl has no aspect ratio for size {}", req.size))
-            })?)
+            Some(req.required_aspect_ratio()?)
         };
         (None, None, ratio)
     } else {

@@ -155,12 +155,7 @@ pub fn image_request(
     }
     let aspect_ratio = match image {
         Some(_) => None,
-        None => Some(req.aspect_ratio().ok_or_else(|| {
-            GatewayError::Internal(format!(
-                "size {} has no aspect ratio in the family table",
-                req.size
-            ))
-        })?),
+        None => Some(req.required_aspect_ratio()?),
     };
     let strength = image.map(|_| req.strength.unwrap_or(DEFAULT_STRENGTH).to_string());
     let filename = image.map(|(_, mime)| format!("image.{}", image_input::extension(mime)));

@@ -329,6 +329,10 @@ fn setup_with_overrides() -> (FakeProvider, TestGateway) {
       family: cohere-rerank
       capabilities: {query_limit: {max: 5, unit: tokens}}
       targets: [{provider: cohere, model: rerank-v3.5}]
+    stable-ruled:
+      family: stable-image-core
+      capabilities: {sizes: {max_side: 2048}}
+      targets: [{provider: stability, model: core}]
 "#
     });
     (fake, gw)
@@ -369,6 +373,28 @@ fn a_size_rule_accepts_sizes_beyond_the_list() {
         );
     }
     assert_eq!(fake.requests().len(), 1);
+}
+
+#[test]
+fn a_ruled_size_without_a_ratio_is_the_callers_400_for_a_ratio_only_provider() {
+    // Stability takes only an aspect ratio: a size the rule allows but the family's ratio table
+    // lacks cannot be sent, and says so rather than failing inside the gateway.
+    let (fake, gw) = setup_with_overrides();
+    let resp = post(
+        &gw,
+        "/api/v1/images/generations",
+        &json!({"model": "stable-ruled", "prompt": "a cat", "size": "1000x700"}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    let msg = details(&resp)["size"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        msg.contains("takes only an aspect ratio") && msg.contains("1344x768"),
+        "{msg}"
+    );
+    assert!(fake.requests().is_empty());
 }
 
 #[test]

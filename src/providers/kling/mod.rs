@@ -172,10 +172,7 @@ pub fn image_request(
              reference image",
         ));
     }
-    let aspect_ratio = req.aspect_ratio().ok_or_else(|| {
-        // Every size of the family has its ratio, so this is a catalog bug.
-        GatewayError::Internal(format!("kling has no aspect ratio for size {}", req.size))
-    })?;
+    let aspect_ratio = req.required_aspect_ratio()?;
     let image = req.image.as_ref().map(reference_image).transpose()?;
     let body = GenerationBody {
         model_name: &target.native_model,
