@@ -65,6 +65,10 @@ pub enum UpstreamErrorKind {
     ContentPolicy,
     /// The provider rejected the gateway's own credentials: an operator problem, never the caller's 401.
     AuthRejected,
+    /// The provider does not serve the native model the gateway's configuration names (retired,
+    /// misspelt, or not enabled for the account). An operator problem: the engine turns it into
+    /// `model_unavailable` naming the public and the native model.
+    UnknownModel,
     /// The provider failed (5xx, a native server error code).
     Failure,
     /// The provider answered something we could not understand (bad JSON, missing fields, too large).
@@ -111,6 +115,7 @@ impl UpstreamError {
             UpstreamErrorKind::InvalidRequest
             | UpstreamErrorKind::ContentPolicy
             | UpstreamErrorKind::AuthRejected
+            | UpstreamErrorKind::UnknownModel
             | UpstreamErrorKind::BadResponse => false,
         }
     }
@@ -203,6 +208,7 @@ impl GatewayError {
                 UpstreamErrorKind::InvalidRequest | UpstreamErrorKind::ContentPolicy => 400,
                 UpstreamErrorKind::RateLimited => 429,
                 UpstreamErrorKind::Timeout => 504,
+                UpstreamErrorKind::UnknownModel => 503,
                 UpstreamErrorKind::Connect
                 | UpstreamErrorKind::AuthRejected
                 | UpstreamErrorKind::Failure
@@ -232,6 +238,7 @@ impl GatewayError {
                 UpstreamErrorKind::Timeout => "upstream_timeout",
                 UpstreamErrorKind::Connect => "upstream_unreachable",
                 UpstreamErrorKind::AuthRejected => "upstream_auth_failed",
+                UpstreamErrorKind::UnknownModel => "model_unavailable",
                 UpstreamErrorKind::Failure => "upstream_error",
                 UpstreamErrorKind::BadResponse => "upstream_bad_response",
             },
@@ -259,6 +266,10 @@ impl GatewayError {
                 UpstreamErrorKind::AuthRejected => format!(
                     "provider {} rejected the gateway's credentials; contact the operator",
                     u.provider
+                ),
+                UpstreamErrorKind::UnknownModel => format!(
+                    "provider {} does not serve the model the gateway's configuration names: {}",
+                    u.provider, u.message
                 ),
                 UpstreamErrorKind::Failure => match u.status {
                     Some(s) => format!("provider {} failed (HTTP {s})", u.provider),

@@ -13,7 +13,7 @@ use bytes::Bytes;
 
 use crate::catalog::{Model, Target};
 use crate::common::error::GatewayError;
-use crate::common::error::UpstreamError;
+use crate::common::error::{UpstreamError, UpstreamErrorKind};
 use crate::common::native::NativeRequest;
 use crate::common::native::Prepared;
 use crate::upstream::exchange::{Response, Upstream};
@@ -108,11 +108,28 @@ where
             attempt + 1,
             target.provider.name
         );
+        if err.kind == UpstreamErrorKind::UnknownModel {
+            return Err(unknown_model(model, target, &err));
+        }
         if attempt >= retries || !err.retryable() {
             return Err(GatewayError::Upstream(err));
         }
         attempt += 1;
         tokio::time::sleep(upstream.retry.delay(attempt, err.retry_after)).await;
+    }
+}
+
+/// A provider's "no such model" for a target: the caller learns which public model is unusable and
+/// which native model its provider refused, since only the operator can fix it (the configuration
+/// names a retired or misspelt model, or one this account may not use).
+fn unknown_model(model: &Model, target: &Target, err: &UpstreamError) -> GatewayError {
+    GatewayError::ModelUnavailable {
+        model: model.name.clone(),
+        reason: format!(
+            "provider {} does not serve its configured model {} (it answered: {}); \
+             the gateway's configuration must name a model the provider serves",
+            target.provider.name, target.native_model, err.message
+        ),
     }
 }
 

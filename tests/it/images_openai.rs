@@ -123,6 +123,16 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
             "upstream_error",
         ),
         (
+            openai_error(
+                404,
+                "invalid_request_error",
+                json!("model_not_found"),
+                "The model `x` does not exist or you do not have access to it.",
+            ),
+            503,
+            "model_unavailable",
+        ),
+        (
             openai_error(500, "server_error", Value::Null, "The server had an error"),
             502,
             "upstream_error",
@@ -526,4 +536,31 @@ fn revised_prompts_reach_the_caller() {
     assert_eq!(body["created"], 1700000001);
     assert_eq!(body["data"][0]["revised_prompt"], "a tall lighthouse");
     assert_eq!(fake.requests()[0].json()["response_format"], "b64_json");
+}
+
+/// A retired model (the configuration still names it) is the operator's problem: the caller gets
+/// 503 `model_unavailable` naming the public and the native model and OpenAI's own reason, and the
+/// request is not retried into the same refusal.
+#[test]
+fn a_model_the_provider_no_longer_serves_is_named() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(openai_error(
+        404,
+        "invalid_request_error",
+        json!("model_not_found"),
+        "The model `gpt-image-1` does not exist or you do not have access to it.",
+    ));
+    let resp = generate(
+        &gw,
+        json!({"model": "gpt-image-1", "prompt": "p", "retries": 2}),
+    );
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "model_unavailable");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("model gpt-image-1 "), "{message}");
+    assert!(message.contains("provider openai"), "{message}");
+    assert!(message.contains("does not exist"), "{message}");
+    assert_eq!(fake.requests().len(), 1, "not retried");
 }

@@ -75,6 +75,10 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         || kind_str == "image_generation_user_error" && code.contains("policy")
     {
         err.kind = UpstreamErrorKind::ContentPolicy;
+    } else if code == "model_not_found" {
+        // 404 `invalid_request_error` "The model `x` does not exist or you do not have access to
+        // it." (a retired model such as dall-e-3, or one the account may not use).
+        err.kind = UpstreamErrorKind::UnknownModel;
     } else if code == "insufficient_quota" || code == "billing_hard_limit_reached" {
         // The gateway's account is out of quota or budget (images report the latter with a 400):
         // not the caller's fault or rate limit, and retrying won't help.
@@ -111,6 +115,11 @@ mod tests {
         let e = error_response(&p, 400, body);
         assert_eq!(e.kind, UpstreamErrorKind::Failure);
         assert!(!e.retryable());
+
+        let body = br#"{"error":{"message":"The model `dall-e-3` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}"#;
+        let e = error_response(&p, 404, body);
+        assert_eq!(e.kind, UpstreamErrorKind::UnknownModel);
+        assert!(e.message.contains("dall-e-3"));
 
         let e = error_response(&p, 503, b"<html>oops</html>");
         assert_eq!(e.kind, UpstreamErrorKind::Failure);
