@@ -85,46 +85,80 @@ impl<'r> RerankRequest<'r> {
         Ok(items)
     }
 
-    /// The whole public result: [`Self::result`] plus usage and `metadata` (which always names the
-    /// tokenizer and whether `total_tokens` is the provider's figure or the gateway's sum).
+    /// The whole public result: [`Self::result`] plus usage and `metadata`, which always names the
+    /// tokenizer, whether `total_tokens` is the provider's figure or the gateway's sum, and how the
+    /// query was counted (see [`QueryCounting`]).
     pub fn build(
         &'r self,
         scores: impl IntoIterator<Item = (usize, f64)>,
-        provider_total: Option<u64>,
+        billed_total: Option<u64>,
+        counting: QueryCounting,
         mut metadata: serde_json::Map<String, serde_json::Value>,
     ) -> Result<RerankResult<'r>, String> {
         let results = self.result(scores)?;
         metadata.insert("tokenizer".into(), crate::tokens::TOKENIZER.into());
         metadata.insert(
             "total_tokens_source".into(),
-            if provider_total.is_some() {
+            if billed_total.is_some() {
                 "provider"
             } else {
                 "gateway"
             }
             .into(),
         );
+        metadata.insert("query_tokens_counted".into(), counting.as_str().into());
         Ok(RerankResult {
             model: &self.model.name,
             results,
-            usage: self.usage(provider_total),
+            usage: self.usage(billed_total, counting),
             metadata,
         })
     }
 
-    /// Usage counted with the gateway's tokenizer; `total_tokens` is the provider's billed total when
-    /// it reports one, else the sum.
-    pub fn usage(&self, provider_total: Option<u64>) -> Usage {
-        let query_tokens = crate::tokens::count(self.query.as_str()) as u64;
-        let documents_tokens = self
+    /// Usage, each figure with one meaning whatever the provider:
+    /// - `documents_tokens`: the documents' tokens, each document counted once;
+    /// - `query_tokens`: the query's tokens as the provider bills them (`counting`): once per
+    ///   document where it scores query+document pairs, else once;
+    /// - `total_tokens`: the provider's billed token figure when its answer gives one, else
+    ///   `query_tokens + documents_tokens` (what the provider's formula would bill).
+    ///
+    /// Both counts are the gateway's own (cl100k_base), an estimate of the provider's tokenizer.
+    pub fn usage(&self, billed_total: Option<u64>, counting: QueryCounting) -> Usage {
+        let query_once = crate::tokens::count(self.query.as_str()) as u64;
+        let query_tokens = match counting {
+            QueryCounting::PerDocument => query_once.saturating_mul(self.documents.len() as u64),
+            QueryCounting::Once => query_once,
+        };
+        let documents_tokens: u64 = self
             .documents
             .iter()
             .map(|d| crate::tokens::count(d.as_str()) as u64)
             .sum();
         Usage {
-            total_tokens: provider_total.unwrap_or(query_tokens + documents_tokens),
+            total_tokens: billed_total.unwrap_or(query_tokens.saturating_add(documents_tokens)),
             query_tokens,
             documents_tokens,
+        }
+    }
+}
+
+/// How a provider counts the query when it bills a rerank request: each adapter declares one
+/// (its `Wire` profile), with the source in its ledger under `docs/providers/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryCounting {
+    /// The query is billed with every document (the model scores query+document pairs), so it
+    /// counts `documents` times: Voyage's documented `query × documents + Σ documents`.
+    PerDocument,
+    /// The query is counted once (no per-pair formula is documented, or nothing is billed).
+    Once,
+}
+
+impl QueryCounting {
+    /// The value of `metadata.query_tokens_counted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueryCounting::PerDocument => "per_document",
+            QueryCounting::Once => "once",
         }
     }
 }

@@ -1,10 +1,12 @@
 //! Cohere rerank v2 (`POST /v2/rerank`).
 //!
 //! Cohere v2 returns only `index` and `relevance_score`: the gateway re-attaches each document from
-//! the request and counts query/document tokens itself. Cohere bills in search units, which go to
-//! `metadata`.
+//! the request. Cohere bills rerank in search units (`meta.billed_units.search_units`), which go to
+//! `metadata`; a token figure it reports as billed (`meta.billed_units.input_tokens`) would be the
+//! public `total_tokens`, while `meta.tokens.input_tokens` (the tokens the model read, not a
+//! billed figure) goes to `metadata.provider_input_tokens`. Without a billed token figure, usage is
+//! the gateway's count, the query counted with every document as Cohere scores it.
 
-use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -15,67 +17,68 @@ use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
 use crate::common::native::NativeRequest;
 use crate::providers::formats::errors::status_error;
-use crate::providers::formats::rerank::{self, Reported, Wire};
+use crate::providers::formats::rerank::{self, billed, Count, Reported, Wire};
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
 /// The format's own spelling: `documents`, `top_n` (only when the caller gave one), `results[]`
-/// of `{index, relevance_score}`.
+/// of `{index, relevance_score}`; the query is scored with each document (`Wire::COHERE`).
 const WIRE: Wire = Wire::COHERE;
+
+/// Cohere's "request cancelled" (its errors page: "try the request again"), e.g. `failed to get
+/// rerank inference: request cancelled`. The gateway never cancels a request it is still reading,
+/// so the cancellation was Cohere's.
+const CANCELLED: u16 = 499;
 
 // ---- wire types ------------------------------------------------------------------------------
 
-/// Cohere's `meta`: the search units billed and the token count. v1 reads the units only, so its
-/// `T` skips `tokens` unread.
+/// Cohere's `meta` (cohere-python `ApiMeta`), v1 and v2 alike: what was billed and the tokens the
+/// model read.
 #[derive(Deserialize, Default)]
-pub(super) struct Meta<T = Tokens> {
+pub(super) struct Meta {
     #[serde(default)]
-    meta: Option<MetaBody<T>>,
+    meta: Option<MetaBody>,
 }
 
 #[derive(Deserialize)]
-struct MetaBody<T> {
+struct MetaBody {
     #[serde(default)]
     billed_units: Option<BilledUnits>,
     #[serde(default)]
-    tokens: Option<T>,
+    tokens: Option<Tokens>,
 }
 
+/// `ApiMetaBilledUnits`: rerank answers carry `search_units`.
 #[derive(Deserialize)]
 struct BilledUnits {
     #[serde(default)]
-    search_units: Option<f64>,
-}
-
-#[derive(Deserialize, Default)]
-pub(super) struct Tokens {
+    search_units: Count,
     #[serde(default)]
-    input_tokens: Option<f64>,
+    input_tokens: Count,
 }
 
-impl<T> Meta<T> {
-    /// The search units billed go to `metadata`: they have no public field.
-    pub(super) fn search_units(&self, metadata: &mut Map<String, Value>) {
-        let units = self.meta.as_ref().and_then(|m| m.billed_units.as_ref());
-        if let Some(units) = units.and_then(|b| b.search_units) {
-            metadata.insert("search_units".into(), serde_json::json!(units));
+/// `ApiMetaTokens`: "the number of tokens used as input to the model", not a billed figure.
+#[derive(Deserialize)]
+struct Tokens {
+    #[serde(default)]
+    input_tokens: Count,
+}
+
+impl Reported for Meta {
+    fn billed(self, metadata: &mut Map<String, Value>) -> Option<u64> {
+        let meta = self.meta?;
+        if let Some(tokens) = meta.tokens.and_then(|t| billed(&[t.input_tokens])) {
+            metadata.insert("provider_input_tokens".into(), tokens.into());
         }
+        let units = meta.billed_units?;
+        // Search units have no public field; they keep Cohere's own number (a float in its schema).
+        if let Some(su) = units.search_units.filter(|u| u.is_finite() && *u >= 0.0) {
+            metadata.insert("search_units".into(), serde_json::json!(su));
+        }
+        billed(&[units.input_tokens])
     }
 }
-
-impl Reported for Meta<Tokens> {
-    fn total(self, metadata: &mut Map<String, Value>) -> Option<u64> {
-        self.search_units(metadata);
-        self.meta
-            .and_then(|m| m.tokens)
-            .and_then(|t| t.input_tokens)
-            .map(|t| t as u64)
-    }
-}
-
-/// v1's `meta`: `tokens` is not read.
-pub(super) type UnitsOnly = Meta<IgnoredAny>;
 
 #[derive(Deserialize)]
 struct ErrorBody {
@@ -108,16 +111,29 @@ pub fn rerank_response<'r>(
 /// Cohere's `{"message": …}` errors, for v1 and v2 alike.
 pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let message = serde_json::from_slice::<ErrorBody>(body).ok();
-    let mut err = status_error(
-        provider,
-        status,
-        message.as_ref().map(|e| e.message.as_str()),
-    );
-    // Cohere's "invalid token": the gateway's key, not the caller's request.
-    if status == 498 {
-        err.kind = UpstreamErrorKind::AuthRejected;
+    let text = message.as_ref().map(|e| e.message.as_str());
+    let mut err = status_error(provider, status, text);
+    match status {
+        // Cohere's "invalid token": the gateway's key, not the caller's request.
+        498 => err.kind = UpstreamErrorKind::AuthRejected,
+        // Cohere cancelled the request; its errors page says to try again. A 4xx status is never
+        // retried, so the status moves into the message and the failure counts as Cohere's.
+        CANCELLED => {
+            err.kind = UpstreamErrorKind::Failure;
+            err.status = None;
+            err.message = format!("{} (HTTP {CANCELLED})", err.message);
+        }
+        // "model 'xyz' not found, make sure the correct model ID was used and that you have access
+        // to the model." A bare 404 (a wrong base URL: "404 page not found") stays a failure.
+        404 if text.is_some_and(unknown_model) => err.kind = UpstreamErrorKind::UnknownModel,
+        _ => {}
     }
     err
+}
+
+/// Cohere's "no such model" message, as its errors page lists it.
+fn unknown_model(message: &str) -> bool {
+    message.starts_with("model '") && message.contains("' not found")
 }
 
 // ---- registration ----------------------------------------------------------------------------
@@ -125,4 +141,123 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 /// The Cohere v2 kind: Bearer key, rerank only.
 pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     crate::providers::registry::bearer_rerank(key, error_response, rerank_request, rerank_response)
+}
+
+// ---- tests -------------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::providers::test_support as support;
+
+    const KEY: &str = "sk-cohere-secret-42";
+
+    fn provider() -> Arc<Provider> {
+        support::provider("cohere", KEY)
+    }
+
+    fn answer(meta: &str) -> Vec<u8> {
+        format!(r#"{{"id":"x","results":[{{"index":1,"relevance_score":0.9}},{{"index":0,"relevance_score":0.1}}]{meta}}}"#)
+            .into_bytes()
+    }
+
+    #[test]
+    fn usage_counts_the_query_per_document_and_keeps_search_units_apart() {
+        let catalog = support::catalog(
+            "rerank-v3.5",
+            "cohere-rerank",
+            support::target(provider(), "rerank-v3.5"),
+            32_000,
+            10_000,
+        );
+        let req = support::parse(
+            &catalog,
+            br#"{"model":"rerank-v3.5","query":"capital of France","documents":["Paris is in France.","Berlin"]}"#,
+        );
+        let q = crate::tokens::count("capital of France") as u64;
+        let d =
+            (crate::tokens::count("Paris is in France.") + crate::tokens::count("Berlin")) as u64;
+        let h = http::HeaderMap::new();
+
+        // What v2 answers: search units billed, and the tokens the model read (not billed).
+        let body = answer(
+            r#","meta":{"api_version":{"version":"2"},"billed_units":{"search_units":1},"tokens":{"input_tokens":57}}"#,
+        );
+        let out = rerank_response(&provider(), &req, &h, &body).unwrap();
+        assert_eq!(out.usage.query_tokens, 2 * q);
+        assert_eq!(out.usage.documents_tokens, d);
+        assert_eq!(out.usage.total_tokens, 2 * q + d);
+        assert_eq!(out.metadata["total_tokens_source"], "gateway");
+        assert_eq!(out.metadata["query_tokens_counted"], "per_document");
+        assert_eq!(out.metadata["search_units"], 1.0);
+        assert_eq!(out.metadata["provider_input_tokens"], 57);
+
+        // Billed input tokens, should Cohere ever report them, are the billed total.
+        let body = answer(r#","meta":{"billed_units":{"search_units":1,"input_tokens":40.0}}"#);
+        let out = rerank_response(&provider(), &req, &h, &body).unwrap();
+        assert_eq!(out.usage.total_tokens, 40);
+        assert_eq!(out.metadata["total_tokens_source"], "provider");
+
+        // No meta at all, or nonsense figures: the gateway's count, nothing invented.
+        for meta in [
+            "",
+            r#","meta":null"#,
+            r#","meta":{"billed_units":{"search_units":-1,"input_tokens":-5},"tokens":{"input_tokens":"x"}}"#,
+        ] {
+            let body = answer(meta);
+            match rerank_response(&provider(), &req, &h, &body) {
+                Ok(out) => {
+                    assert_eq!(out.usage.total_tokens, 2 * q + d, "{meta}");
+                    assert_eq!(out.metadata["total_tokens_source"], "gateway");
+                    assert!(out.metadata.get("search_units").is_none(), "{meta}");
+                }
+                // A string where Cohere's schema has a number is not Cohere's answer.
+                Err(e) => {
+                    assert!(meta.contains("\"x\""), "{meta}: {e}");
+                    assert_eq!(e.kind, UpstreamErrorKind::BadResponse);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn maps_errors() {
+        let p = provider();
+        let e = error_response(
+            &p,
+            404,
+            br#"{"id":"da62","message":"model 'rerank-v9' not found, make sure the correct model ID was used and that you have access to the model."}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::UnknownModel);
+        assert!(e.message.contains("rerank-v9"));
+        // A wrong path, not a model.
+        let e = error_response(&p, 404, br#"{"message":"404 page not found"}"#);
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert!(!e.retryable());
+
+        let e = error_response(
+            &p,
+            499,
+            br#"{"message":"failed to get rerank inference: request cancelled"}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert!(e.retryable());
+        assert!(e.message.contains("HTTP 499"), "{}", e.message);
+
+        assert_eq!(
+            error_response(&p, 498, br#"{"message":"invalid api token"}"#).kind,
+            UpstreamErrorKind::AuthRejected
+        );
+        assert_eq!(
+            error_response(
+                &p,
+                400,
+                br#"{"message":"invalid request: list of documents must not be empty"}"#
+            )
+            .kind,
+            UpstreamErrorKind::InvalidRequest
+        );
+    }
 }

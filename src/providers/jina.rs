@@ -3,7 +3,8 @@
 //! Jina takes Cohere-style fields (`top_n`, `return_documents`) but echoes every document back unless
 //! told not to (`return_documents` defaults to true), so the gateway asks for indexes and scores only
 //! and re-attaches the caller's own strings. Jina bills in tokens and reports `usage.total_tokens`,
-//! which becomes the public `total_tokens`.
+//! which becomes the public `total_tokens`; Jina documents no per-document query formula, so the
+//! gateway counts the query once.
 //!
 //! Errors are FastAPI-shaped: `{"detail": "..."}` (or a validation list under `detail`), and the
 //! current API adds a machine code next to it (`{"detail": "...", "code": "AUTHZ_INSUFFICIENT_BALANCE"}`).
@@ -18,7 +19,7 @@ use crate::common::error::UpstreamErrorKind;
 use crate::common::native::NativeRequest;
 use crate::providers::formats::errors::status_error;
 use crate::providers::formats::fastapi;
-use crate::providers::formats::rerank::{self, UsageTotal, Wire};
+use crate::providers::formats::rerank::{self, QueryCounting, UsageTotal, Wire};
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
@@ -29,6 +30,8 @@ use crate::upstream::provider::Provider;
 const WIRE: Wire = Wire {
     path: "/v1/rerank",
     off: &["return_documents"],
+    // No source says how Jina counts the query in `usage.total_tokens` (ledger: unconfirmed).
+    billing: QueryCounting::Once,
     ..Wire::COHERE
 };
 
@@ -39,7 +42,8 @@ const BILLING_CODES: &[&str] = &[
     "AUTHZ_RESOURCE_LIMIT_EXCEEDED",
 ];
 
-/// The configured native model does not exist: a gateway configuration error, not the caller's.
+/// The configured native model does not exist (400 "Model '<model>' not found"): the gateway's
+/// configuration names a model Jina does not serve.
 const MODEL_NOT_FOUND: &str = "INPUT_MODEL_NOT_FOUND";
 
 // ---- wire types ------------------------------------------------------------------------------
@@ -88,8 +92,7 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         // operator must fix; the 4xx status keeps it from being retried.
         err.kind = UpstreamErrorKind::Failure;
     } else if code == MODEL_NOT_FOUND {
-        // Wrong base URL or an unknown configured model: the gateway's configuration, not the caller.
-        err.kind = UpstreamErrorKind::Failure;
+        err.kind = UpstreamErrorKind::UnknownModel;
     }
     err
 }
@@ -255,7 +258,7 @@ mod tests {
             (
                 400,
                 r#"{"detail":"Model 'nope' not found","code":"INPUT_MODEL_NOT_FOUND"}"#,
-                UpstreamErrorKind::Failure,
+                UpstreamErrorKind::UnknownModel,
                 false,
             ),
             (

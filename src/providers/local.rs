@@ -1,11 +1,17 @@
 //! The built-in local reranker: Okapi BM25 computed in-process, no key, no network.
 //!
 //! It makes rerank work on a fresh machine with no provider keys (the README's quick start) and
-//! serves as a last-resort fallback target. Tokenization handles English and CJK text: Latin-script
-//! words are lower-cased, stripped of a plural `s` and filtered against a short stop-word list;
-//! runs of CJK characters yield their single characters and adjacent pairs (bigrams), the usual
-//! way to index unsegmented Chinese/Japanese text lexically. Raw BM25 scores are mapped to [0, 1)
-//! with `s / (s + 1)`, which keeps the order.
+//! serves as a last-resort fallback target. Tokenization handles spaced and unspaced scripts:
+//! words of spaced scripts are lower-cased, stripped of a plural `s` and filtered against a short
+//! English stop-word list; runs of characters of scripts written without spaces (CJK, Hangul,
+//! Thai, Lao, Khmer, Myanmar) yield their single characters and adjacent pairs (bigrams), the
+//! usual way to index unsegmented text lexically. Raw BM25 scores are mapped to [0, 1) with
+//! `s / (s + 1)`, which keeps the order.
+//!
+//! Properties a caller should know (docs/providers/local.md): the IDF comes from the request's own
+//! documents, so a score depends on the other documents sent with it and is comparable only within
+//! one answer; the scores are not calibrated probabilities; stop words are English only; nothing
+//! is billed, so usage is the gateway's count with the query counted once.
 //!
 //! Its "native answer" is the score list as JSON (`{"results":[{"index","relevance_score"}]}`), so
 //! the local provider goes through the same translate-back step as the remote ones.
@@ -15,7 +21,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use crate::api::rerank::{RerankRequest, RerankResult};
+use crate::api::rerank::{QueryCounting, RerankRequest, RerankResult};
 use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
@@ -49,9 +55,13 @@ struct Scored {
 
 // ---- scoring -----------------------------------------------------------------------------------
 
-fn is_cjk(c: char) -> bool {
+/// Characters of scripts written without spaces between words, indexed as character n-grams.
+fn is_unspaced(c: char) -> bool {
     matches!(c as u32,
-        0x3040..=0x30FF      // Hiragana, Katakana
+        0x0E00..=0x0EFF      // Thai, Lao
+        | 0x1000..=0x109F    // Myanmar
+        | 0x1780..=0x17FF    // Khmer
+        | 0x3040..=0x30FF    // Hiragana, Katakana
         | 0x3400..=0x4DBF    // CJK Extension A
         | 0x4E00..=0x9FFF    // CJK Unified Ideographs
         | 0xAC00..=0xD7AF    // Hangul syllables
@@ -88,7 +98,7 @@ pub fn tokenize(text: &str) -> Vec<String> {
     let mut word = String::new();
     let mut cjk = Vec::new();
     for c in text.chars() {
-        if is_cjk(c) {
+        if is_unspaced(c) {
             push_word(&mut word, &mut out);
             cjk.push(c);
         } else if c.is_alphanumeric() {
@@ -126,6 +136,8 @@ pub fn scores(query: &str, documents: &[&str]) -> Vec<f64> {
                 *tf.entry(t.as_str()).or_default() += 1.0;
             }
             let len_norm = 1.0 - B + B * d.len() as f64 / avg_len;
+            // A fold from +0.0, not `sum()`: summing no terms (a query of stop words only) gives
+            // -0.0, which would be written out as `-0.0`.
             query_terms
                 .iter()
                 .zip(&idf)
@@ -133,7 +145,7 @@ pub fn scores(query: &str, documents: &[&str]) -> Vec<f64> {
                     let f = tf.get(t.as_str()).copied().unwrap_or(0.0);
                     idf * f * (K1 + 1.0) / (f + K1 * len_norm)
                 })
-                .sum()
+                .fold(0.0, |sum, term| sum + term)
         })
         .collect()
 }
@@ -167,9 +179,11 @@ pub fn rerank_response<'r>(
     let answer: Answer = serde_json::from_slice(body).map_err(|e| bad(e.to_string()))?;
     let mut metadata = serde_json::Map::new();
     metadata.insert("scorer".into(), "bm25".into());
+    // Nothing is billed: the query counts once.
     req.build(
         answer.results.iter().map(|r| (r.index, r.relevance_score)),
         None,
+        QueryCounting::Once,
         metadata,
     )
     .map_err(bad)
@@ -270,5 +284,22 @@ mod tests {
     fn unrelated_documents_score_zero_and_stay_finite() {
         let s = scores("quantum", &["apples", "", "oranges"]);
         assert!(s.iter().all(|x| *x == 0.0));
+    }
+
+    #[test]
+    fn a_zero_score_is_positive_zero() {
+        // Only stop words: no query term at all.
+        let s = scores("what is the", &["apples", "oranges"]);
+        assert!(s.iter().all(|x| *x == 0.0 && x.is_sign_positive()), "{s:?}");
+        let s = scores("quantum", &["apples"]);
+        assert!(s[0].is_sign_positive());
+    }
+
+    #[test]
+    fn thai_is_indexed_by_characters() {
+        // "ภาษาไทย" (Thai language) is one unspaced run; its bigrams match inside longer text.
+        assert!(tokenize("ภาษาไทย").len() > 1);
+        let docs = ["แมวชอบนอน", "ฉันเรียนภาษาไทยทุกวัน", "apples"];
+        assert_eq!(order("ภาษาไทย", &docs)[0], 1);
     }
 }

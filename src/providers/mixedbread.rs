@@ -4,7 +4,8 @@
 //! is `top_k` (default: every document), echoing documents is `return_input` (default false; sent
 //! as false anyway, the gateway re-attaches the caller's own strings), results are under `data` and
 //! the score is `score`. Usage is OpenAI-style (`usage.prompt_tokens`, `usage.total_tokens`); the
-//! total becomes the public `total_tokens`.
+//! total becomes the public `total_tokens`. Mixedbread documents no per-document query formula,
+//! so the gateway counts the query once.
 //!
 //! Mixedbread documents its status codes but not its error body, so the message is looked for in
 //! the FastAPI `detail`, then `message`, then `error`.
@@ -19,7 +20,7 @@ use crate::common::error::UpstreamError;
 use crate::common::native::NativeRequest;
 use crate::providers::formats::errors::status_error;
 use crate::providers::formats::fastapi;
-use crate::providers::formats::rerank::{self, UsageTotal, Wire};
+use crate::providers::formats::rerank::{self, QueryCounting, UsageTotal, Wire};
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
@@ -32,6 +33,8 @@ const WIRE: Wire = Wire {
     off: &["return_input"],
     results: &["data"],
     score: "score",
+    // No source says how Mixedbread counts the query in `usage` (ledger: unconfirmed).
+    billing: QueryCounting::Once,
     ..Wire::COHERE
 };
 

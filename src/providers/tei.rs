@@ -4,7 +4,11 @@
 //! TEI has no `top_n`: it scores every text and the gateway keeps the best `top_n`. The answer is a
 //! bare JSON array `[{"index","score"}]`; usage travels only in response headers. `x-compute-tokens`
 //! is the sum of the tokens of every (query, text) pair the server ran, i.e. what the server
-//! computed, so it is the provider total. The other timing and size headers go to `metadata`.
+//! computed, so it is the provider total, and the query counts once per text. The other size and
+//! timing headers go to `metadata`: `x-compute-characters` counts the query once per text too;
+//! `x-compute-time` and `x-total-time` are the whole request's, while the tokenization, queue and
+//! inference times are means over the texts (TEI divides their sums by the batch size), hence the
+//! `_mean` in their keys (TEI `router/src/http/server.rs`, `rerank`).
 //! TEI needs no key unless started with `--api-key`; when one is configured the gateway sends it as
 //! `Authorization: Bearer`, which is what TEI checks.
 
@@ -17,7 +21,7 @@ use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
 use crate::common::native::NativeRequest;
 use crate::providers::formats::errors::status_error;
-use crate::providers::formats::rerank::{self, Nothing, Wire};
+use crate::providers::formats::rerank::{self, billed, Nothing, QueryCounting, Wire};
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
@@ -35,6 +39,8 @@ const WIRE: Wire = Wire {
     off: &["raw_scores", "return_text"],
     results: &[],
     score: "score",
+    // TEI runs one (query, text) pair per text and sums their tokens in `x-compute-tokens`.
+    billing: QueryCounting::PerDocument,
     ..Wire::COHERE
 };
 
@@ -42,15 +48,19 @@ const WIRE: Wire = Wire {
 const COMPUTE_TOKENS: &str = "x-compute-tokens";
 
 /// Numeric usage headers TEI sets on a success, and the `metadata` key each becomes. The times are
-/// whole milliseconds in TEI's source, hence the `_ms` suffix.
+/// whole milliseconds in TEI's source, hence `_ms`; the per-text means say `_mean`.
 const METADATA_HEADERS: &[(&str, &str)] = &[
     ("x-compute-characters", "compute_characters"),
     ("x-compute-time", "compute_time_ms"),
     ("x-total-time", "total_time_ms"),
-    ("x-tokenization-time", "tokenization_time_ms"),
-    ("x-queue-time", "queue_time_ms"),
-    ("x-inference-time", "inference_time_ms"),
+    ("x-tokenization-time", "tokenization_time_ms_mean"),
+    ("x-queue-time", "queue_time_ms_mean"),
+    ("x-inference-time", "inference_time_ms_mean"),
 ];
+
+/// TEI's Backend error when the loaded model cannot rerank (`"Backend error: model is not a
+/// re-ranker model"`): the configured server serves no reranker, which only the operator can fix.
+const NOT_A_RERANKER: &str = "model is not a re-ranker model";
 
 // ---- wire types ------------------------------------------------------------------------------
 
@@ -82,7 +92,7 @@ pub fn rerank_response<'r>(
     let answer = rerank::read::<Nothing>(&WIRE, provider, req, body)?;
     // A missing or unreadable header is not worth failing a good answer over: usage then falls
     // back to the gateway's own count.
-    let provider_total = header_number(headers, COMPUTE_TOKENS).and_then(|n| n.as_u64());
+    let provider_total = billed(&[header_number(headers, COMPUTE_TOKENS).and_then(|n| n.as_f64())]);
     let mut metadata = serde_json::Map::new();
     for (header, key) in METADATA_HEADERS {
         if let Some(n) = header_number(headers, header) {
@@ -103,15 +113,21 @@ fn header_number(headers: &http::HeaderMap, name: &str) -> Option<serde_json::Nu
 pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let parsed = serde_json::from_slice::<ErrorBody>(body).ok();
     let mut err = status_error(provider, status, parsed.as_ref().map(|e| e.error.as_str()));
+    let parsed_error = parsed.as_ref().map(|e| e.error.as_str());
     // TEI derives the status from `error_type`, so the type is the more precise signal. It is
     // matched case-insensitively: the enum serializes capitalized, its API docs show lower case.
     let error_type = parsed
-        .and_then(|e| e.error_type)
-        .map(|t| t.to_ascii_lowercase());
+        .as_ref()
+        .and_then(|e| e.error_type.as_deref())
+        .map(str::to_ascii_lowercase);
     match error_type.as_deref() {
-        // Validation (413: too many texts, input too long without `truncate`), Tokenizer (422),
-        // Empty (400: no texts): all about what the caller sent.
+        // Validation (422 since TEI's February 2026 fix, 413 before: too many texts, input too
+        // long without `truncate`), Tokenizer (422), Empty (400: no texts): all about what the
+        // caller sent.
         Some("validation" | "tokenizer" | "empty") => err.kind = UpstreamErrorKind::InvalidRequest,
+        Some("backend") if parsed_error.is_some_and(|e| e.ends_with(NOT_A_RERANKER)) => {
+            err.kind = UpstreamErrorKind::UnknownModel
+        }
         // 429: the server's concurrency limit is full; worth retrying later.
         Some("overloaded") => err.kind = UpstreamErrorKind::RateLimited,
         // Backend (424: inference failed, or the loaded model is not a reranker) and Unhealthy
@@ -213,8 +229,10 @@ mod tests {
         assert_eq!(out.usage.total_tokens, 57);
         assert_eq!(out.metadata["total_tokens_source"], "provider");
         assert_eq!(out.metadata["compute_characters"], 12);
-        assert_eq!(out.metadata["inference_time_ms"], 3);
-        assert!(out.metadata.get("queue_time_ms").is_none());
+        assert_eq!(out.metadata["inference_time_ms_mean"], 3);
+        assert!(out.metadata.get("queue_time_ms_mean").is_none());
+        assert_eq!(out.metadata["query_tokens_counted"], "per_document");
+        assert_eq!(out.usage.query_tokens, 3 * crate::tokens::count("q") as u64);
         assert!(out.metadata.get("compute_type").is_none());
     }
 
@@ -252,11 +270,23 @@ mod tests {
     #[test]
     fn maps_errors() {
         let p = provider("sk-tei-secret-99");
-        let cases: [(u16, &[u8], UpstreamErrorKind); 11] = [
+        let cases: [(u16, &[u8], UpstreamErrorKind); 13] = [
+            // TEI since February 2026 (Validation → 422); older servers answer 413.
+            (
+                422,
+                br#"{"error":"batch size 40 > maximum allowed batch size 32","error_type":"Validation"}"#,
+                UpstreamErrorKind::InvalidRequest,
+            ),
             (
                 413,
                 br#"{"error":"batch size 40 > maximum allowed batch size 32","error_type":"Validation"}"#,
                 UpstreamErrorKind::InvalidRequest,
+            ),
+            // The server was started with an embedding or classifier model.
+            (
+                424,
+                br#"{"error":"Backend error: model is not a re-ranker model","error_type":"backend"}"#,
+                UpstreamErrorKind::UnknownModel,
             ),
             (
                 422,
@@ -275,7 +305,7 @@ mod tests {
             ),
             (
                 424,
-                br#"{"error":"model is not a re-ranker model","error_type":"Backend"}"#,
+                br#"{"error":"Inference failed","error_type":"Backend"}"#,
                 UpstreamErrorKind::Failure,
             ),
             (

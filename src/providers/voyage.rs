@@ -4,7 +4,12 @@
 //! `results`. Documents come back only when asked (`return_documents`, default false); the gateway
 //! says false explicitly and re-attaches the caller's own strings. Voyage bills
 //! `query_tokens × documents + Σ document tokens` and reports it as `usage.total_tokens`, which
-//! becomes the public `total_tokens`. `truncation` passes through natively.
+//! becomes the public `total_tokens`; the public `query_tokens` follows the same formula.
+//! `truncation` passes through natively.
+//!
+//! Keys issued by MongoDB Atlas (`al-…`) are served at `https://ai.mongodb.com/v1`, not
+//! `api.voyageai.com` (voyageai-python `util.get_default_base_url`): such an account's `base_url`
+//! is `https://ai.mongodb.com` (the adapter adds `/v1/rerank`).
 //!
 //! Errors are FastAPI-shaped (`{"detail": "..."}`), the envelope Voyage's own client reads.
 
@@ -12,9 +17,11 @@ use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
+use crate::common::error::UpstreamErrorKind;
 use crate::common::native::NativeRequest;
+use crate::providers::formats::errors::status_error;
 use crate::providers::formats::fastapi;
-use crate::providers::formats::rerank::{self, UsageTotal, Wire};
+use crate::providers::formats::rerank::{self, QueryCounting, UsageTotal, Wire};
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
@@ -27,6 +34,9 @@ const WIRE: Wire = Wire {
     top_n: Some("top_k"),
     off: &["return_documents"],
     results: &["data"],
+    // "the number of query tokens × the number of documents + sum of the number of tokens in all
+    // documents" (Voyage's reranker API reference).
+    billing: QueryCounting::PerDocument,
     ..Wire::COHERE
 };
 
@@ -53,9 +63,20 @@ pub fn rerank_response<'r>(
 
 // ---- error mapping ---------------------------------------------------------------------------
 
-/// 402 and 404 are classified as operator problems by `from_status` itself.
+/// 402 and 404 are classified as operator problems by `from_status` itself. An unknown model is a
+/// 400 whose detail reads "Model <name> is not supported. Supported models are [...]".
 pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
-    fastapi::error_response(provider, status, body)
+    let text = fastapi::ErrorBody::parse(body).and_then(fastapi::ErrorBody::text);
+    let mut err = status_error(provider, status, text.as_deref());
+    if status == 400 && text.as_deref().is_some_and(unknown_model) {
+        err.kind = UpstreamErrorKind::UnknownModel;
+    }
+    err
+}
+
+/// Voyage's "no such model" detail.
+fn unknown_model(detail: &str) -> bool {
+    detail.starts_with("Model ") && detail.contains(" is not supported")
 }
 
 // ---- registration ----------------------------------------------------------------------------
@@ -221,6 +242,12 @@ mod tests {
                 true,
             ),
             (503, "", UpstreamErrorKind::Failure, true),
+            (
+                400,
+                r#"{"detail":"Model rerank-9 is not supported. Supported models are ['rerank-2.5', 'rerank-2.5-lite']."}"#,
+                UpstreamErrorKind::UnknownModel,
+                false,
+            ),
         ];
         for (status, body, kind, retryable) in cases {
             let e = error_response(&p, *status, body.as_bytes());

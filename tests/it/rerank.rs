@@ -45,9 +45,12 @@ fn results_sorted_documents_reattached_usage_counted() {
     let usage = &body["usage"];
     let q = usage["query_tokens"].as_u64().unwrap();
     let d = usage["documents_tokens"].as_u64().unwrap();
-    assert_eq!(q, 3, "cl100k_base tokens of the query");
+    // 3 cl100k_base tokens, scored with each of the 3 documents as Cohere counts it.
+    assert_eq!(q, 3 * 3, "cl100k_base tokens of the query, per document");
     assert!(d > 15, "{usage}");
     assert_eq!(usage["total_tokens"].as_u64().unwrap(), q + d);
+    assert_eq!(body["metadata"]["total_tokens_source"], "gateway");
+    assert_eq!(body["metadata"]["query_tokens_counted"], "per_document");
     assert_eq!(body["metadata"]["search_units"], 1.0);
     assert!(body["metadata"].is_object());
 

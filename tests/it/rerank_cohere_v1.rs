@@ -3,7 +3,7 @@
 use crate::support;
 use serde_json::json;
 use support::fake::{FakeProvider, Recorded, Reply};
-use support::rerank_conformance::{rerank_conformance, RerankCase};
+use support::rerank_conformance::{rerank_conformance, QueryCounting, RerankCase};
 use support::{post, TestGateway};
 
 fn success(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
@@ -15,6 +15,15 @@ fn success(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
         200,
         json!({"id": "abc", "results": results, "meta": {"api_version": {"version": "1"}, "billed_units": {"search_units": 1}}}),
     )
+}
+
+/// No `meta` at all: nothing billed to read.
+fn unbilled(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
+    let results: Vec<_> = scores
+        .iter()
+        .map(|(i, s)| json!({"index": i, "relevance_score": s}))
+        .collect();
+    Reply::json(200, json!({"id": "abc", "results": results}))
 }
 
 fn check(req: &Recorded, query: &str, docs: &[&str], top_n: Option<usize>) {
@@ -65,10 +74,10 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
         (
             Reply::json(
                 404,
-                json!({"message": "model 'rerank-english-v3.0' not found"}),
+                json!({"message": "model 'rerank-english-v3.0' not found, make sure the correct model ID was used and that you have access to the model."}),
             ),
-            502,
-            "upstream_error",
+            503,
+            "model_unavailable",
         ),
         (
             Reply::json(429, json!({"message": "too many requests"})),
@@ -99,9 +108,11 @@ rerank_conformance!(
         model: "rerank-english-v3.0",
         path: "/v1/rerank",
         bearer: true,
-        max_documents: 1000,
+        max_documents: 9999,
         success,
         reported_total: None,
+        unbilled,
+        query_counting: QueryCounting::PerDocument,
         check_request: check,
         errors,
     }
@@ -130,4 +141,36 @@ fn cohere_v1_search_units_and_max_chunks_per_doc() {
         json!({"model": "rerank-english-v3.0", "query": "q", "documents": ["a", "b"],
                "return_documents": false, "max_chunks_per_doc": 4})
     );
+}
+
+/// v1 refuses documents × `max_chunks_per_doc` (default 10) from 10,000 on: the gateway says so
+/// before sending, naming the fields, and lets a caller who lowers `max_chunks_per_doc` send more.
+#[test]
+fn documents_times_chunks_below_ten_thousand() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let docs = |n: usize| (0..n).map(|i| format!("d{i}")).collect::<Vec<_>>();
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "rerank-english-v3.0", "query": "q", "documents": docs(1000)}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    let why = resp.json()["details"]["documents"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(why.contains("max_chunks_per_doc 10"), "{why}");
+    assert!(fake.requests().is_empty());
+
+    let scores: Vec<(usize, f64)> = (0..4000).map(|i| (i, 0.5)).collect();
+    fake.push(success(&scores, &[]));
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "rerank-english-v3.0", "query": "q", "documents": docs(4000),
+                "max_chunks_per_doc": 2, "top_n": 1}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(fake.requests().len(), 1);
 }

@@ -3,7 +3,7 @@
 use crate::support;
 use serde_json::json;
 use support::fake::{Recorded, Reply};
-use support::rerank_conformance::{rerank_conformance, RerankCase};
+use support::rerank_conformance::{rerank_conformance, QueryCounting, RerankCase};
 
 /// The billed total the fake reports; the public `total_tokens` must be exactly this.
 const BILLED: u64 = 815;
@@ -18,6 +18,18 @@ fn success(scores: &[(usize, f64)], docs: &[&str]) -> Reply {
     Reply::json(
         200,
         json!({"model": "jina-reranker-v2-base-multilingual", "usage": {"total_tokens": BILLED, "prompt_tokens": BILLED}, "results": results}),
+    )
+}
+
+/// The same answer without `usage`.
+fn unbilled(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
+    let results: Vec<_> = scores
+        .iter()
+        .map(|(i, s)| json!({"index": i, "relevance_score": s}))
+        .collect();
+    Reply::json(
+        200,
+        json!({"model": "jina-reranker-v2-base-multilingual", "results": results}),
     )
 }
 
@@ -38,6 +50,15 @@ fn check(req: &Recorded, query: &str, docs: &[&str], top_n: Option<usize>) {
 
 fn errors() -> Vec<(Reply, u16, &'static str)> {
     vec![
+        // Jina's code for a model it does not serve: the operator's configuration, named.
+        (
+            Reply::json(
+                400,
+                json!({"detail": "Model 'jina-reranker-v2-base-multilingual' not found", "code": "INPUT_MODEL_NOT_FOUND"}),
+            ),
+            503,
+            "model_unavailable",
+        ),
         (
             Reply::json(
                 400,
@@ -118,6 +139,8 @@ rerank_conformance!(
         max_documents: 1000,
         success,
         reported_total: Some(BILLED),
+        unbilled,
+        query_counting: QueryCounting::Once,
         check_request: check,
         errors,
     }

@@ -66,3 +66,27 @@ fn serves_as_the_last_resort_target() {
     assert_eq!(resp.json()["results"][0]["index"], 1);
     assert_eq!(fake.requests().len(), 1);
 }
+
+/// Nothing is billed: usage is the gateway's count with the query once; and a document that
+/// matches nothing scores `0.0`, never `-0.0`.
+#[test]
+fn usage_is_counted_once_and_zero_is_positive() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    // Only stop words in the query: every score is zero.
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "local-bm25", "query": "what is the", "documents": ["apples", "pears"]}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert!(!resp.text().contains("-0"), "{}", resp.text());
+    let out = resp.json();
+    assert_eq!(out["results"][0]["relevance_score"], 0.0);
+    assert_eq!(out["metadata"]["query_tokens_counted"], "once");
+    assert_eq!(out["metadata"]["total_tokens_source"], "gateway");
+    assert_eq!(
+        out["usage"]["query_tokens"],
+        switchyard::tokens::count("what is the") as u64
+    );
+}

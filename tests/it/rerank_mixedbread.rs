@@ -3,7 +3,7 @@
 use crate::support;
 use serde_json::json;
 use support::fake::{Recorded, Reply};
-use support::rerank_conformance::{rerank_conformance, RerankCase};
+use support::rerank_conformance::{rerank_conformance, QueryCounting, RerankCase};
 
 /// The billed total the fake reports; the public `total_tokens` must be exactly this.
 const BILLED: u64 = 120;
@@ -24,6 +24,15 @@ fn success(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
             "usage": {"prompt_tokens": BILLED, "total_tokens": BILLED, "completion_tokens": 0},
         }),
     )
+}
+
+/// The same answer without `usage`.
+fn unbilled(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
+    let data: Vec<_> = scores
+        .iter()
+        .map(|(i, s)| json!({"index": i, "score": s, "object": "rank_result"}))
+        .collect();
+    Reply::json(200, json!({"object": "list", "data": data}))
 }
 
 fn check(req: &Recorded, query: &str, docs: &[&str], top_n: Option<usize>) {
@@ -99,6 +108,8 @@ rerank_conformance!(
         max_documents: 1000,
         success,
         reported_total: Some(BILLED),
+        unbilled,
+        query_counting: QueryCounting::Once,
         check_request: check,
         errors,
     }

@@ -3,7 +3,7 @@
 use crate::support;
 use serde_json::json;
 use support::fake::{Recorded, Reply};
-use support::rerank_conformance::{rerank_conformance, RerankCase};
+use support::rerank_conformance::{rerank_conformance, QueryCounting, RerankCase};
 
 /// The billed (input) token total every success answer reports.
 const TOTAL: u64 = 123;
@@ -21,6 +21,15 @@ fn success(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
             "tokens": {"input_tokens": TOTAL, "output_tokens": 0}
         }),
     )
+}
+
+/// The same answer without `tokens`.
+fn unbilled(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
+    let results: Vec<_> = scores
+        .iter()
+        .map(|(i, s)| json!({"index": i, "relevance_score": s}))
+        .collect();
+    Reply::json(200, json!({"id": "0193c4a1d2e3f5", "results": results}))
 }
 
 fn check(req: &Recorded, query: &str, docs: &[&str], top_n: Option<usize>) {
@@ -111,6 +120,8 @@ rerank_conformance!(
         max_documents: 1000,
         success,
         reported_total: Some(TOTAL),
+        unbilled,
+        query_counting: QueryCounting::Once,
         check_request: check,
         errors,
     }

@@ -3,7 +3,7 @@
 use crate::support;
 use serde_json::json;
 use support::fake::{FakeProvider, Recorded, Reply};
-use support::rerank_conformance::{rerank_conformance, RerankCase};
+use support::rerank_conformance::{rerank_conformance, QueryCounting, RerankCase};
 use support::{post, TestGateway};
 
 /// TEI answers a bare array and reports usage only in headers.
@@ -23,6 +23,15 @@ fn success(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
         .with_header("x-inference-time", "4")
 }
 
+/// The same answer without any usage header.
+fn unbilled(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
+    let ranks: Vec<_> = scores
+        .iter()
+        .map(|(i, s)| json!({"index": i, "score": s}))
+        .collect();
+    Reply::json(200, json!(ranks))
+}
+
 fn check(req: &Recorded, query: &str, docs: &[&str], _top_n: Option<usize>) {
     // No model name (the server has one loaded) and never top_n (TEI has none; the gateway cuts).
     assert_eq!(
@@ -35,6 +44,15 @@ fn check(req: &Recorded, query: &str, docs: &[&str], _top_n: Option<usize>) {
 
 fn errors() -> Vec<(Reply, u16, &'static str)> {
     vec![
+        // Validation is 422 since TEI's February 2026 fix; servers built before answer 413.
+        (
+            Reply::json(
+                422,
+                json!({"error": "batch size 40 > maximum allowed batch size 32", "error_type": "Validation"}),
+            ),
+            400,
+            "invalid_request",
+        ),
         (
             Reply::json(
                 413,
@@ -76,10 +94,19 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
         (
             Reply::json(
                 424,
-                json!({"error": "model is not a re-ranker model", "error_type": "Backend"}),
+                json!({"error": "Backend error: Inference failed", "error_type": "backend"}),
             ),
             502,
             "upstream_error",
+        ),
+        // The server was started with a model that is not a reranker: the operator's to fix.
+        (
+            Reply::json(
+                424,
+                json!({"error": "Backend error: model is not a re-ranker model", "error_type": "backend"}),
+            ),
+            503,
+            "model_unavailable",
         ),
         (
             Reply::json(
@@ -111,6 +138,8 @@ rerank_conformance!(
         max_documents: 32,
         success,
         reported_total: Some(123),
+        unbilled,
+        query_counting: QueryCounting::PerDocument,
         check_request: check,
         errors,
     }
@@ -141,9 +170,11 @@ fn tei_usage_headers_and_truncation_fields() {
     assert_eq!(m["compute_characters"], 456);
     assert_eq!(m["compute_time_ms"], 7);
     assert_eq!(m["total_time_ms"], 7);
-    assert_eq!(m["tokenization_time_ms"], 1);
-    assert_eq!(m["queue_time_ms"], 2);
-    assert_eq!(m["inference_time_ms"], 4);
+    // Per-text means in TEI, and named so.
+    assert_eq!(m["tokenization_time_ms_mean"], 1);
+    assert_eq!(m["queue_time_ms_mean"], 2);
+    assert_eq!(m["inference_time_ms_mean"], 4);
+    assert!(m.get("inference_time_ms").is_none());
     assert!(m.get("compute_type").is_none());
     let sent = fake.requests().pop().unwrap();
     assert_eq!(

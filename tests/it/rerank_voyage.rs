@@ -3,7 +3,7 @@
 use crate::support;
 use serde_json::json;
 use support::fake::{Recorded, Reply};
-use support::rerank_conformance::{rerank_conformance, RerankCase};
+use support::rerank_conformance::{rerank_conformance, QueryCounting, RerankCase};
 
 /// The billed total the fake reports (Voyage counts the query once per document, so it is larger
 /// than query + documents); the public `total_tokens` must be exactly this.
@@ -17,6 +17,18 @@ fn success(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
     Reply::json(
         200,
         json!({"object": "list", "data": data, "model": "rerank-2.5", "usage": {"total_tokens": BILLED}}),
+    )
+}
+
+/// The same answer without `usage`.
+fn unbilled(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
+    let data: Vec<_> = scores
+        .iter()
+        .map(|(i, s)| json!({"relevance_score": s, "index": i}))
+        .collect();
+    Reply::json(
+        200,
+        json!({"object": "list", "data": data, "model": "rerank-2.5"}),
     )
 }
 
@@ -37,6 +49,15 @@ fn check(req: &Recorded, query: &str, docs: &[&str], top_n: Option<usize>) {
 
 fn errors() -> Vec<(Reply, u16, &'static str)> {
     vec![
+        // Voyage's answer for a model it does not serve.
+        (
+            Reply::json(
+                400,
+                json!({"detail": "Model rerank-2.5 is not supported. Supported models are ['rerank-2.5-lite']."}),
+            ),
+            503,
+            "model_unavailable",
+        ),
         (
             Reply::json(
                 400,
@@ -110,6 +131,8 @@ rerank_conformance!(
         max_documents: 1000,
         success,
         reported_total: Some(BILLED),
+        unbilled,
+        query_counting: QueryCounting::PerDocument,
         check_request: check,
         errors,
     }

@@ -2,8 +2,9 @@
 
 use crate::support;
 use serde_json::json;
-use support::fake::{Recorded, Reply};
-use support::rerank_conformance::{rerank_conformance, RerankCase};
+use support::fake::{FakeProvider, Recorded, Reply};
+use support::rerank_conformance::{rerank_conformance, QueryCounting, RerankCase};
+use support::{post, TestGateway};
 
 /// The billed token total every success answer reports.
 const TOTAL: u64 = 72;
@@ -22,6 +23,18 @@ fn success(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
             "results": results,
             "usage": {"prompt_tokens": TOTAL, "total_tokens": TOTAL}
         }),
+    )
+}
+
+/// The same answer without `usage`.
+fn unbilled(scores: &[(usize, f64)], _docs: &[&str]) -> Reply {
+    let results: Vec<_> = scores
+        .iter()
+        .map(|(i, s)| json!({"index": i, "relevance_score": s}))
+        .collect();
+    Reply::json(
+        200,
+        json!({"created": 1732083164, "id": "20241120141244890ab4ee4af84acf", "results": results}),
     )
 }
 
@@ -123,7 +136,36 @@ rerank_conformance!(
         max_documents: 128,
         success,
         reported_total: Some(TOTAL),
+        unbilled,
+        query_counting: QueryCounting::Once,
         check_request: check,
         errors,
     }
 );
+
+/// `return_raw_scores`, `request_id` and `user_id` are documented Zhipu request fields: they travel
+/// verbatim, and the request id Zhipu echoes reaches `metadata`.
+#[test]
+fn zhipu_native_fields_pass_through() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(Reply::json(
+        200,
+        json!({"id": "x", "request_id": "my-req-1", "results": [{"index": 0, "relevance_score": 3.2}],
+               "usage": {"prompt_tokens": 9, "total_tokens": 9}}),
+    ));
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "zhipu-rerank", "query": "q", "documents": ["a"],
+                "return_raw_scores": true, "request_id": "my-req-1", "user_id": "u-42"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let sent = fake.requests().pop().unwrap().json();
+    assert_eq!(sent["return_raw_scores"], true);
+    assert_eq!(sent["request_id"], "my-req-1");
+    assert_eq!(sent["user_id"], "u-42");
+    let out = resp.json();
+    assert_eq!(out["metadata"]["request_id"], "my-req-1");
+    assert_eq!(out["results"][0]["relevance_score"], 3.2);
+}

@@ -3,7 +3,8 @@
 //!
 //! The native protocol nests the request: `input{query,documents}` and `parameters{top_n,
 //! return_documents,instruct}`; results come back under `output.results` with the billed total in
-//! `usage.total_tokens`. Documents are never asked back (the gateway re-attaches the caller's own
+//! `usage.total_tokens`. Model Studio counts a request's tokens as `query tokens × documents +
+//! document tokens`, so the public `query_tokens` counts the query once per document. Documents are never asked back (the gateway re-attaches the caller's own
 //! strings). The API's own default is "all documents" when `top_n` is absent (the 3 seen in the
 //! LlamaIndex/LangChain wrappers is theirs, not the API's), so `top_n` is sent only when the caller
 //! gave one.
@@ -21,7 +22,9 @@ use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 use crate::common::error::UpstreamError;
 use crate::common::native::NativeRequest;
-use crate::providers::formats::rerank::{self, Nested, Reported, Wire};
+use crate::providers::formats::rerank::{
+    self, billed, Count, Nested, QueryCounting, Reported, Wire,
+};
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
@@ -36,6 +39,9 @@ const WIRE: Wire = Wire {
     }),
     off: &["return_documents"],
     results: &["output", "results"],
+    // "Max input tokens per request: Query Tokens × Number of documents + Total document tokens"
+    // (Model Studio, Text rerank API).
+    billing: QueryCounting::PerDocument,
     ..Wire::COHERE
 };
 
@@ -56,13 +62,13 @@ struct Answer {
 #[derive(Deserialize)]
 struct Usage {
     #[serde(default)]
-    total_tokens: Option<u64>,
+    total_tokens: Count,
 }
 
 impl Reported for Answer {
-    fn total(self, metadata: &mut Map<String, Value>) -> Option<u64> {
+    fn billed(self, metadata: &mut Map<String, Value>) -> Option<u64> {
         rerank::request_id(metadata, self.request_id);
-        self.usage.and_then(|u| u.total_tokens)
+        self.usage.and_then(|u| billed(&[u.total_tokens]))
     }
 
     /// An error envelope may come with HTTP 200.

@@ -4,7 +4,8 @@
 //! A provider is a [`Wire`], a `const` of its path and names (where the documents go, what `top_n`
 //! is called, which flags it is sent, where the answer lists its results and what the score is
 //! called), plus a small `Deserialize` type of its own implementing [`Reported`] for whatever it
-//! reports beside the scores (billed tokens, request ids, an error inside a 200). The request is
+//! reports beside the scores (billed tokens, request ids, an error inside a 200), and how it
+//! counts the query when it bills ([`QueryCounting`], the profile's `billing`). The request is
 //! written in one pass by a hand-written `Serialize` driven by the `Wire`: the caller's document
 //! literals are copied as sent (never re-escaped) and no `serde_json::Value` is built. The answer
 //! is read in one pass too: this module reads the results list (only `index` and the score; a
@@ -27,6 +28,7 @@ use serde_json::{Map, Value};
 
 use crate::common::error::GatewayError;
 
+pub use crate::api::rerank::QueryCounting;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 use crate::common::error::UpstreamError;
@@ -60,6 +62,10 @@ pub struct Wire {
     pub results: &'static [&'static str],
     /// The score's name in each result.
     pub score: &'static str,
+    /// How the provider counts the query when it bills: the public `query_tokens` (and the
+    /// gateway's total when the provider reports none) follow it. Every provider states its own,
+    /// with the source in its ledger.
+    pub billing: QueryCounting,
 }
 
 impl Wire {
@@ -73,6 +79,9 @@ impl Wire {
         off: &[],
         results: &["results"],
         score: "relevance_score",
+        // Cohere scores the query with each document (docs.cohere.com/docs/rerank-2); it bills
+        // search units, not tokens, so the gateway's total follows this formula.
+        billing: QueryCounting::PerDocument,
     };
 }
 
@@ -87,9 +96,10 @@ pub struct Nested {
 /// What a provider's answer reports beside the scores: its other top-level members, read with the
 /// types the provider declares (a member it does not declare is skipped unread).
 pub trait Reported: DeserializeOwned + Default {
-    /// The provider's billed token total (`None`: usage is the gateway's own count), after adding
-    /// anything else billed or identifying to `metadata`.
-    fn total(self, metadata: &mut Map<String, Value>) -> Option<u64>;
+    /// The provider's billed token figure, read with [`billed`] (`None`: the answer gives none,
+    /// and `total_tokens` is the gateway's), after adding anything else billed (in other units)
+    /// or identifying to `metadata`.
+    fn billed(self, metadata: &mut Map<String, Value>) -> Option<u64>;
 
     /// An error the provider reported inside this 2xx answer (`body`), classified like the error
     /// it is. Checked before the results are looked for: such an answer has none.
@@ -103,9 +113,24 @@ pub trait Reported: DeserializeOwned + Default {
 pub struct Nothing {}
 
 impl Reported for Nothing {
-    fn total(self, _metadata: &mut Map<String, Value>) -> Option<u64> {
+    fn billed(self, _metadata: &mut Map<String, Value>) -> Option<u64> {
         None
     }
+}
+
+/// A token count as a provider's answer states it. Read as a number of any JSON kind (a float or a
+/// negative number parses, so a surprising figure never makes a good answer unreadable); only
+/// [`billed`] turns it into a count.
+pub type Count = Option<f64>;
+
+/// The one way every rerank adapter reads a billed token figure: the sum of the parts the provider
+/// bills, each believed only when finite and non-negative ([`crate::providers::billed_tokens`]);
+/// `None` when no part is.
+pub fn billed(parts: &[Count]) -> Option<u64> {
+    parts
+        .iter()
+        .filter_map(|p| crate::providers::billed_tokens(*p))
+        .reduce(u64::saturating_add)
 }
 
 /// OpenAI-style `usage.total_tokens`.
@@ -117,15 +142,13 @@ pub struct UsageTotal {
 
 #[derive(Deserialize)]
 struct TotalTokens {
-    /// A float parses too: only a finite, non-negative number is believed.
     #[serde(default)]
-    total_tokens: Option<f64>,
+    total_tokens: Count,
 }
 
 impl Reported for UsageTotal {
-    fn total(self, _metadata: &mut Map<String, Value>) -> Option<u64> {
-        self.usage
-            .and_then(|u| crate::providers::billed_tokens(u.total_tokens))
+    fn billed(self, _metadata: &mut Map<String, Value>) -> Option<u64> {
+        self.usage.and_then(|u| billed(&[u.total_tokens]))
     }
 }
 
@@ -294,7 +317,7 @@ impl<R: Reported> Answer<R> {
         req: &'r RerankRequest<'r>,
     ) -> Result<RerankResult<'r>, UpstreamError> {
         let mut metadata = Map::new();
-        let total = self.reported.total(&mut metadata);
+        let total = self.reported.billed(&mut metadata);
         let scores = Answer {
             scores: self.scores,
             reported: (),
@@ -317,7 +340,7 @@ impl<R> Answer<R> {
             let at = wire.results.join(".");
             bad_answer(provider, format!("rerank answer has no {at}"))
         })?;
-        req.build(scores, total, metadata)
+        req.build(scores, total, wire.billing, metadata)
             .map_err(|m| bad_answer(provider, m))
     }
 }
@@ -700,7 +723,7 @@ mod tests {
     }
 
     impl Reported for Seen {
-        fn total(self, metadata: &mut Map<String, Value>) -> Option<u64> {
+        fn billed(self, metadata: &mut Map<String, Value>) -> Option<u64> {
             request_id(metadata, self.after);
             self.before
         }
@@ -748,6 +771,41 @@ mod tests {
         };
         let read = scores::<Nothing>(&bare, r#"[{"index":2,"relevance_score":1}]"#).unwrap();
         assert_eq!(read.scores, Some(vec![(2, 1.0)]));
+    }
+
+    #[test]
+    fn billed_figures_are_read_one_way() {
+        assert_eq!(billed(&[Some(7.0)]), Some(7));
+        assert_eq!(billed(&[Some(7.9)]), Some(7));
+        assert_eq!(billed(&[Some(3.0), Some(4.0)]), Some(7));
+        assert_eq!(billed(&[None, Some(4.0)]), Some(4));
+        for nonsense in [None, Some(-1.0), Some(f64::NAN), Some(f64::INFINITY)] {
+            assert_eq!(billed(&[nonsense]), None, "{nonsense:?}");
+        }
+        assert_eq!(billed(&[]), None);
+    }
+
+    #[test]
+    fn the_profile_says_how_the_query_counts() {
+        let req = request(&["x", "y", "z"], None, Vec::new());
+        let once = Wire {
+            billing: QueryCounting::Once,
+            ..Wire::COHERE
+        };
+        let answer = r#"{"results":[{"index":0,"relevance_score":0.5}]}"#;
+        let q = crate::tokens::count("q") as u64;
+        let d = 3 * crate::tokens::count("x") as u64;
+        for (wire, query, counted) in [(&Wire::COHERE, 3 * q, "per_document"), (&once, q, "once")] {
+            let out = read::<Nothing>(wire, &provider(), &req, answer.as_bytes())
+                .unwrap()
+                .build(wire, &provider(), &req)
+                .unwrap();
+            assert_eq!(out.usage.query_tokens, query);
+            assert_eq!(out.usage.documents_tokens, d);
+            assert_eq!(out.usage.total_tokens, query + d);
+            assert_eq!(out.metadata["query_tokens_counted"], counted);
+            assert_eq!(out.metadata["total_tokens_source"], "gateway");
+        }
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! chunking options (`max_chunks_per_doc`, `overlap_tokens`) and the Qwen3 rerankers' `instruction`,
 //! all top-level. `top_n` has no documented default other than "all", so it is sent only when the
 //! caller gave one. Token counts come under `tokens{input_tokens,output_tokens}` (the API reference);
-//! some integrations read them under `meta.tokens`, so both places are accepted.
+//! some integrations read them under `meta.tokens`, so both places are accepted. SiliconFlow
+//! documents no per-document query formula, so the gateway counts the query once.
 //!
 //! Errors are SiliconFlow's envelope, read in [`crate::providers::siliconflow`].
 
@@ -17,7 +18,7 @@ use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 use crate::common::error::UpstreamError;
 use crate::common::native::NativeRequest;
-use crate::providers::formats::rerank::{self, Reported, Wire};
+use crate::providers::formats::rerank::{self, billed, Count, QueryCounting, Reported, Wire};
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
@@ -25,6 +26,8 @@ use crate::upstream::provider::Provider;
 const WIRE: Wire = Wire {
     path: "/v1/rerank",
     off: &["return_documents"],
+    // No source says how `tokens.input_tokens` counts the query (ledger: unconfirmed).
+    billing: QueryCounting::Once,
     ..Wire::COHERE
 };
 
@@ -49,21 +52,17 @@ struct Meta {
 #[derive(Deserialize)]
 struct Tokens {
     #[serde(default)]
-    input_tokens: Option<u64>,
+    input_tokens: Count,
     #[serde(default)]
-    output_tokens: Option<u64>,
+    output_tokens: Count,
 }
 
 impl Reported for Answer {
-    fn total(self, metadata: &mut Map<String, Value>) -> Option<u64> {
+    fn billed(self, metadata: &mut Map<String, Value>) -> Option<u64> {
         rerank::request_id(metadata, self.id);
         let tokens = self.tokens.or_else(|| self.meta.and_then(|m| m.tokens));
         // Billed total: input tokens, plus output tokens should a model ever report any.
-        tokens.and_then(|t| {
-            t.input_tokens
-                .map(|i| i + t.output_tokens.unwrap_or(0))
-                .or(t.output_tokens.filter(|o| *o > 0))
-        })
+        tokens.and_then(|t| billed(&[t.input_tokens, t.output_tokens]))
     }
 }
 

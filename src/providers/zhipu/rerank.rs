@@ -4,6 +4,8 @@
 //! defaults to 0, meaning "all", so it is sent only when the caller gave one. Results carry
 //! `document` as a plain string when asked for; the gateway never asks. The billed total is
 //! `usage.total_tokens` (falling back to `usage.prompt_tokens`, which Zhipu reports equal to it).
+//! Zhipu documents no per-document query formula, so the gateway counts the query once. The
+//! documented `return_raw_scores`, `request_id` and `user_id` are the family's native fields.
 //!
 //! Errors are Zhipu's envelope, read in [`crate::providers::zhipu`]; it may arrive with HTTP 200
 //! and is then classified by its code.
@@ -17,7 +19,7 @@ use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 use crate::common::error::UpstreamError;
 use crate::common::native::NativeRequest;
-use crate::providers::formats::rerank::{self, Reported, Wire};
+use crate::providers::formats::rerank::{self, billed, Count, QueryCounting, Reported, Wire};
 use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
@@ -25,6 +27,8 @@ use crate::upstream::provider::Provider;
 const WIRE: Wire = Wire {
     path: "/api/paas/v4/rerank",
     off: &["return_documents"],
+    // No source says how `usage` counts the query (ledger: unconfirmed).
+    billing: QueryCounting::Once,
     ..Wire::COHERE
 };
 
@@ -47,15 +51,16 @@ struct Answer {
 #[derive(Deserialize)]
 struct Usage {
     #[serde(default)]
-    total_tokens: Option<u64>,
+    total_tokens: Count,
     #[serde(default)]
-    prompt_tokens: Option<u64>,
+    prompt_tokens: Count,
 }
 
 impl Reported for Answer {
-    fn total(self, metadata: &mut Map<String, Value>) -> Option<u64> {
+    fn billed(self, metadata: &mut Map<String, Value>) -> Option<u64> {
         rerank::request_id(metadata, self.request_id.or(self.id));
-        self.usage.and_then(|u| u.total_tokens.or(u.prompt_tokens))
+        self.usage
+            .and_then(|u| billed(&[u.total_tokens]).or_else(|| billed(&[u.prompt_tokens])))
     }
 
     /// An error envelope may come with HTTP 200.
