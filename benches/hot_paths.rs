@@ -125,7 +125,9 @@ fn bench_rerank(c: &mut Criterion, docs: usize) {
             serde_json::to_vec(&r).unwrap()
         })
     });
-    g.bench_function("usage_tokens", |b| b.iter(|| black_box(&req).usage(None)));
+    g.bench_function("usage_tokens", |b| {
+        b.iter(|| black_box(&req).usage(None, rerank::QueryCounting::PerDocument))
+    });
     g.finish();
 }
 
