@@ -376,6 +376,33 @@ mod tests {
     }
 
     #[test]
+    fn wan_2_5_is_sized_by_total_pixels_and_shape() {
+        let t = || support::target(provider(), "wan2.5-t2i-preview");
+        let req = support::image_request(
+            "wan2.5",
+            "wan-2.5",
+            t(),
+            br#"{"model":"wan2.5","prompt":"p"}"#,
+        );
+        let (_, sent) = native(&req, 1);
+        assert_eq!(sent["parameters"]["size"], "1280*1280");
+        let req = support::image_request(
+            "wan2.5",
+            "wan-2.5",
+            t(),
+            br#"{"model":"wan2.5","prompt":"p","size":"768x2700"}"#,
+        );
+        let (_, sent) = native(&req, 1);
+        assert_eq!(sent["parameters"]["size"], "768*2700");
+        // More than 1440x1440 pixels; narrower than 1:4.
+        for size in ["1600x1600", "500x2100"] {
+            let body = format!(r#"{{"model":"wan2.5","prompt":"p","size":"{size}"}}"#);
+            let refused = support::image_refusal("wan2.5", "wan-2.5", t(), body.as_bytes());
+            assert!(refused.get("size").is_some(), "{size}: {refused}");
+        }
+    }
+
+    #[test]
     fn submit_answer_is_the_task() {
         let req = wan(br#"{"model":"wan","prompt":"p"}"#);
         let answer = br#"{"request_id":"r1","output":{"task_id":"0385dc79-5ff8-4d82-bcb6-253f8fc4a2bd","task_status":"PENDING"}}"#;
