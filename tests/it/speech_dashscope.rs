@@ -573,3 +573,33 @@ fn a_model_the_provider_no_longer_serves_is_named() {
     );
     assert_eq!(fake.requests().len(), 1, "not retried");
 }
+
+/// Qwen3-TTS counts its 600-character limit with each Han ideograph as two: 300 Chinese characters
+/// (plus punctuation) pass, 301 do not (413, nothing sent), while 600 Latin letters pass.
+#[test]
+fn chinese_characters_count_twice_toward_the_limit() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    for text in [
+        "你".repeat(300),
+        "a".repeat(600),
+        format!("{}。", "好".repeat(299)),
+    ] {
+        fake.push(url_answer(&format!("{}{RESULT_PATH}", fake.base_url())));
+        fake.push(Reply::bytes(200, "audio/wav", audio(500, 31)));
+        let resp = speech(&gw, MODEL, &text, json!({"response_format": "wav"}));
+        assert_eq!(resp.status, 200, "{}", resp.text());
+    }
+    let before = fake.requests().len();
+    let resp = speech(
+        &gw,
+        MODEL,
+        &"你".repeat(301),
+        json!({"response_format": "wav"}),
+    );
+    assert_eq!(resp.status, 413, "{}", resp.text());
+    let out = resp.json();
+    assert_eq!(out["code"], "input_too_long");
+    assert!(out["message"].as_str().unwrap().contains("602"), "{out}");
+    assert_eq!(fake.requests().len(), before, "nothing sent");
+}
