@@ -40,13 +40,17 @@ pub fn model(fields: &mut Fields<'_>, catalog: &Catalog, op: Operation) -> Optio
     }
 }
 
-/// The length of `text` in `unit`: Unicode scalar values, UTF-8 bytes, or tokens of the gateway's
-/// tokenizer.
+/// The length of `text` in `unit`: Unicode scalar values, UTF-8 bytes, tokens of the gateway's
+/// tokenizer, or characters with Han ideographs counted twice.
 pub fn length(text: &str, unit: Unit) -> usize {
     match unit {
         Unit::Characters => text.chars().count(),
         Unit::Bytes => text.len(),
         Unit::Tokens => crate::tokens::count(text),
+        Unit::HanWeightedCharacters => text
+            .chars()
+            .map(|c| if crate::caps::schema::is_han(c) { 2 } else { 1 })
+            .sum(),
     }
 }
 

@@ -45,6 +45,9 @@ pub struct ImageRequest<'a> {
     pub output_format: &'static str,
     pub mask: Option<ImageInput>,
     pub watermark: bool,
+    /// Whether the caller named `watermark` (either value) rather than taking the default, for
+    /// providers whose own default differs and whose `false` needs an account privilege (Zhipu).
+    pub watermark_given: bool,
     pub background: Option<&'static str>,
     /// `extra_body` keys, validated against the family's list.
     pub extra_body: Vec<(Str<'a>, &'a RawValue)>,
@@ -458,6 +461,7 @@ pub fn parse<'a>(
         output_format,
         mask,
         watermark: watermark.unwrap_or(false),
+        watermark_given: watermark.is_some(),
         background,
         extra_body,
         retries,

@@ -34,6 +34,10 @@ pub enum Unit {
     Bytes,
     /// Tokens of the gateway's own tokenizer (`crate::tokens`), an estimate of the provider's.
     Tokens,
+    /// Unicode scalar values with each Han ideograph (Chinese hanzi, Japanese kanji, Korean hanja)
+    /// counted as two: how DashScope counts Qwen3-TTS's 600-character input.
+    #[serde(rename = "han_weighted_characters")]
+    HanWeightedCharacters,
 }
 
 impl Unit {
@@ -43,8 +47,20 @@ impl Unit {
             Unit::Characters => "characters",
             Unit::Bytes => "bytes",
             Unit::Tokens => "tokens",
+            Unit::HanWeightedCharacters => "characters (Han ideographs count two)",
         }
     }
+}
+
+/// Whether `c` is a Han ideograph: the CJK Unified Ideographs and their extensions, and the CJK
+/// compatibility ideographs.
+pub fn is_han(c: char) -> bool {
+    matches!(c,
+        '\u{3400}'..='\u{4DBF}'
+        | '\u{4E00}'..='\u{9FFF}'
+        | '\u{F900}'..='\u{FAFF}'
+        | '\u{20000}'..='\u{2FA1F}'
+        | '\u{30000}'..='\u{323AF}')
 }
 
 /// The longest text a field may hold, in `unit`s.

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use support::fake::{FakeProvider, Reply};
 use support::image_conformance::{b64, unb64};
 use support::tasks::{finished, start, task};
-use support::wan::{result_png, End, Wan, SUBMIT_PATH, TASKS_PATH};
+use support::wan::{extended, result_png, End, Wan, SUBMIT_PATH, TASKS_PATH};
 use support::{config, post, TestGateway, KEY, PROVIDER_KEY};
 
 const MODEL: &str = "wanx2.1-t2i-turbo";
@@ -110,6 +110,15 @@ fn failure_states_reach_the_caller() {
         ),
         (
             End::PartlyFailed("DataInspectionFailed"),
+            400,
+            "content_policy_violation",
+        ),
+        // Wan refuses prompts it suspects of infringing intellectual property the same way.
+        (
+            End::Failed(
+                "IPInfringementSuspect",
+                "Input data is suspected of being involved in IP infringement.",
+            ),
             400,
             "content_policy_violation",
         ),
@@ -257,4 +266,67 @@ fn an_async_task_refused_by_moderation_fails_with_its_code() {
         .unwrap()
         .contains("inappropriate"));
     assert_eq!(done["data"], json!([]));
+}
+
+/// With `prompt_extend` on, DashScope rewrites the prompt and reports the rewrite per image as
+/// `actual_prompt`: it reaches the caller as `revised_prompt`.
+#[test]
+fn the_extended_prompt_is_the_revised_prompt() {
+    let fake = FakeProvider::start();
+    let _wan = Wan::install(&fake, End::Succeed);
+    let gw = TestGateway::start(&fake);
+    let resp = post(
+        &gw,
+        GENERATIONS,
+        &json!({"model": MODEL, "prompt": "a lighthouse", "n": 2, "prompt_extend": true}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(submits(&fake)[0]["parameters"]["prompt_extend"], true);
+    let data = resp.json()["data"].as_array().unwrap().clone();
+    assert_eq!(data.len(), 2);
+    for item in &data {
+        assert_eq!(item["revised_prompt"], extended("a lighthouse"), "{item}");
+    }
+}
+
+/// A Wan model DashScope does not serve (retired, misspelt or not enabled for the account): its
+/// `400 InvalidParameter "Model not exist."` is 503 `model_unavailable` naming the public and native
+/// model, not retried.
+#[test]
+fn a_model_the_provider_no_longer_serves_is_named() {
+    for (status, body) in [
+        (
+            400,
+            json!({"request_id": "r", "code": "InvalidParameter", "message": "Model not exist."}),
+        ),
+        (
+            403,
+            json!({"request_id": "r", "code": "Model.AccessDenied", "message": "Model access denied."}),
+        ),
+    ] {
+        let fake = FakeProvider::start();
+        fake.push(Reply::json(status, body.clone()));
+        let gw = TestGateway::start(&fake);
+        let resp = post(
+            &gw,
+            GENERATIONS,
+            &json!({"model": MODEL, "prompt": "p", "retries": 2}),
+        );
+        assert_eq!(resp.status, 503, "{body}: {}", resp.text());
+        let out = resp.json();
+        assert_eq!(out["code"], "model_unavailable", "{body}");
+        let message = out["message"].as_str().unwrap();
+        assert!(message.contains(&format!("model {MODEL} ")), "{message}");
+        assert!(
+            message.contains(&format!(
+                "provider dashscope does not serve its configured model {MODEL}"
+            )),
+            "{message}"
+        );
+        assert!(
+            message.contains(body["message"].as_str().unwrap()),
+            "{message}"
+        );
+        assert_eq!(fake.requests().len(), 1, "not retried");
+    }
 }

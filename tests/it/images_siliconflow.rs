@@ -59,8 +59,8 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
                 20012,
                 "Model does not exist. Please check it carefully.",
             ),
-            502,
-            "upstream_error",
+            503,
+            "model_unavailable",
         ),
         (
             sf_error(429, 50603, "IPM limit reached."),
@@ -355,4 +355,31 @@ fn qwen_image_edit_needs_an_image_and_sends_no_size() {
         1,
         "a refused request reached SiliconFlow"
     );
+}
+
+/// A model SiliconFlow does not serve (code 20012 "Model does not exist"): 503 `model_unavailable`
+/// naming the public and native model and SiliconFlow's reason, not retried.
+#[test]
+fn a_model_the_provider_no_longer_serves_is_named() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(sf_error(
+        400,
+        20012,
+        "Model does not exist. Please check it carefully.",
+    ));
+    let resp = generate(&gw, json!({"model": "kolors", "prompt": "p", "retries": 2}));
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    let out = resp.json();
+    assert_eq!(out["code"], "model_unavailable");
+    let message = out["message"].as_str().unwrap();
+    assert!(message.contains("model kolors "), "{message}");
+    assert!(
+        message.contains(
+            "provider siliconflow does not serve its configured model Kwai-Kolors/Kolors"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("Model does not exist"), "{message}");
+    assert_eq!(fake.requests().len(), 1, "not retried");
 }

@@ -1,7 +1,8 @@
 //! Zhipu images (CogView-4, GLM-Image) end to end against a fake Zhipu: the shared conformance
 //! cases, then what is Zhipu's own: one image per call (fan-out for `n`, all or error), the
-//! watermark sent off explicitly, URL answers downloaded for `b64_json`, and the business-code
-//! errors (1301 moderation) whether they come with an error status or inside a 200.
+//! watermark sent only when the caller names it, custom sizes within each family's rule, URL
+//! answers downloaded for `b64_json`, and the business-code errors (1301 moderation, 1211 unknown
+//! model) whether they come with an error status or inside a 200.
 
 use crate::support;
 use serde_json::{json, Value};
@@ -54,7 +55,7 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
         (zhipu_error(429, "1113"), 502, "upstream_error"),
         (zhipu_error(429, "1304"), 502, "upstream_error"),
         (zhipu_error(429, "1308"), 502, "upstream_error"),
-        (zhipu_error(400, "1211"), 502, "upstream_error"),
+        (zhipu_error(400, "1211"), 503, "model_unavailable"),
         (zhipu_error(500, "500"), 502, "upstream_error"),
         // The same envelope inside a 200 is classified by its code.
         (zhipu_error(200, "1301"), 400, "content_policy_violation"),
@@ -112,7 +113,15 @@ image_conformance!(
             "1440x720",
             "720x1440",
         ],
-        rejected_sizes: &["1280x1280", "2048x2048", "1024*1024", "auto"],
+        // Custom sizes must keep to sides 512–2048 px, multiples of 16, at most 2^21 pixels.
+        rejected_sizes: &[
+            "2048x2048",
+            "1000x1000",
+            "496x512",
+            "2064x512",
+            "1024*1024",
+            "auto",
+        ],
         qualities: &["standard", "hd"],
         rejected_qualities: &["auto", "low", "std", "pro"],
         max_n: 10,
@@ -185,22 +194,85 @@ fn one_failed_call_fails_the_whole_request() {
     assert!(body.get("data").is_none(), "partial result: {body}");
 }
 
+/// Zhipu marks images unless told otherwise, and `watermark_enabled: false` is honoured only for
+/// accounts that signed its disclaimer: a request that names no watermark sends none (Zhipu's
+/// default applies and no account privilege is needed); a caller's explicit choice, either way,
+/// is sent as asked.
 #[test]
-fn the_watermark_is_turned_off_unless_asked() {
+fn the_watermark_is_sent_only_when_the_caller_names_it() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    for (asked, sent) in [
+        (None, None),
+        (Some(false), Some(false)),
+        (Some(true), Some(true)),
+    ] {
+        fake.push(url_answer(&[png(64, 1)], &fake));
+        let mut body = json!({"model": "cogview-4", "prompt": "p"});
+        if let Some(w) = asked {
+            body["watermark"] = json!(w);
+        }
+        let resp = generate(&gw, body);
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        let mut want = json!({"model": COGVIEW_4, "prompt": "p", "size": "1024x1024"});
+        if let Some(w) = sent {
+            want["watermark_enabled"] = json!(w);
+        }
+        assert_eq!(fake.requests().last().unwrap().json(), want, "{asked:?}");
+    }
+}
+
+/// CogView takes any size within its rule, not only the recommended ones; outside the rule the
+/// caller's 400 names `size` and nothing is sent.
+#[test]
+fn cogview_takes_custom_sizes_within_its_rule() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
     fake.push(url_answer(&[png(64, 1)], &fake));
-    let resp = generate(&gw, json!({"model": "cogview-4", "prompt": "p"}));
-    assert_eq!(resp.status, 200, "{}", resp.text());
-    assert_eq!(
-        fake.requests()[0].json(),
-        json!({
-            "model": COGVIEW_4,
-            "prompt": "p",
-            "size": "1024x1024",
-            "watermark_enabled": false
-        })
+    let resp = generate(
+        &gw,
+        json!({"model": "cogview-4", "prompt": "p", "size": "1600x1200"}),
     );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(fake.requests()[0].json()["size"], "1600x1200");
+
+    let resp = generate(
+        &gw,
+        json!({"model": "cogview-4", "prompt": "p", "size": "2048x1040"}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    let size = resp.json()["details"]["size"].as_str().unwrap().to_string();
+    assert!(size.contains("multiples of 16"), "{size}");
+    assert_eq!(fake.requests().len(), 1);
+}
+
+/// A model Zhipu does not serve (1211 "model does not exist"): 503 `model_unavailable` naming the
+/// public and native model, not retried.
+#[test]
+fn a_model_the_provider_no_longer_serves_is_named() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(Reply::json(
+        400,
+        json!({"error": {"code": "1211", "message": "模型不存在，请检查模型代码。"}}),
+    ));
+    let resp = generate(
+        &gw,
+        json!({"model": "cogview-4", "prompt": "p", "retries": 2}),
+    );
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    let out = resp.json();
+    assert_eq!(out["code"], "model_unavailable");
+    let message = out["message"].as_str().unwrap();
+    assert!(message.contains("model cogview-4 "), "{message}");
+    assert!(
+        message.contains(&format!(
+            "provider zhipu does not serve its configured model {COGVIEW_4}"
+        )),
+        "{message}"
+    );
+    assert!(message.contains("模型不存在"), "{message}");
+    assert_eq!(fake.requests().len(), 1, "not retried");
 }
 
 #[test]
@@ -305,8 +377,7 @@ fn glm_image_has_its_own_sizes_and_only_hd() {
         json!({
             "model": "glm-image",
             "prompt": "p",
-            "size": "1280x1280",
-            "watermark_enabled": false
+            "size": "1280x1280"
         })
     );
 
@@ -320,12 +391,21 @@ fn glm_image_has_its_own_sizes_and_only_hd() {
     assert_eq!(native["size"], "960x1728");
     assert_eq!(native["quality"], "hd");
 
+    // A custom size within GLM-Image's rule (sides 1024–2048 px, multiples of 32, ≤ 2^22 pixels).
+    fake.push(url_answer(&[png(64, 3)], &fake));
     let resp = generate(
         &gw,
-        json!({"model": "glm-image", "prompt": "p", "size": "1024x1024", "quality": "standard"}),
+        json!({"model": "glm-image", "prompt": "p", "size": "2048x1536"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(fake.requests()[2].json()["size"], "2048x1536");
+
+    let resp = generate(
+        &gw,
+        json!({"model": "glm-image", "prompt": "p", "size": "1024x1008", "quality": "standard"}),
     );
     assert_eq!(resp.status, 400, "{}", resp.text());
     let details = &resp.json()["details"];
     assert!(details.get("size").is_some() && details.get("quality").is_some());
-    assert_eq!(fake.requests().len(), 2, "a refused request reached Zhipu");
+    assert_eq!(fake.requests().len(), 3, "a refused request reached Zhipu");
 }

@@ -465,3 +465,141 @@ fn sse_usage_and_language_type_reach_their_places() {
         json!({"model": MODEL, "input": {"text": INPUT, "voice": "Serena", "language_type": "English"}})
     );
 }
+
+// ---- the instruct and first-generation models --------------------------------------------------
+
+const INSTRUCT: &str = "qwen3-tts-instruct-flash";
+const LEGACY: &str = "qwen-tts";
+
+/// The test config plus Qwen3-TTS-Instruct-Flash and the first Qwen-TTS, each in its own family.
+fn gateway_with_more_models(fake: &FakeProvider) -> TestGateway {
+    TestGateway::start_with(|ports| {
+        support::config(&fake.base_url(), ports)
+            + &format!(
+                "    {INSTRUCT}: {{family: qwen-tts-instruct, targets: [{{provider: dashscope, model: {INSTRUCT}}}]}}\n    \
+                 {LEGACY}: {{family: qwen-tts-legacy, targets: [{{provider: dashscope, model: {LEGACY}}}]}}\n"
+            )
+    })
+}
+
+/// `qwen3-tts-instruct-flash` takes the public `instructions` (sent as `input.instructions`) and
+/// its native `optimize_instructions`; `qwen3-tts-flash` refuses both, naming them.
+#[test]
+fn instructions_reach_the_instruct_model_only() {
+    let fake = FakeProvider::start();
+    let gw = gateway_with_more_models(&fake);
+    let wav = audio(2000, 23);
+    fake.push(url_answer(&format!("{}{RESULT_PATH}", fake.base_url())));
+    fake.push(Reply::bytes(200, "audio/wav", wav.clone()));
+    let resp = speech(
+        &gw,
+        INSTRUCT,
+        INPUT,
+        json!({"response_format": "wav", "voice": "Serena",
+               "instructions": "Fast, bright, rising intonation.", "optimize_instructions": true}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(resp.body, wav);
+    assert_eq!(
+        fake.requests()[0].json(),
+        json!({"model": INSTRUCT, "input": {"text": INPUT, "voice": "Serena",
+               "instructions": "Fast, bright, rising intonation.", "optimize_instructions": true}})
+    );
+
+    let before = fake.requests().len();
+    let resp = speech(
+        &gw,
+        MODEL,
+        INPUT,
+        json!({"response_format": "wav", "instructions": "whisper", "optimize_instructions": true}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    let details = &resp.json()["details"];
+    assert!(details["instructions"].is_string(), "{details}");
+    assert!(details["optimize_instructions"].is_string(), "{details}");
+    assert_eq!(fake.requests().len(), before, "nothing sent");
+}
+
+/// The first Qwen-TTS counts its 512-token limit in tokens: 700 characters of English pass, 513
+/// words do not (413, nothing sent); Qwen3-TTS-Flash counts 600 characters.
+#[test]
+fn the_first_qwen_tts_limits_tokens_not_characters() {
+    let fake = FakeProvider::start();
+    let gw = gateway_with_more_models(&fake);
+    let short = "hello ".repeat(117); // 702 characters, about 118 tokens
+    assert!(short.chars().count() > 600);
+
+    fake.push(url_answer(&format!("{}{RESULT_PATH}", fake.base_url())));
+    fake.push(Reply::bytes(200, "audio/wav", audio(1000, 29)));
+    let resp = speech(&gw, LEGACY, &short, json!({"response_format": "wav"}));
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(
+        fake.requests()[0].json(),
+        json!({"model": LEGACY, "input": {"text": short, "voice": "Cherry"}})
+    );
+
+    let before = fake.requests().len();
+    let resp = speech(&gw, MODEL, &short, json!({"response_format": "wav"}));
+    assert_eq!(resp.status, 413, "{}", resp.text());
+
+    let long = "hello ".repeat(513);
+    let resp = speech(&gw, LEGACY, &long, json!({"response_format": "wav"}));
+    assert_eq!(resp.status, 413, "{}", resp.text());
+    assert_eq!(resp.json()["code"], "input_too_long");
+    assert_eq!(fake.requests().len(), before, "nothing sent");
+}
+
+/// A Qwen-TTS model DashScope does not serve: 503 `model_unavailable` naming it, not retried.
+#[test]
+fn a_model_the_provider_no_longer_serves_is_named() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(dashscope_error(400, "InvalidParameter", "Model not exist."));
+    let resp = speech(
+        &gw,
+        MODEL,
+        INPUT,
+        json!({"response_format": "wav", "retries": 2}),
+    );
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    let out = resp.json();
+    assert_eq!(out["code"], "model_unavailable");
+    let message = out["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!(
+            "provider dashscope does not serve its configured model {MODEL}"
+        )),
+        "{message}"
+    );
+    assert_eq!(fake.requests().len(), 1, "not retried");
+}
+
+/// Qwen3-TTS counts its 600-character limit with each Han ideograph as two: 300 Chinese characters
+/// (plus punctuation) pass, 301 do not (413, nothing sent), while 600 Latin letters pass.
+#[test]
+fn chinese_characters_count_twice_toward_the_limit() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    for text in [
+        "你".repeat(300),
+        "a".repeat(600),
+        format!("{}。", "好".repeat(299)),
+    ] {
+        fake.push(url_answer(&format!("{}{RESULT_PATH}", fake.base_url())));
+        fake.push(Reply::bytes(200, "audio/wav", audio(500, 31)));
+        let resp = speech(&gw, MODEL, &text, json!({"response_format": "wav"}));
+        assert_eq!(resp.status, 200, "{}", resp.text());
+    }
+    let before = fake.requests().len();
+    let resp = speech(
+        &gw,
+        MODEL,
+        &"你".repeat(301),
+        json!({"response_format": "wav"}),
+    );
+    assert_eq!(resp.status, 413, "{}", resp.text());
+    let out = resp.json();
+    assert_eq!(out["code"], "input_too_long");
+    assert!(out["message"].as_str().unwrap().contains("602"), "{out}");
+    assert_eq!(fake.requests().len(), before, "nothing sent");
+}

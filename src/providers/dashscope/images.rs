@@ -9,14 +9,16 @@
 //!
 //! Poll: `GET /api/v1/tasks/{task_id}`. States: `PENDING` and `SUSPENDED` (queued / paused) →
 //! queued, `RUNNING` → running, `SUCCEEDED` → `output.results[]` with one `url` per image (valid
-//! 24 h), `FAILED` → `output.code`/`output.message`, `CANCELED` and `UNKNOWN` (the task expired
+//! 24 h) and its `actual_prompt` (the prompt after `prompt_extend` rewrote it, on by default; it
+//! becomes the image's `revised_prompt`), `FAILED` → `output.code`/`output.message`, `CANCELED` and `UNKNOWN` (the task expired
 //! after 24 h or never existed) → failures not worth retrying. A `SUCCEEDED` task may still carry
 //! per-image failures (`{"code":"DataInspectionFailed",…}` in `results`); one failed image fails
 //! the request, as with every provider: a result with fewer images than asked would be a silent
 //! change.
 //!
 //! Errors are [`crate::providers::dashscope`]'s `{"request_id","code","message"}` envelope, sometimes with
-//! HTTP 200; the same code table classifies them (`DataInspectionFailed` → content policy).
+//! HTTP 200; the same code table classifies them (`DataInspectionFailed` and
+//! `IPInfringementSuspect` → content policy, an unknown model → the model is unavailable).
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -36,7 +38,9 @@ use crate::common::images::NativeTask;
 use crate::common::images::Poll;
 use crate::common::native::nested_with_extra;
 use crate::common::native::NativeRequest;
-use crate::providers::dashscope::{code_string, error_in_answer, native_code};
+use crate::providers::dashscope::{
+    code_string, error_in_answer, names_a_missing_model, native_code,
+};
 use crate::providers::formats::errors::UNKNOWN_CODE_STATUS;
 use crate::upstream::provider::Provider;
 
@@ -97,6 +101,10 @@ struct Output {
 struct ResultItem {
     #[serde(default)]
     url: Option<String>,
+    /// The prompt the image was made from after `prompt_extend` rewrote it (absent or equal to
+    /// `orig_prompt` when it did not).
+    #[serde(default)]
+    actual_prompt: Option<String>,
     #[serde(default)]
     code: Option<serde_json::Value>,
     #[serde(default)]
@@ -222,7 +230,10 @@ fn succeeded(provider: &Provider, output: Output) -> Result<Poll, UpstreamError>
     let mut images = Vec::with_capacity(output.results.len());
     for item in output.results {
         match item.url.filter(|u| !u.is_empty()) {
-            Some(url) => images.push(NativeImage::new(ImageData::Url(url))),
+            Some(url) => images.push(NativeImage {
+                data: ImageData::Url(url),
+                revised_prompt: item.actual_prompt.filter(|p| !p.trim().is_empty()),
+            }),
             None => {
                 return Err(task_error(
                     provider,
@@ -263,12 +274,19 @@ fn task_error(
     let code = code.and_then(code_string);
     let message = message
         .filter(|m| !m.trim().is_empty())
-        .map(|m| provider.redact(&m))
-        .unwrap_or_else(|| fallback.to_string());
+        .map(|m| provider.redact(&m));
+    let missing_model = code
+        .as_deref()
+        .is_some_and(|c| names_a_missing_model(c, message.as_deref()));
+    let message = message.unwrap_or_else(|| fallback.to_string());
     let message = match &code {
         Some(c) => format!("{message} ({c})"),
         None => message,
     };
+    if missing_model {
+        return UpstreamError::new(UpstreamErrorKind::UnknownModel, &provider.name, message)
+            .with_status(404);
+    }
     match code.as_deref().and_then(native_code) {
         Some((kind, status)) => {
             UpstreamError::new(kind, &provider.name, message).with_status(status)
@@ -358,6 +376,33 @@ mod tests {
     }
 
     #[test]
+    fn wan_2_5_is_sized_by_total_pixels_and_shape() {
+        let t = || support::target(provider(), "wan2.5-t2i-preview");
+        let req = support::image_request(
+            "wan2.5",
+            "wan-2.5",
+            t(),
+            br#"{"model":"wan2.5","prompt":"p"}"#,
+        );
+        let (_, sent) = native(&req, 1);
+        assert_eq!(sent["parameters"]["size"], "1280*1280");
+        let req = support::image_request(
+            "wan2.5",
+            "wan-2.5",
+            t(),
+            br#"{"model":"wan2.5","prompt":"p","size":"768x2700"}"#,
+        );
+        let (_, sent) = native(&req, 1);
+        assert_eq!(sent["parameters"]["size"], "768*2700");
+        // More than 1440x1440 pixels; narrower than 1:4.
+        for size in ["1600x1600", "500x2100"] {
+            let body = format!(r#"{{"model":"wan2.5","prompt":"p","size":"{size}"}}"#);
+            let refused = support::image_refusal("wan2.5", "wan-2.5", t(), body.as_bytes());
+            assert!(refused.get("size").is_some(), "{size}: {refused}");
+        }
+    }
+
+    #[test]
     fn submit_answer_is_the_task() {
         let req = wan(br#"{"model":"wan","prompt":"p"}"#);
         let answer = br#"{"request_id":"r1","output":{"task_id":"0385dc79-5ff8-4d82-bcb6-253f8fc4a2bd","task_status":"PENDING"}}"#;
@@ -409,7 +454,8 @@ mod tests {
         assert!(matches!(poll(state("RUNNING")), Ok(Poll::Running)));
         let done = poll(
             json!({"output": {"task_id": "t", "task_status": "SUCCEEDED",
-            "results": [{"url": "https://a.oss.aliyuncs.com/1.png", "orig_prompt": "p"},
+            "results": [{"url": "https://a.oss.aliyuncs.com/1.png", "orig_prompt": "p",
+                         "actual_prompt": "p, in soft morning light"},
                         {"url": "https://a.oss.aliyuncs.com/2.png"}],
             "task_metrics": {"TOTAL": 2, "SUCCEEDED": 2, "FAILED": 0}},
             "usage": {"image_count": 2}}),
@@ -418,7 +464,10 @@ mod tests {
             Ok(Poll::Done(images)) => assert_eq!(
                 images.images,
                 vec![
-                    NativeImage::new(ImageData::Url("https://a.oss.aliyuncs.com/1.png".into())),
+                    NativeImage {
+                        data: ImageData::Url("https://a.oss.aliyuncs.com/1.png".into()),
+                        revised_prompt: Some("p, in soft morning light".into()),
+                    },
                     NativeImage::new(ImageData::Url("https://a.oss.aliyuncs.com/2.png".into())),
                 ]
             ),
@@ -440,6 +489,11 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(partial.kind, UpstreamErrorKind::ContentPolicy);
+        let infringing = poll(json!({"output": {"task_id": "t", "task_status": "FAILED",
+            "code": "IPInfringementSuspect", "message": "Input data is suspected of being involved in IP infringement."}}))
+        .unwrap_err();
+        assert_eq!(infringing.kind, UpstreamErrorKind::ContentPolicy);
+        assert!(!infringing.retryable());
         let internal = poll(json!({"output": {"task_id": "t", "task_status": "FAILED",
             "code": "InternalError.Algo", "message": "algorithm error"}}))
         .unwrap_err();

@@ -58,10 +58,28 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
     };
     let code = code.as_ref().and_then(code_string);
     let mut err = status_error(provider, status, message.as_deref());
-    if let Some((kind, _)) = code.as_deref().and_then(native_code) {
-        err.kind = kind;
+    if let Some(code) = code.as_deref() {
+        if let Some((kind, _)) = native_code(code) {
+            err.kind = kind;
+        }
+        if names_a_missing_model(code, message.as_deref()) {
+            err.kind = UpstreamErrorKind::UnknownModel;
+        }
     }
     err
+}
+
+/// Whether an error says the native model does not exist. The native API answers an unknown
+/// model name with the generic `InvalidParameter` code and the message "Model not exist." (HTTP
+/// 400), so the message is what tells it from other bad parameters; only that exact message is
+/// read this way.
+pub(crate) fn names_a_missing_model(code: &str, message: Option<&str>) -> bool {
+    code == "InvalidParameter"
+        && message.is_some_and(|m| {
+            m.trim()
+                .trim_end_matches('.')
+                .eq_ignore_ascii_case("model not exist")
+        })
 }
 
 /// An error envelope that came with HTTP 200 (`code` is the answer's `code` member), classified as
@@ -94,19 +112,26 @@ pub(crate) fn native_code(code: &str) -> Option<(UpstreamErrorKind, u16)> {
     use UpstreamErrorKind::*;
     Some(match code {
         "InvalidApiKey" => (AuthRejected, 401),
-        // Account not entitled to the model or API (e.g. `AccessDenied.Unpurchased`).
+        // The account may not use this model (not activated, or not offered in the key's
+        // workspace or region): for this gateway the configured model is unavailable.
+        "Model.AccessDenied" => (UnknownModel, 403),
+        // Account not entitled to the API (e.g. `AccessDenied.Unpurchased`).
         c if c.starts_with("AccessDenied") => (AuthRejected, 403),
         c if c.starts_with("Throttling") => (RateLimited, 429),
         // Out of money or free quota: retrying will not help and it is not the caller's fault;
         // the 4xx status keeps it from being retried.
         "Arrearage" => (Failure, 400),
         c if c.starts_with("AllocationQuota") => (Failure, 403),
+        // Refused for its content: moderation (`DataInspectionFailed`, `DataInspection*`) or
+        // suspected intellectual-property infringement (Wan image models).
         c if c.starts_with("DataInspection") => (ContentPolicy, 400),
+        "IPInfringementSuspect" => (ContentPolicy, 400),
         c if c.starts_with("InvalidParameter") || c.starts_with("BadRequest") => {
             (InvalidRequest, 400)
         }
-        // The configured native model is wrong: an operator problem.
-        "ModelNotFound" | "ModelNotExist" => (Failure, 404),
+        // The configured native model does not exist (or is no longer served): the engine names
+        // the public and native model to the caller.
+        "ModelNotFound" | "ModelNotExist" => (UnknownModel, 404),
         c if c.starts_with("InternalError") || c.starts_with("SystemError") => (Failure, 500),
         _ => return None,
     })
@@ -215,6 +240,46 @@ mod tests {
         let e = error_response(&p, 502, b"<html>bad gateway</html>");
         assert_eq!(e.kind, UpstreamErrorKind::Failure);
         assert_eq!(e.message, "HTTP 502");
+
+        // A model DashScope does not serve: its 400 `InvalidParameter` "Model not exist.", the
+        // `ModelNotFound` code, or an account that may not use the model.
+        for (status, body) in [
+            (
+                400,
+                &br#"{"request_id":"r","code":"InvalidParameter","message":"Model not exist."}"#[..],
+            ),
+            (
+                404,
+                br#"{"code":"ModelNotFound","message":"Model not found (wanx-v9)!"}"#,
+            ),
+            (
+                403,
+                br#"{"code":"Model.AccessDenied","message":"Model access denied."}"#,
+            ),
+        ] {
+            let e = error_response(&p, status, body);
+            assert_eq!(
+                e.kind,
+                UpstreamErrorKind::UnknownModel,
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+            assert!(!e.retryable());
+        }
+        // Other parameter errors stay the caller's.
+        let e = error_response(
+            &p,
+            400,
+            br#"{"code":"InvalidParameter","message":"Model not exist in this size list: 99x99"}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+
+        let e = error_response(
+            &p,
+            400,
+            br#"{"code":"IPInfringementSuspect","message":"Input data is suspected of being involved in IP infringement."}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::ContentPolicy);
 
         let e = error_response(
             &p,

@@ -2,7 +2,9 @@
 //! (`POST /api/v1/services/aigc/multimodal-generation/generation`).
 //!
 //! The native request nests the text: `{"model", "input": {"text", "voice", …}}`, and the family's
-//! native options (`language_type`) live inside `input` too. Qwen-TTS has two answer modes, picked
+//! native options (`language_type`, `optimize_instructions`) live inside `input` too, as does the
+//! public `instructions` for the models that take it (`qwen3-tts-instruct-flash`; validation refuses
+//! it for the others). Qwen-TTS has two answer modes, picked
 //! by the public format:
 //!
 //! - `wav`: one JSON document naming a WAV file on DashScope's result storage
@@ -65,6 +67,9 @@ struct SpeechBody<'a> {
 struct Input<'a> {
     text: &'a str,
     voice: &'a str,
+    /// Natural-language control of tone, pace and emotion (instruct models only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instructions: Option<&'a str>,
 }
 
 /// A success answer, one SSE event's data, or (in a 200 or an error event) an error envelope: all
@@ -145,6 +150,7 @@ pub fn speech_request(
     let input = Input {
         text: req.input.as_str(),
         voice: req.voice.as_str(),
+        instructions: req.instructions.as_ref().map(|i| i.as_str()),
     };
     let input = nested_with_extra(&input, &req.passthrough)?;
     let body = SpeechBody {
@@ -386,6 +392,45 @@ mod tests {
             std::str::from_utf8(&native.body).unwrap(),
             r#"{"model":"qwen3-tts-flash","input":{"text":"你好","voice":"Ethan","language_type":"Chinese"}}"#
         );
+    }
+
+    #[test]
+    fn instructions_go_inside_input_for_the_instruct_family() {
+        let target = support::target(provider(), "qwen3-tts-instruct-flash");
+        let instruct = support::catalog(
+            "qwen3-tts-instruct-flash",
+            "qwen-tts-instruct",
+            target,
+            600,
+            0,
+        );
+        let req = parse(
+            &instruct,
+            r#"{"model":"qwen3-tts-instruct-flash","input":"hi","response_format":"wav","instructions":"whisper, slowly","optimize_instructions":true}"#
+                .as_bytes(),
+        );
+        let native = speech_request(&req.model.targets[0], &req).unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&native.body).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"model": "qwen3-tts-instruct-flash", "input": {
+                "text": "hi", "voice": "Cherry", "instructions": "whisper, slowly",
+                "optimize_instructions": true}})
+        );
+        // The plain family refuses both.
+        let plain = catalog();
+        let refused = crate::api::speech::parse(
+            br#"{"model":"qwen3-tts-flash","input":"hi","instructions":"x","optimize_instructions":true}"#,
+            &plain,
+            3,
+        );
+        match refused {
+            Err(GatewayError::Validation(v)) => {
+                assert!(v.has("instructions"));
+                assert!(v.has("optimize_instructions"));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

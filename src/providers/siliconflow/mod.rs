@@ -55,8 +55,9 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         // Out of money: not the caller's fault and retrying will not help; the 4xx status keeps
         // it from being retried.
         Some(CODE_BALANCE) => err.kind = UpstreamErrorKind::Failure,
-        // The configured native model is wrong: an operator problem.
-        Some(CODE_NO_MODEL) => err.kind = UpstreamErrorKind::Failure,
+        // The configured native model does not exist (HTTP 400): the engine names the public and
+        // native model to the caller.
+        Some(CODE_NO_MODEL) => err.kind = UpstreamErrorKind::UnknownModel,
         _ => {}
     }
     err
@@ -147,7 +148,7 @@ mod tests {
             400,
             br#"{"code":20012,"message":"Model does not exist. Please check it carefully.","data":null}"#,
         );
-        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert_eq!(e.kind, UpstreamErrorKind::UnknownModel);
         assert!(!e.retryable());
 
         let e = error_response(&p, 429, br#"{"code":50603,"message":"TPM limit reached."}"#);

@@ -5,9 +5,12 @@
 //! larger `n` out into concurrent calls. The body is `model`, `prompt`, `size`, `quality` (only
 //! when the caller chose one: `cogview-4-250304` defaults to `standard`, GLM-Image to `hd`, and
 //! older CogView models take none), `watermark_enabled` and the caller's pass-through fields
-//! (`user_id`). `watermark_enabled` is always sent, because Zhipu's default is `true` and the
-//! public default is `false`. Answers always carry a URL (`data[].url`); the gateway downloads it
-//! when the caller asked for base64.
+//! (`user_id`). `watermark_enabled` is sent only when the caller named `watermark`: Zhipu marks
+//! every image by default (visible and invisible marks, as China's rules for AI-generated content
+//! require), and `false` is honoured only for accounts that signed Zhipu's disclaimer, so a
+//! request that asked nothing must not depend on that privilege. A caller's explicit `false` is
+//! sent as asked. Answers always carry a URL (`data[].url`); the gateway downloads it when the
+//! caller asked for base64.
 //!
 //! Errors use the envelope of every Zhipu API (`{"error":{"code":"1301",…}}`), sometimes with
 //! HTTP 200; both are classified by [`crate::providers::zhipu`]'s business-code table (1301 unsafe content is
@@ -40,7 +43,9 @@ struct ImagesBody<'a> {
     size: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     quality: Option<&'a str>,
-    watermark_enabled: bool,
+    /// Only the caller's own choice; absent, Zhipu's default (marked) applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    watermark_enabled: Option<bool>,
 }
 
 /// A success answer, or (with HTTP 200) an error envelope: both are read through this one shape.
@@ -78,7 +83,7 @@ pub fn image_request(
         prompt: req.prompt.as_str(),
         size: &req.size,
         quality: req.quality,
-        watermark_enabled: req.watermark,
+        watermark_enabled: req.watermark_given.then_some(req.watermark),
     };
     Ok(NativeRequest::post_json(
         IMAGES_PATH,
@@ -175,17 +180,19 @@ mod tests {
     }
 
     #[test]
-    fn defaults_send_the_size_and_no_watermark_but_no_quality() {
+    fn defaults_send_the_size_but_no_quality_or_watermark() {
         let req = cogview(br#"{"model":"cogview-4","prompt":"a cat"}"#);
         assert_eq!(
             native_json(&req),
             serde_json::json!({
                 "model": "cogview-4-250304",
                 "prompt": "a cat",
-                "size": "1024x1024",
-                "watermark_enabled": false
+                "size": "1024x1024"
             })
         );
+        // A caller's explicit `false` is sent as asked (honoured for accounts with the disclaimer).
+        let req = cogview(br#"{"model":"cogview-4","prompt":"a cat","watermark":false}"#);
+        assert_eq!(native_json(&req)["watermark_enabled"], false);
         let req = cogview(br#"{"model":"cogview-4","prompt":"a cat","aspect_ratio":"2:1"}"#);
         assert_eq!(native_json(&req)["size"], "1440x720");
     }
@@ -214,8 +221,7 @@ mod tests {
                 "model": "glm-image",
                 "prompt": "p",
                 "size": "1280x1280",
-                "quality": "hd",
-                "watermark_enabled": false
+                "quality": "hd"
             })
         );
         let req = support::image_request(
@@ -229,10 +235,43 @@ mod tests {
             "glm-image",
             "glm-image",
             t(),
-            br#"{"model":"glm-image","prompt":"p","quality":"standard","size":"1024x1024"}"#,
+            br#"{"model":"glm-image","prompt":"p","quality":"standard","size":"992x1024"}"#,
         );
         assert!(refused.get("quality").is_some(), "{refused}");
         assert!(refused.get("size").is_some(), "{refused}");
+        // Custom sizes: sides 1024–2048 px, multiples of 32, at most 2^22 pixels.
+        let req = support::image_request(
+            "glm-image",
+            "glm-image",
+            t(),
+            br#"{"model":"glm-image","prompt":"p","size":"2048x2048"}"#,
+        );
+        assert_eq!(native_json(&req)["size"], "2048x2048");
+        for size in ["1040x1024", "2080x1024", "1024x960"] {
+            let body = format!(r#"{{"model":"glm-image","prompt":"p","size":"{size}"}}"#);
+            let refused = support::image_refusal("glm-image", "glm-image", t(), body.as_bytes());
+            assert!(refused.get("size").is_some(), "{size}: {refused}");
+        }
+    }
+
+    #[test]
+    fn cogview_takes_custom_sizes_within_its_rule() {
+        for size in ["512x512", "2048x1024", "1008x1008", "1600x1200"] {
+            let body = format!(r#"{{"model":"cogview-4","prompt":"p","size":"{size}"}}"#);
+            let req = cogview(body.as_bytes());
+            assert_eq!(native_json(&req)["size"], size);
+        }
+        // Below 512, above 2048, not a multiple of 16, more than 2^21 pixels.
+        for size in ["496x512", "2064x512", "1000x1000", "2048x1040"] {
+            let body = format!(r#"{{"model":"cogview-4","prompt":"p","size":"{size}"}}"#);
+            let refused = support::image_refusal(
+                "cogview-4",
+                "cogview",
+                target("cogview-4-250304"),
+                body.as_bytes(),
+            );
+            assert!(refused.get("size").is_some(), "{size}: {refused}");
+        }
     }
 
     #[test]
@@ -356,9 +395,9 @@ mod tests {
         }
         let e = kind(
             400,
-            br#"{"error":{"code":"1211","message":"Model does not exist"}}"#,
+            r#"{"error":{"code":"1211","message":"模型不存在，请检查模型代码。"}}"#.as_bytes(),
         );
-        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert_eq!(e.kind, UpstreamErrorKind::UnknownModel);
         assert!(!e.retryable());
 
         let e = kind(

@@ -102,8 +102,11 @@ fn native_code(code: u32) -> Option<(UpstreamErrorKind, u16)> {
         1113 | 1304 | 1308..=1310 => (Failure, 429),
         // Bad or missing parameters.
         1210 | 1213..=1215 => (InvalidRequest, 400),
-        // The configured native model or API does not exist or does not serve this call.
-        1211 | 1212 | 1221 | 1222 => (Failure, 400),
+        // The configured native model does not exist (1211), or does not serve this kind of call
+        // (1212): the engine names the public and native model to the caller.
+        1211 | 1212 => (UnknownModel, 400),
+        // The API itself is offline or does not exist: a wrong base URL, an operator problem.
+        1221 | 1222 => (Failure, 400),
         // Blocked by policy / unsafe or sensitive content.
         1300 | 1301 => (ContentPolicy, 400),
         // Too much concurrency, too frequent, or the service is temporarily overloaded.
@@ -197,10 +200,18 @@ mod tests {
         assert_eq!(e.kind, UpstreamErrorKind::RateLimited);
         assert!(e.retryable());
 
+        for code in ["1211", "1212"] {
+            let body = format!(
+                r#"{{"error":{{"code":"{code}","message":"Model does not exist, please check the model code"}}}}"#
+            );
+            let e = error_response(&p, 400, body.as_bytes());
+            assert_eq!(e.kind, UpstreamErrorKind::UnknownModel, "{code}");
+            assert!(!e.retryable());
+        }
         let e = error_response(
             &p,
             400,
-            br#"{"error":{"code":"1211","message":"Model does not exist"}}"#,
+            br#"{"error":{"code":"1221","message":"API has been taken offline"}}"#,
         );
         assert_eq!(e.kind, UpstreamErrorKind::Failure);
         assert!(!e.retryable());

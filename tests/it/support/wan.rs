@@ -2,7 +2,9 @@
 //! `POST /api/v1/services/aigc/text2image/image-synthesis` (with `X-DashScope-Async: enable`, else
 //! DashScope's "does not support synchronous calls" error) creates a task; `GET
 //! /api/v1/tasks/{id}` walks it through `PENDING` → `RUNNING` → its scripted end; result URLs point
-//! back at the fake (`/results/{task}/{i}.png`), which serves the image bytes.
+//! back at the fake (`/results/{task}/{i}.png`), which serves the image bytes. Each result names
+//! the submitted prompt (`orig_prompt`); a task submitted with `parameters.prompt_extend: true`
+//! also carries the rewritten prompt (`actual_prompt`, see [`extended`]), as DashScope's do.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -32,6 +34,9 @@ pub enum End {
 
 struct Task {
     n: u64,
+    prompt: String,
+    /// `parameters.prompt_extend` was `true`.
+    extend: bool,
     polls: u32,
     end: End,
 }
@@ -53,6 +58,11 @@ pub struct Wan {
     /// Polls a task answers `PENDING`, then `RUNNING`, before its end.
     pending_polls: u32,
     running_polls: u32,
+}
+
+/// The `actual_prompt` the emulator reports for `prompt` when `prompt_extend` is on.
+pub fn extended(prompt: &str) -> String {
+    format!("{prompt}, richly detailed, soft light")
 }
 
 /// The image bytes of result `i` of task `id`.
@@ -143,6 +153,11 @@ impl Wan {
         }
         let body: Value = req.json();
         let n = body["parameters"]["n"].as_u64().unwrap_or(4);
+        let prompt = body["input"]["prompt"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let extend = body["parameters"]["prompt_extend"] == json!(true);
         let mut state = self.state.lock().unwrap();
         state.submitted += 1;
         let end = if state.ends.len() > 1 {
@@ -151,7 +166,16 @@ impl Wan {
             state.ends[0].clone()
         };
         let id = uuid::Uuid::new_v4().to_string();
-        state.tasks.insert(id.clone(), Task { n, polls: 0, end });
+        state.tasks.insert(
+            id.clone(),
+            Task {
+                n,
+                prompt,
+                extend,
+                polls: 0,
+                end,
+            },
+        );
         Reply::json(
             200,
             json!({"request_id": "req-1", "output": {"task_id": id, "task_status": "PENDING"}}),
@@ -178,7 +202,14 @@ impl Wan {
         }
         let urls = |count: u64| -> Vec<Value> {
             (0..count as usize)
-                .map(|i| json!({"url": format!("{}/results/{id}/{i}.png", self.base), "orig_prompt": "p"}))
+                .map(|i| {
+                    let mut item = json!({"url": format!("{}/results/{id}/{i}.png", self.base),
+                                          "orig_prompt": task.prompt});
+                    if task.extend {
+                        item["actual_prompt"] = json!(extended(&task.prompt));
+                    }
+                    item
+                })
                 .collect()
         };
         let body = match &task.end {
