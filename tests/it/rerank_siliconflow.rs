@@ -95,8 +95,8 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
                 400,
                 json!({"code": 20012, "message": "Model does not exist. Please check it carefully.", "data": null}),
             ),
-            502,
-            "upstream_error",
+            503,
+            "model_unavailable",
         ),
         (
             Reply::json(200, json!({"results": "nope"})),
