@@ -83,6 +83,9 @@ const GET_RESULT_PATH: &str = "/v1/get_result?id=";
 /// BFL's own domain: polls may go to it and its subdomains (regional API hosts).
 const BFL_DOMAIN: &str = "bfl.ai";
 
+/// Where BFL serves result samples (the default `result_hosts`).
+const RESULT_HOSTS: &[&str] = &["*.bfl.ai", "bfldeliveryprod.blob.core.windows.net"];
+
 /// Longest provider text quoted in an error message.
 const MAX_QUOTED: usize = 300;
 
@@ -114,6 +117,8 @@ struct SubmitAnswer {
 }
 
 /// One poll's answer. `result` and `details` stay loose: their shape depends on the status.
+/// `error` and `message` are not in BFL's OpenAPI `ResultResponse`, but BFL's own guides show a
+/// failed task as `{"status": "Error", "error": "content_policy_violation", "message": "…"}`.
 #[derive(Deserialize)]
 struct ResultAnswer {
     #[serde(default)]
@@ -127,6 +132,10 @@ struct ResultAnswer {
     details: Option<Value>,
     #[serde(default)]
     detail: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(default)]
+    message: Option<Value>,
 }
 
 // ---- translation to native -------------------------------------------------------------------
@@ -142,15 +151,13 @@ pub fn image_request(
             "bfl asked for {n} images in one call; it makes one per task"
         )));
     }
-    let (width, height, aspect_ratio) = if sized_by_ratio(req.caps) {
-        // With a reference image and no size chosen, BFL keeps the input's proportions.
-        let keep_input = req.image.is_some() && !req.size_given;
-        let ratio = if keep_input {
-            None
-        } else {
-            Some(req.required_aspect_ratio()?)
-        };
-        (None, None, ratio)
+    // With a reference image and no size chosen, BFL keeps the input's proportions (Kontext) or
+    // size (FLUX.2), so nothing is sent that would force the default square.
+    let keep_input = req.image.is_some() && !req.size_given;
+    let (width, height, aspect_ratio) = if keep_input {
+        (None, None, None)
+    } else if sized_by_ratio(req.caps) {
+        (None, None, Some(req.required_aspect_ratio()?))
     } else {
         let (w, h) = pixels(&req.size)?;
         (Some(w), Some(h), None)
@@ -173,10 +180,10 @@ pub fn image_request(
     ))
 }
 
-/// Whether `caps` come from the Kontext family (a model's overrides keep the family), whose
-/// endpoints take `aspect_ratio` and no pixel size.
+/// Whether `caps` come from a family whose endpoints take `aspect_ratio` and no pixel size:
+/// Kontext and FLUX1.1 [pro] Ultra (a model's overrides keep the family).
 fn sized_by_ratio(caps: &ImageCaps) -> bool {
-    caps.family == "flux-kontext"
+    matches!(caps.family, "flux-kontext" | "flux-ultra")
 }
 
 /// `WxH` as numbers; the family's sizes are all of this form, so anything else is a catalog bug.
@@ -345,11 +352,7 @@ pub fn poll_response(
             status,
             parsed.details.as_ref(),
         )),
-        "Error" => Err(UpstreamError::new(
-            UpstreamErrorKind::Failure,
-            &provider.name,
-            with_reason(provider, "the generation failed", &parsed),
-        )),
+        "Error" => Err(failed(provider, &parsed)),
         "Task not found" => Err(UpstreamError::new(
             UpstreamErrorKind::Failure,
             &provider.name,
@@ -415,24 +418,65 @@ fn moderated(
     )
 }
 
-/// `what`, followed by whatever reason the failed task's answer carries.
-fn with_reason(provider: &Provider, what: &str, parsed: &ResultAnswer) -> String {
-    let reason = [
+/// An `Error` task: a content-policy refusal when BFL's error code or reason says so, else a
+/// provider failure; either way with BFL's reason for the caller.
+fn failed(provider: &Provider, parsed: &ResultAnswer) -> UpstreamError {
+    let reasons = reasons(parsed);
+    let policy = reasons.iter().any(|r| is_policy_reason(r));
+    let message = if reasons.is_empty() {
+        "the generation failed (Error)".to_string()
+    } else {
+        format!(
+            "the generation failed: {}",
+            quote(provider, &reasons.join(": "))
+        )
+    };
+    let kind = if policy {
+        UpstreamErrorKind::ContentPolicy
+    } else {
+        UpstreamErrorKind::Failure
+    };
+    UpstreamError::new(kind, &provider.name, message)
+}
+
+/// The texts a failed task's answer carries, most specific first: the `error` code, `message`,
+/// then whatever `details`, `result` or `detail` say. Repeats are dropped.
+fn reasons(parsed: &ResultAnswer) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in [
+        parsed.error.as_ref(),
+        parsed.message.as_ref(),
         parsed.details.as_ref(),
         parsed.result.as_ref(),
         parsed.detail.as_ref(),
     ]
     .into_iter()
     .flatten()
-    .find_map(|v| match v {
-        Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
-        Value::Object(_) | Value::Array(_) => fastapi::detail_text(v),
-        _ => None,
-    });
-    match reason {
-        Some(r) => format!("{what}: {}", quote(provider, &r)),
-        None => format!("{what} (Error)"),
+    {
+        let text = match v {
+            Value::String(s) => Some(s.trim().to_string()),
+            Value::Object(_) | Value::Array(_) => fastapi::detail_text(v),
+            _ => None,
+        };
+        if let Some(t) = text.filter(|t| !t.is_empty() && !out.contains(t)) {
+            out.push(t);
+        }
     }
+    out
+}
+
+/// Whether a failed task's reason is a moderation refusal: BFL's `content_policy_violation` code,
+/// or a text saying the content was moderated or broke the content policy.
+fn is_policy_reason(reason: &str) -> bool {
+    let lower = reason.to_ascii_lowercase();
+    [
+        "content_policy",
+        "content policy",
+        "moderated",
+        "moderation",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
 }
 
 /// Provider text fit to show a caller: secrets redacted, length bounded.
@@ -456,7 +500,22 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
     // `from_status` already says what BFL's statuses mean: 402 (credits exhausted) and 404 are
     // failures kept non-retryable by their status, 401/403 the gateway's key, 400/422 the
     // request, 429 (too many active tasks) a rate limit, 5xx a retryable failure.
-    UpstreamError::from_status(&provider.name, status, message)
+    let mut err = UpstreamError::from_status(&provider.name, status, message);
+    // Each model is its own path (`/v1/{native_model}`), so a model BFL does not serve (retired,
+    // misspelt) is FastAPI's route-not-found answer: 404 `{"detail": "Not Found"}`. A poll never
+    // answers it for an unknown task (that is a 200 with `Task not found`).
+    if status == 404 && is_route_not_found(body) {
+        err.kind = UpstreamErrorKind::UnknownModel;
+    }
+    err
+}
+
+/// FastAPI's answer for a path no route serves.
+fn is_route_not_found(body: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("detail").and_then(Value::as_str).map(str::to_owned))
+        .is_some_and(|d| d.trim().eq_ignore_ascii_case("not found"))
 }
 
 // ---- registration ----------------------------------------------------------------------------
@@ -475,11 +534,13 @@ pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
             poll_response,
         }),
     };
-    // FLUX samples are signed links on BFL's delivery hosts (`delivery-*.bfl.ai`).
+    // FLUX samples are signed links on BFL's delivery hosts: `delivery-*.bfl.ai`, and BFL's own
+    // Azure storage account `bfldeliveryprod.blob.core.windows.net` (in BFL's API guides). That
+    // host exactly, never `*.blob.core.windows.net`, which anyone can rent.
     Ok(crate::providers::registry::images_kind(
         auth,
         error_response,
-        &["*.bfl.ai"],
+        RESULT_HOSTS,
         images,
     ))
 }
@@ -581,7 +642,7 @@ mod tests {
             "flux-pro-1.1",
             "flux",
             t(),
-            br#"{"model":"flux-pro-1.1","prompt":"p","image":"https://a.example/i.png","output_format":"webp","size":"512x512","quality":"hd","guidance":3}"#,
+            br#"{"model":"flux-pro-1.1","prompt":"p","image":"https://a.example/i.png","output_format":"webp","size":"500x500","quality":"hd","guidance":3}"#,
         );
         for field in ["image", "output_format", "size", "quality", "guidance"] {
             assert!(refused.get(field).is_some(), "{field}: {refused}");
@@ -623,6 +684,101 @@ mod tests {
         let body = native(&req).1;
         assert_eq!(body["aspect_ratio"], "21:9");
         assert!(body.get("width").is_none() && body.get("height").is_none());
+    }
+
+    fn flux2(body: &[u8]) -> ImageRequest<'_> {
+        let t = support::target(bfl(), "flux-2-pro");
+        support::image_request("flux-2-pro", "flux-2", t, body)
+    }
+
+    #[test]
+    fn flux_takes_any_size_its_rule_allows() {
+        // FLUX1.1 [pro]: multiples of 32 in 256–1440 besides the listed sizes.
+        let req = flux(br#"{"model":"flux-pro-1.1","prompt":"p","size":"512x1440"}"#);
+        let body = native(&req).1;
+        assert_eq!(
+            (body["width"].clone(), body["height"].clone()),
+            (json!(512), json!(1440))
+        );
+        let t = || support::target(bfl(), "flux-pro-1.1");
+        for size in ["500x512", "1472x512", "224x512"] {
+            let body = format!(r#"{{"model":"flux-pro-1.1","prompt":"p","size":"{size}"}}"#);
+            let refused = support::image_refusal("flux-pro-1.1", "flux", t(), body.as_bytes());
+            assert!(refused.get("size").is_some(), "{size}: {refused}");
+        }
+    }
+
+    #[test]
+    fn flux2_sends_pixels_and_the_reference_image() {
+        // Multiples of 16 up to 4 MP.
+        let req =
+            flux2(br#"{"model":"flux-2-pro","prompt":"p","size":"1920x1088","disable_pup":true}"#);
+        let (path, body) = native(&req);
+        assert_eq!(path, "/v1/flux-2-pro");
+        assert_eq!(
+            body,
+            json!({"prompt": "p", "width": 1920, "height": 1088, "output_format": "png", "disable_pup": true})
+        );
+        // An edit with no size chosen follows the input: no width or height is sent.
+        let req = flux2(br#"{"model":"flux-2-pro","prompt":"make it blue","image":"https://img.example/a.png"}"#);
+        assert_eq!(
+            native(&req).1,
+            json!({"prompt": "make it blue", "input_image": "https://img.example/a.png", "output_format": "png"})
+        );
+        // With a size, the edit is sent at that size.
+        let req = flux2(br#"{"model":"flux-2-pro","prompt":"p","image":"https://img.example/a.png","size":"1024x1024"}"#);
+        let body = native(&req).1;
+        assert_eq!(
+            (body["width"].clone(), body["height"].clone()),
+            (json!(1024), json!(1024))
+        );
+        let t = || support::target(bfl(), "flux-2-pro");
+        for size in ["1000x1000", "2064x1024", "2048x2064", "48x64"] {
+            let body = format!(r#"{{"model":"flux-2-pro","prompt":"p","size":"{size}"}}"#);
+            let refused = support::image_refusal("flux-2-pro", "flux-2", t(), body.as_bytes());
+            assert!(refused.get("size").is_some(), "{size}: {refused}");
+        }
+        // FLUX.2 [pro] has no `prompt_upsampling` switch (it is `disable_pup`).
+        let refused = support::image_refusal(
+            "flux-2-pro",
+            "flux-2",
+            t(),
+            br#"{"model":"flux-2-pro","prompt":"p","prompt_upsampling":true}"#,
+        );
+        assert!(refused.get("prompt_upsampling").is_some(), "{refused}");
+    }
+
+    #[test]
+    fn ultra_sends_an_aspect_ratio_and_takes_no_reference_image() {
+        let t = || support::target(bfl(), "flux-pro-1.1-ultra");
+        let req = support::image_request(
+            "flux-pro-1.1-ultra",
+            "flux-ultra",
+            t(),
+            br#"{"model":"flux-pro-1.1-ultra","prompt":"p","size":"1344x768","raw":true}"#,
+        );
+        let (path, body) = native(&req);
+        assert_eq!(path, "/v1/flux-pro-1.1-ultra");
+        assert_eq!(
+            body,
+            json!({"prompt": "p", "aspect_ratio": "16:9", "output_format": "png", "raw": true})
+        );
+        let refused = support::image_refusal(
+            "flux-pro-1.1-ultra",
+            "flux-ultra",
+            t(),
+            br#"{"model":"flux-pro-1.1-ultra","prompt":"p","image":"https://img.example/a.png"}"#,
+        );
+        assert!(refused.get("image").is_some(), "{refused}");
+    }
+
+    #[test]
+    fn samples_may_be_downloaded_from_bfls_delivery_hosts() {
+        let kind = kind(KEY).unwrap();
+        assert_eq!(
+            kind.result_hosts,
+            &["*.bfl.ai", "bfldeliveryprod.blob.core.windows.net"]
+        );
     }
 
     #[test]
@@ -873,6 +1029,42 @@ mod tests {
     }
 
     #[test]
+    fn an_error_task_says_why_and_policy_failures_are_content_policy() {
+        // BFL's guides: a failed task is `{"status": "Error", "error": code, "message": text}`.
+        let e = poll(
+            json!({"id": "t", "status": "Error", "error": "content_policy_violation",
+            "message": "The prompt violated content policy"}),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::ContentPolicy);
+        assert!(
+            e.message.contains("content_policy_violation")
+                && e.message.contains("The prompt violated content policy"),
+            "{}",
+            e.message
+        );
+        let e =
+            poll(json!({"id": "t", "status": "Error", "error": "Content moderated"})).unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::ContentPolicy, "{}", e.message);
+        for (error, text) in [
+            (json!("internal_error"), "internal_error"),
+            (json!("Error description"), "Error description"),
+            (json!({"message": "invalid_image"}), "invalid_image"),
+        ] {
+            let e = poll(json!({"id": "t", "status": "Error", "error": error})).unwrap_err();
+            assert_eq!(
+                (e.kind, e.status),
+                (UpstreamErrorKind::Failure, None),
+                "{text}"
+            );
+            assert!(e.message.contains(text), "{}", e.message);
+        }
+        let e = poll(json!({"id": "t", "status": "Error", "error": format!("bad key {KEY}")}))
+            .unwrap_err();
+        assert!(!e.message.contains(KEY), "{}", e.message);
+    }
+
+    #[test]
     fn maps_http_errors() {
         let p = bfl();
         let e = error_response(
@@ -909,5 +1101,18 @@ mod tests {
         }
         let e = error_response(&p, 502, b"<html>bad gateway</html>");
         assert_eq!(e.message, "HTTP 502");
+    }
+
+    #[test]
+    fn an_endpoint_bfl_does_not_serve_is_an_unknown_model() {
+        let p = bfl();
+        let e = error_response(&p, 404, br#"{"detail":"Not Found"}"#);
+        assert_eq!(e.kind, UpstreamErrorKind::UnknownModel);
+        assert!(!e.retryable());
+        // Any other 404 stays a failure.
+        let e = error_response(&p, 404, br#"{"detail":"Finetune not found"}"#);
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        let e = error_response(&p, 404, b"<html>not found</html>");
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
     }
 }
