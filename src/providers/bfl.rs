@@ -692,23 +692,6 @@ mod tests {
     }
 
     #[test]
-    fn flux_takes_any_size_its_rule_allows() {
-        // FLUX1.1 [pro]: multiples of 32 in 256–1440 besides the listed sizes.
-        let req = flux(br#"{"model":"flux-pro-1.1","prompt":"p","size":"512x1440"}"#);
-        let body = native(&req).1;
-        assert_eq!(
-            (body["width"].clone(), body["height"].clone()),
-            (json!(512), json!(1440))
-        );
-        let t = || support::target(bfl(), "flux-pro-1.1");
-        for size in ["500x512", "1472x512", "224x512"] {
-            let body = format!(r#"{{"model":"flux-pro-1.1","prompt":"p","size":"{size}"}}"#);
-            let refused = support::image_refusal("flux-pro-1.1", "flux", t(), body.as_bytes());
-            assert!(refused.get("size").is_some(), "{size}: {refused}");
-        }
-    }
-
-    #[test]
     fn flux2_sends_pixels_and_the_reference_image() {
         // Multiples of 16 up to 4 MP.
         let req =
