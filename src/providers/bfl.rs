@@ -1,16 +1,16 @@
 //! Black Forest Labs FLUX: a natively asynchronous image API (submit a task, then poll it).
 //!
-//! Submit: `POST /v1/{native_model}` (e.g. `/v1/flux-pro-1.1`) with the `x-key` header (added by
-//! the gateway from the config key, like every provider credential) and a JSON body: `prompt`,
-//! the size — `width`/`height` in pixels for the `flux` family, `aspect_ratio` for the
-//! `flux-kontext` family (the size's ratio from the family's table) —, `output_format`
-//! (`jpeg`|`png`; the public `jpg` is `jpeg`), `input_image` (Kontext's reference image: the
-//! caller's URL unchanged, or plain base64 without a `data:` prefix) and the caller's pass-through
-//! fields (`seed`, `safety_tolerance`, `prompt_upsampling`). BFL makes one image per task: the
-//! family's `per_call_n` is 1 and the gateway fans out. A Kontext request whose caller chose no
-//! size while giving a reference image sends no `aspect_ratio`, so the edit keeps the input
-//! image's proportions (BFL's default then) instead of being forced square. Every Kontext size
-//! has its ratio in the family table (21:9 to 9:21): Kontext takes no pixel size.
+//! Submit: `POST /v1/{native_model}` (e.g. `/v1/flux-pro-1.1`, `/v1/flux-2-pro`) with the `x-key`
+//! header (added by the gateway from the config key, like every provider credential) and a JSON
+//! body: `prompt`, the size — `width`/`height` in pixels for the `flux` and `flux-2*` families,
+//! `aspect_ratio` for `flux-kontext` and `flux-ultra` (the size's ratio from the family's table) —,
+//! `output_format` (`jpeg`|`png`; the public `jpg` is `jpeg`), `input_image` (the reference image
+//! of Kontext and FLUX.2: the caller's URL unchanged, or plain base64 without a `data:` prefix) and
+//! the caller's pass-through fields (`seed`, `safety_tolerance`, `prompt_upsampling`,
+//! `disable_pup`, `raw`, `steps`, `guidance`, as each family lists). BFL makes one image per task:
+//! the families' `per_call_n` is 1 and the gateway fans out. A request with a reference image and
+//! no size chosen sends no size at all, so the edit keeps the input image's proportions (Kontext)
+//! or size (FLUX.2), BFL's default then, instead of being forced square.
 //!
 //! The answer is `{"id","polling_url"}`. The poll is sent with the `x-key`, so `polling_url` is
 //! trusted only when it is `https` on `bfl.ai` or a subdomain of it (BFL's regional hosts, e.g.
@@ -21,30 +21,38 @@
 //! because a task may come back from the task store. Without a `polling_url` the task is read at
 //! `GET /v1/get_result?id={id}` on the base URL.
 //!
-//! Poll answer: `{"id","status","result":{"sample":url,…},"progress","details"}`. States:
+//! Poll answer (BFL's OpenAPI `ResultResponse`): `{"id","status","result":{"sample":url,…},
+//! "progress","details","preview"}`. States:
 //! - `Pending` is both waiting in BFL's queue and generating; it is reported as queued while
 //!   `progress` is absent, null or 0, and as running once `progress` is above 0. `Reasoning` and
 //!   `Generating` (FLUX.2's finer stages) are running. A status this adapter does not know is
 //!   taken as still running: BFL adding a stage must not fail every request, and a task that
 //!   never finishes still ends at the gateway's deadline.
 //! - `Ready` → the image at `result.sample` (a signed link valid about 10 minutes, on
-//!   `delivery-*.bfl.ai`; the gateway downloads it when the caller asked for base64).
+//!   `delivery-*.bfl.ai` or BFL's storage account `bfldeliveryprod.blob.core.windows.net`; the
+//!   gateway downloads it when the caller asked for base64).
 //! - `Request Moderated` (the prompt or input image was refused) and `Content Moderated` (the
 //!   generated image was withheld) → content policy, with BFL's `details["Moderation Reasons"]`
 //!   in the message when given.
-//! - `Error` → a provider failure, with BFL's reason shown to the caller. A verdict read from a
-//!   poll ends the wait at once whatever its kind (the poll loop never asks again); resubmitting
-//!   would be a new paid generation, which the gateway never does after a submission was accepted.
+//! - `Error` → BFL's guides show `{"status":"Error","error":"<code>","message":"<text>"}`: the
+//!   reason (`error`, `message`, else `details`/`result`/`detail`) is shown to the caller, and
+//!   `content_policy_violation` (or a text saying the content was moderated) is content policy,
+//!   anything else a provider failure. A verdict read from a poll ends the wait at once whatever
+//!   its kind (the poll loop never asks again); resubmitting would be a new paid generation,
+//!   which the gateway never does after a submission was accepted.
 //! - `Task not found` (expired or unknown) → a failure, likewise final.
 //!
 //! Errors (submit or poll): HTTP 400, 402 (credits exhausted: a failure of the gateway's account,
-//! not retried), 403 (key refused), 422 (FastAPI validation, `{"detail":[{"loc","msg"}]}`), 429
-//! (too many active tasks: rate limited, retried), 500, 503; bodies are `{"detail": …}`.
+//! not retried), 403 (key refused), 404 `{"detail":"Not Found"}` (FastAPI's answer for a path no
+//! route serves: the configured model is not a BFL endpoint, so an unknown model), 422 (FastAPI
+//! validation, `{"detail":[{"loc","msg"}]}`), 429 (too many active tasks: rate limited, retried),
+//! 500, 503; bodies are `{"detail": …}`.
 //!
-//! Unconfirmed (from BFL's API reference pages as quoted by third parties, not a live call):
-//! that `input_image` accepts an `http(s)` URL besides base64; that `Pending` carries a numeric
-//! `progress` (0–1 or a percentage; only "above 0" is relied on); the `Reasoning`/`Generating`
-//! stages; the `details["Moderation Reasons"]` shape; the exact `detail` texts of 402 and 429.
+//! Unconfirmed (from BFL's guides and third-party copies of its API reference, not a live call):
+//! that `Pending` carries a numeric `progress` (0–1 or a percentage; only "above 0" is relied on);
+//! the `Reasoning`/`Generating` stages; the `details["Moderation Reasons"]` shape; the `error` /
+//! `message` fields of a failed task (not in the OpenAPI schema); the exact `detail` texts of 402,
+//! 404 and 429. The provider ledger (`docs/providers/bfl.md`) lists each fact and its source.
 
 use std::borrow::Cow;
 

@@ -11,6 +11,11 @@
 //! image is refused rather than silently ignored. One call makes one image; the gateway fans out
 //! for `n > 1`. `Accept: application/json` makes the answer base64 JSON whose `finish_reason`
 //! reports a filtered result: that image is a blurred placeholder and is never delivered.
+//!
+//! Errors are `{"id", "name", "errors": ["field: reason", …]}`. A 403 `content_moderation` is a
+//! content refusal; a 400 faulting the `model` field (set only from the configuration) or
+//! Stability's own 404 `not_found` means the configured model is not served (an unknown model).
+//! The provider ledger (`docs/providers/stability.md`) lists each fact and its source.
 
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::HeaderValue;

@@ -50,6 +50,8 @@
 //!   ends the wait (the task ran and was billed; whether to pay for it again is the caller's
 //!   choice); the caller sees Kling's reason;
 //! - task ids are numeric strings in every example; any id of URL-safe characters is accepted.
+//!
+//! The provider ledger (`docs/providers/kling.md`) lists each fact and its source.
 
 pub mod auth;
 
@@ -663,12 +665,7 @@ mod tests {
         base64::engine::general_purpose::STANDARD.encode(bytes)
     }
 
-    /// The native request for a public body, or the refusal.
-    fn build(body: &Value, n: u64) -> Result<NativeRequest, GatewayError> {
-        build_as(NATIVE, "kling", body, n)
-    }
-
-    /// The same for `model` (its own native name) of `family`.
+    /// The native request for `model` (its own native name) of `family`, or the refusal.
     fn build_as(
         model: &str,
         family: &str,
