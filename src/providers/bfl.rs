@@ -1,16 +1,16 @@
 //! Black Forest Labs FLUX: a natively asynchronous image API (submit a task, then poll it).
 //!
-//! Submit: `POST /v1/{native_model}` (e.g. `/v1/flux-pro-1.1`) with the `x-key` header (added by
-//! the gateway from the config key, like every provider credential) and a JSON body: `prompt`,
-//! the size — `width`/`height` in pixels for the `flux` family, `aspect_ratio` for the
-//! `flux-kontext` family (the size's ratio from the family's table) —, `output_format`
-//! (`jpeg`|`png`; the public `jpg` is `jpeg`), `input_image` (Kontext's reference image: the
-//! caller's URL unchanged, or plain base64 without a `data:` prefix) and the caller's pass-through
-//! fields (`seed`, `safety_tolerance`, `prompt_upsampling`). BFL makes one image per task: the
-//! family's `per_call_n` is 1 and the gateway fans out. A Kontext request whose caller chose no
-//! size while giving a reference image sends no `aspect_ratio`, so the edit keeps the input
-//! image's proportions (BFL's default then) instead of being forced square. Every Kontext size
-//! has its ratio in the family table (21:9 to 9:21): Kontext takes no pixel size.
+//! Submit: `POST /v1/{native_model}` (e.g. `/v1/flux-pro-1.1`, `/v1/flux-2-pro`) with the `x-key`
+//! header (added by the gateway from the config key, like every provider credential) and a JSON
+//! body: `prompt`, the size — `width`/`height` in pixels for the `flux` and `flux-2*` families,
+//! `aspect_ratio` for `flux-kontext` and `flux-ultra` (the size's ratio from the family's table) —,
+//! `output_format` (`jpeg`|`png`; the public `jpg` is `jpeg`), `input_image` (the reference image
+//! of Kontext and FLUX.2: the caller's URL unchanged, or plain base64 without a `data:` prefix) and
+//! the caller's pass-through fields (`seed`, `safety_tolerance`, `prompt_upsampling`,
+//! `disable_pup`, `raw`, `steps`, `guidance`, as each family lists). BFL makes one image per task:
+//! the families' `per_call_n` is 1 and the gateway fans out. A request with a reference image and
+//! no size chosen sends no size at all, so the edit keeps the input image's proportions (Kontext)
+//! or size (FLUX.2), BFL's default then, instead of being forced square.
 //!
 //! The answer is `{"id","polling_url"}`. The poll is sent with the `x-key`, so `polling_url` is
 //! trusted only when it is `https` on `bfl.ai` or a subdomain of it (BFL's regional hosts, e.g.
@@ -21,30 +21,38 @@
 //! because a task may come back from the task store. Without a `polling_url` the task is read at
 //! `GET /v1/get_result?id={id}` on the base URL.
 //!
-//! Poll answer: `{"id","status","result":{"sample":url,…},"progress","details"}`. States:
+//! Poll answer (BFL's OpenAPI `ResultResponse`): `{"id","status","result":{"sample":url,…},
+//! "progress","details","preview"}`. States:
 //! - `Pending` is both waiting in BFL's queue and generating; it is reported as queued while
 //!   `progress` is absent, null or 0, and as running once `progress` is above 0. `Reasoning` and
 //!   `Generating` (FLUX.2's finer stages) are running. A status this adapter does not know is
 //!   taken as still running: BFL adding a stage must not fail every request, and a task that
 //!   never finishes still ends at the gateway's deadline.
 //! - `Ready` → the image at `result.sample` (a signed link valid about 10 minutes, on
-//!   `delivery-*.bfl.ai`; the gateway downloads it when the caller asked for base64).
+//!   `delivery-*.bfl.ai` or BFL's storage account `bfldeliveryprod.blob.core.windows.net`; the
+//!   gateway downloads it when the caller asked for base64).
 //! - `Request Moderated` (the prompt or input image was refused) and `Content Moderated` (the
 //!   generated image was withheld) → content policy, with BFL's `details["Moderation Reasons"]`
 //!   in the message when given.
-//! - `Error` → a provider failure, with BFL's reason shown to the caller. A verdict read from a
-//!   poll ends the wait at once whatever its kind (the poll loop never asks again); resubmitting
-//!   would be a new paid generation, which the gateway never does after a submission was accepted.
+//! - `Error` → BFL's guides show `{"status":"Error","error":"<code>","message":"<text>"}`: the
+//!   reason (`error`, `message`, else `details`/`result`/`detail`) is shown to the caller, and
+//!   `content_policy_violation` (or a text saying the content was moderated) is content policy,
+//!   anything else a provider failure. A verdict read from a poll ends the wait at once whatever
+//!   its kind (the poll loop never asks again); resubmitting would be a new paid generation,
+//!   which the gateway never does after a submission was accepted.
 //! - `Task not found` (expired or unknown) → a failure, likewise final.
 //!
 //! Errors (submit or poll): HTTP 400, 402 (credits exhausted: a failure of the gateway's account,
-//! not retried), 403 (key refused), 422 (FastAPI validation, `{"detail":[{"loc","msg"}]}`), 429
-//! (too many active tasks: rate limited, retried), 500, 503; bodies are `{"detail": …}`.
+//! not retried), 403 (key refused), 404 `{"detail":"Not Found"}` (FastAPI's answer for a path no
+//! route serves: the configured model is not a BFL endpoint, so an unknown model), 422 (FastAPI
+//! validation, `{"detail":[{"loc","msg"}]}`), 429 (too many active tasks: rate limited, retried),
+//! 500, 503; bodies are `{"detail": …}`.
 //!
-//! Unconfirmed (from BFL's API reference pages as quoted by third parties, not a live call):
-//! that `input_image` accepts an `http(s)` URL besides base64; that `Pending` carries a numeric
-//! `progress` (0–1 or a percentage; only "above 0" is relied on); the `Reasoning`/`Generating`
-//! stages; the `details["Moderation Reasons"]` shape; the exact `detail` texts of 402 and 429.
+//! Unconfirmed (from BFL's guides and third-party copies of its API reference, not a live call):
+//! that `Pending` carries a numeric `progress` (0–1 or a percentage; only "above 0" is relied on);
+//! the `Reasoning`/`Generating` stages; the `details["Moderation Reasons"]` shape; the `error` /
+//! `message` fields of a failed task (not in the OpenAPI schema); the exact `detail` texts of 402,
+//! 404 and 429. The provider ledger (`docs/providers/bfl.md`) lists each fact and its source.
 
 use std::borrow::Cow;
 
@@ -83,6 +91,9 @@ const GET_RESULT_PATH: &str = "/v1/get_result?id=";
 /// BFL's own domain: polls may go to it and its subdomains (regional API hosts).
 const BFL_DOMAIN: &str = "bfl.ai";
 
+/// Where BFL serves result samples (the default `result_hosts`).
+const RESULT_HOSTS: &[&str] = &["*.bfl.ai", "bfldeliveryprod.blob.core.windows.net"];
+
 /// Longest provider text quoted in an error message.
 const MAX_QUOTED: usize = 300;
 
@@ -114,6 +125,8 @@ struct SubmitAnswer {
 }
 
 /// One poll's answer. `result` and `details` stay loose: their shape depends on the status.
+/// `error` and `message` are not in BFL's OpenAPI `ResultResponse`, but BFL's own guides show a
+/// failed task as `{"status": "Error", "error": "content_policy_violation", "message": "…"}`.
 #[derive(Deserialize)]
 struct ResultAnswer {
     #[serde(default)]
@@ -127,6 +140,10 @@ struct ResultAnswer {
     details: Option<Value>,
     #[serde(default)]
     detail: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(default)]
+    message: Option<Value>,
 }
 
 // ---- translation to native -------------------------------------------------------------------
@@ -142,15 +159,13 @@ pub fn image_request(
             "bfl asked for {n} images in one call; it makes one per task"
         )));
     }
-    let (width, height, aspect_ratio) = if sized_by_ratio(req.caps) {
-        // With a reference image and no size chosen, BFL keeps the input's proportions.
-        let keep_input = req.image.is_some() && !req.size_given;
-        let ratio = if keep_input {
-            None
-        } else {
-            Some(req.required_aspect_ratio()?)
-        };
-        (None, None, ratio)
+    // With a reference image and no size chosen, BFL keeps the input's proportions (Kontext) or
+    // size (FLUX.2), so nothing is sent that would force the default square.
+    let keep_input = req.image.is_some() && !req.size_given;
+    let (width, height, aspect_ratio) = if keep_input {
+        (None, None, None)
+    } else if sized_by_ratio(req.caps) {
+        (None, None, Some(req.required_aspect_ratio()?))
     } else {
         let (w, h) = pixels(&req.size)?;
         (Some(w), Some(h), None)
@@ -173,10 +188,10 @@ pub fn image_request(
     ))
 }
 
-/// Whether `caps` come from the Kontext family (a model's overrides keep the family), whose
-/// endpoints take `aspect_ratio` and no pixel size.
+/// Whether `caps` come from a family whose endpoints take `aspect_ratio` and no pixel size:
+/// Kontext and FLUX1.1 [pro] Ultra (a model's overrides keep the family).
 fn sized_by_ratio(caps: &ImageCaps) -> bool {
-    caps.family == "flux-kontext"
+    matches!(caps.family, "flux-kontext" | "flux-ultra")
 }
 
 /// `WxH` as numbers; the family's sizes are all of this form, so anything else is a catalog bug.
@@ -345,11 +360,7 @@ pub fn poll_response(
             status,
             parsed.details.as_ref(),
         )),
-        "Error" => Err(UpstreamError::new(
-            UpstreamErrorKind::Failure,
-            &provider.name,
-            with_reason(provider, "the generation failed", &parsed),
-        )),
+        "Error" => Err(failed(provider, &parsed)),
         "Task not found" => Err(UpstreamError::new(
             UpstreamErrorKind::Failure,
             &provider.name,
@@ -415,24 +426,65 @@ fn moderated(
     )
 }
 
-/// `what`, followed by whatever reason the failed task's answer carries.
-fn with_reason(provider: &Provider, what: &str, parsed: &ResultAnswer) -> String {
-    let reason = [
+/// An `Error` task: a content-policy refusal when BFL's error code or reason says so, else a
+/// provider failure; either way with BFL's reason for the caller.
+fn failed(provider: &Provider, parsed: &ResultAnswer) -> UpstreamError {
+    let reasons = reasons(parsed);
+    let policy = reasons.iter().any(|r| is_policy_reason(r));
+    let message = if reasons.is_empty() {
+        "the generation failed (Error)".to_string()
+    } else {
+        format!(
+            "the generation failed: {}",
+            quote(provider, &reasons.join(": "))
+        )
+    };
+    let kind = if policy {
+        UpstreamErrorKind::ContentPolicy
+    } else {
+        UpstreamErrorKind::Failure
+    };
+    UpstreamError::new(kind, &provider.name, message)
+}
+
+/// The texts a failed task's answer carries, most specific first: the `error` code, `message`,
+/// then whatever `details`, `result` or `detail` say. Repeats are dropped.
+fn reasons(parsed: &ResultAnswer) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in [
+        parsed.error.as_ref(),
+        parsed.message.as_ref(),
         parsed.details.as_ref(),
         parsed.result.as_ref(),
         parsed.detail.as_ref(),
     ]
     .into_iter()
     .flatten()
-    .find_map(|v| match v {
-        Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
-        Value::Object(_) | Value::Array(_) => fastapi::detail_text(v),
-        _ => None,
-    });
-    match reason {
-        Some(r) => format!("{what}: {}", quote(provider, &r)),
-        None => format!("{what} (Error)"),
+    {
+        let text = match v {
+            Value::String(s) => Some(s.trim().to_string()),
+            Value::Object(_) | Value::Array(_) => fastapi::detail_text(v),
+            _ => None,
+        };
+        if let Some(t) = text.filter(|t| !t.is_empty() && !out.contains(t)) {
+            out.push(t);
+        }
     }
+    out
+}
+
+/// Whether a failed task's reason is a moderation refusal: BFL's `content_policy_violation` code,
+/// or a text saying the content was moderated or broke the content policy.
+fn is_policy_reason(reason: &str) -> bool {
+    let lower = reason.to_ascii_lowercase();
+    [
+        "content_policy",
+        "content policy",
+        "moderated",
+        "moderation",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
 }
 
 /// Provider text fit to show a caller: secrets redacted, length bounded.
@@ -456,7 +508,22 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
     // `from_status` already says what BFL's statuses mean: 402 (credits exhausted) and 404 are
     // failures kept non-retryable by their status, 401/403 the gateway's key, 400/422 the
     // request, 429 (too many active tasks) a rate limit, 5xx a retryable failure.
-    UpstreamError::from_status(&provider.name, status, message)
+    let mut err = UpstreamError::from_status(&provider.name, status, message);
+    // Each model is its own path (`/v1/{native_model}`), so a model BFL does not serve (retired,
+    // misspelt) is FastAPI's route-not-found answer: 404 `{"detail": "Not Found"}`. A poll never
+    // answers it for an unknown task (that is a 200 with `Task not found`).
+    if status == 404 && is_route_not_found(body) {
+        err.kind = UpstreamErrorKind::UnknownModel;
+    }
+    err
+}
+
+/// FastAPI's answer for a path no route serves.
+fn is_route_not_found(body: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("detail").and_then(Value::as_str).map(str::to_owned))
+        .is_some_and(|d| d.trim().eq_ignore_ascii_case("not found"))
 }
 
 // ---- registration ----------------------------------------------------------------------------
@@ -475,11 +542,13 @@ pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
             poll_response,
         }),
     };
-    // FLUX samples are signed links on BFL's delivery hosts (`delivery-*.bfl.ai`).
+    // FLUX samples are signed links on BFL's delivery hosts: `delivery-*.bfl.ai`, and BFL's own
+    // Azure storage account `bfldeliveryprod.blob.core.windows.net` (in BFL's API guides). That
+    // host exactly, never `*.blob.core.windows.net`, which anyone can rent.
     Ok(crate::providers::registry::images_kind(
         auth,
         error_response,
-        &["*.bfl.ai"],
+        RESULT_HOSTS,
         images,
     ))
 }
@@ -581,7 +650,7 @@ mod tests {
             "flux-pro-1.1",
             "flux",
             t(),
-            br#"{"model":"flux-pro-1.1","prompt":"p","image":"https://a.example/i.png","output_format":"webp","size":"512x512","quality":"hd","guidance":3}"#,
+            br#"{"model":"flux-pro-1.1","prompt":"p","image":"https://a.example/i.png","output_format":"webp","size":"500x500","quality":"hd","guidance":3}"#,
         );
         for field in ["image", "output_format", "size", "quality", "guidance"] {
             assert!(refused.get(field).is_some(), "{field}: {refused}");
@@ -623,6 +692,84 @@ mod tests {
         let body = native(&req).1;
         assert_eq!(body["aspect_ratio"], "21:9");
         assert!(body.get("width").is_none() && body.get("height").is_none());
+    }
+
+    fn flux2(body: &[u8]) -> ImageRequest<'_> {
+        let t = support::target(bfl(), "flux-2-pro");
+        support::image_request("flux-2-pro", "flux-2", t, body)
+    }
+
+    #[test]
+    fn flux2_sends_pixels_and_the_reference_image() {
+        // Multiples of 16 up to 4 MP.
+        let req =
+            flux2(br#"{"model":"flux-2-pro","prompt":"p","size":"1920x1088","disable_pup":true}"#);
+        let (path, body) = native(&req);
+        assert_eq!(path, "/v1/flux-2-pro");
+        assert_eq!(
+            body,
+            json!({"prompt": "p", "width": 1920, "height": 1088, "output_format": "png", "disable_pup": true})
+        );
+        // An edit with no size chosen follows the input: no width or height is sent.
+        let req = flux2(br#"{"model":"flux-2-pro","prompt":"make it blue","image":"https://img.example/a.png"}"#);
+        assert_eq!(
+            native(&req).1,
+            json!({"prompt": "make it blue", "input_image": "https://img.example/a.png", "output_format": "png"})
+        );
+        // With a size, the edit is sent at that size.
+        let req = flux2(br#"{"model":"flux-2-pro","prompt":"p","image":"https://img.example/a.png","size":"1024x1024"}"#);
+        let body = native(&req).1;
+        assert_eq!(
+            (body["width"].clone(), body["height"].clone()),
+            (json!(1024), json!(1024))
+        );
+        let t = || support::target(bfl(), "flux-2-pro");
+        for size in ["1000x1000", "2064x1024", "2048x2064", "48x64"] {
+            let body = format!(r#"{{"model":"flux-2-pro","prompt":"p","size":"{size}"}}"#);
+            let refused = support::image_refusal("flux-2-pro", "flux-2", t(), body.as_bytes());
+            assert!(refused.get("size").is_some(), "{size}: {refused}");
+        }
+        // FLUX.2 [pro] has no `prompt_upsampling` switch (it is `disable_pup`).
+        let refused = support::image_refusal(
+            "flux-2-pro",
+            "flux-2",
+            t(),
+            br#"{"model":"flux-2-pro","prompt":"p","prompt_upsampling":true}"#,
+        );
+        assert!(refused.get("prompt_upsampling").is_some(), "{refused}");
+    }
+
+    #[test]
+    fn ultra_sends_an_aspect_ratio_and_takes_no_reference_image() {
+        let t = || support::target(bfl(), "flux-pro-1.1-ultra");
+        let req = support::image_request(
+            "flux-pro-1.1-ultra",
+            "flux-ultra",
+            t(),
+            br#"{"model":"flux-pro-1.1-ultra","prompt":"p","size":"1344x768","raw":true}"#,
+        );
+        let (path, body) = native(&req);
+        assert_eq!(path, "/v1/flux-pro-1.1-ultra");
+        assert_eq!(
+            body,
+            json!({"prompt": "p", "aspect_ratio": "16:9", "output_format": "png", "raw": true})
+        );
+        let refused = support::image_refusal(
+            "flux-pro-1.1-ultra",
+            "flux-ultra",
+            t(),
+            br#"{"model":"flux-pro-1.1-ultra","prompt":"p","image":"https://img.example/a.png"}"#,
+        );
+        assert!(refused.get("image").is_some(), "{refused}");
+    }
+
+    #[test]
+    fn samples_may_be_downloaded_from_bfls_delivery_hosts() {
+        let kind = kind(KEY).unwrap();
+        assert_eq!(
+            kind.result_hosts,
+            &["*.bfl.ai", "bfldeliveryprod.blob.core.windows.net"]
+        );
     }
 
     #[test]
@@ -873,6 +1020,42 @@ mod tests {
     }
 
     #[test]
+    fn an_error_task_says_why_and_policy_failures_are_content_policy() {
+        // BFL's guides: a failed task is `{"status": "Error", "error": code, "message": text}`.
+        let e = poll(
+            json!({"id": "t", "status": "Error", "error": "content_policy_violation",
+            "message": "The prompt violated content policy"}),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::ContentPolicy);
+        assert!(
+            e.message.contains("content_policy_violation")
+                && e.message.contains("The prompt violated content policy"),
+            "{}",
+            e.message
+        );
+        let e =
+            poll(json!({"id": "t", "status": "Error", "error": "Content moderated"})).unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::ContentPolicy, "{}", e.message);
+        for (error, text) in [
+            (json!("internal_error"), "internal_error"),
+            (json!("Error description"), "Error description"),
+            (json!({"message": "invalid_image"}), "invalid_image"),
+        ] {
+            let e = poll(json!({"id": "t", "status": "Error", "error": error})).unwrap_err();
+            assert_eq!(
+                (e.kind, e.status),
+                (UpstreamErrorKind::Failure, None),
+                "{text}"
+            );
+            assert!(e.message.contains(text), "{}", e.message);
+        }
+        let e = poll(json!({"id": "t", "status": "Error", "error": format!("bad key {KEY}")}))
+            .unwrap_err();
+        assert!(!e.message.contains(KEY), "{}", e.message);
+    }
+
+    #[test]
     fn maps_http_errors() {
         let p = bfl();
         let e = error_response(
@@ -909,5 +1092,18 @@ mod tests {
         }
         let e = error_response(&p, 502, b"<html>bad gateway</html>");
         assert_eq!(e.message, "HTTP 502");
+    }
+
+    #[test]
+    fn an_endpoint_bfl_does_not_serve_is_an_unknown_model() {
+        let p = bfl();
+        let e = error_response(&p, 404, br#"{"detail":"Not Found"}"#);
+        assert_eq!(e.kind, UpstreamErrorKind::UnknownModel);
+        assert!(!e.retryable());
+        // Any other 404 stays a failure.
+        let e = error_response(&p, 404, br#"{"detail":"Finetune not found"}"#);
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        let e = error_response(&p, 404, b"<html>not found</html>");
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
     }
 }

@@ -11,6 +11,11 @@
 //! image is refused rather than silently ignored. One call makes one image; the gateway fans out
 //! for `n > 1`. `Accept: application/json` makes the answer base64 JSON whose `finish_reason`
 //! reports a filtered result: that image is a blurred placeholder and is never delivered.
+//!
+//! Errors are `{"id", "name", "errors": ["field: reason", …]}`. A 403 `content_moderation` is a
+//! content refusal; a 400 faulting the `model` field (set only from the configuration) or
+//! Stability's own 404 `not_found` means the configured model is not served (an unknown model).
+//! The provider ledger (`docs/providers/stability.md`) lists each fact and its source.
 
 use http::header::{ACCEPT, CONTENT_TYPE};
 use http::HeaderValue;
@@ -279,11 +284,30 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         .map(|m| provider.redact(&m))
         .unwrap_or_else(|| format!("HTTP {status}"));
     let mut err = UpstreamError::from_status(&provider.name, status, message);
-    // Moderation comes as a 403, which would otherwise read as the gateway's key being refused.
-    if parsed.is_some_and(|e| e.name == "content_moderation") {
-        err.kind = UpstreamErrorKind::ContentPolicy;
+    match parsed {
+        // Moderation comes as a 403, which would otherwise read as the gateway's key being refused.
+        Some(e) if e.name == "content_moderation" => err.kind = UpstreamErrorKind::ContentPolicy,
+        Some(e) if names_the_model(status, &e) => err.kind = UpstreamErrorKind::UnknownModel,
+        _ => {}
     }
     err
+}
+
+/// Whether Stability refused the model the configuration names: a 400 `bad_request` whose
+/// `errors` (written `field: reason`) fault the `model` form field, which only the gateway's
+/// configuration sets (the SD3 endpoint's native model); or Stability's own 404 `not_found`
+/// for the generate path the native model picks (`ultra`, `core`, `sd3`), which is how a
+/// retired endpoint answers.
+fn names_the_model(status: u16, body: &ErrorBody) -> bool {
+    match status {
+        400 => body.errors.iter().any(|e| {
+            e.as_str()
+                .map(str::trim_start)
+                .is_some_and(|t| t.starts_with("model:") || t.starts_with("model "))
+        }),
+        404 => body.name == "not_found",
+        _ => false,
+    }
 }
 
 // ---- registration ----------------------------------------------------------------------------
@@ -770,5 +794,40 @@ mod tests {
         );
         let e = error_response(&p, 400, br#"{"message":"old style"}"#);
         assert_eq!(e.message, "old style");
+    }
+
+    #[test]
+    fn a_model_stability_does_not_serve_is_an_unknown_model() {
+        let p = provider();
+        let err = |status: u16, name: &str, errors: &str| {
+            let body = format!(r#"{{"id":"abc123","name":"{name}","errors":{errors}}}"#);
+            error_response(&p, status, body.as_bytes())
+        };
+        let e = err(
+            400,
+            "bad_request",
+            r#"["model: must be one of sd3.5-large, sd3.5-large-turbo, sd3.5-medium, sd3.5-flash"]"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::UnknownModel);
+        assert!(!e.retryable());
+        assert!(e.message.contains("must be one of"), "{}", e.message);
+        let e = err(
+            404,
+            "not_found",
+            r#"["The requested resource was not found"]"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::UnknownModel);
+        // Other fields stay the caller's; a field merely mentioning "model" is not the model.
+        let e = err(
+            400,
+            "bad_request",
+            r#"["style_preset: must be one of 3d-model, modeling-compound"]"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+        let e = err(400, "bad_request", r#"["mode: must be image-to-image"]"#);
+        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+        // A 404 that is not Stability's own answer (a wrong base URL) stays a failure.
+        let e = error_response(&p, 404, b"<html>Not Found</html>");
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
     }
 }

@@ -819,3 +819,129 @@ fn a_rate_limited_submission_is_retried() {
     );
     assert_eq!(submits(&fake).len(), 1);
 }
+
+// ---- today's models and BFL's own failure answers --------------------------------------------
+
+/// The test config plus today's FLUX models beyond `flux-pro-1.1` and Kontext, and a retired one.
+fn config_with_flux_models(fake: &FakeProvider, ports: (u16, u16)) -> String {
+    support::config(&fake.base_url(), ports)
+        + "    flux-2-pro: {family: flux-2, targets: [{provider: bfl, model: flux-2-pro}]}\n"
+        + "    flux-ultra: {family: flux-ultra, targets: [{provider: bfl, model: flux-pro-1.1-ultra}]}\n"
+        + "    flux-pro: {family: flux, targets: [{provider: bfl, model: flux-pro}]}\n"
+}
+
+#[test]
+fn flux2_round_trip_sends_pixels_or_follows_the_reference_image() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start_with(|ports| config_with_flux_models(&fake, ports));
+    emulate(&fake, Script::ready(1, 1));
+    // Any size FLUX.2 takes (multiples of 16, at most 4 MP), not only the listed ones.
+    ok(&generate(
+        &gw,
+        json!({"model": "flux-2-pro", "prompt": "p", "size": "1920x1088", "disable_pup": true}),
+    ));
+    let sent = submits(&fake);
+    assert_eq!(sent[0].path, "/v1/flux-2-pro");
+    assert_eq!(
+        sent[0].json(),
+        json!({"prompt": "p", "width": 1920, "height": 1088, "output_format": "png", "disable_pup": true})
+    );
+    assert_provider_auth(&sent[0]);
+    // An edit: the reference image as `input_image`, and no size so the output follows it.
+    ok(&generate(
+        &gw,
+        json!({"model": "flux-2-pro", "prompt": "make it blue", "image": "https://img.example/a.png"}),
+    ));
+    assert_eq!(
+        submits(&fake)[1].json(),
+        json!({"prompt": "make it blue", "input_image": "https://img.example/a.png", "output_format": "png"})
+    );
+    // FLUX1.1 [pro] Ultra takes a ratio.
+    ok(&generate(
+        &gw,
+        json!({"model": "flux-ultra", "prompt": "p", "aspect_ratio": "21:9", "raw": true}),
+    ));
+    let sent = submits(&fake);
+    assert_eq!(sent[2].path, "/v1/flux-pro-1.1-ultra");
+    assert_eq!(
+        sent[2].json(),
+        json!({"prompt": "p", "aspect_ratio": "21:9", "output_format": "png", "raw": true})
+    );
+    // A size FLUX.2 cannot make is the caller's 400, never sent.
+    let resp = generate(
+        &gw,
+        json!({"model": "flux-2-pro", "prompt": "p", "size": "2064x2064"}),
+    );
+    failed(&resp, 400, "validation_error");
+    assert!(
+        resp.json()["details"].get("size").is_some(),
+        "{}",
+        resp.text()
+    );
+    assert_eq!(submits(&fake).len(), 3);
+}
+
+/// BFL's guides show a failed task as `{"status": "Error", "error": code, "message": text}`: the
+/// reason reaches the caller, and a policy refusal is `content_policy_violation`.
+#[test]
+fn an_error_task_reports_bfls_reason_and_policy_refusals() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    emulate(
+        &fake,
+        Script::ending(
+            "Error",
+            json!({"error": "content_policy_violation", "message": "The prompt violated content policy"}),
+        ),
+    );
+    let msg = failed(
+        &generate(
+            &gw,
+            json!({"model": "flux-pro-1.1", "prompt": "p", "retries": 2}),
+        ),
+        400,
+        "content_policy_violation",
+    );
+    assert!(msg.contains("The prompt violated content policy"), "{msg}");
+    assert_eq!(submits(&fake).len(), 1, "a verdict is never resubmitted");
+    let error = failed_task(&gw, json!({"model": "flux-pro-1.1", "prompt": "p"}));
+    assert_eq!(error["code"], "content_policy_violation", "{error}");
+
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    emulate(
+        &fake,
+        Script::ending(
+            "Error",
+            json!({"error": "invalid_image", "message": "Input image could not be decoded"}),
+        ),
+    );
+    let error = failed_task(&gw, json!({"model": "flux-pro-1.1", "prompt": "p"}));
+    assert_eq!(error["code"], "upstream_error", "{error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("invalid_image") && message.contains("could not be decoded"),
+        "BFL's reason reaches the caller: {message}"
+    );
+}
+
+/// A retired model (`flux-pro`, FLUX.1 [pro], no longer among BFL's endpoints) still configured:
+/// BFL's route-not-found 404 is 503 `model_unavailable` naming both models, not retried.
+#[test]
+fn a_model_bfl_no_longer_serves_is_named() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start_with(|ports| config_with_flux_models(&fake, ports));
+    fake.push(Reply::json(404, json!({"detail": "Not Found"})));
+    let resp = generate(
+        &gw,
+        json!({"model": "flux-pro", "prompt": "p", "retries": 2}),
+    );
+    let msg = failed(&resp, 503, "model_unavailable");
+    assert!(msg.contains("model flux-pro "), "{msg}");
+    assert!(
+        msg.contains("provider bfl") && msg.contains("configured model flux-pro"),
+        "{msg}"
+    );
+    assert_eq!(submits(&fake).len(), 1, "not retried");
+    assert_eq!(submits(&fake)[0].path, "/v1/flux-pro");
+}

@@ -42,6 +42,14 @@ const KLING_FIELDS: &[&str] = &[
     "watermark_info",
 ];
 const KLING_RATIOS: &[&str] = &["16:9", "9:16", "1:1", "4:3", "3:4", "3:2", "2:3", "21:9"];
+/// The models Kling's image endpoint serves (anything else: code 1203, no such model).
+const KLING_MODELS: &[&str] = &[
+    "kling-v1",
+    "kling-v1-5",
+    "kling-v2",
+    "kling-v2-new",
+    "kling-v2-1",
+];
 
 // ---- the emulator ----------------------------------------------------------------------------
 
@@ -62,6 +70,8 @@ enum Hold {
 
 struct Task {
     n: u64,
+    /// Asked with `watermark_info.enabled`: the answer carries watermarked copies too.
+    watermark: bool,
     polls: u32,
     created_at: i64,
     outcome: Outcome,
@@ -257,6 +267,10 @@ fn submit(s: &mut State, req: &Recorded) -> Reply {
         Ok(v) => v,
         Err(_) => return kling_error(400, 1200, "body is not JSON"),
     };
+    let model = body["model_name"].as_str().unwrap_or_default();
+    if !model.is_empty() && !KLING_MODELS.contains(&model) {
+        return kling_error(404, 1203, &format!("model {model} is not found"));
+    }
     if let Err(why) = check_submit(&body) {
         s.problems.push(format!("submit refused: {why}: {body}"));
         return kling_error(400, 1201, &why);
@@ -265,10 +279,12 @@ fn submit(s: &mut State, req: &Recorded) -> Reply {
     let id = (822_953_089_408_827_000_u64 + s.next).to_string();
     let created_at = 1_764_235_825_029 + s.next as i64 * 1000;
     let n = body["n"].as_u64().unwrap_or(1);
+    let watermark = body["watermark_info"]["enabled"] == true;
     s.tasks.insert(
         id.clone(),
         Task {
             n,
+            watermark,
             polls: 0,
             created_at,
             outcome: s.outcome.clone(),
@@ -317,6 +333,40 @@ fn check_submit(body: &Value) -> Result<(), String> {
     if let Some(r) = body.get("resolution") {
         if r != "1k" && r != "2k" {
             return Err(format!("resolution {r}"));
+        }
+    }
+    // What each model takes (Kling's capability map for `/v1/images/generations`).
+    let model = body["model_name"].as_str().unwrap_or_default();
+    let v1 = model == "kling-v1";
+    let v1_5 = model == "kling-v1-5";
+    if (v1 || v1_5) && body.get("resolution").is_some_and(|r| r == "2k") {
+        return Err(format!("{model} makes 1k images only"));
+    }
+    if v1 && body.get("aspect_ratio").is_some_and(|r| r == "21:9") {
+        return Err("kling-v1 has no 21:9".into());
+    }
+    if body.get("image").is_some() && !(v1 || v1_5) {
+        return Err(format!("{model} takes no image on this endpoint"));
+    }
+    if let Some(kind) = body.get("image_reference") {
+        if !v1_5 {
+            return Err(format!("{model} takes no image_reference"));
+        }
+        if kind != "subject" && kind != "face" {
+            return Err(format!("image_reference {kind}"));
+        }
+        if body.get("image").is_none() {
+            return Err("image_reference without image".into());
+        }
+    } else if v1_5 && body.get("image").is_some() {
+        return Err("kling-v1-5 needs image_reference with image".into());
+    }
+    if let Some(w) = body.get("watermark_info") {
+        if !w
+            .as_object()
+            .is_some_and(|o| o.len() == 1 && o["enabled"].is_boolean())
+        {
+            return Err(format!("watermark_info {w}"));
         }
     }
     if let Some(image) = body.get("image") {
@@ -378,11 +428,19 @@ fn poll(s: &mut State, base: &str, id: &str) -> Reply {
     match (status, &t.outcome) {
         ("succeed", _) => {
             // Listed last index first: the gateway must order them by `index`.
+            let watermark = t.watermark;
             let images: Vec<Value> = (0..t.n)
                 .rev()
-                .map(|i| json!({"index": i, "url": result_url(base, id, i)}))
+                .map(|i| {
+                    let mut image = json!({"index": i, "url": result_url(base, id, i)});
+                    if watermark {
+                        image["watermark_url"] = json!(watermarked_url(base, id, i));
+                    }
+                    image
+                })
                 .collect();
             data["task_result"] = json!({"images": images});
+            data["watermark_info"] = json!({"enabled": watermark});
             data["final_unit_deduction"] = json!(t.n.to_string());
         }
         ("failed", Outcome::Failed(msg)) => data["task_status_msg"] = json!(msg),
@@ -405,6 +463,10 @@ fn kling_error(status: u16, code: u32, message: &str) -> Reply {
 
 fn result_url(base: &str, id: &str, index: u64) -> String {
     format!("{base}/results/{id}/{index}.png")
+}
+
+fn watermarked_url(base: &str, id: &str, index: u64) -> String {
+    format!("{base}/results/{id}/{index}-wm.png")
 }
 
 fn parse_result_path(rest: &str) -> Option<(String, u64)> {
@@ -775,7 +837,14 @@ fn http_error_envelopes_map_to_public_errors() {
             400,
             "content_policy_violation",
         ),
-        (404, 1203, "model not found", 502, "upstream_error"),
+        (404, 1203, "model not found", 503, "model_unavailable"),
+        (
+            400,
+            1300,
+            "platform policy triggered",
+            502,
+            "upstream_error",
+        ),
         (500, 5000, "internal server error", 502, "upstream_error"),
         (503, 5001, "service unavailable", 502, "upstream_error"),
     ];
@@ -863,10 +932,10 @@ fn polls_tolerate_a_passing_failure_but_not_an_unknown_task() {
 #[test]
 fn negative_prompt_with_an_image_is_refused_before_sending() {
     let k = Kling::start();
-    let gw = TestGateway::start(&k.fake);
+    let gw = gateway_with_every_model(&k);
     let resp = generate(
         &gw,
-        json!({"negative_prompt": "blurry", "image": "https://img.example/ref.png"}),
+        json!({"model": "kling-v1", "negative_prompt": "blurry", "image": "https://img.example/ref.png"}),
     );
     assert_eq!(resp.status, 400, "{}", resp.text());
     let body = resp.json();
@@ -885,29 +954,43 @@ fn negative_prompt_with_an_image_is_refused_before_sending() {
     );
 }
 
+/// The test config plus Kling's other image models, each with the family saying what it takes,
+/// and a model Kling does not serve.
+fn gateway_with_every_model(k: &Kling) -> TestGateway {
+    let base = k.fake.base_url();
+    TestGateway::start_with(|ports| {
+        support::config(&base, ports)
+            + "    kling-v1: {family: kling-v1, targets: [{provider: kling, model: kling-v1}]}\n"
+            + "    kling-v1-5: {family: kling-v1-5, targets: [{provider: kling, model: kling-v1-5}]}\n"
+            + "    kling-v2: {family: kling, targets: [{provider: kling, model: kling-v2}]}\n"
+            + "    kling-v0: {family: kling, targets: [{provider: kling, model: kling-v0}]}\n"
+    })
+}
+
 #[test]
-fn reference_images_go_as_the_url_or_as_raw_base64() {
+fn reference_images_go_as_each_model_takes_them() {
     let k = Kling::start();
-    let gw = TestGateway::start(&k.fake);
-    // A URL on another host: passed as is (Kling downloads it), with strength as image_fidelity
-    // and Kling's own reference fields passed through.
+    let gw = gateway_with_every_model(&k);
+    // kling-v1-5: a URL on another host, passed as is (Kling downloads it), typed by
+    // `image_reference`, with strength as image_fidelity.
     let host = FakeProvider::start();
     let url = format!("{}/refs/face.png", host.base_url());
     let resp = generate(
         &gw,
-        json!({"image": url, "strength": 0.8, "image_reference": "face", "human_fidelity": 0.6}),
+        json!({"model": "kling-v1-5", "image": url, "strength": 0.8, "image_reference": "subject",
+               "human_fidelity": 0.6}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert_eq!(
         k.submits()[0].json(),
         json!({
-            "model_name": "kling-v2-1",
+            "model_name": "kling-v1-5",
             "prompt": "a lighthouse at dusk",
             "image": url,
             "image_fidelity": 0.8,
             "n": 1,
             "aspect_ratio": "1:1",
-            "image_reference": "face",
+            "image_reference": "subject",
             "human_fidelity": 0.6
         })
     );
@@ -916,19 +999,137 @@ fn reference_images_go_as_the_url_or_as_raw_base64() {
         "the gateway fetched a URL Kling takes"
     );
 
-    // Bytes, as raw base64 or a data URL: raw base64 without the prefix, default fidelity.
+    // kling-v1: a plain reference; bytes as raw base64 or a data URL go as raw base64 without
+    // the prefix, default fidelity.
     let reference = png(90_000, 6);
     for given in [
         b64(&reference),
         format!("data:image/png;base64,{}", b64(&reference)),
     ] {
-        let resp = generate(&gw, json!({"image": given}));
+        let resp = generate(&gw, json!({"model": "kling-v1", "image": given}));
         assert_eq!(resp.status, 200, "{}", resp.text());
         let sent = k.submits().last().unwrap().json();
+        assert_eq!(sent["model_name"], "kling-v1");
         let image = sent["image"].as_str().unwrap();
         assert!(!image.starts_with("data:"), "data: prefix sent");
         assert_eq!(unb64(image), reference);
         assert_eq!(sent["image_fidelity"], 0.5);
+        assert!(sent.get("image_reference").is_none());
     }
+    k.assert_clean();
+}
+
+/// What a model cannot take the way the gateway sends it is the caller's 400 naming the field,
+/// never a request Kling refuses: the default kling-v2-1 (and kling-v2) take no plain reference
+/// image on this endpoint, kling-v1-5 takes one only typed, kling-v1 and kling-v1-5 make 1K only.
+#[test]
+fn what_a_model_cannot_take_is_refused_before_sending() {
+    let k = Kling::start();
+    let gw = gateway_with_every_model(&k);
+    for (body, field) in [
+        (json!({"image": "https://img.example/a.png"}), "image"),
+        (
+            json!({"model": "kling-v2", "image": "https://img.example/a.png", "strength": 0.5}),
+            "image",
+        ),
+        (json!({"image_reference": "face"}), "image_reference"),
+        (
+            json!({"model": "kling-v1-5", "image": "https://img.example/a.png"}),
+            "image_reference",
+        ),
+        (
+            json!({"model": "kling-v1-5", "image_reference": "face"}),
+            "image_reference",
+        ),
+        (
+            json!({"model": "kling-v1", "image": "https://img.example/a.png", "image_reference": "face"}),
+            "image_reference",
+        ),
+        (json!({"model": "kling-v1", "quality": "pro"}), "quality"),
+        (json!({"model": "kling-v1-5", "quality": "pro"}), "quality"),
+        (
+            json!({"model": "kling-v1", "aspect_ratio": "21:9"}),
+            "aspect_ratio",
+        ),
+    ] {
+        let resp = generate(&gw, body.clone());
+        assert_eq!(resp.status, 400, "{body}: {}", resp.text());
+        let answer = resp.json();
+        assert_eq!(answer["code"], "validation_error", "{body}");
+        assert!(answer["details"].get(field).is_some(), "{body}: {answer}");
+    }
+    assert!(
+        k.fake.requests().is_empty(),
+        "a refused request reached Kling"
+    );
+    // What they do take goes through.
+    for body in [
+        json!({"quality": "pro", "aspect_ratio": "21:9"}),
+        json!({"model": "kling-v2", "quality": "pro"}),
+        json!({"model": "kling-v1-5", "aspect_ratio": "21:9", "quality": "std"}),
+    ] {
+        let resp = generate(&gw, body.clone());
+        assert_eq!(resp.status, 200, "{body}: {}", resp.text());
+    }
+    k.assert_clean();
+}
+
+/// `watermark: true` is Kling's `watermark_info: {"enabled": true}`; the watermarked copies
+/// (`watermark_url`) are what the caller gets.
+#[test]
+fn a_watermark_delivers_klings_watermarked_copies() {
+    let k = Kling::start();
+    let gw = TestGateway::start(&k.fake);
+    let resp = generate(&gw, json!({"n": 2, "watermark": true}));
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(
+        k.submits()[0].json()["watermark_info"],
+        json!({"enabled": true})
+    );
+    let id = only_task(&k);
+    let base = k.fake.base_url();
+    let urls: Vec<String> = resp.json()["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["url"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        urls,
+        (0..2)
+            .map(|i| watermarked_url(&base, &id, i))
+            .collect::<Vec<_>>()
+    );
+    // Without it, no watermark_info is sent and the plain images come back.
+    let resp = generate(&gw, json!({}));
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert!(k.submits()[1].json().get("watermark_info").is_none());
+    assert!(!resp.json()["data"][0]["url"]
+        .as_str()
+        .unwrap()
+        .contains("-wm"));
+    k.assert_clean();
+}
+
+/// A model Kling does not serve (code 1203, "the requested resource does not exist, e.g. the
+/// model"): 503 `model_unavailable` naming the public and native model, not retried.
+#[test]
+fn a_model_kling_does_not_serve_is_named() {
+    let k = Kling::start();
+    let gw = gateway_with_every_model(&k);
+    let resp = generate(&gw, json!({"model": "kling-v0", "retries": 2}));
+    let (status, code, message) = public_error(&resp);
+    assert_eq!(
+        (status, code.as_str()),
+        (503, "model_unavailable"),
+        "{message}"
+    );
+    assert!(message.contains("model kling-v0 "), "{message}");
+    assert!(
+        message.contains("provider kling") && message.contains("model kling-v0 is not found"),
+        "{message}"
+    );
+    assert_eq!(k.submits().len(), 1, "not retried");
+    assert_no_secrets(&resp.text());
     k.assert_clean();
 }

@@ -464,3 +464,50 @@ fn url_results_are_hosted_by_the_gateway() {
     assert_eq!(file.header("content-type"), Some("image/png"));
     assert_eq!(file.body, img);
 }
+
+/// A model Stability no longer serves, still configured (SD3.0 `sd3-large`, replaced by SD3.5):
+/// Stability's 400 faulting the `model` form field, which only the configuration sets, is 503
+/// `model_unavailable` naming both models, not retried; and today's SD3.5 models go out as named.
+#[test]
+fn a_model_stability_no_longer_serves_is_named() {
+    let fake = FakeProvider::start();
+    let base = fake.base_url();
+    let gw = TestGateway::start_with(|ports| {
+        support::config(&base, ports)
+            + "    sd3-large: {family: stability-sd3, targets: [{provider: stability, model: sd3-large}]}\n"
+            + "    sd3.5-flash: {family: stability-sd3, targets: [{provider: stability, model: sd3.5-flash}]}\n"
+    });
+    fake.push(stability_error(
+        400,
+        "bad_request",
+        "model: must be one of sd3.5-large, sd3.5-large-turbo, sd3.5-medium, sd3.5-flash",
+    ));
+    let resp = post(
+        &gw,
+        GENERATE,
+        &json!({"model": "sd3-large", "prompt": "p", "retries": 2}),
+    );
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "model_unavailable");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("model sd3-large "), "{message}");
+    assert!(message.contains("provider stability"), "{message}");
+    assert!(message.contains("must be one of"), "{message}");
+    assert_eq!(fake.requests().len(), 1, "not retried");
+    assert_eq!(
+        part(&form_parts(&fake.requests()[0]), "model").text(),
+        "sd3-large"
+    );
+
+    fake.push(Reply::json(200, success(&png(100, 3))));
+    let resp = post(
+        &gw,
+        GENERATE,
+        &json!({"model": "sd3.5-flash", "prompt": "p"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let sent = &fake.requests()[1];
+    check_common(sent, SD3_PATH);
+    assert_eq!(part(&form_parts(sent), "model").text(), "sd3.5-flash");
+}

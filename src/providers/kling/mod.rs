@@ -6,38 +6,52 @@
 //!
 //! The submit body is `model_name`, `prompt`, `negative_prompt`, `image` (the caller's URL as is, or
 //! the bytes as raw base64: Kling refuses the `data:` prefix), `image_fidelity` (the public
-//! `strength`, only with an image), `resolution`, `n` (up to 9 in one task, so the gateway never
-//! fans out) and `aspect_ratio` (the family's table maps the public `size` to it; it is always
-//! sent, because Kling's own default, 16:9, is not the public default size 1024x1024), followed by
-//! the caller's pass-through fields (`image_reference`, `human_fidelity`). `callback_url` is never
-//! sent: the gateway polls, and validation refuses the field from callers. Kling refuses
-//! `negative_prompt` together with `image`, which the family's caps cannot express, so that
-//! combination is refused here with a 400 naming `negative_prompt` before anything is sent.
+//! `strength`, only with an image), `resolution` (the public `quality`: `std` → `1k`, "1K
+//! standard", `pro` → `2k`, "2K high-res"; no quality → no field, Kling's default 1k), `n` (up to 9
+//! in one task, so the gateway never fans out), `aspect_ratio` (the family's table maps the public
+//! `size` to it; it is always sent, because Kling's own default, 16:9, is not the public default
+//! size 1024x1024) and `watermark_info: {"enabled": true}` when the caller asks for a watermark,
+//! followed by the caller's pass-through fields (`image_reference`, `human_fidelity`).
+//! `callback_url` is never sent: the gateway polls, and validation refuses the field from callers.
+//!
+//! What each model takes differs, and the families say it (Kling's capability map): `kling-v1`
+//! edits a reference image (`image` + `image_fidelity`) at 1K, without 21:9; `kling-v1-5` takes a
+//! reference image only typed by `image_reference` (`subject` or `face`) at 1K; `kling-v2` and
+//! `kling-v2-1` take no plain reference image on this endpoint (theirs go through
+//! `/v1/images/multi-image2image`, or, for kling-v2, a restyle whose size follows the input), so
+//! their family refuses `image`; they make 1K or 2K. Kling refuses `negative_prompt` together with
+//! `image`, and `image_reference` is required with an image on kling-v1-5; neither rule fits the
+//! caps, so both are refused here with a 400 naming the field before anything is sent.
 //!
 //! Every answer, success or not, is the envelope `{"code", "message", "request_id", "data": {
-//! "task_id", "task_status", "task_status_msg", "created_at", "updated_at", "task_result":
-//! {"images": [{"index", "url"}]}}}`; a non-zero `code` is an error even with HTTP 200.
-//! `task_status` is `submitted` (public `pending`), `processing` (`running`), `succeed` (images
-//! sorted by `index`, `created` from `created_at` in milliseconds) or `failed`.
+//! "task_id", "task_status", "task_status_msg", "watermark_info", "created_at", "updated_at",
+//! "task_result": {"images": [{"index", "url", "watermark_url"}]}}}`; a non-zero `code` is an error
+//! even with HTTP 200. `task_status` is `submitted` (public `pending`), `processing` (`running`),
+//! `succeed` (images sorted by `index`, `created` from `created_at` in milliseconds; with
+//! `watermark_info.enabled` the watermarked copies at `watermark_url` are delivered) or `failed`.
 //!
-//! Unconfirmed (from third-party mirrors of Kling's docs, not Kling's own pages):
-//! - `resolution`: the public `quality` `std` → `1k` and `pro` → `2k` is this gateway's assumption
-//!   (Kling's image API has no quality field; only some models make 2K); no quality → no field.
-//! - The error code table: 1000–1004 authentication (HTTP 401) → the gateway's credentials were
-//!   rejected; 1100–1102 account abnormal / in arrears / resource pack used up (sent with HTTP
-//!   429!) and 1103 no permission (403) → a failure kept at its 4xx status so it is not retried;
-//!   1200–1201 invalid parameters (400) → the caller's request; 1202–1203 method or resource (model)
-//!   not found (404) → an operator's configuration failure, like any 404; 1300–1301 platform or
-//!   content security policy (400) → content policy; 1302–1303 rate or concurrency limit (429) →
-//!   rate limited, retried; 1304 IP whitelist (429) → the gateway's access was refused, like bad
-//!   credentials (not retried: waiting does not change an allow-list); 5000+ server errors (5xx) →
-//!   a provider failure, retried.
-//! - Why a task failed is only in the free text `task_status_msg`: a message mentioning risk
+//! Error codes (Kling's table): 1000–1004 authentication (HTTP 401) → the gateway's credentials
+//! were rejected; 1100–1102 account abnormal / in arrears / resource pack used up (sent with HTTP
+//! 429!) and 1103 no permission for the interface or model (403) → a failure kept at its 4xx
+//! status so it is not retried; 1200–1201 invalid parameters (400) → the caller's request, except
+//! a 1201 about `model_name` (only the configuration sets it) → unknown model; 1202 invalid method
+//! (404) → a failure; 1203 resource not found, "e.g. the model" (404) → unknown model when its
+//! message is about the model, else (a polled task) a failure; 1300 platform policy (400) → a
+//! failure, not retried; 1301 content security policy (400) → content policy; 1302–1303 rate or
+//! concurrency limit (429) → rate limited, retried; 1304 IP allow-list (429) → the gateway's access
+//! was refused, like bad credentials (not retried: waiting does not change an allow-list); 5000+
+//! server errors (5xx) → a provider failure, retried.
+//!
+//! Unconfirmed (the sources are third-party mirrors of Kling's docs, not Kling's own pages):
+//! - the texts of Kling's messages for an unknown model (only their codes are documented);
+//! - why a task failed is only in the free text `task_status_msg`: a message mentioning risk
 //!   control, sensitive content, policy, moderation or violations (English or Chinese) is taken for
 //!   a content-policy refusal, anything else for a provider failure. Read while polling, either
 //!   ends the wait (the task ran and was billed; whether to pay for it again is the caller's
-//!   choice); the caller sees Kling's reason.
-//! - Task ids are numeric strings in every example; any id of URL-safe characters is accepted.
+//!   choice); the caller sees Kling's reason;
+//! - task ids are numeric strings in every example; any id of URL-safe characters is accepted.
+//!
+//! The provider ledger (`docs/providers/kling.md`) lists each fact and its source.
 
 pub mod auth;
 
@@ -111,6 +125,15 @@ struct GenerationBody<'a> {
     resolution: Option<&'static str>,
     n: u64,
     aspect_ratio: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    watermark_info: Option<WatermarkInfo>,
+}
+
+/// `{"enabled": bool}`: whether Kling also makes a watermarked copy of each image.
+#[derive(Serialize, Deserialize, Default)]
+struct WatermarkInfo {
+    #[serde(default)]
+    enabled: bool,
 }
 
 /// The envelope of every Kling answer.
@@ -141,6 +164,10 @@ struct TaskData {
     created_at: Option<f64>,
     #[serde(default)]
     task_result: Option<TaskResult>,
+    /// Echoes the submit's `watermark_info`: when enabled, the images to deliver are the
+    /// watermarked copies (`watermark_url`).
+    #[serde(default)]
+    watermark_info: Option<WatermarkInfo>,
 }
 
 #[derive(Deserialize)]
@@ -155,6 +182,8 @@ struct ResultImage {
     index: Option<u64>,
     #[serde(default)]
     url: Option<String>,
+    #[serde(default)]
+    watermark_url: Option<String>,
 }
 
 // ---- translation to native -------------------------------------------------------------------
@@ -172,6 +201,7 @@ pub fn image_request(
              reference image",
         ));
     }
+    check_reference_type(req)?;
     let aspect_ratio = req.required_aspect_ratio()?;
     let image = req.image.as_ref().map(reference_image).transpose()?;
     let body = GenerationBody {
@@ -183,11 +213,42 @@ pub fn image_request(
         resolution: resolution(req.quality),
         n,
         aspect_ratio,
+        // Kling's default is no watermarked copy, so the field is sent only when asked for.
+        watermark_info: req.watermark.then_some(WatermarkInfo { enabled: true }),
     };
     Ok(NativeRequest::post_json(
         GENERATIONS_PATH,
         json_with_extra(&body, &req.passthrough)?,
     ))
+}
+
+/// A family taking `image_reference` (kling-v1-5) takes a reference image only as a typed
+/// reference: Kling requires `image_reference` (`subject` or `face`) whenever `image` is given, and
+/// `image_reference` means nothing without an image. Both are refused here with a 400 naming the
+/// field, before anything is sent.
+fn check_reference_type(req: &ImageRequest<'_>) -> Result<(), GatewayError> {
+    if !req.caps.native_fields.contains(&"image_reference") {
+        return Ok(());
+    }
+    let typed = req
+        .passthrough
+        .iter()
+        .any(|(k, _)| k.as_str() == "image_reference");
+    match (req.image.is_some(), typed) {
+        (true, false) => Err(GatewayError::field(
+            "image_reference",
+            format!(
+                "is required with `image` on model {}: `subject` (character features) or `face` \
+                 (facial appearance)",
+                req.model.name
+            ),
+        )),
+        (false, true) => Err(GatewayError::field(
+            "image_reference",
+            "needs a reference `image`",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The reference image as Kling takes it: the caller's URL (Kling downloads it), or the bytes as
@@ -215,7 +276,8 @@ fn reference_image(input: &ImageInput) -> Result<Cow<'_, str>, GatewayError> {
     }
 }
 
-/// Kling's `resolution` for the public `quality` (an unconfirmed mapping, see the module doc).
+/// Kling's `resolution` for the public `quality`: `std` is 1K ("1K standard"), `pro` 2K ("2K
+/// high-res"); the families list only the ones their models make.
 fn resolution(quality: Option<&str>) -> Option<&'static str> {
     match quality {
         Some("std") => Some("1k"),
@@ -348,8 +410,10 @@ fn task_id(provider: &Provider, id: Option<&Value>) -> Result<String, UpstreamEr
     Ok(id)
 }
 
-/// A finished task's images, in Kling's `index` order.
+/// A finished task's images, in Kling's `index` order: the watermarked copies when the task was
+/// asked for them (a watermark asked for is never dropped: a missing copy is a bad answer).
 fn done(provider: &Provider, data: TaskData) -> Result<NativeImages, UpstreamError> {
+    let watermarked = data.watermark_info.as_ref().is_some_and(|w| w.enabled);
     let mut images = data.task_result.map(|r| r.images).unwrap_or_default();
     if images.is_empty() {
         return Err(crate::upstream::provider::bad_answer(
@@ -363,15 +427,20 @@ fn done(provider: &Provider, data: TaskData) -> Result<NativeImages, UpstreamErr
     let images = images
         .into_iter()
         .enumerate()
-        .map(
-            |(i, image)| match image.url.filter(|u| !u.trim().is_empty()) {
+        .map(|(i, image)| {
+            let (url, field) = if watermarked {
+                (image.watermark_url, "watermark_url")
+            } else {
+                (image.url, "url")
+            };
+            match url.filter(|u| !u.trim().is_empty()) {
                 Some(url) => Ok(NativeImage::new(ImageData::Url(url))),
                 None => Err(crate::upstream::provider::bad_answer(
                     provider,
-                    format!("image {} of {total} has no url", i + 1),
+                    format!("image {} of {total} has no {field}", i + 1),
                 )),
-            },
-        )
+            }
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let created = data
         .created_at
@@ -448,11 +517,16 @@ fn code_error(
         .filter(|r| !r.is_empty())
         .map(|r| format!(", request {}", provider.redact(r)))
         .unwrap_or_default();
+    let about_the_model = names_the_model(code, text.as_deref());
     let message = match text {
         Some(t) => format!("{t} (code {code}{request_id})"),
         None => format!("code {code}{request_id}"),
     };
     match code_class(code) {
+        Some((_, documented)) if about_the_model => {
+            UpstreamError::new(UpstreamErrorKind::UnknownModel, &provider.name, message)
+                .with_status(answer_status(http, documented))
+        }
         Some((kind, documented)) => UpstreamError::new(kind, &provider.name, message)
             .with_status(answer_status(http, documented)),
         None => match http.filter(|s| *s >= 400) {
@@ -461,6 +535,18 @@ fn code_error(
             // unset (retryable) and the message visible.
             None => UpstreamError::new(UpstreamErrorKind::Failure, &provider.name, message),
         },
+    }
+}
+
+/// Whether a Kling error says the configured native model is not served: 1203 ("the requested
+/// resource does not exist, e.g. the model") whose message is about the model, not a polled task;
+/// or 1201 (an invalid parameter) about `model_name`, which only the gateway's configuration sets.
+fn names_the_model(code: i64, message: Option<&str>) -> bool {
+    let lower = message.unwrap_or_default().to_ascii_lowercase();
+    match code {
+        1203 => lower.contains("model"),
+        1201 => lower.contains("model_name"),
+        _ => false,
     }
 }
 
@@ -475,9 +561,15 @@ fn code_class(code: i64) -> Option<(UpstreamErrorKind, u16)> {
         1100..=1102 => (Failure, 429),
         1103 => (Failure, 403),
         1200 | 1201 => (InvalidRequest, 400),
-        // No such method or resource (the configured native model): the operator's to fix.
-        1202 | 1203 => (Failure, 404),
-        1300 | 1301 => (ContentPolicy, 400),
+        // No such method (a path the gateway should never send): the operator's to fix.
+        1202 => (Failure, 404),
+        // "The requested resource does not exist, e.g. the model" (or a polled task): see
+        // `names_the_model` for when it is the configured native model.
+        1203 => (Failure, 404),
+        // "Platform policy" is not a content verdict (only 1301, the content security policy,
+        // is); it is not the caller's to fix and does not pass by retrying.
+        1300 => (Failure, 400),
+        1301 => (ContentPolicy, 400),
         1302 | 1303 => (RateLimited, 429),
         // The gateway's address is not on the account's allow-list.
         1304 => (AuthRejected, 403),
@@ -573,20 +665,24 @@ mod tests {
         base64::engine::general_purpose::STANDARD.encode(bytes)
     }
 
-    /// The native request for a public body, or the refusal.
-    fn build(body: &Value, n: u64) -> Result<NativeRequest, GatewayError> {
+    /// The native request for `model` (its own native name) of `family`, or the refusal.
+    fn build_as(
+        model: &str,
+        family: &str,
+        body: &Value,
+        n: u64,
+    ) -> Result<NativeRequest, GatewayError> {
         let bytes = serde_json::to_vec(body).unwrap();
-        let req = support::image_request(
-            "kling-v2-1",
-            "kling",
-            support::target(kling(), NATIVE),
-            &bytes,
-        );
+        let req = support::image_request(model, family, support::target(kling(), model), &bytes);
         image_request(&req.model.targets[0], &req, n)
     }
 
     fn native(body: &Value, n: u64) -> Value {
-        let out = build(body, n).unwrap();
+        native_as(NATIVE, "kling", body, n)
+    }
+
+    fn native_as(model: &str, family: &str, body: &Value, n: u64) -> Value {
+        let out = build_as(model, family, body, n).unwrap();
         assert_eq!(out.method, http::Method::POST);
         assert_eq!(out.path, "/v1/images/generations");
         assert_eq!(out.content_type, "application/json");
@@ -679,9 +775,12 @@ mod tests {
 
     #[test]
     fn reference_image_by_url_with_strength_and_pass_through_fields() {
-        let body = native(
+        // kling-v1-5: a typed reference, with its fidelities.
+        let body = native_as(
+            "kling-v1-5",
+            "kling-v1-5",
             &json!({
-                "model": "kling-v2-1",
+                "model": "kling-v1-5",
                 "prompt": "p",
                 "image": "https://img.example/ref.png",
                 "strength": 0.7,
@@ -693,7 +792,7 @@ mod tests {
         assert_eq!(
             body,
             json!({
-                "model_name": NATIVE,
+                "model_name": "kling-v1-5",
                 "prompt": "p",
                 "image": "https://img.example/ref.png",
                 "image_fidelity": 0.7,
@@ -703,13 +802,28 @@ mod tests {
                 "human_fidelity": 0.3
             })
         );
+        // kling-v1: a plain reference image.
+        let body = native_as(
+            "kling-v1",
+            "kling-v1",
+            &json!({"model": "kling-v1", "prompt": "p", "image": "https://img.example/ref.png",
+                    "strength": 0.2}),
+            1,
+        );
+        assert_eq!(
+            body,
+            json!({"model_name": "kling-v1", "prompt": "p", "image": "https://img.example/ref.png",
+                   "image_fidelity": 0.2, "n": 1, "aspect_ratio": "1:1"})
+        );
     }
 
     #[test]
     fn reference_image_bytes_go_as_raw_base64_with_the_default_fidelity() {
         for given in [b64(PNG), format!("data:image/png;base64,{}", b64(PNG))] {
-            let body = native(
-                &json!({"model": "kling-v2-1", "prompt": "p", "image": given}),
+            let body = native_as(
+                "kling-v1",
+                "kling-v1",
+                &json!({"model": "kling-v1", "prompt": "p", "image": given}),
                 1,
             );
             assert_eq!(body["image"], b64(PNG));
@@ -717,15 +831,19 @@ mod tests {
         }
     }
 
+    /// The 400's `details`.
+    fn details(r: Result<NativeRequest, GatewayError>) -> Value {
+        let e = r.unwrap_err();
+        assert_eq!(e.status(), 400);
+        serde_json::from_slice::<Value>(&e.body()).unwrap()["details"].clone()
+    }
+
     #[test]
     fn refuses_what_kling_cannot_take() {
-        let details = |r: Result<NativeRequest, GatewayError>| {
-            let e = r.unwrap_err();
-            assert_eq!(e.status(), 400);
-            serde_json::from_slice::<Value>(&e.body()).unwrap()["details"].clone()
-        };
-        let d = details(build(
-            &json!({"model": "kling-v2-1", "prompt": "p", "negative_prompt": "x",
+        let d = details(build_as(
+            "kling-v1",
+            "kling-v1",
+            &json!({"model": "kling-v1", "prompt": "p", "negative_prompt": "x",
                     "image": "https://img.example/a.png"}),
             1,
         ));
@@ -734,11 +852,142 @@ mod tests {
             "{d}"
         );
         let webp = b64(b"RIFF\0\0\0\0WEBPVP8 data");
-        let d = details(build(
-            &json!({"model": "kling-v2-1", "prompt": "p", "image": webp}),
+        let d = details(build_as(
+            "kling-v1",
+            "kling-v1",
+            &json!({"model": "kling-v1", "prompt": "p", "image": webp}),
             1,
         ));
         assert!(d["image"].as_str().unwrap().contains("image/webp"), "{d}");
+    }
+
+    #[test]
+    fn kling_v1_5_takes_a_reference_image_only_typed() {
+        let d = details(build_as(
+            "kling-v1-5",
+            "kling-v1-5",
+            &json!({"model": "kling-v1-5", "prompt": "p", "image": "https://img.example/a.png"}),
+            1,
+        ));
+        let why = d["image_reference"].as_str().unwrap();
+        assert!(why.contains("subject") && why.contains("face"), "{d}");
+        let d = details(build_as(
+            "kling-v1-5",
+            "kling-v1-5",
+            &json!({"model": "kling-v1-5", "prompt": "p", "image_reference": "face"}),
+            1,
+        ));
+        assert!(
+            d["image_reference"].as_str().unwrap().contains("image"),
+            "{d}"
+        );
+        // Text-to-image needs neither.
+        let body = native_as(
+            "kling-v1-5",
+            "kling-v1-5",
+            &json!({"model": "kling-v1-5", "prompt": "p", "aspect_ratio": "21:9"}),
+            1,
+        );
+        assert_eq!(body["aspect_ratio"], "21:9");
+    }
+
+    #[test]
+    fn each_family_refuses_what_its_models_cannot_do() {
+        let refused = |model: &str, body: &str| {
+            support::image_refusal(
+                model,
+                model_family(model),
+                support::target(kling(), model),
+                body.as_bytes(),
+            )
+        };
+        // kling-v2-1 (and kling-v2): no plain reference image on this endpoint.
+        let r = refused(
+            "kling-v2-1",
+            r#"{"model":"kling-v2-1","prompt":"p","image":"https://img.example/a.png"}"#,
+        );
+        assert!(r.get("image").is_some(), "{r}");
+        let r = refused(
+            "kling-v2-1",
+            r#"{"model":"kling-v2-1","prompt":"p","image_reference":"face"}"#,
+        );
+        assert!(r.get("image_reference").is_some(), "{r}");
+        // kling-v1 and kling-v1-5 make 1K only; kling-v1 has no 21:9.
+        for model in ["kling-v1", "kling-v1-5"] {
+            let body = format!(r#"{{"model":"{model}","prompt":"p","quality":"pro"}}"#);
+            assert!(refused(model, &body).get("quality").is_some(), "{model}");
+        }
+        let r = refused(
+            "kling-v1",
+            r#"{"model":"kling-v1","prompt":"p","aspect_ratio":"21:9"}"#,
+        );
+        assert!(r.get("aspect_ratio").is_some(), "{r}");
+        let r = refused(
+            "kling-v1",
+            r#"{"model":"kling-v1","prompt":"p","image_reference":"face"}"#,
+        );
+        assert!(r.get("image_reference").is_some(), "{r}");
+    }
+
+    fn model_family(model: &str) -> &'static str {
+        match model {
+            "kling-v1" => "kling-v1",
+            "kling-v1-5" => "kling-v1-5",
+            _ => "kling",
+        }
+    }
+
+    #[test]
+    fn a_watermark_asks_for_klings_watermarked_copies() {
+        let body = native(
+            &json!({"model": "kling-v2-1", "prompt": "p", "watermark": true}),
+            1,
+        );
+        assert_eq!(body["watermark_info"], json!({"enabled": true}));
+        let body = native(&json!({"model": "kling-v2-1", "prompt": "p"}), 1);
+        assert!(body.get("watermark_info").is_none(), "{body}");
+        // The finished task delivers the watermarked copies when the task says it made them.
+        let done = poll(&task(
+            "succeed",
+            json!({"watermark_info": {"enabled": true}, "task_result": {"images": [
+                {"index": 0, "url": "https://cdn.klingai.com/a.png",
+                 "watermark_url": "https://cdn.klingai.com/a-wm.png"}
+            ]}}),
+        ))
+        .unwrap();
+        let Poll::Done(images) = done else {
+            panic!("not done")
+        };
+        assert_eq!(
+            images.images[0].data,
+            ImageData::Url("https://cdn.klingai.com/a-wm.png".into())
+        );
+        // Asked for but missing: never the plain image instead.
+        let e = poll(&task(
+            "succeed",
+            json!({"watermark_info": {"enabled": true}, "task_result": {"images": [
+                {"index": 0, "url": "https://cdn.klingai.com/a.png"}
+            ]}}),
+        ))
+        .unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::BadResponse);
+        assert!(e.message.contains("watermark_url"), "{}", e.message);
+        // Not asked for: the plain image.
+        let done = poll(&task(
+            "succeed",
+            json!({"watermark_info": {"enabled": false}, "task_result": {"images": [
+                {"index": 0, "url": "https://cdn.klingai.com/a.png",
+                 "watermark_url": "https://cdn.klingai.com/a-wm.png"}
+            ]}}),
+        ))
+        .unwrap();
+        let Poll::Done(images) = done else {
+            panic!("not done")
+        };
+        assert_eq!(
+            images.images[0].data,
+            ImageData::Url("https://cdn.klingai.com/a.png".into())
+        );
     }
 
     #[test]
@@ -906,6 +1155,7 @@ mod tests {
             (400, 1200, InvalidRequest, 400, false),
             (400, 1201, InvalidRequest, 400, false),
             (404, 1203, Failure, 404, false),
+            (400, 1300, Failure, 400, false),
             (400, 1301, ContentPolicy, 400, false),
             (429, 1302, RateLimited, 429, true),
             (429, 1303, RateLimited, 429, true),
@@ -923,6 +1173,31 @@ mod tests {
             assert_eq!(e.retryable(), retryable, "{status}/{code}");
             assert_eq!(e.message, format!("m (code {code}, request r-9)"));
         }
+    }
+
+    #[test]
+    fn a_model_kling_does_not_serve_is_an_unknown_model() {
+        for (status, code, message) in [
+            (404, 1203, "model is not found"),
+            (404, 1203, "The requested Model kling-v9 does not exist"),
+            (400, 1201, "model_name value is invalid"),
+        ] {
+            let e = error_response(&kling(), status, &error(code, message));
+            assert_eq!(e.kind, UpstreamErrorKind::UnknownModel, "{code} {message}");
+            assert!(!e.retryable());
+            assert!(e.message.contains(message), "{}", e.message);
+        }
+        // The same codes about something else keep their class.
+        let e = error_response(&kling(), 404, &error(1203, "task not found"));
+        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        let e = error_response(&kling(), 400, &error(1201, "n must be between 1 and 9"));
+        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+        // Inside a 200 too.
+        let answer = json!({"code": 1203, "message": "model not found", "request_id": "r-1"});
+        assert_eq!(
+            submit(&answer).unwrap_err().kind,
+            UpstreamErrorKind::UnknownModel
+        );
     }
 
     #[test]
