@@ -310,3 +310,22 @@ fn seed_tts_2_speaks_a_2_0_voice_by_default() {
         "zh_female_vv_uranus_bigtts"
     );
 }
+
+#[test]
+fn a_resource_the_account_lacks_is_named() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    // Volcengine's answer for a resource id (the target's model) the account has not opened.
+    fake.push(Reply::json(
+        403,
+        json!({"code": 45000030, "message": "[resource_id=seed-tts-1.0] requested resource not granted"}),
+    ));
+    let resp = speech(&gw, MODEL, "你好", json!({"retries": 2}));
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "model_unavailable");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains(MODEL), "{message}");
+    assert!(message.contains("seed-tts-1.0"), "{message}");
+    assert_eq!(fake.requests().len(), 1, "not retried");
+}
