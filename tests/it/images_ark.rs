@@ -492,13 +492,13 @@ fn each_seedream_takes_the_pixel_sizes_its_range_allows() {
     let sent = fake.requests().len();
     // Outside: the caller's 400 naming the size, nothing sent.
     for (model, size) in [
-        ("seedream-4", "1024x720"),   // below 1280x720 pixels
-        ("seedream-4", "4097x4096"),  // above 4096x4096 pixels
-        ("seedream-4", "4096x200"),   // wider than 16:1
-        ("seedream-4.5", "1K"),       // 4.5's smallest output is 2560x1440
+        ("seedream-4", "1024x720"),    // below 1280x720 pixels
+        ("seedream-4", "4097x4096"),   // above 4096x4096 pixels
+        ("seedream-4", "4096x200"),    // wider than 16:1
+        ("seedream-4.5", "1K"),        // 4.5's smallest output is 2560x1440
         ("seedream-4.5", "2048x1600"), // below 2560x1440 pixels
         ("seedream-5", "4K"),
-        ("seedream-5", "4096x4096"),  // above 5.0's 3226x3226
+        ("seedream-5", "4096x4096"), // above 5.0's 3226x3226
     ] {
         let resp = generate(&gw, json!({"model": model, "prompt": "p", "size": size}));
         assert_eq!(resp.status, 400, "{model} {size}: {}", resp.text());
@@ -522,7 +522,11 @@ fn each_seedream_takes_the_pixel_sizes_its_range_allows() {
             json!({"model": model, "prompt": "p", "aspect_ratio": "16:9"}),
         );
         assert_eq!(resp.status, 200, "{model}: {}", resp.text());
-        assert_eq!(fake.requests().last().unwrap().json()["size"], want, "{model}");
+        assert_eq!(
+            fake.requests().last().unwrap().json()["size"],
+            want,
+            "{model}"
+        );
     }
 }
 
@@ -536,7 +540,10 @@ fn a_model_ark_does_not_serve_is_named() {
                          "message": format!("The model or endpoint {SEEDREAM_4} does not exist or you do not have access to it. Request id: 0217"),
                          "param": "", "type": "NotFound"}}),
     ));
-    let resp = generate(&gw, json!({"model": "seedream-4", "prompt": "p", "retries": 2}));
+    let resp = generate(
+        &gw,
+        json!({"model": "seedream-4", "prompt": "p", "retries": 2}),
+    );
     assert_eq!(resp.status, 503, "{}", resp.text());
     let body = resp.json();
     assert_eq!(body["code"], "model_unavailable");

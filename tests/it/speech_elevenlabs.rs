@@ -341,7 +341,11 @@ fn wav_comes_from_the_non_streaming_endpoint_and_is_never_sse() {
         &json!({"model": MODEL, "input": "hi", "response_format": "wav", "stream_format": "sse"}),
     );
     assert_eq!(resp.status, 400, "{}", resp.text());
-    assert!(resp.json()["details"]["response_format"].is_string(), "{}", resp.text());
+    assert!(
+        resp.json()["details"]["response_format"].is_string(),
+        "{}",
+        resp.text()
+    );
     assert_eq!(fake.requests().len(), 1, "nothing sent");
 }
 
@@ -376,7 +380,11 @@ fn each_model_has_its_own_input_limit() {
         );
         assert_eq!(resp.status, 413, "{model}: {}", resp.text());
     }
-    let sent: Vec<_> = fake.requests().iter().map(|r| r.json()["model_id"].clone()).collect();
+    let sent: Vec<_> = fake
+        .requests()
+        .iter()
+        .map(|r| r.json()["model_id"].clone())
+        .collect();
     assert_eq!(
         sent,
         vec![

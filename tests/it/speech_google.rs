@@ -338,7 +338,11 @@ fn gemini_voices_take_the_model_name_and_style_prompt() {
     // Speed is steered by the prompt; text and prompt take 4,000 bytes each.
     for (body, field, status) in [
         (json!({"speed": 2}), "speed", 400),
-        (json!({"instructions": "é".repeat(2001)}), "instructions", 400),
+        (
+            json!({"instructions": "é".repeat(2001)}),
+            "instructions",
+            400,
+        ),
         (json!({"language_code": 7}), "language_code", 400),
     ] {
         let mut req = json!({"model": "gemini-2.5-flash-tts", "input": "hi"});
