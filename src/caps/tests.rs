@@ -89,7 +89,7 @@ fn speech(c: Caps) -> &'static SpeechCaps {
 #[test]
 fn the_builtin_table_loads() {
     let table = builtin().unwrap_or_else(|e| panic!("{e:#?}"));
-    assert_eq!(table.names().len(), 44);
+    assert_eq!(table.names().len(), 49);
     // A few values, to catch a loader that reads keys into the wrong place.
     let kontext = images(table.get("flux-kontext").unwrap());
     assert_eq!(kontext.family, "flux-kontext");
@@ -102,7 +102,8 @@ fn the_builtin_table_loads() {
     assert_eq!(seedream.prompt_limit.max, 4000);
     assert_eq!(seedream.prompt_limit.unit, Unit::Characters);
     let google = speech(table.get("google-tts").unwrap());
-    assert_eq!(google.speeds, [0.25, 0.5, 1.0, 2.0, 4.0]);
+    assert_eq!(google.speeds, [0.25, 0.5, 1.0, 2.0]);
+    assert_eq!(google.input_limit.unit, Unit::Bytes);
     assert!(google.voices.is_empty(), "no voice list: any voice");
     assert!(family("image-none").is_none(), "templates are not families");
     assert!(family_names().starts_with("openai-tts, openai-tts-instruct, "));

@@ -291,9 +291,12 @@ fn code_kind(code: &str) -> Option<UpstreamErrorKind> {
         UpstreamErrorKind::AuthRejected
     } else if starts("RateLimitExceeded") || starts("ServerOverloaded") {
         UpstreamErrorKind::RateLimited
-    } else if starts("InvalidEndpointOrModel")
-        || starts("ModelNotOpen")
-        || starts("QuotaExceeded")
+    } else if starts("InvalidEndpointOrModel") || starts("ModelNotOpen") {
+        // 404 "The model or endpoint … does not exist or you do not have access to it", "Your
+        // account … has not activated the model …", "Accessing the model via Model ID is not
+        // allowed": the configured model, not the caller's request.
+        UpstreamErrorKind::UnknownModel
+    } else if starts("QuotaExceeded")
         || starts("AccountOverdue")
         || starts("SetLimitExceeded")
         || starts("InternalServiceError")
@@ -766,9 +769,16 @@ mod tests {
             (
                 404,
                 "InvalidEndpointOrModel.NotFound",
-                UpstreamErrorKind::Failure,
+                UpstreamErrorKind::UnknownModel,
                 false,
             ),
+            (
+                404,
+                "InvalidEndpointOrModel.ModelIDAccessDisabled",
+                UpstreamErrorKind::UnknownModel,
+                false,
+            ),
+            (404, "ModelNotOpen", UpstreamErrorKind::UnknownModel, false),
             (
                 429,
                 "RateLimitExceeded.EndpointRPMExceeded",

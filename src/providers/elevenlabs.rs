@@ -1,10 +1,13 @@
-//! ElevenLabs: speech through `POST /v1/text-to-speech/{voice_id}/stream`.
+//! ElevenLabs: speech through `POST /v1/text-to-speech/{voice_id}/stream`, or the non-streaming
+//! `POST /v1/text-to-speech/{voice_id}` for WAV.
 //!
 //! The voice is a voice id in the URL path and the audio format is the `output_format` query
 //! parameter; the body carries the text, the target's native model (`model_id`) and the caller's
 //! pass-through fields (`language_code`, `seed`, `voice_settings`, …) verbatim. The streaming
 //! endpoint is used for both public stream formats, so audio starts flowing before synthesis ends:
-//! its body is the audio itself, copied as is or wrapped in the gateway's SSE events.
+//! its body is the audio itself, copied as is or wrapped in the gateway's SSE events. Its
+//! `output_format` list has no `wav_*` value (those exist only on the non-streaming endpoint), so
+//! WAV comes whole from the non-streaming one and the families offer no WAV over SSE.
 //!
 //! Speed is never sent: ElevenLabs accepts only 0.7–1.2, so the family allows only the public
 //! speed 1, which is ElevenLabs' own default. Errors come as FastAPI-style `detail` bodies: a
@@ -55,8 +58,14 @@ pub fn speech_request(
         text: req.input.as_str(),
         model_id: &target.native_model,
     };
+    // `wav_*` is accepted only by the non-streaming endpoint; its body is the same raw audio.
+    let endpoint = if output_format.starts_with("wav_") {
+        ""
+    } else {
+        "/stream"
+    };
     let path = format!(
-        "{SPEECH_PATH}/{}/stream?output_format={output_format}",
+        "{SPEECH_PATH}/{}{endpoint}?output_format={output_format}",
         path_segment(req.voice.as_str())
     );
     Ok(NativeRequest::post_json(
@@ -126,6 +135,9 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
             err.kind = UpstreamErrorKind::Failure;
             err.status = Some(402);
         }
+        // The target's `model_id` is unknown or not open to this account ("A model with model ID
+        // … does not exist"): the operator's configuration, not the caller's request.
+        "model_not_found" => err.kind = UpstreamErrorKind::UnknownModel,
         "voice_not_found" | "max_character_limit_exceeded" => {
             err.kind = UpstreamErrorKind::InvalidRequest
         }
@@ -202,19 +214,20 @@ mod tests {
 
     #[test]
     fn maps_formats_and_defaults() {
-        for (format, native_format) in [
-            ("mp3", "mp3_44100_128"),
-            ("opus", "opus_48000_128"),
-            ("wav", "wav_24000"),
-            ("pcm", "pcm_24000"),
+        for (format, native_format, endpoint) in [
+            ("mp3", "mp3_44100_128", "/stream"),
+            ("opus", "opus_48000_128", "/stream"),
+            // The streaming endpoint has no `wav_*` format: WAV is the non-streaming endpoint's.
+            ("wav", "wav_24000", ""),
+            ("pcm", "pcm_24000", "/stream"),
         ] {
             let n = native(&format!(
-                r#"{{"model":"eleven","input":"hi","response_format":"{format}","stream_format":"sse"}}"#
+                r#"{{"model":"eleven","input":"hi","response_format":"{format}"}}"#
             ));
             assert_eq!(
                 n.path,
                 format!(
-                    "/v1/text-to-speech/21m00Tcm4TlvDq8ikWAM/stream?output_format={native_format}"
+                    "/v1/text-to-speech/21m00Tcm4TlvDq8ikWAM{endpoint}?output_format={native_format}"
                 )
             );
             let body: Value = serde_json::from_slice(&n.body).unwrap();
@@ -297,6 +310,18 @@ mod tests {
             br#"{"detail":{"status":"voice_not_found","message":"A voice with that ID does not exist."}}"#,
         );
         assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+
+        // Both the older `{status, message}` detail and the newer one (`type`, `code`, …) carry
+        // `status`.
+        for body in [
+            &br#"{"detail":{"status":"model_not_found","message":"A model with model ID eleven_v0 does not exist or is not available to you."}}"#[..],
+            br#"{"detail":{"type":"invalid_request","code":"model_not_found","status":"model_not_found","message":"A model with model ID eleven_v0 does not exist.","request_id":"r"}}"#,
+        ] {
+            let e = error_response(&p, 400, body);
+            assert_eq!(e.kind, UpstreamErrorKind::UnknownModel);
+            assert!(e.message.contains("eleven_v0 does not exist"), "{}", e.message);
+            assert!(!e.retryable());
+        }
 
         let e = error_response(
             &p,

@@ -1,15 +1,22 @@
 //! Google Cloud Text-to-Speech: speech through `POST /v1/text:synthesize`.
 //!
-//! The request names the voice (`en-US-Standard-C`) and its language, which Google wants
-//! separately and which is the voice name's first two parts (`en-US`); a voice name without that
-//! shape is refused before anything is sent. The target's native model is not sent: Google picks
-//! the model from the voice name, so a Google target's model is only a label in the config.
-//! Speed maps to `speakingRate` (0.25–4, every public speed); WAV and PCM are asked for at 24 kHz so
-//! `pcm` matches OpenAI's (16-bit mono, headerless).
+//! Two families share the endpoint. `google-tts` (Standard, WaveNet, Neural2, Chirp 3 HD…) names
+//! the voice (`en-US-Standard-C`) and its language, which Google wants separately and which is the
+//! voice name's first two parts (`en-US`); a voice name without that shape is refused before
+//! anything is sent. Its target's native model is not sent: Google picks the model from the voice
+//! name, so such a target's model is only a label in the config. Speed maps to `speakingRate`,
+//! which Google bounds to [0.25, 2.0].
 //!
-//! The answer is one JSON document with the whole audio base64-encoded in `audioContent`, so it is
-//! buffered, decoded and written out at once. Google streams only over gRPC, so the family offers no
-//! SSE. Errors use Google's `{"error": {"code", "message", "status"}}` envelope.
+//! `gemini-tts` (Gemini-TTS through the same endpoint) sends the target's native model as
+//! `voice.modelName`, takes Gemini's bare voice names (`Kore`, `Puck`…) and maps `instructions` to
+//! `input.prompt` (Google's "style instructions"). Its language is the caller's `language_code`, or
+//! `en-US`; Gemini detects the spoken language itself, the code is only a hint. Pace is steered by
+//! the prompt, so the family offers only speed 1 and sends no `speakingRate`.
+//!
+//! WAV and PCM are asked for at 24 kHz so `pcm` matches OpenAI's (16-bit mono, headerless). The
+//! answer is one JSON document with the whole audio base64-encoded in `audioContent`, so it is
+//! buffered, decoded and written out at once. Google streams only over gRPC, so neither family
+//! offers SSE. Errors use Google's `{"error": {"code", "message", "status"}}` envelope.
 
 use std::sync::Arc;
 
@@ -39,6 +46,16 @@ const SYNTHESIZE_PATH: &str = "/v1/text:synthesize";
 /// Sample rate asked for WAV and PCM (OpenAI's `pcm` is 24 kHz).
 const SAMPLE_RATE_HZ: u32 = 24_000;
 
+/// The family whose models are Gemini-TTS models (the native model goes out as `modelName`).
+const GEMINI_FAMILY: &str = "gemini-tts";
+
+/// `languageCode` is required; for Gemini voices without a caller's `language_code` this hint is
+/// sent (Gemini-TTS detects the spoken language from the text).
+const GEMINI_DEFAULT_LANGUAGE: &str = "en-US";
+
+/// Gemini-TTS takes at most this many bytes of style prompt, like its text.
+const GEMINI_PROMPT_LIMIT_BYTES: usize = 4_000;
+
 // ---- wire types ------------------------------------------------------------------------------
 
 #[derive(Serialize)]
@@ -52,6 +69,8 @@ struct SynthesizeBody<'a> {
 #[derive(Serialize)]
 struct Input<'a> {
     text: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -59,13 +78,16 @@ struct Input<'a> {
 struct Voice<'a> {
     language_code: &'a str,
     name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model_name: Option<&'a str>,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct AudioConfig {
     audio_encoding: &'static str,
-    speaking_rate: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    speaking_rate: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sample_rate_hertz: Option<u32>,
 }
@@ -111,9 +133,12 @@ struct ErrorInfo {
 // ---- translation to native -------------------------------------------------------------------
 
 pub fn speech_request(
-    _target: &Target,
+    target: &Target,
     req: &SpeechRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
+    if req.caps.family == GEMINI_FAMILY {
+        return gemini_request(target, req);
+    }
     let voice = req.voice.as_str();
     let Some(language_code) = language_of(voice) else {
         return Err(GatewayError::field(
@@ -124,37 +149,98 @@ pub fn speech_request(
             ),
         ));
     };
-    let (audio_encoding, sample_rate_hertz) = match req.response_format {
+    let body = SynthesizeBody {
+        input: Input {
+            text: req.input.as_str(),
+            prompt: None,
+        },
+        voice: Voice {
+            language_code,
+            name: voice,
+            model_name: None,
+        },
+        audio_config: audio_config(req.response_format, Some(req.speed))?,
+    };
+    Ok(NativeRequest::post_json(
+        SYNTHESIZE_PATH,
+        json_with_extra(&body, &req.passthrough)?,
+    ))
+}
+
+/// A Gemini-TTS request: the native model as `modelName`, the voice name as given, `instructions`
+/// as the style `prompt`, and the caller's `language_code` (the family's one native field) moved
+/// into `voice` where Google reads it.
+fn gemini_request(target: &Target, req: &SpeechRequest<'_>) -> Result<NativeRequest, GatewayError> {
+    let mut language_code = GEMINI_DEFAULT_LANGUAGE.to_string();
+    for (key, value) in &req.passthrough {
+        if key.as_str() != "language_code" {
+            // Validation lets through only the family's native fields.
+            return Err(GatewayError::Internal(format!(
+                "google cannot place `{}`",
+                key.as_str()
+            )));
+        }
+        language_code = match serde_json::from_str::<String>(value.get()) {
+            Ok(code) if !code.trim().is_empty() => code,
+            _ => {
+                return Err(GatewayError::field(
+                    "language_code",
+                    "must be a BCP-47 language tag such as en-US or cmn-CN",
+                ))
+            }
+        };
+    }
+    let prompt = req.instructions.as_ref().map(|i| i.as_str());
+    if let Some(p) = prompt {
+        if p.len() > GEMINI_PROMPT_LIMIT_BYTES {
+            return Err(GatewayError::field(
+                "instructions",
+                format!(
+                    "is {} bytes; model {} accepts at most {GEMINI_PROMPT_LIMIT_BYTES} bytes of instructions",
+                    p.len(),
+                    req.model.name
+                ),
+            ));
+        }
+    }
+    let body = SynthesizeBody {
+        input: Input {
+            text: req.input.as_str(),
+            prompt,
+        },
+        voice: Voice {
+            language_code: &language_code,
+            name: req.voice.as_str(),
+            model_name: Some(&target.native_model),
+        },
+        // The family offers only speed 1 (pace comes from the prompt), Google's own default.
+        audio_config: audio_config(req.response_format, None)?,
+    };
+    Ok(NativeRequest::post_json(
+        SYNTHESIZE_PATH,
+        json_with_extra(&body, &[])?,
+    ))
+}
+
+fn audio_config(format: &str, speaking_rate: Option<f64>) -> Result<AudioConfig, GatewayError> {
+    let (audio_encoding, sample_rate_hertz) = match format {
         "mp3" => ("MP3", None),
         "opus" => ("OGG_OPUS", None),
         // LINEAR16 answers carry a WAV header; PCM is the same samples without it.
         "wav" => ("LINEAR16", Some(SAMPLE_RATE_HZ)),
         "pcm" => ("PCM", Some(SAMPLE_RATE_HZ)),
-        // Validation refuses every other format for this family, so this is a catalog bug.
+        // Validation refuses every other format for these families, so this is a catalog bug.
         other => {
             return Err(GatewayError::Internal(format!(
                 "google cannot produce `{other}`"
             )))
         }
     };
-    let body = SynthesizeBody {
-        input: Input {
-            text: req.input.as_str(),
-        },
-        voice: Voice {
-            language_code,
-            name: voice,
-        },
-        audio_config: AudioConfig {
-            audio_encoding,
-            speaking_rate: req.speed,
-            sample_rate_hertz,
-        },
-    };
-    Ok(NativeRequest::post_json(
-        SYNTHESIZE_PATH,
-        json_with_extra(&body, &req.passthrough)?,
-    ))
+    Ok(AudioConfig {
+        audio_encoding,
+        speaking_rate,
+        sample_rate_hertz,
+    })
 }
 
 /// The language code of a Google voice name: its first two dash-separated parts (`en-US` of
@@ -312,7 +398,7 @@ mod tests {
             ("wav", "LINEAR16", Some(24_000)),
             ("pcm", "PCM", Some(24_000)),
         ] {
-            for speed in [0.25, 0.5, 1.0, 2.0, 4.0] {
+            for speed in [0.25, 0.5, 1.0, 2.0] {
                 let n = native(&format!(
                     r#"{{"model":"google-tts","input":"hi","response_format":"{format}","speed":{speed}}}"#
                 ))

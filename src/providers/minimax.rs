@@ -1,12 +1,13 @@
 //! MiniMax T2A v2 (`POST /v1/t2a_v2`): speech.
 //!
-//! Every format that MiniMax can stream (mp3, flac, pcm) is requested with `"stream": true`, in
-//! both public stream formats, so audio reaches the caller while synthesis is still running. The
-//! answer is then SSE: `data: {"data":{"audio":"<hex>","status":1},"base_resp":{…}}` events, and a
-//! last one with `status: 2` (plus `extra_info`). Audio is **hex**, not base64. Several clients
-//! report that the final event repeats the complete audio, so its audio is used only when no
-//! earlier event carried any (unconfirmed). A stream that ends before the `status: 2` event is an
-//! error, never a short success. WAV cannot stream at MiniMax: it is one JSON answer
+//! Every format that MiniMax can stream (mp3, opus, flac, pcm) is requested with `"stream": true`,
+//! in both public stream formats, so audio reaches the caller while synthesis is still running.
+//! The answer is then SSE: `data: {"data":{"audio":"<hex>","status":1},"base_resp":{…}}` events,
+//! and a last one with `status: 2` (plus `extra_info`). Audio is **hex**, not base64. By default
+//! the final event repeats the complete audio; the request asks MiniMax to leave it out
+//! (`stream_options.exclude_aggregated_audio`), and in case it is sent anyway the final event's
+//! audio is used only when no earlier event carried any. A stream that ends before the `status: 2`
+//! event is an error, never a short success. WAV cannot stream at MiniMax: it is one JSON answer
 //! (`"stream": false`, `"output_format": "hex"`) with the whole file in `data.audio`.
 //!
 //! MiniMax reports most errors as HTTP 200 with `base_resp.status_code != 0`, in a streamed event
@@ -45,7 +46,8 @@ use crate::upstream::provider::Provider;
 // ---- constants -------------------------------------------------------------------------------
 
 const SPEECH_PATH: &str = "/v1/t2a_v2";
-/// PCM at 24 kHz matches OpenAI's `pcm` (16-bit mono, 24 kHz), so callers can swap providers.
+/// PCM at 24 kHz matches OpenAI's `pcm` (16-bit mono, 24 kHz), so callers can swap providers; Opus
+/// is asked for at 24 kHz too (32 kHz, MiniMax's default, is not an Opus rate).
 const PCM_SAMPLE_RATE: u32 = 24_000;
 const SAMPLE_RATE: u32 = 32_000;
 const MP3_BITRATE: u32 = 128_000;
@@ -62,7 +64,15 @@ struct SpeechBody<'a> {
     voice_setting: VoiceSetting<'a>,
     audio_setting: AudioSetting<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     output_format: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    /// Leave the complete audio out of the final event (it would double the bytes sent).
+    exclude_aggregated_audio: bool,
 }
 
 #[derive(Serialize)]
@@ -112,11 +122,11 @@ pub fn speech_request(
     req: &SpeechRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
     let format = req.response_format;
-    if !matches!(format, "mp3" | "flac" | "wav" | "pcm") {
+    if !matches!(format, "mp3" | "opus" | "flac" | "wav" | "pcm") {
         // Validation already refused it; never send MiniMax a format it does not know.
         return Err(GatewayError::field(
             "response_format",
-            "MiniMax produces only mp3, flac, wav and pcm",
+            "MiniMax produces only mp3, opus, flac, wav and pcm",
         ));
     }
     let stream = streams(format);
@@ -130,7 +140,7 @@ pub fn speech_request(
         },
         audio_setting: AudioSetting {
             format,
-            sample_rate: if format == "pcm" {
+            sample_rate: if matches!(format, "pcm" | "opus") {
                 PCM_SAMPLE_RATE
             } else {
                 SAMPLE_RATE
@@ -138,6 +148,9 @@ pub fn speech_request(
             bitrate: (format == "mp3").then_some(MP3_BITRATE),
             channel: 1,
         },
+        stream_options: stream.then_some(StreamOptions {
+            exclude_aggregated_audio: true,
+        }),
         // Streaming answers are always hex; a whole answer must be asked for hex rather than a URL.
         output_format: (!stream).then_some("hex"),
     };
@@ -398,6 +411,7 @@ mod tests {
                 "stream": true,
                 "voice_setting": {"voice_id": "female-shaonv", "speed": 2.0},
                 "audio_setting": {"format": "mp3", "sample_rate": 32000, "bitrate": 128000, "channel": 1},
+                "stream_options": {"exclude_aggregated_audio": true},
                 "language_boost": "English",
                 "pronunciation_dict": {"tone": ["a/(a1)"]},
             })
@@ -415,11 +429,23 @@ mod tests {
         assert_eq!(pcm["voice_setting"]["voice_id"], "male-qn-qingse");
         assert!(pcm.get("output_format").is_none());
 
+        let opus = native(br#"{"model":"speech-2.8-hd","input":"Hi","response_format":"opus"}"#);
+        assert_eq!(opus["stream"], true);
+        assert_eq!(
+            opus["audio_setting"],
+            serde_json::json!({"format": "opus", "sample_rate": 24000, "channel": 1})
+        );
+        assert_eq!(
+            opus["stream_options"],
+            serde_json::json!({"exclude_aggregated_audio": true})
+        );
+
         let wav = native(
             br#"{"model":"speech-2.8-hd","input":"Hi","response_format":"wav","speed":0.5}"#,
         );
         assert_eq!(wav["stream"], false);
         assert_eq!(wav["output_format"], "hex");
+        assert!(wav.get("stream_options").is_none());
         assert_eq!(wav["voice_setting"]["speed"], 0.5);
         assert_eq!(
             wav["audio_setting"],

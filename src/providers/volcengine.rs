@@ -23,7 +23,9 @@
 //! (`…_lifetime`, `text_words…`) means the account cannot pay (not retried), and 45000010
 //! (`load grant: requested grant not found`) rejects the gateway's credentials; 55xxxxxx are
 //! server failures worth retrying, except `resource ID is mismatched with speaker related
-//! resource`, which says the caller's voice does not belong to the configured resource.
+//! resource`, which says the caller's voice does not belong to the configured resource, and
+//! 45000030 (`[resource_id=…] requested resource not granted`, an HTTP 403), which says the account
+//! has no such resource: the configured model is unavailable.
 //! Other 4xxxxxxx codes are treated as the caller's request and anything else as a failure.
 
 use std::sync::Arc;
@@ -62,6 +64,10 @@ const AUDIO_CODES: [i64; 2] = [0, 3000];
 const END_CODE: i64 = 20_000_000;
 /// `load grant: requested grant not found`: the app id / token pair is not valid for the service.
 const GRANT_NOT_FOUND: i64 = 45_000_010;
+/// The message of code 45000030 (HTTP 403) when the account has no such resource (the target's
+/// native model) open: `[resource_id=…] requested resource not granted`. The code alone is not
+/// enough; other grants (a voice's) share it.
+const RESOURCE_NOT_GRANTED: &str = "requested resource not granted";
 
 // ---- wire types ------------------------------------------------------------------------------
 
@@ -322,6 +328,9 @@ fn classify(code: i64, message: &str) -> Option<(UpstreamErrorKind, Option<u16>)
             (K::Failure, Some(402))
         });
     }
+    if m.contains(RESOURCE_NOT_GRANTED) {
+        return Some((K::UnknownModel, None));
+    }
     if code == GRANT_NOT_FOUND || m.contains("load grant") {
         return Some((K::AuthRejected, None));
     }
@@ -358,11 +367,14 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         None => format!("HTTP {status}"),
     };
     let fallback = UpstreamError::from_status(&provider.name, status, text);
-    // The status decides for credentials and rate limits; otherwise the code is more precise.
-    if matches!(status, 401 | 403 | 429) {
+    let class = code.and_then(|c| classify(c, message_text));
+    // The status decides for credentials and rate limits; otherwise the code is more precise. A
+    // resource the account does not have comes as a 403 too, but it is the configured model.
+    let unknown_model = matches!(class, Some((UpstreamErrorKind::UnknownModel, _)));
+    if matches!(status, 401 | 403 | 429) && !unknown_model {
         return fallback;
     }
-    match code.and_then(|c| classify(c, message_text)) {
+    match class {
         Some((kind, code_status)) => {
             let err = UpstreamError::new(kind, &provider.name, fallback.message);
             match code_status {
@@ -612,6 +624,12 @@ mod tests {
                 false,
             ),
             (40402003, "TTSExceededTextLimit", K::InvalidRequest, false),
+            (
+                45000030,
+                "[resource_id=seed-tts-3.0] requested resource not granted",
+                K::UnknownModel,
+                false,
+            ),
             (12345, "odd", K::Failure, true),
         ];
         for (code, message, kind, retryable) in cases {
@@ -673,6 +691,14 @@ mod tests {
             br#"{"code":45000030,"message":"speaker not granted"}"#,
         );
         assert_eq!(e.kind, K::AuthRejected);
+
+        let e = error_response(
+            &p,
+            403,
+            br#"{"code":45000030,"message":"[resource_id=seed-tts-1.0] requested resource not granted"}"#,
+        );
+        assert_eq!(e.kind, K::UnknownModel);
+        assert!(!e.retryable());
 
         let body = format!(r#"{{"code":45000000,"message":"payload unmarshal: bad {KEY}"}}"#);
         let e = error_response(&p, 400, body.as_bytes());

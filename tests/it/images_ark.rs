@@ -1,4 +1,4 @@
-//! Volcengine Ark images (Seedream 4.0, SeedEdit 3.0) end to end against a fake Ark: the shared
+//! Volcengine Ark images (Seedream 4.0/4.5/5.0/3.0, SeedEdit 3.0) end to end against a fake Ark: the shared
 //! conformance cases, then what is Ark's own: per-image errors inside a 200 answer, the watermark
 //! sent off explicitly, fan-out for `n`, sequential sets, reference images as URL or data URL, and
 //! `b64_json` asked natively.
@@ -89,9 +89,10 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
         ),
         (
             ark_error(404, "InvalidEndpointOrModel.NotFound"),
-            502,
-            "upstream_error",
+            503,
+            "model_unavailable",
         ),
+        (ark_error(404, "ModelNotOpen"), 503, "model_unavailable"),
         (
             ark_error(429, "RateLimitExceeded.EndpointRPMExceeded"),
             429,
@@ -174,7 +175,7 @@ image_conformance!(
         answer: url_answer,
         answers: Answers::Url,
         sizes: &["1K", "2K", "4K", "2048x2048", "1440x2560", "3024x1296"],
-        rejected_sizes: &["1024x1024", "8K", "2048*2048", "adaptive"],
+        rejected_sizes: &["1024x768", "4096x200", "8K", "2048*2048", "adaptive"],
         qualities: &[],
         rejected_qualities: &["hd", "standard", "auto"],
         max_n: 10,
@@ -434,6 +435,7 @@ fn config_with_more_families(fake_url: &str, ports: (u16, u16)) -> String {
     let mut yaml = config(fake_url, ports);
     yaml.push_str(
         "    seedream-5: {family: seedream-5, targets: [{provider: ark, model: doubao-seedream-5-0-260128}]}\n\
+         \x20   seedream-4.5: {family: seedream-4.5, targets: [{provider: ark, model: doubao-seedream-4-5-251128}]}\n\
          \x20   seedream-3: {family: seedream-3, targets: [{provider: ark, model: doubao-seedream-3-0-t2i-250415}]}\n",
     );
     yaml
@@ -465,4 +467,88 @@ fn seedream_5_chooses_its_output_format_and_3_takes_seeds() {
     assert_eq!(native["size"], "1280x720");
     assert_eq!(native["seed"], 3);
     assert!(native.get("output_format").is_none());
+}
+
+#[test]
+fn each_seedream_takes_the_pixel_sizes_its_range_allows() {
+    let fake = FakeProvider::start();
+    let base = fake.base_url();
+    let gw = TestGateway::start_with(|ports| config_with_more_families(&base, ports));
+    // Inside each model's total-pixel range and 1:16–16:1: sent as asked.
+    for (model, size) in [
+        ("seedream-4", "1280x720"),
+        ("seedream-4", "4096x4096"),
+        ("seedream-4", "4000x1000"),
+        ("seedream-4.5", "2560x1440"),
+        ("seedream-4.5", "2848x1600"),
+        ("seedream-5", "3136x1344"),
+        ("seedream-5", "3226x3225"),
+    ] {
+        fake.push(b64_answer(&[png(64, 1)], &fake));
+        let resp = generate(&gw, json!({"model": model, "prompt": "p", "size": size}));
+        assert_eq!(resp.status, 200, "{model} {size}: {}", resp.text());
+        assert_eq!(fake.requests().last().unwrap().json()["size"], size);
+    }
+    let sent = fake.requests().len();
+    // Outside: the caller's 400 naming the size, nothing sent.
+    for (model, size) in [
+        ("seedream-4", "1024x720"),    // below 1280x720 pixels
+        ("seedream-4", "4097x4096"),   // above 4096x4096 pixels
+        ("seedream-4", "4096x200"),    // wider than 16:1
+        ("seedream-4.5", "1K"),        // 4.5's smallest output is 2560x1440
+        ("seedream-4.5", "2048x1600"), // below 2560x1440 pixels
+        ("seedream-5", "4K"),
+        ("seedream-5", "4096x4096"), // above 5.0's 3226x3226
+    ] {
+        let resp = generate(&gw, json!({"model": model, "prompt": "p", "size": size}));
+        assert_eq!(resp.status, 400, "{model} {size}: {}", resp.text());
+        assert!(
+            resp.json()["details"]["size"].is_string(),
+            "{model} {size}: {}",
+            resp.text()
+        );
+    }
+    assert_eq!(fake.requests().len(), sent);
+
+    // `aspect_ratio` means each model's own recommended 2K size.
+    for (model, want) in [
+        ("seedream-4", "2560x1440"),
+        ("seedream-4.5", "2848x1600"),
+        ("seedream-5", "2848x1600"),
+    ] {
+        fake.push(b64_answer(&[png(64, 1)], &fake));
+        let resp = generate(
+            &gw,
+            json!({"model": model, "prompt": "p", "aspect_ratio": "16:9"}),
+        );
+        assert_eq!(resp.status, 200, "{model}: {}", resp.text());
+        assert_eq!(
+            fake.requests().last().unwrap().json()["size"],
+            want,
+            "{model}"
+        );
+    }
+}
+
+#[test]
+fn a_model_ark_does_not_serve_is_named() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(Reply::json(
+        404,
+        json!({"error": {"code": "InvalidEndpointOrModel.NotFound",
+                         "message": format!("The model or endpoint {SEEDREAM_4} does not exist or you do not have access to it. Request id: 0217"),
+                         "param": "", "type": "NotFound"}}),
+    ));
+    let resp = generate(
+        &gw,
+        json!({"model": "seedream-4", "prompt": "p", "retries": 2}),
+    );
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "model_unavailable");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("seedream-4"), "{message}");
+    assert!(message.contains(SEEDREAM_4), "{message}");
+    assert_eq!(fake.requests().len(), 1, "not retried");
 }

@@ -42,10 +42,12 @@ fn answer(pieces: &[Vec<u8>], format: &str, _sse: bool, _fake: &FakeProvider) ->
 
 fn check(req: &Recorded, e: &Expect<'_>) {
     assert_eq!(req.method, "POST");
+    // WAV exists only on the non-streaming endpoint; every other format streams.
+    let endpoint = if e.format == "wav" { "" } else { "/stream" };
     assert_eq!(
         req.path,
         format!(
-            "/v1/text-to-speech/{}/stream?output_format={}",
+            "/v1/text-to-speech/{}{endpoint}?output_format={}",
             e.voice,
             native_format(e.format)
         )
@@ -158,7 +160,7 @@ speech_conformance!(
             ("wav", "audio/wav"),
             ("pcm", "audio/pcm"),
         ],
-        sse_formats: &["mp3", "opus", "wav", "pcm"],
+        sse_formats: &["mp3", "opus", "pcm"],
         rejected_formats: &["aac", "flac"],
         speeds: &[1.0],
         rejected_speeds: &[0.25, 0.5, 2.0, 4.0],
@@ -313,4 +315,105 @@ fn stream_cut_after_audio_ends_sse_with_an_error_event() {
     assert!(deltas.iter().all(|d| d["type"] == "speech.audio.delta"));
     assert_eq!(last["type"], "error", "{last}");
     assert_eq!(fake.requests().len(), 1);
+}
+
+#[test]
+fn wav_comes_from_the_non_streaming_endpoint_and_is_never_sse() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(Reply::bytes(200, "audio/wav", audio(300)));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": MODEL, "input": "hi", "voice": "v1", "response_format": "wav"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert!(resp.body == audio(300));
+    // `/stream` lists no `wav_*` output format; only `POST /v1/text-to-speech/{voice_id}` does.
+    assert_eq!(
+        fake.requests()[0].path,
+        "/v1/text-to-speech/v1?output_format=wav_24000"
+    );
+
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": MODEL, "input": "hi", "response_format": "wav", "stream_format": "sse"}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    assert!(
+        resp.json()["details"]["response_format"].is_string(),
+        "{}",
+        resp.text()
+    );
+    assert_eq!(fake.requests().len(), 1, "nothing sent");
+}
+
+fn with_current_models(fake: &FakeProvider) -> TestGateway {
+    TestGateway::start_with(|ports| {
+        support::config(&fake.base_url(), ports)
+            + "    eleven-flash-v2.5: {family: elevenlabs-tts-flash, targets: [{provider: elevenlabs, model: eleven_flash_v2_5}]}\n"
+            + "    eleven-v3: {family: elevenlabs-v3, targets: [{provider: elevenlabs, model: eleven_v3}]}\n"
+    })
+}
+
+#[test]
+fn each_model_has_its_own_input_limit() {
+    let fake = FakeProvider::start();
+    let gw = with_current_models(&fake);
+    for (model, limit) in [
+        (MODEL, 10_000),
+        ("eleven-flash-v2.5", 40_000),
+        ("eleven-v3", 5_000),
+    ] {
+        fake.push(Reply::bytes(200, "audio/mpeg", audio(10)));
+        let resp = post(
+            &gw,
+            "/api/v1/audio/speech",
+            &json!({"model": model, "input": "a".repeat(limit)}),
+        );
+        assert_eq!(resp.status, 200, "{model}: {}", resp.text());
+        let resp = post(
+            &gw,
+            "/api/v1/audio/speech",
+            &json!({"model": model, "input": "a".repeat(limit + 1)}),
+        );
+        assert_eq!(resp.status, 413, "{model}: {}", resp.text());
+    }
+    let sent: Vec<_> = fake
+        .requests()
+        .iter()
+        .map(|r| r.json()["model_id"].clone())
+        .collect();
+    assert_eq!(
+        sent,
+        vec![
+            json!("eleven_multilingual_v2"),
+            json!("eleven_flash_v2_5"),
+            json!("eleven_v3")
+        ]
+    );
+}
+
+#[test]
+fn a_model_elevenlabs_does_not_serve_is_named() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(detail(
+        400,
+        "model_not_found",
+        "A model with model ID eleven_multilingual_v2 does not exist or is not available to you.",
+    ));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": MODEL, "input": "hi", "retries": 2}),
+    );
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "model_unavailable");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains(MODEL), "{message}");
+    assert!(message.contains("eleven_multilingual_v2"), "{message}");
+    assert_eq!(fake.requests().len(), 1, "not retried");
 }

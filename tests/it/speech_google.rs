@@ -153,8 +153,9 @@ speech_conformance!(
         ],
         sse_formats: &[],
         rejected_formats: &["aac", "flac"],
-        speeds: &[0.25, 0.5, 1.0, 2.0, 4.0],
-        rejected_speeds: &[],
+        speeds: &[0.25, 0.5, 1.0, 2.0],
+        // `speakingRate` is bounded to [0.25, 2.0] (cloud_tts.proto).
+        rejected_speeds: &[4.0],
         instructions: false,
         voice: "en-GB-Neural2-B",
         default_voice: "en-US-Standard-C",
@@ -258,4 +259,113 @@ fn an_answer_cut_off_is_retried_and_never_a_short_success() {
     assert_eq!(resp.status, 502, "{}", resp.text());
     let b: Value = resp.json();
     assert_eq!(b["code"], "upstream_error", "{b}");
+}
+
+#[test]
+fn the_input_limit_is_5000_bytes_not_characters() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    // 1,666 CJK characters are 4,998 bytes: sent. 1,667 are 5,001 bytes: Google would refuse them,
+    // so the gateway does, with its own 413, before sending.
+    fake.push(synthesize_answer(&audio(10)));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": MODEL, "input": "语".repeat(1666), "voice": "cmn-CN-Wavenet-A"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": MODEL, "input": "语".repeat(1667), "voice": "cmn-CN-Wavenet-A"}),
+    );
+    assert_eq!(resp.status, 413, "{}", resp.text());
+    assert_eq!(resp.json()["code"], "input_too_long");
+    assert_eq!(fake.requests().len(), 1);
+}
+
+fn with_gemini(fake: &FakeProvider) -> TestGateway {
+    TestGateway::start_with(|ports| {
+        support::config(&fake.base_url(), ports)
+            + "    gemini-2.5-flash-tts: {family: gemini-tts, targets: [{provider: google, model: gemini-2.5-flash-tts}]}\n"
+    })
+}
+
+#[test]
+fn gemini_voices_take_the_model_name_and_style_prompt() {
+    let fake = FakeProvider::start();
+    let gw = with_gemini(&fake);
+    fake.push(synthesize_answer(&audio(20)));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({
+            "model": "gemini-2.5-flash-tts",
+            "input": "Have a wonderful day!",
+            "voice": "Kore",
+            "instructions": "Say cheerfully",
+            "response_format": "pcm",
+        }),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert!(resp.body == audio(20));
+    assert_eq!(
+        fake.requests()[0].json(),
+        json!({
+            "input": {"text": "Have a wonderful day!", "prompt": "Say cheerfully"},
+            "voice": {"languageCode": "en-US", "name": "Kore", "modelName": "gemini-2.5-flash-tts"},
+            "audioConfig": {"audioEncoding": "PCM", "sampleRateHertz": 24000},
+        })
+    );
+
+    // The default voice, the caller's language hint, no prompt.
+    fake.push(synthesize_answer(&audio(20)));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "gemini-2.5-flash-tts", "input": "你好", "language_code": "cmn-CN"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(
+        fake.requests()[1].json(),
+        json!({
+            "input": {"text": "你好"},
+            "voice": {"languageCode": "cmn-CN", "name": "Kore", "modelName": "gemini-2.5-flash-tts"},
+            "audioConfig": {"audioEncoding": "MP3"},
+        })
+    );
+
+    // Speed is steered by the prompt; text and prompt take 4,000 bytes each.
+    for (body, field, status) in [
+        (json!({"speed": 2}), "speed", 400),
+        (
+            json!({"instructions": "é".repeat(2001)}),
+            "instructions",
+            400,
+        ),
+        (json!({"language_code": 7}), "language_code", 400),
+    ] {
+        let mut req = json!({"model": "gemini-2.5-flash-tts", "input": "hi"});
+        for (k, v) in body.as_object().unwrap() {
+            req[k] = v.clone();
+        }
+        let resp = post(&gw, "/api/v1/audio/speech", &req);
+        assert_eq!(resp.status, status, "{field}: {}", resp.text());
+        assert!(resp.json()["details"][field].is_string(), "{}", resp.text());
+    }
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "gemini-2.5-flash-tts", "input": "a".repeat(4001)}),
+    );
+    assert_eq!(resp.status, 413, "{}", resp.text());
+    assert_eq!(fake.requests().len(), 2);
+
+    // The classic family still refuses instructions.
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": MODEL, "input": "hi", "instructions": "calm"}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
 }

@@ -26,13 +26,24 @@ fn delta(audio: &[u8]) -> (Duration, String) {
     )
 }
 
-/// The last event; like the real service (reportedly) it repeats the whole audio.
+/// The last event as MiniMax sends it by default, repeating the whole audio (the gateway asks it
+/// not to, and must cope if it does anyway).
 fn last(all: &[u8]) -> (Duration, String) {
+    last_with(&hex::encode(all))
+}
+
+/// The last event with `stream_options.exclude_aggregated_audio: true`: no audio of its own.
+fn last_excluded() -> (Duration, String) {
+    last_with("")
+}
+
+fn last_with(audio_hex: &str) -> (Duration, String) {
+    let size = audio_hex.len() / 2;
     event(&json!({
-        "data": {"audio": hex::encode(all), "status": 2},
-        "extra_info": {"audio_length": 1200, "audio_sample_rate": 32000, "audio_size": all.len(),
+        "data": {"audio": audio_hex, "status": 2},
+        "extra_info": {"audio_length": 1200, "audio_sample_rate": 32000,
                        "bitrate": 128000, "word_count": 9, "usage_characters": 44,
-                       "audio_format": "mp3", "audio_channel": 1},
+                       "audio_format": "mp3", "audio_channel": 1, "audio_size": size},
         "trace_id": "t-1",
         "base_resp": {"status_code": 0, "status_msg": "success"},
     }))
@@ -63,7 +74,8 @@ fn answer(pieces: &[Vec<u8>], format: &str, _sse: bool, _fake: &FakeProvider) ->
         )];
     }
     let mut events: Vec<(Duration, String)> = pieces.iter().map(|p| delta(p)).collect();
-    events.push(last(&all));
+    // The request asks for the final event without the aggregated audio (checked in `check`).
+    events.push(last_excluded());
     vec![Reply::sse(events)]
 }
 
@@ -78,7 +90,8 @@ fn check(req: &Recorded, e: &Expect<'_>) {
     let stream = e.format != "wav";
     let mut audio = json!({
         "format": e.format,
-        "sample_rate": if e.format == "pcm" { 24000 } else { 32000 },
+        // 32 kHz is no Opus rate; PCM matches OpenAI's 24 kHz.
+        "sample_rate": if matches!(e.format, "pcm" | "opus") { 24000 } else { 32000 },
         "channel": 1,
     });
     if e.format == "mp3" {
@@ -91,7 +104,9 @@ fn check(req: &Recorded, e: &Expect<'_>) {
         "voice_setting": {"voice_id": e.voice, "speed": e.speed},
         "audio_setting": audio,
     });
-    if !stream {
+    if stream {
+        want["stream_options"] = json!({"exclude_aggregated_audio": true});
+    } else {
         want["output_format"] = json!("hex");
     }
     assert_eq!(req.json(), want);
@@ -153,12 +168,13 @@ speech_conformance!(
         model: MODEL,
         formats: &[
             ("mp3", "audio/mpeg"),
+            ("opus", "audio/opus"),
             ("flac", "audio/flac"),
             ("wav", "audio/wav"),
             ("pcm", "audio/pcm"),
         ],
-        sse_formats: &["mp3", "flac", "pcm"],
-        rejected_formats: &["opus", "aac"],
+        sse_formats: &["mp3", "opus", "flac", "pcm"],
+        rejected_formats: &["aac"],
         speeds: &[0.5, 1.0, 2.0],
         rejected_speeds: &[0.25, 4.0],
         instructions: false,

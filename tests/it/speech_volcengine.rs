@@ -290,3 +290,42 @@ fn v1_style_success_code_and_unterminated_last_line_are_accepted() {
     assert_eq!(decoded_audio(&events), [a, b].concat());
     assert_eq!(events.last().unwrap()["type"], "speech.audio.done");
 }
+
+#[test]
+fn seed_tts_2_speaks_a_2_0_voice_by_default() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start_with(|ports| {
+        support::config(&fake.base_url(), ports)
+            + "    seed-tts-2.0: {family: doubao-tts-2, targets: [{provider: volcengine, model: seed-tts-2.0}]}\n"
+    });
+    fake.push(ndjson(vec![chunk(&audio(40, 1)), end()]));
+    let resp = speech(&gw, "seed-tts-2.0", "你好", json!({}));
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let sent = &fake.requests()[0];
+    assert_eq!(sent.header("x-api-resource-id"), Some("seed-tts-2.0"));
+    // A 1.0 voice (`*_mars_bigtts`) on the 2.0 resource is Volcengine's "resource ID is mismatched
+    // with speaker related resource"; the 2.0 family's default is a 2.0 voice.
+    assert_eq!(
+        sent.json()["req_params"]["speaker"],
+        "zh_female_vv_uranus_bigtts"
+    );
+}
+
+#[test]
+fn a_resource_the_account_lacks_is_named() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    // Volcengine's answer for a resource id (the target's model) the account has not opened.
+    fake.push(Reply::json(
+        403,
+        json!({"code": 45000030, "message": "[resource_id=seed-tts-1.0] requested resource not granted"}),
+    ));
+    let resp = speech(&gw, MODEL, "你好", json!({"retries": 2}));
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "model_unavailable");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains(MODEL), "{message}");
+    assert!(message.contains("seed-tts-1.0"), "{message}");
+    assert_eq!(fake.requests().len(), 1, "not retried");
+}
