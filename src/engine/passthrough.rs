@@ -160,8 +160,12 @@ mod tests {
         assert!(closes(
             b"data: {\"type\":\"speech.audio.done\",\"usage\":{\"input_tokens\":1}}\n\n"
         ));
-        assert!(closes(b"event: x\r\ndata: {\"type\": \"speech.audio.done\"}"));
-        assert!(!closes(b"data: {\"type\":\"speech.audio.delta\",\"audio\":\"AAAA\"}\n\n"));
+        assert!(closes(
+            b"event: x\r\ndata: {\"type\": \"speech.audio.done\"}"
+        ));
+        assert!(!closes(
+            b"data: {\"type\":\"speech.audio.delta\",\"audio\":\"AAAA\"}\n\n"
+        ));
         // The name elsewhere than in `type` is not the end.
         assert!(!closes(
             b"data: {\"type\":\"error\",\"message\":\"before speech.audio.done\"}\n\n"

@@ -90,7 +90,11 @@ fn filtered(provider: &Provider, body: &[u8]) -> Option<UpstreamError> {
     let categories: BTreeSet<&str> = answer
         .data
         .iter()
-        .flat_map(|item| item.content_filter_results.iter().chain(&item.prompt_filter_results))
+        .flat_map(|item| {
+            item.content_filter_results
+                .iter()
+                .chain(&item.prompt_filter_results)
+        })
         .filter(|(_, verdict)| verdict.get("filtered").and_then(Value::as_bool) == Some(true))
         .map(|(category, _)| category.as_str())
         .collect();

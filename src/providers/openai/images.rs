@@ -39,7 +39,12 @@ const EDITS: &str = "images/edits";
 const GPT_IMAGE_EDIT_TYPES: &[&str] = &["image/png", "image/jpeg", "image/webp"];
 
 /// The catalog families this adapter serves (all GPT image models: one wire shape).
-const FAMILIES: &[&str] = &["gpt-image", "gpt-image-mini", "gpt-image-2", "gpt-image-2.6"];
+const FAMILIES: &[&str] = &[
+    "gpt-image",
+    "gpt-image-mini",
+    "gpt-image-2",
+    "gpt-image-2.6",
+];
 
 // ---- wire types ------------------------------------------------------------------------------
 
