@@ -89,11 +89,12 @@ pub async fn events(
                 }
             }
             Ok(None) => {
-                // A last event missing its blank line still counts.
+                // A last event missing its blank line still counts, and is completed: an SSE
+                // client drops an event that the stream ends before terminating.
                 if let Some(rest) = splitter.remainder() {
                     ended |= closes(&rest);
                     session
-                        .write_response_body(Some(rest), false)
+                        .write_response_body(Some(terminated(rest)), false)
                         .await
                         .map_err(|_| StreamError::Client)?;
                 }
@@ -126,6 +127,24 @@ pub async fn events(
         }
     }
     Ok(())
+}
+
+/// `event` ending in the blank line that dispatches it.
+fn terminated(event: Bytes) -> Bytes {
+    let missing: &[u8] = if event.ends_with(b"\n\n") || event.ends_with(b"\r\n\r\n") {
+        b""
+    } else if event.ends_with(b"\n") {
+        b"\n"
+    } else {
+        b"\n\n"
+    };
+    if missing.is_empty() {
+        return event;
+    }
+    let mut out = Vec::with_capacity(event.len() + missing.len());
+    out.extend_from_slice(&event);
+    out.extend_from_slice(missing);
+    Bytes::from(out)
 }
 
 /// Whether `event` is the stream's closing event. Audio deltas are base64 (no `.`), so only a
@@ -171,5 +190,17 @@ mod tests {
             b"data: {\"type\":\"error\",\"message\":\"before speech.audio.done\"}\n\n"
         ));
         assert!(!closes(b"data: speech.audio.done\n\n"));
+    }
+
+    #[test]
+    fn a_last_event_is_terminated() {
+        for (raw, want) in [
+            (&b"data: x"[..], &b"data: x\n\n"[..]),
+            (b"data: x\n", b"data: x\n\n"),
+            (b"data: x\n\n", b"data: x\n\n"),
+            (b"data: x\r\n\r\n", b"data: x\r\n\r\n"),
+        ] {
+            assert_eq!(&terminated(Bytes::copy_from_slice(raw))[..], want);
+        }
     }
 }
