@@ -118,9 +118,11 @@ pub fn load(text: &str) -> Result<Table, Vec<String>> {
     let mut entries = Vec::new();
     let mut families_seen = false;
     let mut retired = Vec::new();
+    // Kept apart until the families are built: building a family checks the errors so far.
+    let mut retired_errors = Vec::new();
     for (key, value) in top {
         match key.as_str() {
-            Some("retired") => read_retired(value, &mut retired, &mut errors),
+            Some("retired") => read_retired(value, &mut retired, &mut retired_errors),
             Some(section @ ("templates" | "families")) => {
                 let section = if section == "templates" {
                     "templates"
@@ -255,6 +257,7 @@ pub fn load(text: &str) -> Result<Table, Vec<String>> {
             errors.push(format!("{}: no family extends it", e.at()));
         }
     }
+    errors.extend(retired_errors);
     for (name, _) in &retired {
         if families.iter().any(|f| f.name == name) {
             errors.push(format!(
