@@ -113,7 +113,10 @@ fn the_builtin_table_loads() {
     assert!(table.retired("gpt-image-2").is_none());
     let gpt_image_2 = images(table.get("gpt-image-2").unwrap());
     assert!(gpt_image_2.accepts_size("3840x2160") && gpt_image_2.accepts_size("auto"));
-    assert!(!gpt_image_2.accepts_size("3840x2176"), "over 8,294,400 pixels");
+    assert!(
+        !gpt_image_2.accepts_size("3840x2176"),
+        "over 8,294,400 pixels"
+    );
     assert!(speech(table.get("openai-tts-instruct").unwrap()).custom_voices);
     assert!(!speech(table.get("openai-tts").unwrap()).custom_voices);
     assert!(family_names().starts_with("openai-tts, openai-tts-instruct, "));

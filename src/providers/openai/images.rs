@@ -108,6 +108,16 @@ pub(crate) fn build(
     path: String,
 ) -> Result<NativeRequest, GatewayError> {
     check_family(req)?;
+    if req.background == Some("transparent") && req.output_format == "jpg" {
+        // OpenAI: "When using `transparent`, set the output format to `png` or `webp`."
+        return Err(GatewayError::field(
+            "background",
+            format!(
+                "`transparent` needs output_format png or webp for model {} (JPEG has no alpha)",
+                req.model.name
+            ),
+        ));
+    }
     match &req.image {
         None => {
             let body = GenerationBody {
@@ -471,6 +481,30 @@ mod tests {
         assert!(build(
             "gpt-image-2",
             format!(r#"{{"model":"pub-model","prompt":"p","image":"{jpeg}"}}"#),
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn a_transparent_background_needs_an_alpha_channel() {
+        let build = |body: &str| {
+            let req = request("gpt-image-2", "gpt-image-2", body);
+            image_request(&req.model.targets[0], &req, 1)
+        };
+        let e = build(r#"{"model":"pub-model","prompt":"p","background":"transparent","output_format":"jpg"}"#)
+            .unwrap_err();
+        assert!(details(e)["background"]
+            .as_str()
+            .unwrap()
+            .contains("png or webp"));
+        for ok in ["png", "webp"] {
+            let body = format!(
+                r#"{{"model":"pub-model","prompt":"p","background":"transparent","output_format":"{ok}"}}"#
+            );
+            assert!(build(&body).is_ok(), "{ok}");
+        }
+        assert!(build(
+            r#"{"model":"pub-model","prompt":"p","background":"opaque","output_format":"jpg"}"#
         )
         .is_ok());
     }
