@@ -550,7 +550,7 @@ mod tests {
 
     #[test]
     fn a_prompt_limit_counts_in_its_unit() {
-        let c = catalog("dall-e-3", "{prompt_limit: {max: 4, unit: bytes}}");
+        let c = catalog("gpt-image-2", "{prompt_limit: {max: 4, unit: bytes}}");
         assert!(parse(br#"{"model": "m", "prompt": "caf\u00e9"}"#, &c, 0).is_err());
         let msg = refusal(r#"{"model": "m", "prompt": "café"}"#, &c);
         assert!(
@@ -558,7 +558,7 @@ mod tests {
             "{msg}"
         );
         assert!(parse(r#"{"model": "m", "prompt": "cafe"}"#.as_bytes(), &c, 0).is_ok());
-        let c = catalog("dall-e-3", "{prompt_limit: {max: 2, unit: tokens}}");
+        let c = catalog("gpt-image-2", "{prompt_limit: {max: 2, unit: tokens}}");
         let msg = refusal(r#"{"model": "m", "prompt": "one two three"}"#, &c);
         assert!(
             msg.contains("is 3 tokens; model m accepts at most 2"),

@@ -22,8 +22,11 @@ pub struct SpeechRequest<'a> {
     pub model: Arc<Model>,
     pub caps: &'static SpeechCaps,
     pub input: Str<'a>,
-    /// The caller's voice, or the model's default.
+    /// The caller's voice, or the model's default: a voice name, or a custom voice's id.
     pub voice: Str<'a>,
+    /// `voice` is a custom voice's id, given as `{"id": …}` (only for models with
+    /// `custom_voices`); adapters send it in that shape.
+    pub custom_voice: bool,
     pub response_format: &'static str,
     pub sse: bool,
     pub speed: f64,
@@ -58,7 +61,7 @@ pub fn parse<'a>(
         _ => None,
     };
     let input = f.required_string("input");
-    let voice = f.string("voice");
+    let (voice, custom_voice) = read_voice(&mut f);
     let response_format = f.string("response_format");
     let stream_format = f.string("stream_format");
     let speed = f.number("speed");
@@ -166,6 +169,16 @@ pub fn parse<'a>(
     if let (Some(v), Some(c)) = (&voice, caps) {
         if v.as_str().trim().is_empty() {
             f.error("voice", "must not be empty");
+        } else if custom_voice {
+            if !c.custom_voices {
+                f.error(
+                    "voice",
+                    format!(
+                        "model {} takes a voice name (a string), not a custom voice",
+                        model_name(&model)
+                    ),
+                );
+            }
         } else if !c.voices.is_empty() && !c.voices.contains(&v.as_str()) {
             f.error(
                 "voice",
@@ -204,6 +217,7 @@ pub fn parse<'a>(
         caps,
         input,
         voice,
+        custom_voice,
         response_format,
         sse,
         speed,
@@ -211,6 +225,31 @@ pub fn parse<'a>(
         retries,
         passthrough,
     })
+}
+
+/// `voice`: a name (a string), or a custom voice `{"id": "voice_…"}` (the id, and `true`).
+fn read_voice<'a>(f: &mut Fields<'a>) -> (Option<Str<'a>>, bool) {
+    let Some(raw) = f.take_raw("voice") else {
+        return (None, false);
+    };
+    if let Ok(name) = serde_json::from_str::<Str<'a>>(raw.get()) {
+        return (Some(name), false);
+    }
+    let custom = Fields::nested(raw, "voice").ok().and_then(|mut object| {
+        let id = object.string("id");
+        let (rest, errors) = object.into_rest();
+        id.filter(|_| rest.is_empty() && errors.into_result().is_ok())
+    });
+    match custom {
+        Some(id) => (Some(id), true),
+        None => {
+            f.error(
+                "voice",
+                "must be a voice name (a string) or a custom voice {\"id\": \"voice_…\"}",
+            );
+            (None, false)
+        }
+    }
 }
 
 fn model_name(m: &Option<Arc<Model>>) -> &str {

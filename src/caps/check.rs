@@ -168,6 +168,7 @@ impl Checker<'_> {
             input_limit: input_limit?,
             default_voice: string(default_voice?),
             voices: strs(voices),
+            custom_voices: p.custom_voices.unwrap_or(false),
             native_fields: strs(native_fields?),
         })
     }

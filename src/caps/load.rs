@@ -1,6 +1,7 @@
 //! Reading a capability table (the built-in `families.yaml`, or a synthetic one in tests): its
 //! `templates` and `families`, each entry's `extends` chain and `operation`, and the merged,
-//! checked capabilities of every family. Also a model's overrides on top of its family.
+//! checked capabilities of every family; its `retired` families (a name a config may still carry,
+//! with what replaced it). Also a model's overrides on top of its family.
 
 use std::collections::{HashMap, HashSet};
 
@@ -14,6 +15,8 @@ use super::schema::Caps;
 #[derive(Debug)]
 pub struct Table {
     families: Vec<Family>,
+    /// Families no longer offered, each with why and what replaces it.
+    retired: Vec<(String, String)>,
 }
 
 #[derive(Debug)]
@@ -28,6 +31,14 @@ impl Table {
     /// The capabilities of family `name`.
     pub fn get(&self, name: &str) -> Option<Caps> {
         self.find(name).map(|f| f.caps)
+    }
+
+    /// Why family `name` is no longer offered and what replaces it, when it was retired.
+    pub fn retired(&self, name: &str) -> Option<&str> {
+        self.retired
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, why)| why.as_str())
     }
 
     /// Every family's name, in the table's order.
@@ -106,8 +117,12 @@ pub fn load(text: &str) -> Result<Table, Vec<String>> {
     let mut errors = Vec::new();
     let mut entries = Vec::new();
     let mut families_seen = false;
+    let mut retired = Vec::new();
+    // Kept apart until the families are built: building a family checks the errors so far.
+    let mut retired_errors = Vec::new();
     for (key, value) in top {
         match key.as_str() {
+            Some("retired") => read_retired(value, &mut retired, &mut retired_errors),
             Some(section @ ("templates" | "families")) => {
                 let section = if section == "templates" {
                     "templates"
@@ -242,10 +257,36 @@ pub fn load(text: &str) -> Result<Table, Vec<String>> {
             errors.push(format!("{}: no family extends it", e.at()));
         }
     }
+    errors.extend(retired_errors);
+    for (name, _) in &retired {
+        if families.iter().any(|f| f.name == name) {
+            errors.push(format!(
+                "retired.{name}: `{name}` is also a family; a retired family is not offered"
+            ));
+        }
+    }
     if errors.is_empty() {
-        Ok(Table { families })
+        Ok(Table { families, retired })
     } else {
         Err(errors)
+    }
+}
+
+/// `retired`: family name → why it is gone and what replaces it (shown when a config names it).
+fn read_retired(value: Value, retired: &mut Vec<(String, String)>, errors: &mut Vec<String>) {
+    let Value::Mapping(map) = value else {
+        errors.push("retired: must be a mapping of family name → reason".into());
+        return;
+    };
+    for (key, why) in map {
+        match (key.as_str(), why.as_str()) {
+            (Some(name), Some(why)) if !name.trim().is_empty() && !why.trim().is_empty() => {
+                retired.push((name.to_string(), why.to_string()));
+            }
+            _ => errors.push(format!(
+                "retired: {key:?} must name a family and say what replaces it"
+            )),
+        }
     }
 }
 

@@ -164,6 +164,7 @@ pub(crate) struct SpeechPatch {
     pub input_limit: Option<LimitPatch>,
     pub default_voice: Option<String>,
     pub voices: Option<Vec<String>>,
+    pub custom_voices: Option<bool>,
     pub native_fields: Option<Vec<String>>,
 }
 
@@ -176,6 +177,7 @@ impl SpeechPatch {
         merge_limit(&mut self.input_limit, over.input_limit);
         set(&mut self.default_voice, over.default_voice);
         set(&mut self.voices, over.voices);
+        set(&mut self.custom_voices, over.custom_voices);
         set(&mut self.native_fields, over.native_fields);
     }
 }

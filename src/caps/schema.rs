@@ -215,6 +215,9 @@ pub struct SpeechCaps {
     pub default_voice: &'static str,
     /// Voices the model accepts (empty: any; the provider judges).
     pub voices: &'static [&'static str],
+    /// Whether `voice` may also be a custom voice, `{"id": "voice_…"}` (optional key, default
+    /// false).
+    pub custom_voices: bool,
     /// Fields outside the public spec that the provider takes natively and that pass through verbatim.
     pub native_fields: &'static [&'static str],
 }

@@ -89,7 +89,7 @@ fn speech(c: Caps) -> &'static SpeechCaps {
 #[test]
 fn the_builtin_table_loads() {
     let table = builtin().unwrap_or_else(|e| panic!("{e:#?}"));
-    assert_eq!(table.names().len(), 49);
+    assert_eq!(table.names().len(), 50);
     // A few values, to catch a loader that reads keys into the wrong place.
     let kontext = images(table.get("flux-kontext").unwrap());
     assert_eq!(kontext.family, "flux-kontext");
@@ -106,6 +106,20 @@ fn the_builtin_table_loads() {
     assert_eq!(google.input_limit.unit, Unit::Bytes);
     assert!(google.voices.is_empty(), "no voice list: any voice");
     assert!(family("image-none").is_none(), "templates are not families");
+    // Retired families are not offered, and say what replaced them.
+    assert!(family("dall-e-3").is_none());
+    assert!(table
+        .retired("dall-e-3")
+        .is_some_and(|why| why.contains("gpt-image-2")));
+    assert!(table.retired("gpt-image-2").is_none());
+    let gpt_image_2 = images(table.get("gpt-image-2").unwrap());
+    assert!(gpt_image_2.accepts_size("3840x2160") && gpt_image_2.accepts_size("auto"));
+    assert!(
+        !gpt_image_2.accepts_size("3840x2176"),
+        "over 8,294,400 pixels"
+    );
+    assert!(speech(table.get("openai-tts-instruct").unwrap()).custom_voices);
+    assert!(!speech(table.get("openai-tts").unwrap()).custom_voices);
     assert!(family_names().starts_with("openai-tts, openai-tts-instruct, "));
 }
 
@@ -399,4 +413,33 @@ fn bad_overrides_are_named_by_path() {
         .unwrap_err()
         .join("\n");
     assert_has(&all, &["switchyard.models.x.capabilities: invalid type"]);
+}
+
+#[test]
+fn retired_families_are_checked() {
+    let all = errors_of(
+        r#"
+families:
+  a: {operation: rerank, max_documents: 1, query_limit: {max: 1, unit: bytes}, native_fields: []}
+retired:
+  a: "gone; use b"
+  b: ""
+  c: 3
+"#,
+    );
+    assert_has(
+        &all,
+        &[
+            "retired.a: `a` is also a family",
+            "retired: String(\"b\") must name a family and say what replaces it",
+            "retired: String(\"c\") must name a family and say what replaces it",
+        ],
+    );
+    let table = crate::caps::load(
+        "families:\n  a: {operation: rerank, max_documents: 1, query_limit: {max: 1, unit: bytes}, native_fields: []}\nretired:\n  old: gone, use a\n",
+    )
+    .unwrap_or_else(|e| panic!("{e:#?}"));
+    assert_eq!(table.retired("old"), Some("gone, use a"));
+    assert_eq!(table.retired("a"), None);
+    assert!(table.get("old").is_none());
 }

@@ -458,11 +458,14 @@ fn build_catalog(
     for (name, m) in models {
         let at = format!("switchyard.models.{name}");
         let Some(family) = table.get(&m.family) else {
-            errors.push(format!(
-                "{at}.family: unknown family `{}`; families: {}",
-                m.family,
-                table.names().join(", ")
-            ));
+            errors.push(match table.retired(&m.family) {
+                Some(why) => format!("{at}.family: family `{}` was retired: {why}", m.family),
+                None => format!(
+                    "{at}.family: unknown family `{}`; families: {}",
+                    m.family,
+                    table.names().join(", ")
+                ),
+            });
             continue;
         };
         let overrides = overrides(m, family, &at, errors);

@@ -1,17 +1,22 @@
 //! Copying a provider's streamed body to the client as it arrives.
 //!
-//! Audio is copied chunk by chunk (constant memory: one chunk in flight). An SSE stream is copied
-//! event by event, each written (and so flushed) as soon as it is complete. A failure after the
-//! first byte went out cannot become an error status any more: an SSE client gets a final `error`
-//! event; an audio client sees the connection close without the terminating chunk, which every HTTP
-//! client reports as a truncated body rather than a success.
+//! Audio is copied chunk by chunk (constant memory: one chunk in flight). An SSE stream (OpenAI's
+//! and Azure's own speech events) is copied event by event, each written (and so flushed) as soon
+//! as it is complete. A failure after the first byte went out cannot become an error status any
+//! more: an SSE client gets a final `error` event; an audio client sees the connection close
+//! without the terminating chunk, which every HTTP client reports as a truncated body rather than a
+//! success. An SSE stream that ends without its closing `speech.audio.done` event was cut short, and
+//! ends with an `error` event too.
 
 use bytes::Bytes;
 use pingora::proxy::Session;
 
-use crate::common::error::GatewayError;
+use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::stream::sse::{self, EventSplitter};
 use crate::upstream::exchange::Response;
+
+/// The `type` of the event that closes a complete OpenAI speech stream (it carries the usage).
+const END_EVENT: &str = "speech.audio.done";
 
 /// How a streamed copy ended badly.
 pub enum StreamError {
@@ -52,17 +57,19 @@ pub async fn bytes(
     Ok(())
 }
 
-/// Copy an SSE stream (after `first`, already read) event by event; a provider failure becomes a
-/// final `error` event.
+/// Copy an SSE speech stream (after `first`, already read) event by event; a provider failure,
+/// or an end without the closing [`END_EVENT`], becomes a final `error` event.
 pub async fn events(
     session: &mut Session,
     mut resp: Response<'_>,
     first: Vec<Bytes>,
 ) -> Result<(), StreamError> {
     let mut splitter = EventSplitter::new();
+    let mut ended = false;
     for chunk in first {
         splitter.push(&chunk);
         while let Some(ev) = splitter.next_event() {
+            ended |= closes(&ev);
             session
                 .write_response_body(Some(ev), false)
                 .await
@@ -74,24 +81,37 @@ pub async fn events(
             Ok(Some(chunk)) => {
                 splitter.push(&chunk);
                 while let Some(ev) = splitter.next_event() {
+                    ended |= closes(&ev);
                     session
                         .write_response_body(Some(ev), false)
                         .await
                         .map_err(|_| StreamError::Client)?;
                 }
             }
-            Ok(None) => break None,
+            Ok(None) => {
+                // A last event missing its blank line still counts, and is completed: an SSE
+                // client drops an event that the stream ends before terminating.
+                if let Some(rest) = splitter.remainder() {
+                    ended |= closes(&rest);
+                    session
+                        .write_response_body(Some(terminated(rest)), false)
+                        .await
+                        .map_err(|_| StreamError::Client)?;
+                }
+                if ended {
+                    break None;
+                }
+                break Some(GatewayError::Upstream(UpstreamError::new(
+                    UpstreamErrorKind::BadResponse,
+                    resp.provider(),
+                    format!("speech stream ended before its `{END_EVENT}` event"),
+                )));
+            }
             Err(e) => break Some(GatewayError::Upstream(e)),
         }
     };
     match failure {
         None => {
-            if let Some(rest) = splitter.remainder() {
-                session
-                    .write_response_body(Some(rest), false)
-                    .await
-                    .map_err(|_| StreamError::Client)?;
-            }
             session
                 .write_response_body(None, true)
                 .await
@@ -99,7 +119,7 @@ pub async fn events(
             resp.release().await;
         }
         Some(err) => {
-            // The half event in the splitter is dropped: the client only ever sees whole events.
+            // A half event in the splitter is dropped: the client only ever sees whole events.
             session
                 .write_response_body(Some(error_event(&err)), true)
                 .await
@@ -109,6 +129,38 @@ pub async fn events(
     Ok(())
 }
 
+/// `event` ending in the blank line that dispatches it.
+fn terminated(event: Bytes) -> Bytes {
+    let missing: &[u8] = if event.ends_with(b"\n\n") || event.ends_with(b"\r\n\r\n") {
+        b""
+    } else if event.ends_with(b"\n") {
+        b"\n"
+    } else {
+        b"\n\n"
+    };
+    if missing.is_empty() {
+        return event;
+    }
+    let mut out = Vec::with_capacity(event.len() + missing.len());
+    out.extend_from_slice(&event);
+    out.extend_from_slice(missing);
+    Bytes::from(out)
+}
+
+/// Whether `event` is the stream's closing event. Audio deltas are base64 (no `.`), so only a
+/// small event can hold the name; only those are parsed.
+fn closes(event: &[u8]) -> bool {
+    if !event
+        .windows(END_EVENT.len())
+        .any(|w| w == END_EVENT.as_bytes())
+    {
+        return false;
+    }
+    sse::data_of(event)
+        .and_then(|data| serde_json::from_str::<serde_json::Value>(&data).ok())
+        .is_some_and(|v| v.get("type").and_then(|t| t.as_str()) == Some(END_EVENT))
+}
+
 /// `data: {"type":"error","error":{"code":…,"message":…}}`
 pub fn error_event(err: &GatewayError) -> bytes::Bytes {
     let body = serde_json::json!({
@@ -116,4 +168,39 @@ pub fn error_event(err: &GatewayError) -> bytes::Bytes {
         "error": {"code": err.code(), "message": err.message()},
     });
     sse::event(body.to_string().as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_done_event_closes_the_stream() {
+        assert!(closes(
+            b"data: {\"type\":\"speech.audio.done\",\"usage\":{\"input_tokens\":1}}\n\n"
+        ));
+        assert!(closes(
+            b"event: x\r\ndata: {\"type\": \"speech.audio.done\"}"
+        ));
+        assert!(!closes(
+            b"data: {\"type\":\"speech.audio.delta\",\"audio\":\"AAAA\"}\n\n"
+        ));
+        // The name elsewhere than in `type` is not the end.
+        assert!(!closes(
+            b"data: {\"type\":\"error\",\"message\":\"before speech.audio.done\"}\n\n"
+        ));
+        assert!(!closes(b"data: speech.audio.done\n\n"));
+    }
+
+    #[test]
+    fn a_last_event_is_terminated() {
+        for (raw, want) in [
+            (&b"data: x"[..], &b"data: x\n\n"[..]),
+            (b"data: x\n", b"data: x\n\n"),
+            (b"data: x\n\n", b"data: x\n\n"),
+            (b"data: x\r\n\r\n", b"data: x\r\n\r\n"),
+        ] {
+            assert_eq!(&terminated(Bytes::copy_from_slice(raw))[..], want);
+        }
+    }
 }

@@ -1,4 +1,4 @@
-//! Image generation end to end with a fake OpenAI (dall-e-3).
+//! Image generation end to end with a fake OpenAI (gpt-image-2).
 
 use crate::support;
 use serde_json::json;
@@ -6,24 +6,25 @@ use support::fake::{FakeProvider, Reply};
 use support::{image_conformance, post, TestGateway};
 
 #[test]
-fn dall_e_3_result_in_the_public_shape() {
+fn gpt_image_result_in_the_public_shape() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
     fake.push(Reply::json(
         200,
-        json!({"created": 1713833628, "data": [{"url": "https://img.example/a.png", "revised_prompt": "a red fox in snow"}]}),
+        json!({"created": 1713833628, "data": [{"b64_json": "iVBORw0KGgo=", "revised_prompt": "a red fox in snow"}]}),
     ));
     let resp = post(
         &gw,
         "/api/v1/images/generations",
-        &json!({"model": "dall-e-3", "prompt": "a fox", "aspect_ratio": "16:9", "quality": "hd"}),
+        &json!({"model": "gpt-image-2", "prompt": "a fox", "aspect_ratio": "16:9", "quality": "high",
+                "response_format": "b64_json"}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
     let body = resp.json();
     assert_eq!(body["created"], 1713833628);
-    assert_eq!(body["data"][0]["url"], "https://img.example/a.png");
+    assert_eq!(body["data"][0]["b64_json"], "iVBORw0KGgo=");
     assert_eq!(body["data"][0]["revised_prompt"], "a red fox in snow");
-    assert!(body["data"][0].get("b64_json").is_none());
+    assert!(body["data"][0].get("url").is_none());
     assert_eq!(body["task_status"], "succeed");
     let id = body["task_id"].as_str().unwrap();
     assert!(
@@ -35,12 +36,12 @@ fn dall_e_3_result_in_the_public_shape() {
     assert_eq!(sent.path, "/v1/images/generations");
     assert_eq!(
         sent.json(),
-        json!({"model": "dall-e-3", "prompt": "a fox", "n": 1, "size": "1792x1024", "quality": "hd", "response_format": "url"})
+        json!({"model": "gpt-image-2", "prompt": "a fox", "n": 1, "size": "2048x1152", "quality": "high", "output_format": "png"})
     );
 }
 
 #[test]
-fn b64_json_is_asked_natively() {
+fn response_format_is_never_asked_of_gpt_image() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
     fake.push(Reply::json(
@@ -50,13 +51,13 @@ fn b64_json_is_asked_natively() {
     let resp = post(
         &gw,
         "/api/v1/images/generations",
-        &json!({"model": "dall-e-3", "prompt": "p", "response_format": "b64_json", "size": "1024x1792"}),
+        &json!({"model": "gpt-image-2", "prompt": "p", "response_format": "b64_json", "size": "1024x1536"}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert_eq!(resp.json()["data"][0]["b64_json"], "iVBORw0KGgo=");
     let sent = fake.requests()[0].json();
-    assert_eq!(sent["response_format"], "b64_json");
-    assert_eq!(sent["size"], "1024x1792");
+    assert!(sent.get("response_format").is_none(), "{sent}");
+    assert_eq!(sent["size"], "1024x1536");
 }
 
 #[test]
@@ -109,7 +110,7 @@ fn provider_errors_map_to_truthful_statuses() {
         let resp = post(
             &gw,
             "/api/v1/images/generations",
-            &json!({"model": "dall-e-3", "prompt": "p"}),
+            &json!({"model": "gpt-image-2", "prompt": "p"}),
         );
         assert_eq!(resp.status, status, "{code}: {}", resp.text());
         let body = resp.json();
@@ -129,7 +130,7 @@ fn a_large_body_is_sent_whole() {
     let gw = TestGateway::start(&fake);
     fake.push(Reply::json(
         200,
-        json!({"created": 1, "data": [{"url": "https://img.example/x.png"}]}),
+        json!({"created": 1, "data": [{"b64_json": "iVBORw0KGgo="}]}),
     ));
     // Far above Pingora's 64 KiB retry buffer (docs/architecture.md, "The upstream exchange").
     let prompt = "a ".repeat(1900);
@@ -137,7 +138,7 @@ fn a_large_body_is_sent_whole() {
     let resp = post(
         &gw,
         "/api/v1/images/generations",
-        &json!({"model": "dall-e-3", "prompt": prompt, "user": user}),
+        &json!({"model": "gpt-image-2", "prompt": prompt, "user": user, "response_format": "b64_json"}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
     let sent = fake.requests()[0].json();
@@ -166,10 +167,10 @@ fn reference_urls_to_loopback_are_refused_without_a_connection() {
         format!("http://[::1]:{port}/admin.png"),
         format!("https://127.0.0.1:{port}/admin.png"),
     ] {
-        // dall-e-2 edits and Stability take the image as bytes, so the gateway would fetch it.
+        // GPT image edits and Stability take the image as bytes, so the gateway would fetch it.
         for (model, field, extra) in [
-            ("dall-e-2", "image", json!({"image": url})),
-            ("dall-e-2", "mask", json!({"image": b64, "mask": url})),
+            ("gpt-image-2", "image", json!({"image": url})),
+            ("gpt-image-2", "mask", json!({"image": b64, "mask": url})),
             ("stable-image-ultra", "image", json!({"image": url})),
         ] {
             let mut body = json!({"model": model, "prompt": "p"});
@@ -253,7 +254,7 @@ fn malformed_image_inputs_are_refused_per_field() {
     let resp = post(
         &gw,
         "/api/v1/images/generations",
-        &json!({"model": "dall-e-2", "prompt": "p", "image": "data:image/png,xyz", "strength": 2}),
+        &json!({"model": "gpt-image-2", "prompt": "p", "image": "data:image/png,xyz", "strength": 2}),
     );
     assert_eq!(resp.status, 400);
     let d = resp.json()["details"].clone();
@@ -265,7 +266,7 @@ fn malformed_image_inputs_are_refused_per_field() {
     let resp = post(
         &gw,
         "/api/v1/images/generations",
-        &json!({"model": "dall-e-2", "prompt": "p", "mask": image_conformance::b64(&image_conformance::png(40, 1))}),
+        &json!({"model": "gpt-image-2", "prompt": "p", "mask": image_conformance::b64(&image_conformance::png(40, 1))}),
     );
     assert_eq!(resp.status, 400);
     assert!(resp.json()["details"]["mask"]

@@ -20,20 +20,21 @@ fn an_async_task_runs_in_the_background_and_is_read_by_its_creator_only() {
     // The provider answers only after the task id went back to the caller.
     fake.push(Reply::json(
         200,
-        json!({"created": 9, "data": [{"url": ic::fake_url(&fake, "a.png"), "revised_prompt": "r"}]}),
+        json!({"created": 9, "data": [{"b64_json": "iVBORw0KGgo=", "revised_prompt": "r"}]}),
     ));
     let id = start(
         &gw,
-        json!({"model": "dall-e-3", "prompt": "a fox", "async": true, "quality": "hd"}),
+        json!({"model": "gpt-image-2", "prompt": "a fox", "async": true, "quality": "high",
+               "response_format": "b64_json"}),
     );
     let done = finished(&gw, &id);
     assert_eq!(done["task_id"], id);
-    assert_eq!(done["data"][0]["url"], ic::fake_url(&fake, "a.png"));
+    assert_eq!(done["data"][0]["b64_json"], "iVBORw0KGgo=");
     assert_eq!(done["data"][0]["revised_prompt"], "r");
     assert!(done.get("error").is_none());
     // Same translation as a sync call.
     let sent = fake.requests()[0].json();
-    assert_eq!(sent["quality"], "hd");
+    assert_eq!(sent["quality"], "high");
     assert!(sent.get("async").is_none(), "async reached the provider");
 
     // Another caller, an unknown id and a malformed one: the same 404.
@@ -60,7 +61,7 @@ fn failures_are_reported_in_the_task() {
     ));
     let id = start(
         &gw,
-        json!({"model": "dall-e-3", "prompt": "p", "async": true}),
+        json!({"model": "gpt-image-2", "prompt": "p", "async": true}),
     );
     let done = finished(&gw, &id);
     assert_eq!(done["task_status"], "failed");
@@ -74,7 +75,7 @@ fn failures_are_reported_in_the_task() {
     let resp = post(
         &gw,
         "/api/v1/images/generations",
-        &json!({"model": "dall-e-3", "prompt": "p", "async": true, "size": "1x1"}),
+        &json!({"model": "gpt-image-2", "prompt": "p", "async": true, "size": "1x1"}),
     );
     assert_eq!(resp.status, 400);
 }
@@ -125,7 +126,7 @@ fn a_task_whose_instance_died_is_reported_failed() {
         sent: true,
         ..switchyard::store::tasks::TaskRecord::started(
             "key:tester".into(),
-            "dall-e-3".into(),
+            "gpt-image-2".into(),
             "gone".into(),
             now_ms / 1000 - 120,
             now_ms - 120_000,
@@ -150,7 +151,7 @@ fn without_the_store_async_fails_fast_and_sync_keeps_working() {
     let resp = post(
         &gw,
         "/api/v1/images/generations",
-        &json!({"model": "dall-e-3", "prompt": "p", "async": true}),
+        &json!({"model": "gpt-image-2", "prompt": "p", "async": true}),
     );
     assert_eq!(resp.status, 503, "{}", resp.text());
     assert_eq!(resp.json()["code"], "store_unavailable");
@@ -161,12 +162,12 @@ fn without_the_store_async_fails_fast_and_sync_keeps_working() {
     );
     fake.push(Reply::json(
         200,
-        json!({"data": [{"url": "https://x.example/a.png"}]}),
+        json!({"data": [{"b64_json": "iVBORw0KGgo="}]}),
     ));
     let resp = post(
         &gw,
         "/api/v1/images/generations",
-        &json!({"model": "dall-e-3", "prompt": "p"}),
+        &json!({"model": "gpt-image-2", "prompt": "p", "response_format": "b64_json"}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
 }

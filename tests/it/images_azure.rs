@@ -1,19 +1,20 @@
-//! Azure OpenAI images end to end against a fake Azure: dall-e-3 through a deployment URL
+//! Azure OpenAI images end to end against a fake Azure: gpt-image-2 through a deployment URL
 //! (`azure`, with an api-version) and a GPT image model through the v1 URL (`azure-v1`), both
 //! keyed with `api-key`. Then what is Azure's own: content-filter refusals as errors and inside a
-//! 200 answer, and filter verdicts beside delivered images ignored.
+//! 200 answer (the image's and the prompt's verdicts, both on each `data[]` item), verdicts beside
+//! delivered images ignored, and a deployment that no longer exists named to the caller.
 
 use crate::support;
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Recorded, Reply};
 use support::image_conformance::{
-    self as conformance, b64, fake_url, form_parts, image_conformance, part, png, Answers,
-    ImageCase, Reference,
+    self as conformance, b64, form_parts, image_conformance, part, png, Answers, ImageCase,
+    Reference,
 };
 use support::{post, TestGateway, PROVIDER_KEY};
 
-const DALL_E_3_PATH: &str =
-    "/openai/deployments/dalle3-deployment/images/generations?api-version=2025-03-01-preview";
+const DEPLOYMENT_PATH: &str =
+    "/openai/deployments/gpt-image-2-deployment/images/generations?api-version=2025-03-01-preview";
 const V1_GENERATIONS: &str = "/openai/v1/images/generations";
 const V1_EDITS: &str = "/openai/v1/images/edits";
 
@@ -29,38 +30,27 @@ fn clean_verdicts() -> Value {
     })
 }
 
+/// Azure's verdicts on a prompt nothing was filtered from.
+fn clean_prompt_verdicts() -> Value {
+    json!({
+        "jailbreak": {"filtered": false, "detected": false},
+        "profanity": {"filtered": false, "detected": false}
+    })
+}
+
 fn answer(data: Vec<Value>) -> Reply {
-    Reply::json(
-        200,
-        json!({
-            "created": 1713833628,
-            "data": data,
-            "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {
-                "jailbreak": {"filtered": false, "detected": false},
-                "profanity": {"filtered": false, "detected": false}
-            }}]
-        }),
-    )
+    Reply::json(200, json!({"created": 1713833628, "data": data}))
 }
 
-/// dall-e-3 on Azure: links (on the fake's host) with per-image filter verdicts.
-fn url_answer(images: &[Vec<u8>], fake: &FakeProvider) -> Reply {
-    answer(
-        (0..images.len())
-            .map(|i| {
-                json!({"url": fake_url(fake, &format!("{i}.png")), "revised_prompt": "a lighthouse",
-                       "content_filter_results": clean_verdicts()})
-            })
-            .collect(),
-    )
-}
-
-/// GPT image on Azure: base64 with per-image filter verdicts.
+/// GPT image on Azure: base64 with the image's and the prompt's verdicts on each item.
 fn b64_answer(images: &[Vec<u8>], _fake: &FakeProvider) -> Reply {
     answer(
         images
             .iter()
-            .map(|i| json!({"b64_json": b64(i), "content_filter_results": clean_verdicts()}))
+            .map(|i| {
+                json!({"b64_json": b64(i), "content_filter_results": clean_verdicts(),
+                       "prompt_filter_results": clean_prompt_verdicts()})
+            })
             .collect(),
     )
 }
@@ -127,10 +117,10 @@ fn errors() -> Vec<(Reply, u16, &'static str)> {
         (
             azure_error(
                 404,
-                json!({"code": "DeploymentNotFound", "message": "The API deployment for this resource does not exist."}),
+                json!({"code": "DeploymentNotFound", "message": "The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again."}),
             ),
-            502,
-            "upstream_error",
+            503,
+            "model_unavailable",
         ),
         (
             azure_error(
@@ -165,20 +155,29 @@ fn reference(req: &Recorded) -> Reference {
     Reference::Bytes(part(&form_parts(req), "image").data.clone())
 }
 
+/// The `image` file part of an edit sent to the deployment URL.
+fn deployment_reference(req: &Recorded) -> Reference {
+    assert_eq!(
+        req.path,
+        "/openai/deployments/gpt-image-2-deployment/images/edits?api-version=2025-03-01-preview"
+    );
+    Reference::Bytes(part(&form_parts(req), "image").data.clone())
+}
+
 /// Azure takes its key in `api-key`, never as a Bearer token.
 fn check_auth(req: &Recorded) {
     assert_eq!(req.header("api-key"), Some(PROVIDER_KEY));
     assert!(req.header("authorization").is_none());
 }
 
-fn check_dall_e_3_full(req: &Recorded) {
-    assert_eq!(req.path, DALL_E_3_PATH);
+fn check_gpt_image_2_full(req: &Recorded) {
+    assert_eq!(req.path, DEPLOYMENT_PATH);
     check_auth(req);
     assert_eq!(
         req.json(),
-        json!({"model": "dalle3-deployment", "prompt": conformance::PROMPT, "n": 1,
-               "size": "1024x1792", "quality": "standard", "response_format": "b64_json",
-               "style": "vivid"})
+        json!({"model": "gpt-image-2-deployment", "prompt": conformance::PROMPT, "n": 1,
+               "size": "2160x3840", "quality": "medium", "output_format": "png",
+               "background": "auto"})
     );
 }
 
@@ -196,29 +195,27 @@ fn check_gpt_image_full(req: &Recorded) {
 // ---- conformance -----------------------------------------------------------------------------
 
 image_conformance!(
-    azure_dall_e_3_deployment_conformance,
+    azure_gpt_image_2_deployment_conformance,
     ImageCase {
-        model: "azure-dall-e-3",
+        model: "azure-gpt-image-2",
         base: json!({}),
-        full: json!({"size": "1024x1792", "quality": "standard", "style": "vivid"}),
-        check_full: check_dall_e_3_full,
-        answer: url_answer,
-        answers: Answers::Url,
-        sizes: &["1024x1024", "1792x1024", "1024x1792"],
-        rejected_sizes: &["512x512", "1536x1024"],
-        qualities: &["standard", "hd"],
-        rejected_qualities: &["high", "auto"],
-        max_n: 1,
-        per_call_n: 1,
+        full: json!({"size": "2160x3840", "quality": "medium", "background": "auto"}),
+        check_full: check_gpt_image_2_full,
+        answer: b64_answer,
+        answers: Answers::Inline,
+        sizes: &["1024x1024", "1792x1024", "3840x1280", "auto"],
+        rejected_sizes: &["512x512", "1000x1000", "3840x2176"],
+        qualities: &["auto", "low", "medium", "high"],
+        rejected_qualities: &["standard", "hd"],
+        max_n: 10,
+        per_call_n: 10,
         native_n: Some(native_n),
         rejected: vec![
             ("negative_prompt", json!("blurry")),
-            ("background", json!("opaque")),
-            ("output_format", json!("jpg")),
             ("watermark", json!(true)),
-            ("moderation", json!("low")),
+            ("style", json!("vivid")),
         ],
-        reference: None,
+        reference: Some(deployment_reference),
         errors,
     }
 );
@@ -264,7 +261,7 @@ fn a_filtered_image_is_refused_without_retrying() {
     fake.push(filtered_answer());
     let resp = generate(
         &gw,
-        json!({"model": "azure-dall-e-3", "prompt": "p", "retries": 2}),
+        json!({"model": "azure-gpt-image-2", "prompt": "p", "retries": 2}),
     );
     assert_eq!(resp.status, 400, "{}", resp.text());
     let body = resp.json();
@@ -333,4 +330,51 @@ fn gpt_image_edits_go_to_the_v1_edits_url() {
         part(&parts, "mask").content_type.as_deref(),
         Some("image/png")
     );
+}
+
+/// The prompt's verdicts sit on each `data[]` item (Azure's `ImageResult`), not beside `data`: a
+/// prompt filtered there is a content refusal naming the category.
+#[test]
+fn a_filtered_prompt_on_the_image_item_is_a_content_refusal() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(answer(vec![json!({
+        "content_filter_results": clean_verdicts(),
+        "prompt_filter_results": {"jailbreak": {"filtered": true, "detected": true},
+                                  "profanity": {"filtered": false, "detected": false}}
+    })]));
+    let resp = generate(
+        &gw,
+        json!({"model": "azure-gpt-image", "prompt": "p", "retries": 2}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "content_policy_violation");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("(jailbreak)"), "{message}");
+    assert_eq!(fake.requests().len(), 1, "moderation is not retried");
+}
+
+/// A deployment that is gone (say, of a retired model) is the operator's problem: 503
+/// `model_unavailable` naming the public model and the deployment, not retried.
+#[test]
+fn a_deployment_that_does_not_exist_is_named() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(azure_error(
+        404,
+        json!({"code": "DeploymentNotFound", "message": "The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again."}),
+    ));
+    let resp = generate(
+        &gw,
+        json!({"model": "azure-gpt-image-2", "prompt": "p", "retries": 2}),
+    );
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "model_unavailable");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("model azure-gpt-image-2 "), "{message}");
+    assert!(message.contains("gpt-image-2-deployment"), "{message}");
+    assert!(message.contains("provider azure"), "{message}");
+    assert_eq!(fake.requests().len(), 1, "not retried");
 }

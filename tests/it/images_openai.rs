@@ -1,14 +1,14 @@
-//! OpenAI images (dall-e-2, dall-e-3, gpt-image-1) end to end against a fake OpenAI: the shared
-//! conformance cases, then what is OpenAI's own: GPT image base64 hosted for `url` callers, edits
-//! as multipart forms (image and mask file parts, byte for byte), reference URLs downloaded by the
-//! gateway and sent as files, and dall-e-2's PNG-only edits.
+//! OpenAI images (gpt-image-1, gpt-image-2, gpt-image-2.6-*) end to end against a fake OpenAI: the
+//! shared conformance cases, then what is OpenAI's own: GPT image base64 hosted for `url` callers,
+//! edits as multipart forms (image and mask file parts, byte for byte), reference URLs downloaded
+//! by the gateway and sent as files, the image types edits take, and the retired DALL·E families.
 
 use crate::support;
 use serde_json::{json, Value};
 use support::fake::{FakeProvider, Recorded, Reply};
 use support::image_conformance::{
-    self as conformance, b64, fake_url, form_parts, get_hosted, image_conformance, names, part,
-    png, unb64, Answers, FormPart, ImageCase, Reference,
+    self as conformance, b64, form_parts, get_hosted, image_conformance, names, part, png, unb64,
+    Answers, FormPart, ImageCase, Reference,
 };
 use support::{post, TestGateway, PROVIDER_KEY};
 
@@ -16,14 +16,6 @@ const GENERATIONS: &str = "/v1/images/generations";
 const EDITS: &str = "/v1/images/edits";
 
 // ---- native answers --------------------------------------------------------------------------
-
-/// DALL·E's answer linking to each image on the fake's own host.
-fn url_answer(images: &[Vec<u8>], fake: &FakeProvider) -> Reply {
-    let data: Vec<Value> = (0..images.len())
-        .map(|i| json!({"url": fake_url(fake, &format!("img-{i}.png")), "revised_prompt": "a lighthouse at dusk, oil painting"}))
-        .collect();
-    Reply::json(200, json!({"created": 1713833628, "data": data}))
-}
 
 /// A GPT image answer: base64 only, with the GPT image extras.
 fn b64_answer(images: &[Vec<u8>], _fake: &FakeProvider) -> Reply {
@@ -171,23 +163,14 @@ fn check_auth(req: &Recorded) {
     conformance::assert_bearer(req);
 }
 
-fn check_dall_e_2_full(req: &Recorded) {
+fn check_gpt_image_2_full(req: &Recorded) {
     assert_eq!(req.path, GENERATIONS);
     check_auth(req);
     assert_eq!(
         req.json(),
-        json!({"model": "dall-e-2", "prompt": conformance::PROMPT, "n": 1, "size": "512x512",
-               "quality": "standard", "response_format": "b64_json", "user": "user-2"})
-    );
-}
-
-fn check_dall_e_3_full(req: &Recorded) {
-    assert_eq!(req.path, GENERATIONS);
-    check_auth(req);
-    assert_eq!(
-        req.json(),
-        json!({"model": "dall-e-3", "prompt": conformance::PROMPT, "n": 1, "size": "1792x1024",
-               "quality": "hd", "response_format": "b64_json", "style": "natural", "user": "user-3"})
+        json!({"model": "gpt-image-2", "prompt": conformance::PROMPT, "n": 1, "size": "3840x2160",
+               "quality": "high", "output_format": "jpeg", "background": "opaque",
+               "output_compression": 80, "moderation": "low", "user": "user-2"})
     );
 }
 
@@ -204,19 +187,42 @@ fn check_gpt_image_full(req: &Recorded) {
 
 // ---- conformance -----------------------------------------------------------------------------
 
+// gpt-image-2: the listed sizes and any WxH its rule allows (multiples of 16, long side at most
+// 3840 px and 3 times the short one, 655,360–8,294,400 pixels).
 image_conformance!(
-    dall_e_2_conformance,
+    gpt_image_2_conformance,
     ImageCase {
-        model: "dall-e-2",
+        model: "gpt-image-2",
         base: json!({}),
-        full: json!({"size": "512x512", "quality": "standard", "user": "user-2"}),
-        check_full: check_dall_e_2_full,
-        answer: url_answer,
-        answers: Answers::Url,
-        sizes: &["256x256", "512x512", "1024x1024"],
-        rejected_sizes: &["1792x1024", "1536x1024", "auto"],
-        qualities: &["standard"],
-        rejected_qualities: &["hd", "high"],
+        full: json!({"size": "3840x2160", "quality": "high", "output_format": "jpg",
+                 "background": "opaque", "output_compression": 80, "moderation": "low",
+                 "user": "user-2"}),
+        check_full: check_gpt_image_2_full,
+        answer: b64_answer,
+        answers: Answers::Inline,
+        sizes: &[
+            "1024x1024",
+            "1536x1024",
+            "1024x1536",
+            "auto",
+            "2048x1152",
+            "2160x3840",
+            "1792x1024",
+            "3840x1280",
+            "1280x3840",
+            "1024x640",
+        ],
+        rejected_sizes: &[
+            "256x256",
+            "768x768",
+            "1000x1000",
+            "4096x1024",
+            "3856x1296",
+            "3840x2176",
+            "3840x1264",
+        ],
+        qualities: &["auto", "low", "medium", "high"],
+        rejected_qualities: &["standard", "hd"],
         max_n: 10,
         per_call_n: 10,
         native_n: Some(native_n),
@@ -224,46 +230,13 @@ image_conformance!(
             ("negative_prompt", json!("blurry")),
             ("strength", json!(0.4)),
             ("style_preset", json!("anime")),
-            ("background", json!("transparent")),
-            ("output_format", json!("jpg")),
             ("watermark", json!(true)),
-            ("aspect_ratio", json!("16:9")),
+            ("aspect_ratio", json!("4:3")),
             ("style", json!("vivid")),
+            ("complexity", json!("low")),
             ("extra_body.seed", json!(1)),
         ],
         reference: Some(reference),
-        errors,
-    }
-);
-
-image_conformance!(
-    dall_e_3_conformance,
-    ImageCase {
-        model: "dall-e-3",
-        base: json!({}),
-        full: json!({"aspect_ratio": "16:9", "quality": "hd", "style": "natural", "user": "user-3"}),
-        check_full: check_dall_e_3_full,
-        answer: url_answer,
-        answers: Answers::Url,
-        sizes: &["1024x1024", "1792x1024", "1024x1792"],
-        rejected_sizes: &["256x256", "512x512", "1536x1024", "auto"],
-        qualities: &["standard", "hd"],
-        rejected_qualities: &["low", "auto", "std"],
-        max_n: 1,
-        per_call_n: 1,
-        native_n: Some(native_n),
-        rejected: vec![
-            ("negative_prompt", json!("blurry")),
-            ("mask", json!(b64(&png(100, 9)))),
-            ("style_preset", json!("anime")),
-            ("background", json!("opaque")),
-            ("output_format", json!("webp")),
-            ("watermark", json!(true)),
-            ("aspect_ratio", json!("3:2")),
-            ("moderation", json!("low")),
-            ("extra_body.seed", json!(1)),
-        ],
-        reference: None,
         errors,
     }
 );
@@ -363,40 +336,6 @@ fn file(name: &str, filename: &str, content_type: &str, data: &[u8]) -> FormPart
 }
 
 #[test]
-fn dall_e_2_edits_send_image_and_mask_as_files() {
-    let fake = FakeProvider::start();
-    let gw = TestGateway::start(&fake);
-    let image = png(100_000, 7);
-    let mask = png(80_000, 8);
-    fake.push(url_answer(&[png(64, 1)], &fake));
-    let resp = generate(
-        &gw,
-        json!({"model": "dall-e-2", "prompt": "add a red hat", "image": b64(&image),
-               "mask": format!("data:image/png;base64,{}", b64(&mask)), "n": 3,
-               "size": "256x256", "response_format": "url", "user": "user \"q\""}),
-    );
-    assert_eq!(resp.status, 200, "{}", resp.text());
-    let sent = fake.requests();
-    assert_eq!(sent.len(), 1);
-    assert_eq!(sent[0].method, "POST");
-    assert_eq!(sent[0].path, EDITS);
-    check_auth(&sent[0]);
-    assert_eq!(
-        form_parts(&sent[0]),
-        vec![
-            file("image", "image.png", "image/png", &image),
-            file("mask", "mask.png", "image/png", &mask),
-            text("prompt", "add a red hat"),
-            text("model", "dall-e-2"),
-            text("n", "3"),
-            text("size", "256x256"),
-            text("response_format", "url"),
-            text("user", "user \"q\""),
-        ]
-    );
-}
-
-#[test]
 fn gpt_image_edits_send_output_format_not_response_format() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
@@ -490,26 +429,24 @@ fn reference_urls_are_downloaded_and_sent_as_files() {
 }
 
 #[test]
-fn dall_e_2_edits_take_only_png() {
+fn edits_take_png_jpeg_or_webp_and_a_png_mask() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
+    let gif = b"GIF89a\x01\x00\x01\x00".to_vec();
     let jpeg = [&[0xFF, 0xD8, 0xFF, 0xE0][..], &[1u8; 100][..]].concat();
     let resp = generate(
         &gw,
-        json!({"model": "dall-e-2", "prompt": "p", "image": b64(&jpeg)}),
+        json!({"model": "gpt-image-2", "prompt": "p", "image": b64(&gif)}),
     );
     assert_eq!(resp.status, 400, "{}", resp.text());
     let body = resp.json();
     assert_eq!(body["code"], "validation_error");
     let detail = body["details"]["image"].as_str().unwrap();
-    assert!(
-        detail.contains("PNG") && detail.contains("image/jpeg"),
-        "{detail}"
-    );
+    assert!(detail.contains("image/gif"), "{detail}");
 
     let resp = generate(
         &gw,
-        json!({"model": "dall-e-2", "prompt": "p", "image": b64(&png(100, 1)), "mask": b64(&jpeg)}),
+        json!({"model": "gpt-image-2", "prompt": "p", "image": b64(&png(100, 1)), "mask": b64(&jpeg)}),
     );
     assert_eq!(resp.status, 400, "{}", resp.text());
     assert!(resp.json()["details"]["mask"]
@@ -529,13 +466,13 @@ fn revised_prompts_reach_the_caller() {
     ));
     let resp = generate(
         &gw,
-        json!({"model": "dall-e-3", "prompt": "p", "response_format": "b64_json"}),
+        json!({"model": "gpt-image-2", "prompt": "p", "response_format": "b64_json"}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
     let body = resp.json();
     assert_eq!(body["created"], 1700000001);
     assert_eq!(body["data"][0]["revised_prompt"], "a tall lighthouse");
-    assert_eq!(fake.requests()[0].json()["response_format"], "b64_json");
+    assert!(fake.requests()[0].json().get("response_format").is_none());
 }
 
 /// A retired model (the configuration still names it) is the operator's problem: the caller gets
@@ -563,4 +500,51 @@ fn a_model_the_provider_no_longer_serves_is_named() {
     assert!(message.contains("provider openai"), "{message}");
     assert!(message.contains("does not exist"), "{message}");
     assert_eq!(fake.requests().len(), 1, "not retried");
+}
+
+/// The 2.6 models take `complexity` natively; gpt-image-2 does not (its conformance case refuses
+/// it).
+#[test]
+fn gpt_image_2_6_takes_complexity() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start_with(|ports| {
+        support::config(&fake.base_url(), ports)
+            + "    gpt-image-2.6-sunburst: {family: gpt-image-2.6, targets: [{provider: openai, model: gpt-image-2.6-sunburst}]}\n"
+    });
+    fake.push(b64_answer(&[png(64, 1)], &fake));
+    let resp = generate(
+        &gw,
+        json!({"model": "gpt-image-2.6-sunburst", "prompt": "p", "size": "2560x1440",
+               "complexity": "medium", "response_format": "b64_json"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(
+        fake.requests()[0].json(),
+        json!({"model": "gpt-image-2.6-sunburst", "prompt": "p", "n": 1, "size": "2560x1440",
+               "output_format": "png", "complexity": "medium"})
+    );
+}
+
+/// DALL·E 2 and 3 are gone from OpenAI's API: a config that still names their families does not
+/// load, and says what replaced them.
+#[test]
+fn a_config_naming_a_dall_e_family_says_it_was_retired() {
+    for family in ["dall-e-2", "dall-e-3"] {
+        let yaml = support::config("http://127.0.0.1:1", (1, 2))
+            + &format!(
+                "    old: {{family: {family}, targets: [{{provider: openai, model: {family}}}]}}\n"
+            );
+        let errors = match switchyard::config::load_str(&yaml, &|_| None) {
+            Ok(_) => panic!("{family}: a retired family loaded"),
+            Err(e) => format!("{e:#?}"),
+        };
+        assert!(
+            errors.contains(&format!(
+                "switchyard.models.old.family: family `{family}` was retired"
+            )),
+            "{errors}"
+        );
+        assert!(errors.contains("12 May 2026"), "{errors}");
+        assert!(errors.contains("`gpt-image-2`"), "{errors}");
+    }
 }

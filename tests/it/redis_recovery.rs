@@ -113,7 +113,7 @@ fn image() -> Vec<u8> {
 }
 
 fn async_body(prompt: &str) -> Value {
-    json!({"model": "dall-e-3", "prompt": prompt, "async": true, "response_format": "b64_json"})
+    json!({"model": "gpt-image-2", "prompt": prompt, "async": true, "response_format": "b64_json"})
 }
 
 /// A 503 in the Error object shape, code `store_unavailable`.
@@ -152,7 +152,7 @@ fn async_fails_fast_while_redis_is_down_sync_keeps_working_and_the_gateway_recov
     let resp = post(
         &gw,
         GENERATIONS,
-        &json!({"model": "dall-e-3", "prompt": "hosted", "response_format": "url"}),
+        &json!({"model": "gpt-image-2", "prompt": "hosted", "response_format": "url"}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
     let url = resp.json()["data"][0]["url"].as_str().unwrap().to_string();
@@ -182,7 +182,7 @@ fn async_fails_fast_while_redis_is_down_sync_keeps_working_and_the_gateway_recov
     let resp = post(
         &gw,
         GENERATIONS,
-        &json!({"model": "dall-e-3", "prompt": "sync while down", "response_format": "b64_json"}),
+        &json!({"model": "gpt-image-2", "prompt": "sync while down", "response_format": "b64_json"}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert_eq!(resp.json()["data"][0]["b64_json"], b64(&image()));

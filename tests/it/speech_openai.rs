@@ -7,7 +7,7 @@ use base64::Engine;
 use serde_json::json;
 use support::fake::{FakeProvider, Recorded, Reply};
 use support::speech_conformance::{speech_conformance, Expect, SpeechCase};
-use support::PROVIDER_KEY;
+use support::{client, TestGateway, PROVIDER_KEY};
 
 const FORMATS: &[(&str, &str)] = &[
     ("mp3", "audio/mpeg"),
@@ -194,3 +194,127 @@ speech_conformance!(
         retryable,
     }
 );
+
+// ---- OpenAI's own behaviour ------------------------------------------------------------------
+
+fn speak(gw: &TestGateway, body: serde_json::Value) -> support::client::Response {
+    support::post(gw, "/api/v1/audio/speech", &body)
+}
+
+fn delta(audio: &[u8]) -> String {
+    let ev = json!({"type": "speech.audio.delta", "audio": base64::engine::general_purpose::STANDARD.encode(audio)});
+    format!("data: {ev}\n\n")
+}
+
+/// OpenAI's (and Azure's) own SSE passes through, but a stream that ends cleanly without its
+/// closing `speech.audio.done` was cut short: the caller's stream ends with an error event, never
+/// like a complete one.
+#[test]
+fn a_stream_without_speech_audio_done_ends_with_an_error_event() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    for model in ["gpt-4o-mini-tts", "azure-tts"] {
+        fake.push(Reply::sse(vec![
+            (Duration::ZERO, delta(&[1; 8])),
+            (Duration::from_millis(10), delta(&[2; 8])),
+        ]));
+        let resp = speak(
+            &gw,
+            json!({"model": model, "input": "hi", "stream_format": "sse", "retries": 2}),
+        );
+        assert_eq!(resp.status, 200, "{model}: {}", resp.text());
+        let events = client::sse_events(&resp.body);
+        assert_eq!(events.len(), 3, "{model}: {events:?}");
+        for ev in &events[..2] {
+            let v: serde_json::Value = serde_json::from_str(ev).unwrap();
+            assert_eq!(v["type"], "speech.audio.delta", "{model}");
+        }
+        let last: serde_json::Value = serde_json::from_str(&events[2]).unwrap();
+        assert_eq!(last["type"], "error", "{model}: {last}");
+        assert_eq!(last["error"]["code"], "upstream_bad_response", "{model}");
+        assert!(
+            last["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("speech.audio.done"),
+            "{model}: {last}"
+        );
+    }
+    assert_eq!(fake.requests().len(), 2, "audio went out: no retry");
+}
+
+/// The closing event counts even when the stream ends right after it without its blank line.
+#[test]
+fn a_done_event_missing_its_blank_line_still_closes_the_stream() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let done = json!({"type": "speech.audio.done", "usage": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}});
+    fake.push(Reply::sse(vec![
+        (Duration::ZERO, delta(&[7; 8])),
+        (Duration::ZERO, format!("data: {done}")),
+    ]));
+    let resp = speak(
+        &gw,
+        json!({"model": "gpt-4o-mini-tts", "input": "hi", "stream_format": "sse"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert!(resp.complete);
+    let events = client::sse_events(&resp.body);
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert!(events[1].contains("speech.audio.done"), "{events:?}");
+}
+
+/// gpt-4o-mini-tts takes a custom voice as `{"id": "voice_…"}` and gets it in that shape; models
+/// and providers without custom voices refuse it by name, and a malformed one is refused.
+#[test]
+fn custom_voices_reach_openai_as_objects() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(Reply::bytes(200, "audio/mpeg", vec![1, 2, 3]));
+    let resp = speak(
+        &gw,
+        json!({"model": "gpt-4o-mini-tts", "input": "hi", "voice": {"id": "voice_1234"}}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(resp.body, vec![1, 2, 3]);
+    assert_eq!(
+        fake.requests()[0].json()["voice"],
+        json!({"id": "voice_1234"})
+    );
+
+    for (body, why) in [
+        (
+            json!({"model": "tts-1", "input": "hi", "voice": {"id": "voice_1234"}}),
+            "not a custom voice",
+        ),
+        (
+            json!({"model": "azure-tts", "input": "hi", "voice": {"id": "voice_1234"}}),
+            "Azure OpenAI",
+        ),
+        (
+            json!({"model": "gpt-4o-mini-tts", "input": "hi", "voice": {"id": 5}}),
+            "custom voice {\"id\"",
+        ),
+        (
+            json!({"model": "gpt-4o-mini-tts", "input": "hi", "voice": {"id": "voice_1", "name": "x"}}),
+            "custom voice {\"id\"",
+        ),
+        (
+            json!({"model": "gpt-4o-mini-tts", "input": "hi", "voice": {"id": " "}}),
+            "must not be empty",
+        ),
+    ] {
+        let resp = speak(&gw, body.clone());
+        assert_eq!(resp.status, 400, "{body}: {}", resp.text());
+        let detail = resp.json()["details"]["voice"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(detail.contains(why), "{body}: {detail}");
+    }
+    assert_eq!(
+        fake.requests().len(),
+        1,
+        "a refused voice reached a provider"
+    );
+}

@@ -164,11 +164,11 @@ fn a_task_lost_before_sending_anything_is_run_again() {
     let id = uuid::Uuid::new_v4().to_string();
     let record = TaskRecord {
         request: Some(
-            json!({"model": "dall-e-3", "prompt": "a fox", "async": true,
+            json!({"model": "gpt-image-2", "prompt": "a fox", "async": true,
                    "response_format": "b64_json"})
             .to_string(),
         ),
-        ..left_behind("dall-e-3")
+        ..left_behind("gpt-image-2")
     };
     put(&prefix, &id, &record);
 
@@ -195,7 +195,7 @@ fn a_task_lost_after_calling_a_direct_provider_fails_as_instance_lost() {
     let id = uuid::Uuid::new_v4().to_string();
     let record = TaskRecord {
         sent: true,
-        ..left_behind("dall-e-3")
+        ..left_behind("gpt-image-2")
     };
     put(&prefix, &id, &record);
     let gw = redis::gateway(&fake, &prefix);

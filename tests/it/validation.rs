@@ -75,7 +75,7 @@ fn missing_required_fields_and_unknown_models() {
     let d = details(&post(
         &gw,
         "/api/v1/images/generations",
-        &json!({"model": "dall-e-3"}),
+        &json!({"model": "gpt-image-2"}),
     ));
     assert!(d.contains_key("prompt"), "{d:?}");
     let d = details(&post(
@@ -111,31 +111,32 @@ fn image_fields_the_model_cannot_honour() {
     let d = details(&post(
         &gw,
         "/api/v1/images/generations",
-        &json!({"model": "dall-e-3", "prompt": "a cat", "size": "768x1344", "background": "transparent",
-                "n": 2, "quality": "low", "style_preset": "anime", "negative_prompt": "dogs",
-                "watermark": true, "output_format": "webp",
+        &json!({"model": "gpt-image-2", "prompt": "a cat", "size": "1000x1000",
+                "n": 11, "quality": "hd", "style_preset": "anime", "negative_prompt": "dogs",
+                "watermark": true,
                 "extra_body": {"sequential_image_generation": "auto", "sequential_image_generation_options": {"max_images": 3}}}),
     ));
     for field in [
         "size",
-        "background",
         "n",
         "quality",
         "style_preset",
         "negative_prompt",
         "watermark",
-        "output_format",
         "extra_body.sequential_image_generation",
         "extra_body.sequential_image_generation_options",
     ] {
         assert!(d.contains_key(field), "{field} missing from {d:?}");
     }
-    assert!(d["size"].as_str().unwrap().contains("1792x1024"));
-    assert!(d["quality"].as_str().unwrap().contains("standard, hd"));
+    assert!(d["size"].as_str().unwrap().contains("multiples of 16"));
+    assert!(d["quality"]
+        .as_str()
+        .unwrap()
+        .contains("auto, low, medium, high"));
     let d = details(&post(
         &gw,
         "/api/v1/images/generations",
-        &json!({"model": "dall-e-3", "prompt": "p", "size": "1024x1024", "aspect_ratio": "16:9", "strength": 2}),
+        &json!({"model": "gpt-image-2", "prompt": "p", "size": "1024x1024", "aspect_ratio": "16:9", "strength": 2}),
     ));
     assert!(
         d.contains_key("aspect_ratio") && d.contains_key("strength"),
@@ -144,7 +145,7 @@ fn image_fields_the_model_cannot_honour() {
     let d = details(&post(
         &gw,
         "/api/v1/images/generations",
-        &json!({"model": "dall-e-3", "prompt": "p", "n": 0, "response_format": "file"}),
+        &json!({"model": "gpt-image-2", "prompt": "p", "n": 0, "response_format": "file"}),
     ));
     assert!(
         d.contains_key("n") && d.contains_key("response_format"),
@@ -193,22 +194,29 @@ fn rerank_bounds() {
 #[test]
 fn native_fields_pass_through_and_others_are_refused() {
     let (fake, gw) = setup();
-    fake.push(Reply::json(200, json!({"created": 1, "data": [{"url": "https://img.example/1.png", "revised_prompt": "a cat, painted"}]})));
+    fake.push(Reply::json(200, json!({"created": 1, "data": [{"b64_json": "iVBORw0KGgo=", "revised_prompt": "a cat, painted"}]})));
     let resp = post(
         &gw,
         "/api/v1/images/generations",
-        &json!({"model": "dall-e-3", "prompt": "a cat", "style": "natural", "user": "u-42"}),
+        &json!({"model": "gpt-image-2", "prompt": "a cat", "moderation": "low", "user": "u-42",
+                "response_format": "b64_json"}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
     let sent = fake.requests()[0].json();
-    assert_eq!(sent["style"], "natural");
+    assert_eq!(sent["moderation"], "low");
     assert_eq!(sent["user"], "u-42");
     let d = details(&post(
         &gw,
         "/api/v1/images/generations",
-        &json!({"model": "dall-e-3", "prompt": "a cat", "seed": 7}),
+        &json!({"model": "gpt-image-2", "prompt": "a cat", "seed": 7}),
     ));
-    assert!(d["seed"].as_str().unwrap().contains("style, user"), "{d:?}");
+    assert!(
+        d["seed"]
+            .as_str()
+            .unwrap()
+            .contains("moderation, output_compression, input_fidelity, user"),
+        "{d:?}"
+    );
 }
 
 #[test]
@@ -318,10 +326,10 @@ fn setup_with_overrides() -> (FakeProvider, TestGateway) {
     let gw = TestGateway::start_with(|ports| {
         support::config(&url, ports)
             + r#"
-    dall-e-ruled:
-      family: dall-e-3
-      capabilities: {sizes: {min_side: 512, max_side: 2048, multiple_of: 16, max_pixels: 2097152}, default_quality: hd}
-      targets: [{provider: openai, model: dall-e-3}]
+    gpt-image-ruled:
+      family: gpt-image
+      capabilities: {sizes: {min_side: 512, max_side: 2048, multiple_of: 16, max_pixels: 2097152}, default_quality: high}
+      targets: [{provider: openai, model: gpt-image-1}]
     tts-bytes:
       family: openai-tts
       capabilities: {input_limit: {max: 10, unit: bytes}, voices: [alloy, echo], default_voice: echo}
@@ -344,17 +352,17 @@ fn a_size_rule_accepts_sizes_beyond_the_list() {
     let (fake, gw) = setup_with_overrides();
     fake.push(Reply::json(
         200,
-        json!({"created": 1, "data": [{"url": "https://img.example/1.png"}]}),
+        json!({"created": 1, "data": [{"b64_json": "iVBORw0KGgo="}]}),
     ));
     let resp = post(
         &gw,
         "/api/v1/images/generations",
-        &json!({"model": "dall-e-ruled", "prompt": "a cat", "size": "1280x720"}),
+        &json!({"model": "gpt-image-ruled", "prompt": "a cat", "size": "1280x720", "response_format": "b64_json"}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
     let sent = fake.requests()[0].json();
     assert_eq!(sent["size"], "1280x720");
-    assert_eq!(sent["quality"], "hd", "the model's default quality");
+    assert_eq!(sent["quality"], "high", "the model's default quality");
     // Listed sizes still pass; sizes outside the rule name the list and the rule.
     for (size, why) in [
         ("1280x721", "not a multiple of 16"),
@@ -365,11 +373,11 @@ fn a_size_rule_accepts_sizes_beyond_the_list() {
         let d = details(&post(
             &gw,
             "/api/v1/images/generations",
-            &json!({"model": "dall-e-ruled", "prompt": "a cat", "size": size}),
+            &json!({"model": "gpt-image-ruled", "prompt": "a cat", "size": size}),
         ));
         let msg = d["size"].as_str().unwrap_or_default();
         assert!(
-            msg.contains("1792x1024, 1024x1792, or any WxH with sides 512–2048 px, multiples of 16, at most 2097152 pixels"),
+            msg.contains("1024x1536, auto, or any WxH with sides 512–2048 px, multiples of 16, at most 2097152 pixels"),
             "{size} ({why}): {d:?}"
         );
     }

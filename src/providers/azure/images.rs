@@ -20,16 +20,18 @@ use crate::upstream::provider::Provider;
 struct FilteredAnswer {
     #[serde(default)]
     data: Vec<FilteredItem>,
-    #[serde(default)]
-    prompt_filter_results: Vec<FilteredItem>,
 }
 
+/// One `data[]` item: Azure puts both verdicts on each image (`ImageResult`), not beside `data`.
 #[derive(Deserialize)]
 struct FilteredItem {
-    /// Category → verdict (`{"filtered": bool, "severity": …}`); kept loose because the
-    /// categories and their extra fields vary with the api-version.
+    /// Category → verdict (`{"filtered": bool, "severity": …}`) on the image; kept loose because
+    /// the categories and their extra fields vary with the api-version.
     #[serde(default)]
     content_filter_results: BTreeMap<String, Value>,
+    /// Category → verdict on the prompt that made this image (`jailbreak`, `hate`, …).
+    #[serde(default)]
+    prompt_filter_results: BTreeMap<String, Value>,
     /// Why the image is missing, when the answer says so itself.
     #[serde(default)]
     error: Option<ErrorBody>,
@@ -88,8 +90,11 @@ fn filtered(provider: &Provider, body: &[u8]) -> Option<UpstreamError> {
     let categories: BTreeSet<&str> = answer
         .data
         .iter()
-        .chain(&answer.prompt_filter_results)
-        .flat_map(|item| &item.content_filter_results)
+        .flat_map(|item| {
+            item.content_filter_results
+                .iter()
+                .chain(&item.prompt_filter_results)
+        })
         .filter(|(_, verdict)| verdict.get("filtered").and_then(Value::as_bool) == Some(true))
         .map(|(category, _)| category.as_str())
         .collect();
@@ -137,19 +142,19 @@ mod tests {
     #[test]
     fn images_go_to_the_deployment_or_v1_url() {
         let req = image_req(
-            "dall-e-3",
-            "dalle3 prod",
-            Some("2024-10-21"),
-            r#"{"model":"pub-model","prompt":"a fox","quality":"hd","response_format":"b64_json"}"#,
+            "gpt-image-2",
+            "image prod",
+            Some("2025-04-01-preview"),
+            r#"{"model":"pub-model","prompt":"a fox","quality":"high","size":"2048x1152"}"#,
         );
-        let n = image_request(Some("2024-10-21"), &req.model.targets[0], &req, 1).unwrap();
+        let n = image_request(Some("2025-04-01-preview"), &req.model.targets[0], &req, 1).unwrap();
         assert_eq!(
             n.path,
-            "/openai/deployments/dalle3%20prod/images/generations?api-version=2024-10-21"
+            "/openai/deployments/image%20prod/images/generations?api-version=2025-04-01-preview"
         );
         assert_eq!(
             serde_json::from_slice::<Value>(&n.body).unwrap(),
-            json!({"model":"dalle3 prod","prompt":"a fox","n":1,"size":"1024x1024","quality":"hd","response_format":"b64_json"})
+            json!({"model":"image prod","prompt":"a fox","n":1,"size":"2048x1152","quality":"high","output_format":"png"})
         );
 
         let req = image_req(
@@ -191,7 +196,7 @@ mod tests {
 
     fn answer(body: &str) -> Result<NativeImages, UpstreamError> {
         let req = image_req(
-            "dall-e-3",
+            "gpt-image-2",
             "d",
             None,
             r#"{"model":"pub-model","prompt":"p"}"#,
@@ -203,17 +208,15 @@ mod tests {
     #[test]
     fn filter_verdicts_beside_images_are_ignored() {
         let got = answer(
-            r#"{"created":1700000000,"data":[{"url":"https://dalleprod.blob.core.windows.net/x.png","revised_prompt":"a fox",
-                "content_filter_results":{"hate":{"filtered":false,"severity":"safe"},"violence":{"filtered":false,"severity":"low"}}}],
-                "prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"jailbreak":{"filtered":false,"detected":false}}}]}"#,
+            r#"{"created":1700000000,"data":[{"b64_json":"iVBORw0KGgo=","revised_prompt":"a fox",
+                "content_filter_results":{"hate":{"filtered":false,"severity":"safe"},"violence":{"filtered":false,"severity":"low"}},
+                "prompt_filter_results":{"jailbreak":{"filtered":false,"detected":false}}}]}"#,
         )
         .unwrap();
         assert_eq!(got.created, Some(1700000000));
         assert_eq!(
             got.images[0].data,
-            crate::common::images::ImageData::Url(
-                "https://dalleprod.blob.core.windows.net/x.png".into()
-            )
+            crate::common::images::ImageData::Base64("iVBORw0KGgo=".into())
         );
         assert_eq!(got.images[0].revised_prompt.as_deref(), Some("a fox"));
     }
@@ -231,11 +234,17 @@ mod tests {
             "the image was withheld by Azure's content filter (sexual, violence)"
         );
 
+        // The prompt's verdicts sit on the image item, beside the image's own.
         let e = answer(
-            r#"{"created":1,"data":[],"prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"jailbreak":{"filtered":true,"detected":true}}}]}"#,
+            r#"{"created":1,"data":[{"prompt_filter_results":{"jailbreak":{"filtered":true,"detected":true},
+                "hate":{"filtered":false,"severity":"safe"}}}]}"#,
         )
         .unwrap_err();
         assert_eq!(e.kind, UpstreamErrorKind::ContentPolicy);
+        assert_eq!(
+            e.message,
+            "the image was withheld by Azure's content filter (jailbreak)"
+        );
 
         let e = answer(
             r#"{"created":1,"data":[{"error":{"code":"contentFilter","message":"Your task failed as a result of our safety system."}}]}"#,

@@ -112,9 +112,12 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         err.kind = UpstreamErrorKind::ContentPolicy;
     } else if code == "insufficient_quota" {
         err.kind = UpstreamErrorKind::Failure;
-    } else if code == "DeploymentNotFound" {
-        // The operator's deployment name is wrong: not the caller's fault, not worth retrying.
-        err.kind = UpstreamErrorKind::Failure;
+    } else if code == "DeploymentNotFound" || code == "model_not_found" {
+        // 404 "The API deployment for this resource does not exist": the deployment the target
+        // names is gone (a retired model's deployment, or a wrong name). Not the caller's fault,
+        // not worth retrying, and the engine names the model. `model_not_found` is OpenAI's own
+        // code, which the v1 URL may answer with.
+        err.kind = UpstreamErrorKind::UnknownModel;
     }
     err
 }
@@ -191,7 +194,8 @@ pub fn kind(settings: &Settings, key: &str) -> Result<crate::providers::registry
         })?,
         errors: error_response,
         remote: true,
-        // DALL·E answers link to Azure blob storage (`oaidalleapiprodscus.blob.core.windows.net`).
+        // Where DALL·E (retired 12 May 2026) linked its images; GPT image models answer base64,
+        // so this matters only for an answer that still carries a link.
         result_hosts: &["*.blob.core.windows.net"],
         adapters: crate::api::adapter::Adapters {
             speech: Some(Box::new(adapter())),
@@ -227,9 +231,9 @@ mod tests {
             UpstreamErrorKind::ContentPolicy
         );
 
-        let body = br#"{"error":{"code":"DeploymentNotFound","message":"The API deployment for this resource does not exist."}}"#;
+        let body = br#"{"error":{"code":"DeploymentNotFound","message":"The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again."}}"#;
         let e = error_response(&p, 404, body);
-        assert_eq!(e.kind, UpstreamErrorKind::Failure);
+        assert_eq!(e.kind, UpstreamErrorKind::UnknownModel);
         assert!(!e.retryable());
 
         let body = br#"{"error":{"code":"401","message":"Access denied due to invalid subscription key azure-secret-key"}}"#;

@@ -1,12 +1,13 @@
-//! OpenAI image generation: dall-e-2, dall-e-3 and the GPT image models, through
-//! `POST /images/generations` (JSON) or, when the caller gives a reference `image`,
-//! `POST /images/edits` (multipart/form-data, image and mask as file parts).
+//! OpenAI image generation with the GPT image models, through `POST /images/generations` (JSON)
+//! or, when the caller gives a reference `image`, `POST /images/edits` (multipart/form-data, image
+//! and mask as file parts).
 //!
-//! DALL·E answers URLs or base64 as asked, so the caller's own `response_format` is asked for and
-//! nothing needs converting. GPT image models refuse `response_format` and always answer base64
-//! (the gateway hosts the images when the caller wants URLs); they take `output_format` and
-//! `background` instead. Azure OpenAI serves the same bodies at its own URLs, so `azure.rs` builds
-//! its requests and reads its answers with [`build`] and [`image_response`].
+//! GPT image models refuse `response_format` and always answer base64 (the gateway hosts the
+//! images when the caller wants URLs); they take `output_format` and `background` instead. DALL·E
+//! 2 and 3, which answered links, were removed from the API on 12 May 2026 and are no longer
+//! served (their families are retired). Azure OpenAI serves the same bodies at its own URLs, so
+//! `azure/images.rs` builds its requests and reads its answers with [`build`] and
+//! [`image_response`].
 
 use std::borrow::Cow;
 
@@ -34,24 +35,15 @@ use crate::upstream::provider::Provider;
 const GENERATIONS: &str = "images/generations";
 const EDITS: &str = "images/edits";
 
-/// dall-e-2 edits take "a square PNG file less than 4MB".
-const DALL_E_2_MAX_EDIT_BYTES: usize = 4 * 1024 * 1024;
-
 /// What GPT image models accept as the image to edit.
 const GPT_IMAGE_EDIT_TYPES: &[&str] = &["image/png", "image/jpeg", "image/webp"];
 
-/// The catalog families this adapter serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Family {
-    DallE2,
-    DallE3,
-    GptImage,
-}
-
-const FAMILIES: &[(&str, Family)] = &[
-    ("dall-e-2", Family::DallE2),
-    ("dall-e-3", Family::DallE3),
-    ("gpt-image", Family::GptImage),
+/// The catalog families this adapter serves (all GPT image models: one wire shape).
+const FAMILIES: &[&str] = &[
+    "gpt-image",
+    "gpt-image-mini",
+    "gpt-image-2",
+    "gpt-image-2.6",
 ];
 
 // ---- wire types ------------------------------------------------------------------------------
@@ -64,18 +56,8 @@ struct GenerationBody<'a> {
     size: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     quality: Option<&'a str>,
-    #[serde(flatten)]
-    formats: Formats,
-}
-
-/// How the answer should come back: DALL·E takes `response_format`, GPT image `output_format`
-/// and `background`.
-#[derive(Serialize)]
-struct Formats {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    response_format: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    output_format: Option<&'static str>,
+    /// Never `response_format`: GPT image models refuse it and always answer base64.
+    output_format: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     background: Option<&'static str>,
 }
@@ -125,8 +107,17 @@ pub(crate) fn build(
     n: u64,
     path: String,
 ) -> Result<NativeRequest, GatewayError> {
-    let family = family_of(req)?;
-    let formats = formats(family, req);
+    check_family(req)?;
+    if req.background == Some("transparent") && req.output_format == "jpg" {
+        // OpenAI: "When using `transparent`, set the output format to `png` or `webp`."
+        return Err(GatewayError::field(
+            "background",
+            format!(
+                "`transparent` needs output_format png or webp for model {} (JPEG has no alpha)",
+                req.model.name
+            ),
+        ));
+    }
     match &req.image {
         None => {
             let body = GenerationBody {
@@ -135,45 +126,28 @@ pub(crate) fn build(
                 n,
                 size: &req.size,
                 quality: req.quality,
-                formats,
+                output_format: native_output_format(req.output_format),
+                background: req.background,
             };
             Ok(NativeRequest::post_json(
                 path,
                 json_with_extra(&body, &req.passthrough)?,
             ))
         }
-        Some(image) => edit_request(model, req, family, image, n, formats, path),
+        Some(image) => edit_request(model, req, image, n, path),
     }
 }
 
-/// Which family `req`'s model belongs to, by the built-in family its capabilities come from (so a
-/// family is recognised whatever the public model is called, and whatever the config overrides).
-fn family_of(req: &ImageRequest<'_>) -> Result<Family, GatewayError> {
-    for (name, family) in FAMILIES {
-        if *name == req.caps.family {
-            return Ok(*family);
-        }
+/// Refuse a model configured with a family this adapter does not serve (by the built-in family
+/// its capabilities come from, whatever the public model is called or the config overrides).
+fn check_family(req: &ImageRequest<'_>) -> Result<(), GatewayError> {
+    if FAMILIES.contains(&req.caps.family) {
+        return Ok(());
     }
     Err(GatewayError::Internal(format!(
         "model {} is configured with an image family OpenAI does not serve",
         req.model.name
     )))
-}
-
-fn formats(family: Family, req: &ImageRequest<'_>) -> Formats {
-    match family {
-        // GPT image models 400 on `response_format`; they always answer base64.
-        Family::GptImage => Formats {
-            response_format: None,
-            output_format: Some(native_output_format(req.output_format)),
-            background: req.background,
-        },
-        Family::DallE2 | Family::DallE3 => Formats {
-            response_format: Some(req.response_format),
-            output_format: None,
-            background: None,
-        },
-    }
 }
 
 /// OpenAI's name for a public `output_format`.
@@ -187,14 +161,12 @@ fn native_output_format(public: &'static str) -> &'static str {
 fn edit_request(
     model: &str,
     req: &ImageRequest<'_>,
-    family: Family,
     image: &ImageInput,
     n: u64,
-    formats: Formats,
     path: String,
 ) -> Result<NativeRequest, GatewayError> {
     let (image_bytes, image_mime) = downloaded(image, "image")?;
-    check_edit_image(family, &req.model.name, image_bytes, image_mime)?;
+    check_edit_image(&req.model.name, image_mime)?;
     let mask = match &req.mask {
         Some(mask) => {
             let (bytes, mime) = downloaded(mask, "mask")?;
@@ -232,13 +204,8 @@ fn edit_request(
     if let Some(q) = req.quality {
         form.text("quality", q);
     }
-    if let Some(f) = formats.response_format {
-        form.text("response_format", f);
-    }
-    if let Some(f) = formats.output_format {
-        form.text("output_format", f);
-    }
-    if let Some(b) = formats.background {
+    form.text("output_format", native_output_format(req.output_format));
+    if let Some(b) = req.background {
         form.text("background", b);
     }
     for (k, v) in &extra {
@@ -259,51 +226,16 @@ fn downloaded<'i>(
         .ok_or_else(|| GatewayError::Internal(format!("{field} URL was not downloaded")))
 }
 
-/// Refuse what the edits endpoint would refuse, with a message that says why (checked here
-/// because the family table cannot express input file types).
-fn check_edit_image(
-    family: Family,
-    model: &str,
-    bytes: &[u8],
-    mime: &str,
-) -> Result<(), GatewayError> {
-    let refuse = |msg: String| Err(GatewayError::field("image", msg));
-    match family {
-        Family::DallE2 => {
-            if mime != "image/png" {
-                return refuse(format!(
-                    "model {model} edits only PNG images (this one is {mime})"
-                ));
-            }
-            if bytes.len() >= DALL_E_2_MAX_EDIT_BYTES {
-                return refuse(format!(
-                    "must be smaller than 4 MB for model {model} (it is {} bytes)",
-                    bytes.len()
-                ));
-            }
-            match png_dimensions(bytes) {
-                Some((w, h)) if w != h => {
-                    refuse(format!("must be square for model {model} (it is {w}x{h})"))
-                }
-                _ => Ok(()),
-            }
-        }
-        Family::GptImage if !GPT_IMAGE_EDIT_TYPES.contains(&mime) => refuse(format!(
-            "model {model} edits PNG, JPEG or WebP images (this one is {mime})"
-        )),
-        Family::GptImage | Family::DallE3 => Ok(()),
+/// Refuse an image type the edits endpoint would refuse, with a message that says why (checked
+/// here because the family table cannot express input file types).
+fn check_edit_image(model: &str, mime: &str) -> Result<(), GatewayError> {
+    if GPT_IMAGE_EDIT_TYPES.contains(&mime) {
+        return Ok(());
     }
-}
-
-/// Width and height from a PNG's IHDR chunk (`None` when the header is cut short).
-fn png_dimensions(bytes: &[u8]) -> Option<(u32, u32)> {
-    if bytes.get(12..16)? != b"IHDR" {
-        return None;
-    }
-    let be = |at: usize| -> Option<u32> {
-        Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
-    };
-    Some((be(16)?, be(20)?))
+    Err(GatewayError::field(
+        "image",
+        format!("model {model} edits PNG, JPEG or WebP images (this one is {mime})"),
+    ))
 }
 
 /// A pass-through field as form text: a JSON string as its value, anything else as its JSON text.
@@ -390,15 +322,6 @@ mod tests {
         serde_json::from_slice(&n.body).unwrap()
     }
 
-    /// A PNG header (signature + IHDR) of the given dimensions, then `extra` filler bytes.
-    fn png(w: u32, h: u32, extra: usize) -> Vec<u8> {
-        let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
-        b.extend_from_slice(&w.to_be_bytes());
-        b.extend_from_slice(&h.to_be_bytes());
-        b.extend((0..extra).map(|i| (i % 251) as u8));
-        b
-    }
-
     fn b64(bytes: &[u8]) -> String {
         base64::engine::general_purpose::STANDARD.encode(bytes)
     }
@@ -408,32 +331,28 @@ mod tests {
     }
 
     #[test]
-    fn dall_e_3_generation_asks_for_the_callers_format() {
-        let n = native(
-            "dall-e-3",
-            "dall-e-3",
-            r#"{"model":"pub-model","prompt":"a fox","aspect_ratio":"9:16","quality":"hd",
-                "response_format":"b64_json","style":"natural","user":"u-1"}"#,
-        );
-        assert_eq!(n.path, "/images/generations");
-        assert_eq!(
-            json_of(&n),
-            json!({"model":"dall-e-3","prompt":"a fox","n":1,"size":"1024x1792","quality":"hd",
-                   "response_format":"b64_json","style":"natural","user":"u-1"})
-        );
-    }
-
-    #[test]
-    fn dall_e_2_generation_uses_the_n_argument() {
+    fn gpt_image_2_takes_any_size_its_rule_allows() {
         let req = request(
-            "dall-e-2",
-            "dall-e-2",
-            r#"{"model":"pub-model","prompt":"p","n":7,"size":"256x256"}"#,
+            "gpt-image-2",
+            "gpt-image-2",
+            r#"{"model":"pub-model","prompt":"a fox","n":7,"size":"3840x1280","quality":"high"}"#,
         );
         let n = image_request(&req.model.targets[0], &req, 3).unwrap();
         assert_eq!(
             json_of(&n),
-            json!({"model":"dall-e-2","prompt":"p","n":3,"size":"256x256","response_format":"url"})
+            json!({"model":"gpt-image-2","prompt":"a fox","n":3,"size":"3840x1280","quality":"high",
+                   "output_format":"png"})
+        );
+        // 2.6 takes `complexity` natively.
+        let n = native(
+            "gpt-image-2.6",
+            "gpt-image-2.6-sunburst",
+            r#"{"model":"pub-model","prompt":"p","aspect_ratio":"16:9","complexity":"low"}"#,
+        );
+        assert_eq!(
+            json_of(&n),
+            json!({"model":"gpt-image-2.6-sunburst","prompt":"p","n":1,"size":"2048x1152",
+                   "output_format":"png","complexity":"low"})
         );
     }
 
@@ -507,34 +426,6 @@ mod tests {
     }
 
     #[test]
-    fn dall_e_2_edit_is_a_form_with_image_and_mask() {
-        let image = png(512, 512, 100);
-        let mask = png(512, 512, 30);
-        let body = format!(
-            r#"{{"model":"pub-model","prompt":"add a hat","image":"{}","mask":"data:image/png;base64,{}",
-                "n":2,"size":"512x512","response_format":"b64_json","user":"u \"7\""}}"#,
-            b64(&image),
-            b64(&mask)
-        );
-        let n = native("dall-e-2", "dall-e-2", &body);
-        assert_eq!(n.path, "/images/edits");
-        let t = |v: &str| v.as_bytes().to_vec();
-        assert_eq!(
-            form_parts(&n),
-            vec![
-                (file_part("image", "image.png", "image/png"), image),
-                (file_part("mask", "mask.png", "image/png"), mask),
-                (text_part("prompt"), t("add a hat")),
-                (text_part("model"), t("dall-e-2")),
-                (text_part("n"), t("2")),
-                (text_part("size"), t("512x512")),
-                (text_part("response_format"), t("b64_json")),
-                (text_part("user"), t("u \"7\"")),
-            ]
-        );
-    }
-
-    #[test]
     fn gpt_image_edit_sends_output_format_and_background() {
         let jpeg = [&[0xFF, 0xD8, 0xFF, 0xE0][..], &[7u8; 64][..]].concat();
         let body = format!(
@@ -573,34 +464,6 @@ mod tests {
         let gif = b64(b"GIF89a......");
 
         let e = build(
-            "dall-e-2",
-            format!(r#"{{"model":"pub-model","prompt":"p","image":"{jpeg}"}}"#),
-        )
-        .unwrap_err();
-        assert_eq!(e.status(), 400);
-        assert!(details(e)["image"].as_str().unwrap().contains("only PNG"));
-
-        let e = build(
-            "dall-e-2",
-            format!(
-                r#"{{"model":"pub-model","prompt":"p","image":"{}"}}"#,
-                b64(&png(512, 256, 0))
-            ),
-        )
-        .unwrap_err();
-        assert!(details(e)["image"].as_str().unwrap().contains("512x256"));
-
-        let e = build(
-            "dall-e-2",
-            format!(
-                r#"{{"model":"pub-model","prompt":"p","image":"{}"}}"#,
-                b64(&png(64, 64, DALL_E_2_MAX_EDIT_BYTES))
-            ),
-        )
-        .unwrap_err();
-        assert!(details(e)["image"].as_str().unwrap().contains("4 MB"));
-
-        let e = build(
             "gpt-image",
             format!(r#"{{"model":"pub-model","prompt":"p","image":"{gif}"}}"#),
         )
@@ -614,13 +477,34 @@ mod tests {
         .unwrap_err();
         assert!(details(e)["mask"].as_str().unwrap().contains("PNG"));
 
-        // A PNG whose header is cut short is left for OpenAI to judge.
+        // JPEG, PNG and WebP are all edited.
         assert!(build(
-            "dall-e-2",
-            format!(
-                r#"{{"model":"pub-model","prompt":"p","image":"{}"}}"#,
-                b64(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
-            ),
+            "gpt-image-2",
+            format!(r#"{{"model":"pub-model","prompt":"p","image":"{jpeg}"}}"#),
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn a_transparent_background_needs_an_alpha_channel() {
+        let build = |body: &str| {
+            let req = request("gpt-image-2", "gpt-image-2", body);
+            image_request(&req.model.targets[0], &req, 1)
+        };
+        let e = build(r#"{"model":"pub-model","prompt":"p","background":"transparent","output_format":"jpg"}"#)
+            .unwrap_err();
+        assert!(details(e)["background"]
+            .as_str()
+            .unwrap()
+            .contains("png or webp"));
+        for ok in ["png", "webp"] {
+            let body = format!(
+                r#"{{"model":"pub-model","prompt":"p","background":"transparent","output_format":"{ok}"}}"#
+            );
+            assert!(build(&body).is_ok(), "{ok}");
+        }
+        assert!(build(
+            r#"{"model":"pub-model","prompt":"p","background":"opaque","output_format":"jpg"}"#
         )
         .is_ok());
     }
@@ -649,8 +533,8 @@ mod tests {
 
     fn answer(body: &str) -> Result<NativeImages, UpstreamError> {
         let req = request(
-            "dall-e-3",
-            "dall-e-3",
+            "gpt-image-2",
+            "gpt-image-2",
             r#"{"model":"pub-model","prompt":"p"}"#,
         );
         let p = req.model.targets[0].provider.clone();

@@ -17,7 +17,8 @@ pub fn kind(key: &str) -> Result<Kind, String> {
         auth: crate::providers::registry::keyed(key, Auth::bearer)?,
         errors: error_response,
         remote: true,
-        // DALL·E answers link to Azure blob storage (`oaidalleapiprodscus.blob.core.windows.net`).
+        // Where DALL·E (retired 12 May 2026) linked its images; GPT image models answer base64,
+        // so this matters only for an answer that still carries a link.
         result_hosts: &["*.blob.core.windows.net"],
         adapters: Adapters {
             speech: Some(Box::new(SpeechFns {

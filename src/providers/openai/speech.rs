@@ -22,13 +22,21 @@ const SPEECH_PATH: &str = "/audio/speech";
 struct SpeechBody<'a> {
     model: &'a str,
     input: &'a str,
-    voice: &'a str,
+    voice: Voice<'a>,
     response_format: &'a str,
     speed: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     instructions: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_format: Option<&'a str>,
+}
+
+/// A built-in voice by name, or a custom voice by id (`{"id": "voice_…"}`).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Voice<'a> {
+    Name(&'a str),
+    Custom { id: &'a str },
 }
 
 // ---- translation to native -------------------------------------------------------------------
@@ -40,7 +48,13 @@ pub fn speech_request(
     let body = SpeechBody {
         model: &target.native_model,
         input: req.input.as_str(),
-        voice: req.voice.as_str(),
+        voice: if req.custom_voice {
+            Voice::Custom {
+                id: req.voice.as_str(),
+            }
+        } else {
+            Voice::Name(req.voice.as_str())
+        },
         response_format: req.response_format,
         speed: req.speed,
         instructions: req.instructions.as_ref().map(|s| s.as_str()),

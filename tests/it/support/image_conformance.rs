@@ -3,7 +3,7 @@
 //! A provider's test file describes its wire format in an [`ImageCase`] (how its fake answers with
 //! given images, how its native request carries `n` and the reference image, what a full-featured
 //! request must become, its native error shapes) and invokes [`image_conformance!`], which makes one
-//! `#[test]` per case (`images_openai::dall_e_3_conformance::native_errors`, …), each against its
+//! `#[test]` per case (`images_openai::gpt_image_2_conformance::native_errors`, …), each against its
 //! own fake provider and gateway. The cases and their assertions are the same for every provider:
 //! - a full-featured request reaches the provider in its native form (the case's `check_full`);
 //! - `response_format: url` and `b64_json` both work, whatever the provider answers: provider URLs
@@ -271,8 +271,8 @@ fn refused(resp: &client::Response, field: &str, what: &str) -> String {
 }
 
 /// One `#[test]` per conformance case for one model:
-/// `image_conformance!(dall_e_3_conformance, ImageCase { .. })`, at module level, defines the
-/// module `dall_e_3_conformance` with the tests `full_request`, `response_formats`,
+/// `image_conformance!(gpt_image_2_conformance, ImageCase { .. })`, at module level, defines the
+/// module `gpt_image_2_conformance` with the tests `full_request`, `response_formats`,
 /// `sizes_and_qualities`, `image_counts`, `rejected_fields`, `reference_image` and
 /// `native_errors`. Each test evaluates the case expression, in the scope of the module that
 /// invoked the macro, and runs its case.

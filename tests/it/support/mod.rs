@@ -170,7 +170,7 @@ switchyard:
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
-    dall-e-3: {{family: dall-e-3, targets: [{{provider: openai, model: dall-e-3}}]}}
+    gpt-image-2: {{family: gpt-image-2, targets: [{{provider: openai, model: gpt-image-2}}]}}
     rerank-v3.5: {{family: cohere-rerank, targets: [{{provider: cohere, model: rerank-v3.5}}]}}
     tts-off: {{family: openai-tts, targets: [{{provider: disabled, model: tts-1}}]}}
     rerank-english-v3.0: {{family: cohere-v1-rerank, targets: [{{provider: cohere-v1, model: rerank-english-v3.0}}]}}
@@ -189,9 +189,8 @@ switchyard:
     doubao-tts: {{family: doubao-tts, targets: [{{provider: volcengine, model: seed-tts-1.0}}]}}
     qwen3-tts-flash: {{family: qwen-tts, targets: [{{provider: dashscope, model: qwen3-tts-flash}}]}}
     google-tts: {{family: google-tts, targets: [{{provider: google, model: default}}]}}
-    dall-e-2: {{family: dall-e-2, targets: [{{provider: openai, model: dall-e-2}}]}}
     gpt-image-1: {{family: gpt-image, targets: [{{provider: openai, model: gpt-image-1}}]}}
-    azure-dall-e-3: {{family: dall-e-3, targets: [{{provider: azure, model: dalle3-deployment}}]}}
+    azure-gpt-image-2: {{family: gpt-image-2, targets: [{{provider: azure, model: gpt-image-2-deployment}}]}}
     azure-gpt-image: {{family: gpt-image, targets: [{{provider: azure-v1, model: gpt-image-deployment}}]}}
     cogview-4: {{family: cogview, targets: [{{provider: zhipu, model: cogview-4-250304}}]}}
     seedream-4: {{family: seedream, targets: [{{provider: ark, model: doubao-seedream-4-0-250828}}]}}
