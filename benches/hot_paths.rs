@@ -37,10 +37,10 @@ switchyard:
   auth: {api_keys: [{name: bench, key: "bench-key"}]}
   providers:
     cohere: {kind: cohere, api_key: "sk-bench", base_url: "http://127.0.0.1:9"}
-    openai: {kind: openai, api_key: "sk-bench", base_url: "http://127.0.0.1:9/v1"}
+    ark: {kind: ark, api_key: "sk-bench", base_url: "http://127.0.0.1:9/api/v3"}
   models:
     rerank-v3.5: {family: cohere-rerank, targets: [{provider: cohere, model: rerank-v3.5}]}
-    dall-e-3: {family: dall-e-3, targets: [{provider: openai, model: dall-e-3}]}
+    seedream-4.0: {family: seedream, targets: [{provider: ark, model: doubao-seedream-4-0-250828}]}
 "#;
 
 struct Fixture {
@@ -175,7 +175,7 @@ fn image(c: &mut Criterion) {
     let (_, body) = workload::Workload::Image.public();
     let body = body.into_bytes();
     let answer = workload::IMAGE_ANSWER.as_bytes();
-    let target = f.target("dall-e-3");
+    let target = f.target("seedream-4.0");
     let headers = http::HeaderMap::new();
     let mut g = c.benchmark_group("image");
     g.bench_function("end_to_end", |b| {

@@ -9,7 +9,7 @@
 //! | path | answer |
 //! |---|---|
 //! | `…/v2/rerank` | Cohere v2 rerank JSON, 10 results (`/d100/…`: 100 results) |
-//! | `…/v1/images/generations` | OpenAI image JSON |
+//! | `…/v1/images/generations` | an image answer linking to its image (`{created, data: [{url}]}`, as Ark sends it) |
 //! | `/v1/audio/speech` | [`SPEECH_BYTES`] of audio, chunked |
 //! | `/big/v1/audio/speech` | [`BIG_TOTAL`] of audio in 64 KiB chunks, as fast as the reader takes it |
 //! | `/sse/v1/audio/speech` | OpenAI speech SSE: [`SSE_EVENTS`] delta events every [`SSE_INTERVAL`], each carrying its send time as `"t"` (Unix ns) |

@@ -41,9 +41,7 @@ impl Workload {
             Workload::Speech => ("/api/v1/audio/speech", speech_body("tts-1")),
             Workload::Image => (
                 "/api/v1/images/generations",
-                format!(
-                    r#"{{"model":"dall-e-3","prompt":"{PROMPT}","size":"1024x1024","quality":"standard"}}"#
-                ),
+                format!(r#"{{"model":"seedream-4.0","prompt":"{PROMPT}","size":"1024x1024"}}"#),
             ),
         }
     }
@@ -62,7 +60,7 @@ impl Workload {
             Workload::Image => (
                 "/v1/images/generations",
                 format!(
-                    r#"{{"model":"dall-e-3","prompt":"{PROMPT}","n":1,"size":"1024x1024","quality":"standard","response_format":"url"}}"#
+                    r#"{{"model":"doubao-seedream-4-0-250828","prompt":"{PROMPT}","size":"1024x1024","response_format":"url","watermark":false}}"#
                 ),
             ),
         }
