@@ -146,7 +146,15 @@ fn pick(
 ) -> Option<&'static str> {
     let v = value?;
     let Some(found) = public.iter().find(|p| **p == v.as_str()) else {
-        f.error(field, format!("must be one of {}", public.join(", ")));
+        let alias = if field == "output_format" {
+            " (jpeg is the same as jpg)"
+        } else {
+            ""
+        };
+        f.error(
+            field,
+            format!("must be one of {}{alias}", public.join(", ")),
+        );
         return None;
     };
     if allowed.contains(found) {
@@ -363,6 +371,11 @@ pub fn parse<'a>(
         // `caps` works the default out: the spec's `png`, or the family's own first format when it
         // cannot make PNG, unless the data names one.
         let default_output = caps.default_output_format;
+        // `jpeg` (OpenAI's spelling, what its SDK sends) is `jpg`.
+        let output_format = match output_format {
+            Some(v) if v.as_str() == "jpeg" => Some(Str(Cow::Borrowed("jpg"))),
+            other => other,
+        };
         let output_format = pick(
             &mut f,
             "output_format",
@@ -546,6 +559,33 @@ mod tests {
             &c,
         );
         assert!(msg.contains("conflicts with size 1344x768"), "{msg}");
+    }
+
+    #[test]
+    fn jpeg_is_jpg() {
+        let c = catalog("gpt-image", "{}");
+        let r = parse(
+            br#"{"model": "m", "prompt": "p", "output_format": "jpeg"}"#,
+            &c,
+            0,
+        )
+        .unwrap();
+        assert_eq!((r.output_format, r.output_mime()), ("jpg", "image/jpeg"));
+        let msg = refusal(
+            r#"{"model": "m", "prompt": "p", "output_format": "gif"}"#,
+            &c,
+        );
+        assert!(
+            msg.contains("must be one of png, jpg, webp (jpeg is the same as jpg)"),
+            "{msg}"
+        );
+        // A family without JPEG refuses both spellings, listing what it makes.
+        let c = catalog("gpt-image", "{output_formats: [png, webp]}");
+        let msg = refusal(
+            r#"{"model": "m", "prompt": "p", "output_format": "jpeg"}"#,
+            &c,
+        );
+        assert!(msg.contains("model m accepts: png, webp"), "{msg}");
     }
 
     #[test]
