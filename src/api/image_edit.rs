@@ -1,7 +1,7 @@
 //! `POST /api/v1/images/edits`: OpenAI's image edit request, as its SDKs send `images.edit`
 //! (`multipart/form-data`: the image file as `image`, or several as `image[]`, an optional `mask`
 //! file, and text fields), read into the JSON body of `/images/generations` with `image` and `mask`
-//! as base64. That body then goes through the same validation ([`super::images::parse`]), the same
+//! as base64 (several images as an array: how many a model takes is its family's `max_images`). That body then goes through the same validation ([`super::images::parse`]), the same
 //! asynchronous tasks (which store and re-run the JSON body) and the same engine; a model that
 //! takes no reference image is refused there, naming `image`.
 //!
@@ -57,61 +57,54 @@ pub async fn generation_body(
         futures_util::stream::once(async move { Ok::<Bytes, std::convert::Infallible>(body) });
     let mut form = multer::Multipart::new(stream, boundary);
     let mut fields = Map::new();
-    let mut images: Vec<Bytes> = Vec::new();
-    let mut mask: Option<Bytes> = None;
+    // Every image in form order: files as base64, text parts (URLs, base64) as given.
+    let mut images: Vec<Value> = Vec::new();
+    let mut mask: Option<Value> = None;
     loop {
         let part = form.next_field().await.map_err(malformed)?;
         let Some(part) = part else { break };
         let name = part.name().unwrap_or_default().to_string();
         let is_file = part.file_name().is_some();
         let data = part.bytes().await.map_err(malformed)?;
-        match (name.as_str(), is_file) {
+        let value = match (name.as_str(), is_file) {
             ("", _) => return Err(malformed("a part has no field name")),
-            ("image" | "image[]", true) => images.push(data),
-            ("mask", true) => {
-                if mask.replace(data).is_some() {
-                    return Err(GatewayError::field("mask", "is given more than once"));
-                }
-            }
+            ("image" | "image[]" | "mask", true) => b64(&data),
             (_, true) => {
                 return Err(GatewayError::field(
                     name,
                     "is a file; only image and mask take files",
                 ))
             }
-            (_, false) => {
-                let Ok(text) = String::from_utf8(data.to_vec()) else {
-                    return Err(GatewayError::field(name, "is not UTF-8 text"));
-                };
-                // A URL or base64 `image` in a text field is the same as on /images/generations.
-                let key = if name == "image[]" { "image" } else { &name };
-                let value = typed(key, text);
-                if fields.insert(key.to_string(), value).is_some() {
-                    return Err(GatewayError::field(key, "is given more than once"));
+            (_, false) => match String::from_utf8(data.to_vec()) {
+                Ok(text) => typed(&name, text),
+                Err(_) => return Err(GatewayError::field(name, "is not UTF-8 text")),
+            },
+        };
+        match name.as_str() {
+            "image" | "image[]" => images.push(value),
+            "mask" => {
+                if mask.replace(value).is_some() {
+                    return Err(GatewayError::field("mask", "is given more than once"));
+                }
+            }
+            _ => {
+                if fields.insert(name.clone(), value).is_some() {
+                    return Err(GatewayError::field(name, "is given more than once"));
                 }
             }
         }
     }
-    let b64 = |b: &Bytes| Value::String(base64::engine::general_purpose::STANDARD.encode(b));
-    match images.as_slice() {
-        [] => {}
-        [one] if !fields.contains_key("image") => {
-            fields.insert("image".into(), b64(one));
+    match images.len() {
+        0 => {}
+        1 => {
+            fields.insert("image".into(), images.remove(0));
         }
-        more => {
-            let given = more.len() + usize::from(fields.contains_key("image"));
-            return Err(GatewayError::field(
-                "image",
-                format!(
-                    "{given} images were given; the gateway edits one reference image per request"
-                ),
-            ));
+        _ => {
+            fields.insert("image".into(), Value::Array(images));
         }
     }
     if let Some(m) = mask {
-        if fields.insert("mask".into(), b64(&m)).is_some() {
-            return Err(GatewayError::field("mask", "is given more than once"));
-        }
+        fields.insert("mask".into(), m);
     }
     require_image(&fields)?;
     let out = serde_json::to_vec(&Value::Object(fields))
@@ -139,9 +132,13 @@ fn require_image(fields: &Map<String, Value>) -> Result<(), GatewayError> {
     }
 }
 
+fn b64(bytes: &[u8]) -> Value {
+    Value::String(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
 /// A form field's value as JSON: a string for the API's string fields, else what it reads as.
 fn typed(name: &str, text: String) -> Value {
-    if STRING_FIELDS.contains(&name) || name == "image" || name == "mask" {
+    if STRING_FIELDS.contains(&name) || ["image", "image[]", "mask"].contains(&name) {
         return Value::String(text);
     }
     match serde_json::from_str::<Value>(text.trim()) {
@@ -213,14 +210,31 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn refusals_name_the_field() {
+    async fn several_images_become_an_array_in_form_order() {
         let two = form(&[
             ("image[]", Some("a.png"), PNG),
-            ("image[]", Some("b.png"), PNG),
+            ("image[]", None, b"https://img.example/b.png"),
             ("prompt", None, b"p"),
         ]);
-        let msg = convert(two).await.unwrap_err();
-        assert!(msg.contains(r#""image":"2 images were given"#), "{msg}");
+        let v = convert(two).await.unwrap();
+        let png = base64::engine::general_purpose::STANDARD.encode(PNG);
+        assert_eq!(
+            v["image"],
+            serde_json::json!([png, "https://img.example/b.png"])
+        );
+        let twice = form(&[
+            ("image", Some("a.png"), PNG),
+            ("mask", Some("m.png"), PNG),
+            ("mask", Some("m.png"), PNG),
+        ]);
+        assert!(convert(twice)
+            .await
+            .unwrap_err()
+            .contains(r#""mask":"is given more than once"#));
+    }
+
+    #[tokio::test]
+    async fn refusals_name_the_field() {
         let none = form(&[("prompt", None, b"p")]);
         assert!(convert(none)
             .await

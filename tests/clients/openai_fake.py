@@ -24,12 +24,14 @@ from conftest import API_KEY, Reply
 PROVIDERS = (
     '    openai: {kind: openai, api_key: "sk-x", base_url: "{fake}/v1"}\n'
     '    zhipu: {kind: zhipu, api_key: "zk-x", base_url: "{fake}"}\n'
+    '    ark: {kind: ark, api_key: "ak-x", base_url: "{fake}/api/v3"}\n'
 )
 MODELS = (
     "    tts-1: {family: openai-tts, targets: [{provider: openai, model: tts-1}]}\n"
     "    gpt-4o-mini-tts: {family: openai-tts-instruct, targets: [{provider: openai, model: gpt-4o-mini-tts}]}\n"
     "    gpt-image-2: {family: gpt-image-2, targets: [{provider: openai, model: gpt-image-2}]}\n"
     "    cogview-4: {family: cogview, targets: [{provider: zhipu, model: cogview-4-250304}]}\n"
+    "    seedream-4: {family: seedream, targets: [{provider: ark, model: doubao-seedream-4-0-250828}]}\n"
 )
 
 AUDIO = bytes(range(256)) * 40  # stands for MP3 frames: the gateway passes bytes through

@@ -1,7 +1,7 @@
 """OpenAI's Python SDK, images, against the gateway with only its base URL and key changed:
 `images.generate` (url and b64_json, `output_format="jpeg"`), `images.edit` (image and mask as
-the SDK's multipart form, reaching OpenAI byte for byte; a model that cannot edit is a
-`BadRequestError`), and reading a task back (synchronous and `async`)."""
+the SDK's multipart form, reaching OpenAI byte for byte; several images as `image[]`; a model that
+cannot edit, or takes fewer images, is a `BadRequestError`), and reading a task back (synchronous and `async`)."""
 
 import base64
 import time
@@ -80,12 +80,25 @@ def test_edit_with_a_model_that_cannot_edit_is_a_bad_request(gateway, fake):
     assert e.value.status_code == 400
     assert e.value.code == "validation_error"
     assert "does not support image" in e.value.body["details"]["image"]
-    # Several images where the gateway edits one: named too.
+    # Several images to a model that takes one: named too.
     with pytest.raises(openai.BadRequestError) as e:
-        client.images.edit(model="gpt-image-2", prompt="p",
+        client.images.edit(model="seedream-4", prompt="p",
                            image=[("a.png", png(1), "image/png"), ("b.png", png(2), "image/png")])
-    assert "2 images were given" in e.value.body["details"]["image"]
+    assert e.value.body["details"]["image"] == "model seedream-4 takes at most 1 reference image(s); 2 were given"
     assert fake.requests == [], "a refused edit reached a provider"
+
+
+def test_edit_with_several_images(gateway, fake):
+    gw, client = openai_gateway(gateway, fake)
+    fake.route("POST", "/v1/images/edits", images_response([png(8)]))
+    images = [png(10, side=16), png(11, side=16), png(12, side=16)]
+    resp = client.images.edit(model="gpt-image-2", prompt="a gift basket of these",
+                              image=[(f"{i}.png", img, "image/png") for i, img in enumerate(images)],
+                              response_format="b64_json")
+    assert base64.b64decode(resp.data[0].b64_json) == png(8)
+    parts = form_parts(fake.requests[0])
+    assert [(name, data) for name, _, _, data in parts if name.startswith("image")] == \
+        [("image[]", img) for img in images]
 
 
 def test_a_synchronous_answer_reads_back_as_a_task(gateway, fake):

@@ -126,6 +126,42 @@ fn an_sdk_edit_form_reaches_openai_as_its_edit_form_byte_for_byte() {
 }
 
 #[test]
+fn several_images_reach_openai_as_image_array_parts() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let (a, b) = (png(3_000, 1), png(4_000, 2));
+    let c = png(5_000, 3);
+    // A URL among the files is downloaded by the gateway and sent as a file like the others.
+    fake.push(Reply::bytes(200, "image/png", c.clone()));
+    fake.push(gpt_answer(&[png(64, 9)]));
+    let url = format!("{}/uploads/c.png", fake.base_url());
+    let resp = edit(
+        &gw,
+        &form(&[
+            ("image[]", Some(("a.png", "image/png")), &a),
+            ("image[]", Some(("b.png", "image/png")), &b),
+            ("image[]", None, url.as_bytes()),
+            ("prompt", None, b"combine them"),
+            ("model", None, b"gpt-image-2"),
+        ]),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let sent = fake.requests();
+    let edit = sent.iter().find(|r| r.method == "POST").unwrap();
+    let parts = form_parts(edit);
+    let images: Vec<&FormPart> = parts.iter().filter(|p| p.name == "image[]").collect();
+    assert_eq!(
+        images,
+        [
+            &file("image[]", "image.png", "image/png", &a),
+            &file("image[]", "image-2.png", "image/png", &b),
+            &file("image[]", "image-3.png", "image/png", &c),
+        ]
+    );
+    assert!(parts.iter().all(|p| p.name != "image"), "one name per form");
+}
+
+#[test]
 fn an_edit_reaches_a_json_provider_as_its_reference_image() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
@@ -148,7 +184,7 @@ fn an_edit_reaches_a_json_provider_as_its_reference_image() {
 }
 
 #[test]
-fn a_model_that_cannot_edit_or_several_images_are_400s_naming_image() {
+fn a_model_that_cannot_edit_or_too_many_images_are_400s_naming_image() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
     let image = png(1_000, 1);
@@ -176,14 +212,14 @@ fn a_model_that_cannot_edit_or_several_images_are_400s_naming_image() {
             ("image[]", Some(("a.png", "image/png")), &image),
             ("image[]", Some(("b.png", "image/png")), &image),
             ("prompt", None, b"p"),
-            ("model", None, b"gpt-image-1"),
+            ("model", None, b"seedream-4"),
         ]),
     );
     assert_eq!(resp.status, 400, "{}", resp.text());
-    assert!(resp.json()["details"]["image"]
-        .as_str()
-        .unwrap()
-        .contains("2 images were given"));
+    assert_eq!(
+        resp.json()["details"]["image"],
+        "model seedream-4 takes at most 1 reference image(s); 2 were given"
+    );
     // No image at all, or the wrong field types, are named too.
     let resp = edit(
         &gw,
