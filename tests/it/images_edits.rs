@@ -17,7 +17,10 @@ const BOUNDARY: &str = "sdk-boundary-4f1c";
 
 /// A `multipart/form-data` body: `(name, Some((filename, content type)), data)` for a file part,
 /// `(name, None, data)` for a text field.
-fn form(parts: &[(&str, Option<(&str, &str)>, &[u8])]) -> Vec<u8> {
+/// One form part: name, `(filename, content type)` for a file, data.
+type Part<'a> = (&'a str, Option<(&'a str, &'a str)>, &'a [u8]);
+
+fn form(parts: &[Part<'_>]) -> Vec<u8> {
     let mut out = Vec::new();
     for (name, file, data) in parts {
         out.extend_from_slice(format!("--{BOUNDARY}\r\n").as_bytes());
