@@ -29,6 +29,9 @@ pub struct ImageRequest<'a> {
     pub negative_prompt: Option<Str<'a>>,
     /// The reference image; a URL is fetched by the gateway only for providers that need the bytes.
     pub image: Option<ImageInput>,
+    /// Further reference images (`image` given as an array), only for families whose
+    /// `max_images` allows them; empty otherwise, so adapters that take one never see any.
+    pub more_images: Vec<ImageInput>,
     /// Only set when `image` is and the family honours it (the spec's default 0.5 applies then).
     pub strength: Option<f64>,
     /// The caller's `size`, or the size its `aspect_ratio` means, or the family's default. Borrowed
@@ -146,7 +149,15 @@ fn pick(
 ) -> Option<&'static str> {
     let v = value?;
     let Some(found) = public.iter().find(|p| **p == v.as_str()) else {
-        f.error(field, format!("must be one of {}", public.join(", ")));
+        let alias = if field == "output_format" {
+            " (jpeg is the same as jpg)"
+        } else {
+            ""
+        };
+        f.error(
+            field,
+            format!("must be one of {}{alias}", public.join(", ")),
+        );
         return None;
     };
     if allowed.contains(found) {
@@ -161,6 +172,41 @@ fn pick(
         );
         None
     }
+}
+
+/// `image`: one reference image as a string, or several as an array of strings (each a URL or
+/// base64 data); an empty list is none. Problems are recorded on `image`, the first bad item named.
+fn reference_images(f: &mut Fields<'_>) -> Vec<ImageInput> {
+    let Some(raw) = f.take_raw("image") else {
+        return Vec::new();
+    };
+    let values: Vec<String> = if raw.get().starts_with('[') {
+        match serde_json::from_str(raw.get()) {
+            Ok(v) => v,
+            Err(_) => {
+                f.error("image", "must be a string or an array of strings");
+                return Vec::new();
+            }
+        }
+    } else {
+        match serde_json::from_str(raw.get()) {
+            Ok(v) => vec![v],
+            Err(_) => {
+                f.error("image", "must be a string or an array of strings");
+                return Vec::new();
+            }
+        }
+    };
+    let many = values.len() > 1;
+    let mut out = Vec::with_capacity(values.len());
+    for (i, v) in values.iter().enumerate() {
+        match ImageInput::parse(v) {
+            Ok(input) => out.push(input),
+            Err(m) if many => f.error("image", format!("item {i} {m}")),
+            Err(m) => f.error("image", m),
+        }
+    }
+    out
 }
 
 /// The `details` for a size `caps` does not accept: the listed sizes and the rule, if any.
@@ -190,14 +236,11 @@ pub fn parse<'a>(
     let name = model.as_ref().map(|m| m.name.clone()).unwrap_or_default();
     let prompt = f.required_string("prompt");
     let negative_prompt = f.string("negative_prompt");
-    let image = f.string("image");
-    let image = image.and_then(|v| match ImageInput::parse(v.as_str()) {
-        Ok(i) => Some(i),
-        Err(m) => {
-            f.error("image", m);
-            None
-        }
-    });
+    let images = reference_images(&mut f);
+    let image_count = images.len();
+    let mut images = images.into_iter();
+    let image = images.next();
+    let more_images: Vec<ImageInput> = images.collect();
     let strength = f.number("strength");
     let size = f.string("size");
     let aspect_ratio = f.string("aspect_ratio");
@@ -251,6 +294,15 @@ pub fn parse<'a>(
             caps.negative_prompt,
         );
         check_flag(&mut f, "image", image.is_some(), caps.reference_image);
+        if caps.reference_image && image_count as u64 > caps.max_images {
+            f.error(
+                "image",
+                format!(
+                    "model {name} takes at most {} reference image(s); {image_count} were given",
+                    caps.max_images
+                ),
+            );
+        }
         check_flag(&mut f, "mask", mask_given, caps.mask);
         check_flag(&mut f, "strength", strength.is_some(), caps.strength);
         if caps.image_required && image.is_none() && !f.has_error("image") {
@@ -363,6 +415,11 @@ pub fn parse<'a>(
         // `caps` works the default out: the spec's `png`, or the family's own first format when it
         // cannot make PNG, unless the data names one.
         let default_output = caps.default_output_format;
+        // `jpeg` (OpenAI's spelling, what its SDK sends) is `jpg`.
+        let output_format = match output_format {
+            Some(v) if v.as_str() == "jpeg" => Some(Str(Cow::Borrowed("jpg"))),
+            other => other,
+        };
         let output_format = pick(
             &mut f,
             "output_format",
@@ -452,6 +509,7 @@ pub fn parse<'a>(
             .filter(|_| caps.strength)
             .map(|_| strength.unwrap_or(0.5)),
         image,
+        more_images,
         size,
         size_given,
         n: n.unwrap_or(1),
@@ -546,6 +604,70 @@ mod tests {
             &c,
         );
         assert!(msg.contains("conflicts with size 1344x768"), "{msg}");
+    }
+
+    #[test]
+    fn image_is_one_or_as_many_as_the_family_takes() {
+        let png = "iVBORw0KGgoAAAANSUhEUg==";
+        let c = catalog("gpt-image", "{max_images: 2}");
+        let body = format!(
+            r#"{{"model": "m", "prompt": "p", "image": ["{png}", "https://x.example/b.png"]}}"#
+        );
+        let r = parse(body.as_bytes(), &c, 0).unwrap();
+        assert!(r.image.as_ref().is_some_and(|i| !i.is_url()));
+        assert!(matches!(r.more_images.as_slice(), [i] if i.is_url()));
+        let msg = refusal(
+            &format!(r#"{{"model": "m", "prompt": "p", "image": ["{png}", "{png}", "{png}"]}}"#),
+            &c,
+        );
+        assert!(
+            msg.contains("model m takes at most 2 reference image(s); 3 were given"),
+            "{msg}"
+        );
+        let msg = refusal(
+            &format!(r#"{{"model": "m", "prompt": "p", "image": ["{png}", "nope!"]}}"#),
+            &c,
+        );
+        assert!(msg.contains(r#""image":"item 1 must be"#), "{msg}");
+        let msg = refusal(r#"{"model": "m", "prompt": "p", "image": [1]}"#, &c);
+        assert!(
+            msg.contains("must be a string or an array of strings"),
+            "{msg}"
+        );
+        // Families that take one: a list of two is refused, naming the bound.
+        let c = catalog("seedream", "{}");
+        let msg = refusal(
+            &format!(r#"{{"model": "m", "prompt": "p", "image": ["{png}", "{png}"]}}"#),
+            &c,
+        );
+        assert!(msg.contains("takes at most 1 reference image(s)"), "{msg}");
+    }
+
+    #[test]
+    fn jpeg_is_jpg() {
+        let c = catalog("gpt-image", "{}");
+        let r = parse(
+            br#"{"model": "m", "prompt": "p", "output_format": "jpeg"}"#,
+            &c,
+            0,
+        )
+        .unwrap();
+        assert_eq!((r.output_format, r.output_mime()), ("jpg", "image/jpeg"));
+        let msg = refusal(
+            r#"{"model": "m", "prompt": "p", "output_format": "gif"}"#,
+            &c,
+        );
+        assert!(
+            msg.contains("must be one of png, jpg, webp (jpeg is the same as jpg)"),
+            "{msg}"
+        );
+        // A family without JPEG refuses both spellings, listing what it makes.
+        let c = catalog("gpt-image", "{output_formats: [png, webp]}");
+        let msg = refusal(
+            r#"{"model": "m", "prompt": "p", "output_format": "jpeg"}"#,
+            &c,
+        );
+        assert!(msg.contains("model m accepts: png, webp"), "{msg}");
     }
 
     #[test]

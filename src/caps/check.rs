@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use super::patch::{ImagePatch, LimitPatch, Patch, RerankPatch, SizesPatch, SpeechPatch};
 use super::schema::{
     parse_size, Caps, ImageCaps, Limit, Ratio, RerankCaps, SizeRule, SpeechCaps, BACKGROUNDS,
-    MAX_N, OUTPUT_FORMATS, QUALITIES, SPEECH_FORMATS, SPEEDS,
+    MAX_IMAGES, MAX_N, OUTPUT_FORMATS, QUALITIES, SPEECH_FORMATS, SPEEDS,
 };
 
 /// Check `patch` and, when neither it nor anything before it (`errors` is not empty) has a problem,
@@ -388,6 +388,19 @@ impl Checker<'_> {
                 }
             }
         }
+        // Optional: one reference image unless the family says it takes more.
+        let max_images = p.max_images.unwrap_or(1);
+        if !(1..=MAX_IMAGES).contains(&max_images) {
+            self.error(
+                "max_images",
+                format!(
+                    "must be from 1 to {MAX_IMAGES} (OpenAI's bound, the highest any provider has)"
+                ),
+            );
+        }
+        if max_images > 1 && reference_image == Some(false) {
+            self.error("max_images", "needs reference_image: true");
+        }
         // These refine a reference image; without one they could never apply.
         if reference_image == Some(false) {
             for (key, on) in [
@@ -449,6 +462,7 @@ impl Checker<'_> {
             default_output_format,
             negative_prompt: negative_prompt?,
             reference_image: reference_image?,
+            max_images,
             image_required: image_required?,
             strength: strength?,
             mask: mask?,

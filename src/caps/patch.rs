@@ -195,6 +195,7 @@ pub(crate) struct ImagePatch {
     pub default_output_format: Option<String>,
     pub negative_prompt: Option<bool>,
     pub reference_image: Option<bool>,
+    pub max_images: Option<u64>,
     pub image_required: Option<bool>,
     pub strength: Option<bool>,
     pub mask: Option<bool>,
@@ -222,6 +223,7 @@ impl ImagePatch {
         set(&mut self.default_output_format, over.default_output_format);
         set(&mut self.negative_prompt, over.negative_prompt);
         set(&mut self.reference_image, over.reference_image);
+        set(&mut self.max_images, over.max_images);
         set(&mut self.image_required, over.image_required);
         set(&mut self.strength, over.strength);
         set(&mut self.mask, over.mask);

@@ -15,6 +15,8 @@ pub const SPEECH_FORMATS: &[&str] = &["mp3", "opus", "aac", "flac", "wav", "pcm"
 pub const SPEEDS: &[f64] = &[0.25, 0.5, 1.0, 2.0, 4.0];
 /// Most images one request may ask for (spec: bound not shown; families may allow fewer).
 pub const MAX_N: u64 = 10;
+/// Most reference images any family may take in one request (OpenAI's edits take 16).
+pub const MAX_IMAGES: u64 = 16;
 /// Every public image `quality` value (families accept subsets).
 pub const QUALITIES: &[&str] = &[
     "std", "pro", "standard", "hd", "auto", "low", "medium", "high",
@@ -250,6 +252,9 @@ pub struct ImageCaps {
     pub negative_prompt: bool,
     /// Takes a reference `image`.
     pub reference_image: bool,
+    /// Most reference images one request may give (`image` as an array): 1 unless the provider
+    /// takes several (OpenAI's edits: 16).
+    pub max_images: u64,
     /// Cannot work without a reference `image` (editing models).
     pub image_required: bool,
     /// Honours `strength` (the reference image's influence).

@@ -195,6 +195,7 @@ families:
     default_output_format: png
     negative_prompt: false
     reference_image: false
+    max_images: 2
     image_required: true
     strength: false
     mask: true
@@ -220,6 +221,7 @@ families:
             "families.flux.output_formats: must list at least one value",
             "families.flux.default_output_format: `png` is not one of the output_formats",
             "families.flux.image_required: needs reference_image: true",
+            "families.flux.max_images: needs reference_image: true",
             "families.flux.mask: needs reference_image: true",
             "families.flux.style_presets[0]: must not be empty",
             "families.flux.native_fields[1]: `seed` is listed twice",

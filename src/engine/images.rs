@@ -252,5 +252,14 @@ async fn resolve_inputs(
             *input = Some(fetched);
         }
     }
+    for input in &mut req.more_images {
+        if let ImageInput::Url(url) = input {
+            *input = ctx
+                .upstream
+                .fetch_input(url, policy)
+                .await
+                .map_err(|m| GatewayError::field("image", m))?;
+        }
+    }
     Ok(())
 }

@@ -63,6 +63,46 @@ pub async fn start(
     })
 }
 
+/// Record a synchronous call's answer under its `task_id`, so the caller can read it back like a
+/// finished task for as long as its links last (`images.file_ttl`, capped by `images.task_ttl`).
+/// Best effort: the answer is already made, and a store that cannot take it must not fail a
+/// synchronous call (those keep working while Redis is away); the read is then a 404.
+pub async fn keep_finished(
+    state: &GatewayState,
+    owner: String,
+    model: String,
+    result: &ImageResult,
+) {
+    let data = match result
+        .data
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(d) => d,
+        Err(e) => {
+            log::warn!("a synchronous answer could not be recorded: {e}");
+            return;
+        }
+    };
+    let settings = &state.settings.images;
+    let record = TaskRecord {
+        status: TaskStatus::Succeed,
+        data,
+        ..TaskRecord::started(
+            owner,
+            model,
+            state.instance.clone(),
+            result.created,
+            now_ms(),
+        )
+    };
+    let ttl = settings.file_ttl.min(settings.task_ttl);
+    if let Err(e) = state.tasks.put(&result.task_id, &record, ttl).await {
+        log::warn!("a synchronous answer could not be recorded for reading back: {e}");
+    }
+}
+
 /// The task `id` as its creator `owner` sees it.
 pub async fn get(
     state: &Arc<GatewayState>,

@@ -138,6 +138,7 @@ impl Gateway {
             Route::File => return self.file(session, ctx).await,
             Route::Task => return self.task(session, ctx).await,
             Route::Operation(op) => op,
+            Route::ImageEdit => crate::common::Operation::Images,
         };
         let settings = &self.state.settings;
         let principal = settings
@@ -146,6 +147,16 @@ impl Gateway {
             .map_err(GatewayError::Unauthorized)?;
         ctx.principal = Some(principal);
         let body = body::read(session, settings.limits.body_limit(op)).await?;
+        let body = if route == Route::ImageEdit {
+            let content_type = session
+                .req_header()
+                .headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok());
+            crate::api::image_edit::generation_body(content_type, body).await?
+        } else {
+            body
+        };
         let state = &self.state;
         match op {
             crate::common::Operation::Speech => {

@@ -124,19 +124,21 @@ pub async fn images(
     let req = images::parse(&body, &s.catalog, s.retry.max_retries)?;
     ctx.model = Some(req.model.clone());
     let base = public_base(state, session);
+    let owner = ctx
+        .principal
+        .as_ref()
+        .map(|p| p.id.clone())
+        .unwrap_or_default();
+    let model = req.model.name.clone();
     let result = if req.is_async {
-        let owner = ctx
-            .principal
-            .as_ref()
-            .map(|p| p.id.clone())
-            .unwrap_or_default();
-        let model = req.model.name.clone();
         drop(req);
         image_tasks::start(state, region, owner, model, body, base).await?
     } else {
         let engine = state.images();
         let progress = Synchronous::new(&engine);
-        generate(&engine, region, req, &base, &progress).await?
+        let result = generate(&engine, region, req, &base, &progress).await?;
+        image_tasks::keep_finished(state, owner, model, &result).await;
+        result
     };
     let out = serde_json::to_vec(&result)
         .map_err(|e| GatewayError::Internal(format!("serializing result: {e}")))?;

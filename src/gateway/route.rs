@@ -12,6 +12,8 @@ pub enum Route {
     File,
     /// `GET /api/v1/images/{task_id}`: an asynchronous image task.
     Task,
+    /// `POST /api/v1/images/edits`: OpenAI's image edit form, run as an image generation.
+    ImageEdit,
 }
 
 /// Path prefix of image tasks.
@@ -26,6 +28,8 @@ pub fn route(method: &http::Method, path: &str) -> Result<Route, GatewayError> {
         "/healthz" => (Route::Health, "GET, HEAD"),
         "/api/v1/audio/speech" => (Route::Operation(Operation::Speech), "POST"),
         "/api/v1/images/generations" => (Route::Operation(Operation::Images), "POST"),
+        // Before the task route, which would read `edits` as a task id.
+        "/api/v1/images/edits" => (Route::ImageEdit, "POST"),
         "/api/v1/rerank" => (Route::Operation(Operation::Rerank), "POST"),
         p if p.len() > FILES_PREFIX.len()
             && p.starts_with(FILES_PREFIX)
@@ -44,7 +48,7 @@ pub fn route(method: &http::Method, path: &str) -> Result<Route, GatewayError> {
     let ok = match route {
         Route::Health | Route::File => method == http::Method::GET || method == http::Method::HEAD,
         Route::Task => method == http::Method::GET,
-        Route::Operation(_) => method == http::Method::POST,
+        Route::Operation(_) | Route::ImageEdit => method == http::Method::POST,
     };
     if ok {
         Ok(route)
@@ -78,6 +82,16 @@ mod tests {
         assert_eq!(
             route(&Method::GET, "/api/v1/images/0b5e3c1a").unwrap(),
             Route::Task
+        );
+        assert_eq!(
+            route(&Method::POST, "/api/v1/images/edits").unwrap(),
+            Route::ImageEdit
+        );
+        assert_eq!(
+            route(&Method::GET, "/api/v1/images/edits")
+                .unwrap_err()
+                .status(),
+            405
         );
         assert_eq!(
             route(&Method::GET, "/api/v1/images/generations")

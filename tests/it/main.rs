@@ -23,6 +23,7 @@ mod images_async;
 mod images_azure;
 mod images_bfl;
 mod images_dashscope;
+mod images_edits;
 mod images_kling;
 mod images_openai;
 mod images_siliconflow;

@@ -165,8 +165,20 @@ fn edit_request(
     n: u64,
     path: String,
 ) -> Result<NativeRequest, GatewayError> {
-    let (image_bytes, image_mime) = downloaded(image, "image")?;
-    check_edit_image(&req.model.name, image_mime)?;
+    // One image is OpenAI's `image`; several (up to 16) are `image[]` parts, as its SDKs send them.
+    let mut images = Vec::with_capacity(1 + req.more_images.len());
+    for (i, input) in std::iter::once(image).chain(&req.more_images).enumerate() {
+        let (bytes, mime) = downloaded(input, "image")?;
+        check_edit_image(&req.model.name, mime)?;
+        let suffix = if i == 0 {
+            String::new()
+        } else {
+            format!("-{}", i + 1)
+        };
+        let name = format!("image{suffix}.{}", image_input::extension(mime));
+        images.push((bytes, mime, name));
+    }
+    let image_field = if images.len() > 1 { "image[]" } else { "image" };
     let mask = match &req.mask {
         Some(mask) => {
             let (bytes, mime) = downloaded(mask, "mask")?;
@@ -183,7 +195,6 @@ fn edit_request(
         }
         None => None,
     };
-    let image_name = format!("image.{}", image_input::extension(image_mime));
     let mask_name = mask.map(|(_, mime)| format!("mask.{}", image_input::extension(mime)));
     let n = n.to_string();
     let extra: Vec<(&str, Cow<'_, str>)> = req
@@ -193,7 +204,9 @@ fn edit_request(
         .collect();
 
     let mut form = Form::new();
-    form.file("image", &image_name, image_mime, image_bytes);
+    for (bytes, mime, name) in &images {
+        form.file(image_field, name, mime, bytes);
+    }
     if let (Some((bytes, mime)), Some(name)) = (mask, &mask_name) {
         form.file("mask", name, mime, bytes);
     }
