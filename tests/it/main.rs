@@ -34,6 +34,7 @@ mod redis_store;
 mod rerank;
 mod rerank_cohere;
 mod rerank_cohere_v1;
+mod rerank_compat;
 mod rerank_dashscope;
 mod rerank_jina;
 mod rerank_local;
