@@ -119,12 +119,12 @@ fn documents_of<'a>(
         return (Vec::new(), Vec::new());
     };
     let mut texts = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
+    for (i, &item) in items.iter().enumerate() {
         if item.get().starts_with('"') {
-            texts.push(*item);
+            texts.push(item);
             continue;
         }
-        match text_of(*item) {
+        match text_of(item) {
             Some(text) => texts.push(text),
             None => errors.add(
                 format!("documents[{i}]"),
