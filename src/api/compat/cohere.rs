@@ -3,7 +3,8 @@
 
 use serde::Serialize;
 
-use super::{document, full_message, Document, Translated};
+use super::request::Translated;
+use super::shared::{document, full_message, Document};
 use crate::api::rerank::RerankResult;
 use crate::common::error::GatewayError;
 
