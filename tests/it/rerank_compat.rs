@@ -271,6 +271,16 @@ fn jina_errors_have_jina_shape() {
     );
     assert_eq!(resp.status, 401);
     assert!(resp.json()["detail"].is_string());
+    // The rerank body limit (4 MiB in the test config) holds here too, in Jina's shape.
+    let big = "x".repeat(5 << 20);
+    let resp = post_bearer(
+        &gw,
+        "/compat/jina/v1/rerank",
+        &json!({"model": "local-bm25", "query": "q", "documents": [big]}),
+    );
+    assert_eq!(resp.status, 413);
+    assert_eq!(resp.json()["code"], "payload_too_large");
+    assert!(resp.json()["detail"].as_str().unwrap().contains("4194304"));
 }
 
 #[test]
