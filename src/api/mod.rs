@@ -3,6 +3,7 @@
 
 pub mod adapter;
 pub mod common;
+pub mod compat;
 pub mod image_edit;
 pub mod images;
 pub mod rerank;

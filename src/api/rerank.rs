@@ -21,10 +21,12 @@ pub struct RerankRequest<'a> {
     /// Each document as the caller's JSON literal plus its text: adapters serialize the literals
     /// into the native body and the answer echoes them, so documents are never re-escaped.
     pub documents: Vec<JsonStr<'a>>,
-    /// Results wanted: 1..=documents.len(), default all.
+    /// Results wanted: 1..=documents.len(), default all (a larger `top_n` asks for all of them).
     pub top_n: usize,
     /// Whether the caller sent `top_n` (some providers are only told when asked).
     pub top_n_given: bool,
+    /// Whether each result carries its `document` (default true).
+    pub return_documents: bool,
     pub retries: u32,
     pub passthrough: Vec<(Str<'a>, &'a RawValue)>,
 }
@@ -39,11 +41,27 @@ pub struct RerankResult<'r> {
     pub metadata: serde_json::Map<String, serde_json::Value>,
 }
 
-#[derive(Debug, Serialize)]
+/// One ranked document. `document` is always at hand (compatibility surfaces render it in their own
+/// shape); it is written out only when `with_document` (the caller's `return_documents`).
+#[derive(Debug)]
 pub struct RerankItem<'r> {
     pub index: usize,
     pub relevance_score: f64,
     pub document: &'r JsonStr<'r>,
+    pub with_document: bool,
+}
+
+impl Serialize for RerankItem<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(2 + usize::from(self.with_document)))?;
+        m.serialize_entry("index", &self.index)?;
+        m.serialize_entry("relevance_score", &self.relevance_score)?;
+        if self.with_document {
+            m.serialize_entry("document", self.document)?;
+        }
+        m.end()
+    }
 }
 
 #[derive(Debug, Serialize, PartialEq, Eq)]
@@ -73,6 +91,7 @@ impl<'r> RerankRequest<'r> {
                 index,
                 relevance_score: score,
                 document: doc,
+                with_document: self.return_documents,
             });
         }
         items.sort_by(|a, b| {
@@ -163,6 +182,27 @@ impl QueryCounting {
     }
 }
 
+/// `top_n`: an integer of at least 1. One above the number of documents asks for all of them (as
+/// Cohere and Jina answer it), so clients that send a fixed default keep working with fewer documents.
+fn top_n(f: &mut Fields<'_>) -> Option<u64> {
+    let raw = f.take_raw("top_n")?;
+    match serde_json::from_str::<u64>(raw.get()) {
+        Ok(n) if n >= 1 => Some(n),
+        Ok(_) => {
+            f.error("top_n", "must be at least 1");
+            None
+        }
+        Err(_) if serde_json::from_str::<i64>(raw.get()).is_ok() => {
+            f.error("top_n", "must be at least 1");
+            None
+        }
+        Err(_) => {
+            f.error("top_n", "must be an integer of at least 1");
+            None
+        }
+    }
+}
+
 /// Parse and validate a rerank request body.
 pub fn parse<'a>(
     body: &'a [u8],
@@ -177,7 +217,8 @@ pub fn parse<'a>(
     };
     let query = f.required_string("query");
     let documents = f.string_array("documents");
-    let top_n = f.unsigned("top_n");
+    let top_n = top_n(&mut f);
+    let return_documents = f.boolean("return_documents");
     let retries = common::retries(&mut f, max_retries);
 
     if documents.is_none() && !f.errors.has("documents") {
@@ -205,16 +246,6 @@ pub fn parse<'a>(
                 f.error(&format!("documents[{i}]"), "must not be empty");
             }
         }
-        if let Some(n) = top_n {
-            if n == 0 || n as usize > docs.len().max(1) {
-                f.error(
-                    "top_n",
-                    format!("must be from 1 to the number of documents ({})", docs.len()),
-                );
-            }
-        }
-    } else if top_n == Some(0) {
-        f.error("top_n", "must be at least 1");
     }
     if let (Some(q), Some(m), Some(c)) = (&query, &model, caps) {
         if let Some(length) = common::over_limit(q.as_str(), c.query_limit) {
@@ -245,8 +276,15 @@ pub fn parse<'a>(
         model,
         caps,
         query,
-        top_n: top_n.map(|n| n as usize).unwrap_or(documents.len()),
+        top_n: top_n
+            .map(|n| {
+                usize::try_from(n)
+                    .unwrap_or(usize::MAX)
+                    .min(documents.len())
+            })
+            .unwrap_or(documents.len()),
         top_n_given: top_n.is_some(),
+        return_documents: return_documents.unwrap_or(true),
         documents,
         retries,
         passthrough,

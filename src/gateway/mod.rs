@@ -21,6 +21,7 @@ use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::upstreams::peer::HttpPeer;
 use pingora::{Error as PError, ErrorType};
 
+use crate::api::compat::Surface;
 use crate::auth::Principal;
 use crate::catalog::Model;
 use crate::common::error::GatewayError;
@@ -117,6 +118,8 @@ pub struct Ctx {
     model: Option<Arc<Model>>,
     /// Set when an answer had begun and had to be abandoned.
     aborted: Option<String>,
+    /// The API shape the request speaks, and so its answers and errors.
+    surface: Surface,
 }
 
 impl Gateway {
@@ -139,6 +142,11 @@ impl Gateway {
             Route::Task => return self.task(session, ctx).await,
             Route::Operation(op) => op,
             Route::ImageEdit => crate::common::Operation::Images,
+            Route::Compat(surface) => {
+                // From here on, errors are answered in the surface's shape too.
+                ctx.surface = surface;
+                crate::common::Operation::Rerank
+            }
         };
         let settings = &self.state.settings;
         let principal = settings
@@ -166,7 +174,7 @@ impl Gateway {
                 operations::images(state, &self.region, session, ctx, body).await
             }
             crate::common::Operation::Rerank => {
-                operations::rerank(state, &self.region, session, ctx, &body).await
+                operations::rerank(state, &self.region, session, ctx, &body, ctx.surface).await
             }
         }
     }
@@ -246,6 +254,7 @@ impl ProxyHttp for Gateway {
             principal: None,
             model: None,
             aborted: None,
+            surface: Surface::Native,
         }
     }
 
@@ -261,7 +270,7 @@ impl ProxyHttp for Gateway {
                     GatewayError::Store(m) => log::warn!("store unavailable: {m}"),
                     _ => {}
                 }
-                respond::error(session, &err).await?;
+                respond::error_as(session, &err, ctx.surface).await?;
                 Ok(true)
             }
             Err(Failure::Abort(why)) => {

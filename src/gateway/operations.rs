@@ -8,6 +8,7 @@ use pingora::proxy::Session;
 use super::{image_tasks, respond};
 use super::{Ctx, GatewayState};
 use crate::api::adapter::Registry;
+use crate::api::compat::Surface;
 use crate::api::{images, rerank, speech};
 use crate::catalog::Target;
 use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
@@ -176,9 +177,14 @@ pub async fn rerank(
     session: &mut Session,
     ctx: &mut Ctx,
     body: &[u8],
+    surface: Surface,
 ) -> Result<(), Failure> {
     let s = &state.settings;
-    let req = rerank::parse(body, &s.catalog, s.retry.max_retries)?;
+    // A compatibility surface's body is translated into the gateway's own first, so validation,
+    // dispatch and usage are the one rerank pipeline's.
+    let translated = surface.translate(body)?;
+    let own = translated.as_ref().map_or(body, |t| t.body.as_slice());
+    let req = rerank::parse(own, &s.catalog, s.retry.max_retries)?;
     ctx.model = Some(req.model.clone());
     let ((headers, native), target) =
         attempts::run(&state.upstream, &req.model, region, req.retries, |t| {
@@ -190,8 +196,11 @@ pub async fn rerank(
         .rerank(&target.provider)?
         .response(&target.provider, &req, &headers, &native)
         .map_err(GatewayError::Upstream)?;
-    let out = serde_json::to_vec(&result)
-        .map_err(|e| GatewayError::Internal(format!("serializing result: {e}")))?;
+    let out = match &translated {
+        Some(t) => surface.answer(&result, t),
+        None => serde_json::to_vec(&result).map_err(|e| format!("serializing result: {e}")),
+    }
+    .map_err(GatewayError::Internal)?;
     ctx.status = 200;
     respond::json(session, 200, out.into(), &[])
         .await

@@ -5,6 +5,7 @@ use bytes::Bytes;
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
 
+use crate::api::compat::Surface;
 use crate::common::error::GatewayError;
 
 /// Write a complete JSON answer.
@@ -26,12 +27,22 @@ pub async fn json(
 
 /// Write `err` as the spec's Error object with its status.
 pub async fn error(session: &mut Session, err: &GatewayError) -> pingora::Result<()> {
+    error_as(session, err, Surface::Native).await
+}
+
+/// Write `err` with its status, its body in `surface`'s error shape.
+pub async fn error_as(
+    session: &mut Session,
+    err: &GatewayError,
+    surface: Surface,
+) -> pingora::Result<()> {
     // A body we did not read (or not completely) would be parsed as the next request on a
     // kept-alive connection, so such a connection is closed after the answer.
     if !session.is_body_done() {
         session.set_keepalive(None);
     }
-    json(session, err.status(), err.body(), &err.extra_headers()).await
+    let body = surface.error_body(err);
+    json(session, err.status(), body, &err.extra_headers()).await
 }
 
 /// Write the head of a streamed answer (chunked: no length is known in advance).

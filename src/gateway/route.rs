@@ -1,5 +1,6 @@
 //! Which endpoint a request line names.
 
+use crate::api::compat::Surface;
 use crate::common::error::GatewayError;
 use crate::common::Operation;
 
@@ -14,6 +15,8 @@ pub enum Route {
     Task,
     /// `POST /api/v1/images/edits`: OpenAI's image edit form, run as an image generation.
     ImageEdit,
+    /// Rerank in another API's shape (`api::compat`), for clients that speak it.
+    Compat(Surface),
 }
 
 /// Path prefix of image tasks.
@@ -31,6 +34,15 @@ pub fn route(method: &http::Method, path: &str) -> Result<Route, GatewayError> {
         // Before the task route, which would read `edits` as a task id.
         "/api/v1/images/edits" => (Route::ImageEdit, "POST"),
         "/api/v1/rerank" => (Route::Operation(Operation::Rerank), "POST"),
+        // Each surface has its own prefix (Cohere's v1 and Jina's paths are both `/v1/rerank`):
+        // the base URL a client is given is `/compat/cohere` or `/compat/jina/v1`.
+        "/compat/cohere/v1/rerank" => (Route::Compat(Surface::CohereV1), "POST"),
+        "/compat/cohere/v2/rerank" => (Route::Compat(Surface::CohereV2), "POST"),
+        "/compat/jina/v1/rerank" => (Route::Compat(Surface::Jina), "POST"),
+        // LiteLLM's `jina_ai/` models keep only the scheme and host of `api_base` and post to
+        // `/v1/rerank` (litellm/llms/jina_ai/rerank/transformation.py), so Jina's own path is
+        // served at the root too.
+        "/v1/rerank" => (Route::Compat(Surface::Jina), "POST"),
         p if p.len() > FILES_PREFIX.len()
             && p.starts_with(FILES_PREFIX)
             && !p[FILES_PREFIX.len()..].contains('/') =>
@@ -48,7 +60,7 @@ pub fn route(method: &http::Method, path: &str) -> Result<Route, GatewayError> {
     let ok = match route {
         Route::Health | Route::File => method == http::Method::GET || method == http::Method::HEAD,
         Route::Task => method == http::Method::GET,
-        Route::Operation(_) | Route::ImageEdit => method == http::Method::POST,
+        Route::Operation(_) | Route::ImageEdit | Route::Compat(_) => method == http::Method::POST,
     };
     if ok {
         Ok(route)
@@ -69,6 +81,25 @@ mod tests {
             Route::Operation(Operation::Rerank)
         );
         assert_eq!(route(&Method::GET, "/healthz").unwrap(), Route::Health);
+        for (path, surface) in [
+            ("/compat/cohere/v1/rerank", Surface::CohereV1),
+            ("/compat/cohere/v2/rerank", Surface::CohereV2),
+            ("/compat/jina/v1/rerank", Surface::Jina),
+            ("/v1/rerank", Surface::Jina),
+        ] {
+            assert_eq!(
+                route(&Method::POST, path).unwrap(),
+                Route::Compat(surface),
+                "{path}"
+            );
+            assert_eq!(route(&Method::GET, path).unwrap_err().status(), 405);
+        }
+        assert_eq!(
+            route(&Method::POST, "/compat/cohere/v3/rerank")
+                .unwrap_err()
+                .status(),
+            404
+        );
         assert_eq!(
             route(&Method::GET, "/api/v1/files/abc").unwrap(),
             Route::File

@@ -173,6 +173,7 @@ pub(crate) fn rerank_request<'a>(
         documents: docs.iter().map(|d| json_str(d)).collect(),
         top_n: top_n.unwrap_or(docs.len()),
         top_n_given: top_n.is_some(),
+        return_documents: true,
         retries: 0,
         passthrough,
     }

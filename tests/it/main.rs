@@ -35,6 +35,7 @@ mod redis_store;
 mod rerank;
 mod rerank_cohere;
 mod rerank_cohere_v1;
+mod rerank_compat;
 mod rerank_dashscope;
 mod rerank_jina;
 mod rerank_local;

@@ -172,15 +172,34 @@ fn rerank_bounds() {
         &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a", " ", 3]}),
     ));
     assert!(d.contains_key("documents"), "{d:?}");
+    // A `top_n` above the number of documents is not an error (it asks for all of them); 0,
+    // negative and fractional ones are.
     let d = details(&post(
         &gw,
         "/api/v1/rerank",
         &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a", ""], "top_n": 3}),
     ));
     assert!(
-        d.contains_key("documents[1]") && d.contains_key("top_n"),
+        d.contains_key("documents[1]") && !d.contains_key("top_n"),
         "{d:?}"
     );
+    for bad in [json!(-1), json!(0), json!(1.5), json!("2")] {
+        let d = details(&post(
+            &gw,
+            "/api/v1/rerank",
+            &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a"], "top_n": bad}),
+        ));
+        assert!(
+            d["top_n"].as_str().unwrap().contains("at least 1"),
+            "{bad}: {d:?}"
+        );
+    }
+    let d = details(&post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a"], "return_documents": "no"}),
+    ));
+    assert_eq!(d["return_documents"], "must be true or false", "{d:?}");
     // Cohere v2 takes up to 10,000 documents.
     let docs: Vec<String> = (0..10_001).map(|i| format!("doc {i}")).collect();
     let d = details(&post(

@@ -1,0 +1,48 @@
+//! What Cohere's and Jina's shapes have in common: a returned document as the caller sent it, and
+//! an error's one message.
+
+use serde_json::value::RawValue;
+
+use super::request::Translated;
+use crate::common::error::GatewayError;
+
+/// An error's message with every validation detail spelt out: the surfaces' error shapes have one
+/// message and no `details` map.
+pub fn full_message(err: &GatewayError) -> String {
+    let mut message = err.message();
+    if let GatewayError::Validation(v) = err {
+        let details: Vec<String> = v
+            .details()
+            .iter()
+            .map(|(field, why)| format!("{field}: {why}"))
+            .collect();
+        message = format!("{message}: {}", details.join("; "));
+    }
+    message
+}
+
+/// A returned document as the caller sent it: a string is answered as `{"text": string}`, an
+/// object (Cohere v1 and Jina accept `{"text": …}` objects) as the object itself, every member
+/// kept.
+pub struct Document<'a>(&'a RawValue);
+
+impl serde::Serialize for Document<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        if self.0.get().starts_with('"') {
+            let mut m = s.serialize_map(Some(1))?;
+            m.serialize_entry("text", self.0)?;
+            m.end()
+        } else {
+            self.0.serialize(s)
+        }
+    }
+}
+
+/// The documents of `result` in the surface's shape, when the caller asked for them.
+pub fn document<'a>(t: &Translated<'a>, index: usize) -> Option<Document<'a>> {
+    if !t.return_documents {
+        return None;
+    }
+    t.originals.get(index).map(|raw| Document(raw))
+}
