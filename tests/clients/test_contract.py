@@ -3,11 +3,16 @@ file, and schemathesis, run against the real gateway, finds no answer outside it
 documented 503s.
 
 The gateway under test has models that answer (the built-in BM25 reranker; OpenAI speech and
-images and Cohere rerank pointed at a fake provider that always answers well) and models whose
-provider has no key (they answer `503 model_unavailable`). Schemathesis generates requests from
-the document itself; the one change made to it for the run narrows each operation's `model` to the
-configured models of that operation, so generated requests reach the providers instead of stopping
-at "unknown model" (which negative examples still exercise).
+images and Cohere rerank pointed at a fake provider that always answers well), models whose
+provider refuses every request (a content policy refusal, a rejected parameter: documented 400s)
+and models whose provider has no key (they answer `503 model_unavailable`). Schemathesis generates
+requests from the document itself, narrowed to this configuration (`narrowed`), so that generated
+requests reach the providers instead of stopping at "unknown model" or "unknown field" (which
+negative examples still exercise).
+
+Bounded: a fixed seed, `CONTRACT_MAX_EXAMPLES` (100) examples per operation, one worker (CPython
+3.11.7's parser is not thread-safe under hypothesis' lambda descriptions), about 15 s. To explore
+further: `CONTRACT_SEED=n CONTRACT_MAX_EXAMPLES=500 CONTRACT_EXTRA_CHECKS=use_after_free,...`.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\
 
 PROVIDERS = """    openai: {kind: openai, api_key: "sk-fake", base_url: "{fake}/v1"}
     cohere: {kind: cohere, api_key: "sk-fake", base_url: "{fake}"}
+    openai-refusing: {kind: openai, api_key: "sk-fake", base_url: "{fake}/refusing/v1"}
+    cohere-refusing: {kind: cohere, api_key: "sk-fake", base_url: "{fake}/refusing"}
     openai-nokey: {kind: openai, api_key: "", base_url: "{fake}/v1"}
     cohere-nokey: {kind: cohere, api_key: "", base_url: "{fake}"}
 """
@@ -45,11 +52,13 @@ MODELS = {
     "createImage": {
         "gpt-image-1": ("gpt-image", "openai"),
         "gpt-image-nokey": ("gpt-image", "openai-nokey"),
+        "gpt-image-refused": ("gpt-image", "openai-refusing"),
     },
     "rerank": {
         "local-bm25": None,
         "rerank-v3.5": ("cohere-rerank", "cohere"),
         "rerank-nokey": ("cohere-rerank", "cohere-nokey"),
+        "rerank-refused": ("cohere-rerank", "cohere-refusing"),
     },
 }
 # conftest's `retries: {max: 3}`.
@@ -75,7 +84,7 @@ def models_yaml() -> str:
             if spec is None:
                 continue
             family, provider = spec
-            native = name.removesuffix("-nokey")
+            native = name.removesuffix("-nokey").removesuffix("-refused")
             lines.append(f"    {name}: {{family: {family}, targets: [{{provider: {provider}, model: {native}}}]}}\n")
     return "".join(lines)
 
@@ -149,6 +158,10 @@ def test_schemathesis_finds_no_answer_outside_the_document(fake, gateway, tmp_pa
     fake.route("POST", "/v1/images/generations", images)
     fake.route("POST", "/v1/images/edits", images)
     fake.route("POST", "/v2/rerank", rerank)
+    refusal = {"error": {"code": "content_policy_violation", "message": "refused", "type": "invalid_request_error"}}
+    fake.route("POST", "/refusing/v1/images/generations", Reply.json(refusal, 400))
+    fake.route("POST", "/refusing/v1/images/edits", Reply.json(refusal, 400))
+    fake.route("POST", "/refusing/v2/rerank", Reply.json({"message": "invalid request: top_n"}, 400))
     gw = gateway(fake, providers=PROVIDERS, models=models_yaml())
     schema = tmp_path / "openapi.json"
     schema.write_text(json.dumps(narrowed(served_document(gw))))
@@ -192,6 +205,8 @@ def test_schemathesis_finds_no_answer_outside_the_document(fake, gateway, tmp_pa
         assert any(s == 200 for s, _ in seen.get(op, ())), f"{op} never answered 200"
     for op in ["POST /api/v1/audio/speech", "POST /api/v1/images/generations", "POST /api/v1/rerank"]:
         assert (503, "model_unavailable") in seen[op], f"{op} never reached a model without a key"
+    assert (400, "content_policy_violation") in seen["POST /api/v1/images/generations"]
+    assert (400, "invalid_request") in seen["POST /api/v1/rerank"]
     paths = {r.path for r in fake.requests}
     assert {"/v1/audio/speech", "/v1/images/generations", "/v2/rerank"} <= paths, paths
 
