@@ -10,8 +10,9 @@ requests from the document itself, narrowed to this configuration (`narrowed`), 
 requests reach the providers instead of stopping at "unknown model" or "unknown field" (which
 negative examples still exercise).
 
-Bounded: a fixed seed, `CONTRACT_MAX_EXAMPLES` (100) examples per operation, one worker (CPython
-3.11.7's parser is not thread-safe under hypothesis' lambda descriptions), about 15 s. To explore
+Bounded: a fixed seed, `CONTRACT_MAX_EXAMPLES` (100) examples per operation, one worker (with two, hypothesis'
+concurrent `ast.parse` calls failed on CPython 3.11.7: "AST constructor recursion depth
+mismatch"), about 15 s. To explore
 further: `CONTRACT_SEED=n CONTRACT_MAX_EXAMPLES=500 CONTRACT_EXTRA_CHECKS=use_after_free,...`.
 """
 
