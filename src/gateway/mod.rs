@@ -7,6 +7,7 @@
 
 pub mod body;
 pub mod image_tasks;
+pub mod openapi;
 pub mod operations;
 pub mod respond;
 pub mod route;
@@ -137,6 +138,12 @@ impl Gateway {
                 )
                 .await
                 .map_err(|e| Failure::Abort(e.to_string()));
+            }
+            Route::OpenApi => {
+                ctx.status = 200;
+                return respond::json(session, 200, openapi::document(), &[])
+                    .await
+                    .map_err(|e| Failure::Abort(e.to_string()));
             }
             Route::File => return self.file(session, ctx).await,
             Route::Task => return self.task(session, ctx).await,

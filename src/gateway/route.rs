@@ -8,6 +8,8 @@ use crate::common::Operation;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
     Health,
+    /// `GET /api/v1/openapi.json`: the API's OpenAPI document (`gateway/openapi.rs`).
+    OpenApi,
     Operation(Operation),
     /// `GET /api/v1/files/{id}`: an image the gateway hosts (the id is read from the path).
     File,
@@ -29,6 +31,7 @@ pub const FILES_PREFIX: &str = "/api/v1/files/";
 pub fn route(method: &http::Method, path: &str) -> Result<Route, GatewayError> {
     let (route, allowed) = match path {
         "/healthz" => (Route::Health, "GET, HEAD"),
+        "/api/v1/openapi.json" => (Route::OpenApi, "GET"),
         "/api/v1/audio/speech" => (Route::Operation(Operation::Speech), "POST"),
         "/api/v1/images/generations" => (Route::Operation(Operation::Images), "POST"),
         // Before the task route, which would read `edits` as a task id.
@@ -59,7 +62,7 @@ pub fn route(method: &http::Method, path: &str) -> Result<Route, GatewayError> {
     };
     let ok = match route {
         Route::Health | Route::File => method == http::Method::GET || method == http::Method::HEAD,
-        Route::Task => method == http::Method::GET,
+        Route::Task | Route::OpenApi => method == http::Method::GET,
         Route::Operation(_) | Route::ImageEdit | Route::Compat(_) => method == http::Method::POST,
     };
     if ok {

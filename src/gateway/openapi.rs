@@ -1,0 +1,274 @@
+//! The API's OpenAPI 3.1 document (`openapi/openapi.json`), served at `GET /api/v1/openapi.json`.
+//!
+//! The file is compiled into the binary and answered as it is: no work per request, and the
+//! document a gateway serves is always the one it was built with. Its tests keep it and the router
+//! in step: every path the router serves has an entry, and every entry routes with exactly its
+//! methods. Whether answers match it is the client suite's contract test
+//! (`tests/clients/test_contract.py`).
+
+use bytes::Bytes;
+
+/// The document's bytes, as committed.
+pub const DOCUMENT: &[u8] = include_bytes!("../../openapi/openapi.json");
+
+/// The document as an answer body (a static slice: nothing is copied).
+pub fn document() -> Bytes {
+    Bytes::from_static(DOCUMENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::common::Operation;
+    use crate::gateway::route::{route, Route};
+    use serde_json::Value;
+
+    fn doc() -> Value {
+        serde_json::from_slice(DOCUMENT).expect("openapi/openapi.json is JSON")
+    }
+
+    fn paths() -> serde_json::Map<String, Value> {
+        doc()["paths"]
+            .as_object()
+            .expect("the document has paths")
+            .clone()
+    }
+
+    /// A concrete path for a template: each `{param}` becomes a sample segment.
+    fn concrete(template: &str) -> String {
+        let mut out = String::new();
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let close = rest[open..].find('}').expect("closed parameter") + open;
+            out.push_str("0b5e3c1a");
+            rest = &rest[close + 1..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
+
+    #[test]
+    fn is_openapi_3_1_with_auth_schemes() {
+        let d = doc();
+        assert_eq!(d["openapi"], "3.1.0");
+        assert_eq!(d["info"]["version"], "1.0.0");
+        let schemes = d["components"]["securitySchemes"].as_object().unwrap();
+        assert_eq!(schemes["bearerAuth"]["scheme"], "bearer");
+        assert_eq!(schemes["serviceApiKey"]["name"], "Service-API-Key");
+        assert_eq!(schemes["authorizationKey"]["name"], "Authorization");
+    }
+
+    /// Every documented path and method routes, and the router refuses every other method of the
+    /// path with a 405 whose `Allow` lists exactly the documented ones.
+    #[test]
+    fn every_documented_operation_routes_with_its_methods() {
+        for (template, item) in paths() {
+            let path = concrete(&template);
+            let documented: Vec<String> = item
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(|m| m.to_ascii_uppercase())
+                .filter(|m| METHODS.contains(&m.as_str()))
+                .collect();
+            assert!(!documented.is_empty(), "{template} documents no method");
+            for m in METHODS {
+                let method = http::Method::from_bytes(m.as_bytes()).unwrap();
+                match route(&method, &path) {
+                    Ok(_) => assert!(
+                        documented.iter().any(|d| d == m),
+                        "{m} {template} routes but is not documented"
+                    ),
+                    Err(e) => {
+                        assert_eq!(e.status(), 405, "{m} {template}: {e}");
+                        assert!(
+                            !documented.iter().any(|d| d == m),
+                            "{m} {template} is documented but refused"
+                        );
+                        let mut allowed: Vec<String> = e
+                            .extra_headers()
+                            .into_iter()
+                            .find(|(h, _)| *h == "allow")
+                            .map(|(_, v)| v.split(", ").map(str::to_string).collect())
+                            .unwrap_or_default();
+                        let mut want = documented.clone();
+                        allowed.sort();
+                        want.sort();
+                        assert_eq!(allowed, want, "Allow of {template}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every path literal of the router (an exact path, or a prefix ending in `/` followed by one
+    /// parameter) has a document entry: a new route without one fails here.
+    #[test]
+    fn every_routed_path_is_documented() {
+        let source = include_str!("route.rs");
+        let code = source.split("#[cfg(test)]").next().unwrap();
+        let documented = paths();
+        let literals: Vec<&str> = code
+            .split('"')
+            .skip(1)
+            .step_by(2)
+            .filter(|s| s.starts_with('/'))
+            .collect();
+        assert!(literals.len() >= 6, "found only {literals:?}");
+        for lit in literals {
+            let found = if lit.ends_with('/') {
+                documented.keys().any(|p| {
+                    p.strip_prefix(lit).is_some_and(|rest| {
+                        rest.starts_with('{') && rest.ends_with('}') && !rest.contains('/')
+                    })
+                })
+            } else {
+                documented.contains_key(lit)
+            };
+            assert!(
+                found,
+                "the router serves `{lit}`, the document has no entry for it"
+            );
+        }
+    }
+
+    /// Each kind of route maps to its document entry (exhaustive: a new kind must choose one).
+    #[test]
+    fn every_route_kind_is_documented() {
+        let documented = paths();
+        let kinds = [
+            Route::Health,
+            Route::OpenApi,
+            Route::File,
+            Route::Task,
+            Route::Operation(Operation::Speech),
+            Route::Operation(Operation::Images),
+            Route::Operation(Operation::Rerank),
+        ];
+        for kind in kinds {
+            let (path, method) = match kind {
+                Route::Health => ("/healthz", "get"),
+                Route::OpenApi => ("/api/v1/openapi.json", "get"),
+                Route::File => ("/api/v1/files/{id}", "get"),
+                Route::Task => ("/api/v1/images/{task_id}", "get"),
+                Route::Operation(op) => match op {
+                    Operation::Speech => ("/api/v1/audio/speech", "post"),
+                    Operation::Images => ("/api/v1/images/generations", "post"),
+                    Operation::Rerank => ("/api/v1/rerank", "post"),
+                },
+            };
+            assert!(
+                documented
+                    .get(path)
+                    .is_some_and(|item| item.get(method).is_some()),
+                "{method} {path}"
+            );
+            let m = http::Method::from_bytes(method.to_ascii_uppercase().as_bytes()).unwrap();
+            assert_eq!(route(&m, &concrete(path)).unwrap(), kind, "{path}");
+        }
+    }
+
+    /// The error codes the document lists are exactly the gateway's own, status by status.
+    #[test]
+    fn error_codes_match_the_error_model() {
+        use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind as K};
+        let d = doc();
+        let schemas = &d["components"]["schemas"];
+        let codes_of = |name: &str| -> Vec<String> {
+            let code = &schemas[name]["properties"]["code"];
+            match (code.get("const"), code.get("enum")) {
+                (Some(c), _) => vec![c.as_str().unwrap().to_string()],
+                (_, Some(e)) => e
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.as_str().unwrap().to_string())
+                    .collect(),
+                _ => panic!("{name} has no code"),
+            }
+        };
+        let up = |k| GatewayError::Upstream(UpstreamError::new(k, "p", "m"));
+        let cases = [
+            (GatewayError::NotFound, "NotFound"),
+            (
+                GatewayError::MethodNotAllowed { allowed: "GET" },
+                "MethodNotAllowed",
+            ),
+            (
+                GatewayError::Unauthorized(crate::auth::AuthError::Missing),
+                "Unauthorized",
+            ),
+            (
+                GatewayError::PayloadTooLarge { limit: 1 },
+                "PayloadTooLarge",
+            ),
+            (
+                GatewayError::InputTooLong {
+                    model: "m".into(),
+                    length: 2,
+                    unit: "characters",
+                    limit: 1,
+                },
+                "SpeechTooLarge",
+            ),
+            (GatewayError::field("f", "bad"), "ValidationError"),
+            (
+                GatewayError::ModelUnavailable {
+                    model: "m".into(),
+                    reason: "r".into(),
+                },
+                "Unavailable",
+            ),
+            (GatewayError::Store("s".into()), "StoreUnavailable"),
+            (GatewayError::Internal("i".into()), "InternalError"),
+            (up(K::InvalidRequest), "ProviderRejection"),
+            (up(K::ContentPolicy), "ProviderRejection"),
+            (up(K::RateLimited), "RateLimited"),
+            (up(K::Timeout), "UpstreamTimeout"),
+            (up(K::UnknownModel), "Unavailable"),
+            (up(K::Connect), "UpstreamFailure"),
+            (up(K::AuthRejected), "UpstreamFailure"),
+            (up(K::Failure), "UpstreamFailure"),
+            (up(K::BadResponse), "UpstreamFailure"),
+        ];
+        let statuses = [
+            ("ValidationError", 400),
+            ("ProviderRejection", 400),
+            ("Unauthorized", 401),
+            ("NotFound", 404),
+            ("MethodNotAllowed", 405),
+            ("PayloadTooLarge", 413),
+            ("SpeechTooLarge", 413),
+            ("RateLimited", 429),
+            ("InternalError", 500),
+            ("UpstreamFailure", 502),
+            ("Unavailable", 503),
+            ("StoreUnavailable", 503),
+            ("UpstreamTimeout", 504),
+        ];
+        for (err, schema) in cases {
+            assert!(
+                codes_of(schema).iter().any(|c| c == err.code()),
+                "{} is not in {schema}",
+                err.code()
+            );
+            let status = statuses.iter().find(|(s, _)| *s == schema).unwrap().1;
+            assert_eq!(err.status(), status, "{}", err.code());
+            let body: Value = serde_json::from_slice(&err.body()).unwrap();
+            let keys: Vec<&String> = body.as_object().unwrap().keys().collect();
+            let allowed: Vec<&String> = schemas[schema]["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .collect();
+            assert!(
+                keys.iter().all(|k| allowed.contains(k)),
+                "{}: {keys:?}",
+                err.code()
+            );
+        }
+    }
+}
