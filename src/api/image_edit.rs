@@ -122,7 +122,14 @@ fn json_edit(body: Bytes) -> Result<Bytes, GatewayError> {
 }
 
 fn require_image(fields: &Map<String, Value>) -> Result<(), GatewayError> {
-    if fields.contains_key("image") {
+    // `null` and `[]` are no image to the generations parser, which would then run a plain
+    // generation: an edit without its image is refused here instead.
+    let named = match fields.get("image") {
+        None | Some(Value::Null) => false,
+        Some(Value::Array(items)) => !items.is_empty(),
+        Some(_) => true,
+    };
+    if named {
         Ok(())
     } else {
         Err(GatewayError::field(
@@ -284,5 +291,18 @@ mod tests {
         .await
         .unwrap_err();
         assert!(String::from_utf8_lossy(&e.body()).contains("image"));
+        for empty in [
+            &br#"{"model":"m","prompt":"p","image":null}"#[..],
+            br#"{"model":"m","prompt":"p","image":[]}"#,
+        ] {
+            let e = generation_body(Some("application/json"), Bytes::from_static(empty))
+                .await
+                .unwrap_err();
+            assert!(
+                String::from_utf8_lossy(&e.body()).contains(r#""image":"is required"#),
+                "{}",
+                String::from_utf8_lossy(empty)
+            );
+        }
     }
 }

@@ -2,8 +2,9 @@
 //!
 //! The file is compiled into the binary and answered as it is: no work per request, and the
 //! document a gateway serves is always the one it was built with. Its tests keep it and the router
-//! in step: every path the router serves has an entry, and every entry routes with exactly its
-//! methods. Whether answers match it is the client suite's contract test
+//! in step: every path the router serves has an entry, every entry routes with exactly its
+//! methods, and each documents its errors in the shape its route answers them in (the rerank
+//! compatibility surfaces' own). Whether answers match it is the client suite's contract test
 //! (`tests/clients/test_contract.py`).
 
 use bytes::Bytes;
@@ -19,6 +20,7 @@ pub fn document() -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::compat::Surface;
     use crate::common::Operation;
     use crate::gateway::route::{route, Route};
     use serde_json::Value;
@@ -135,7 +137,8 @@ mod tests {
         }
     }
 
-    /// Each kind of route maps to its document entry (exhaustive: a new kind must choose one).
+    /// Each kind of route maps to its document entries (exhaustive: a new kind, or a new rerank
+    /// surface, must choose them), each documented with the method that routes to that kind.
     #[test]
     fn every_route_kind_is_documented() {
         let documented = paths();
@@ -147,27 +150,75 @@ mod tests {
             Route::Operation(Operation::Speech),
             Route::Operation(Operation::Images),
             Route::Operation(Operation::Rerank),
+            Route::ImageEdit,
+            Route::Compat(Surface::CohereV1),
+            Route::Compat(Surface::CohereV2),
+            Route::Compat(Surface::Jina),
         ];
         for kind in kinds {
-            let (path, method) = match kind {
-                Route::Health => ("/healthz", "get"),
-                Route::OpenApi => ("/api/v1/openapi.json", "get"),
-                Route::File => ("/api/v1/files/{id}", "get"),
-                Route::Task => ("/api/v1/images/{task_id}", "get"),
+            let entries: &[(&str, &str)] = match kind {
+                Route::Health => &[("/healthz", "get"), ("/healthz", "head")],
+                Route::OpenApi => &[("/api/v1/openapi.json", "get")],
+                Route::File => &[
+                    ("/api/v1/files/{id}", "get"),
+                    ("/api/v1/files/{id}", "head"),
+                ],
+                Route::Task => &[("/api/v1/images/{task_id}", "get")],
                 Route::Operation(op) => match op {
-                    Operation::Speech => ("/api/v1/audio/speech", "post"),
-                    Operation::Images => ("/api/v1/images/generations", "post"),
-                    Operation::Rerank => ("/api/v1/rerank", "post"),
+                    Operation::Speech => &[("/api/v1/audio/speech", "post")],
+                    Operation::Images => &[("/api/v1/images/generations", "post")],
+                    Operation::Rerank => &[("/api/v1/rerank", "post")],
+                },
+                Route::ImageEdit => &[("/api/v1/images/edits", "post")],
+                Route::Compat(surface) => match surface {
+                    // The gateway's own shape is `/api/v1/rerank` (above), never a compat route.
+                    Surface::Native => panic!("Route::Compat(Surface::Native) is not routed"),
+                    Surface::CohereV1 => &[("/compat/cohere/v1/rerank", "post")],
+                    Surface::CohereV2 => &[("/compat/cohere/v2/rerank", "post")],
+                    Surface::Jina => &[("/compat/jina/v1/rerank", "post"), ("/v1/rerank", "post")],
                 },
             };
-            assert!(
-                documented
-                    .get(path)
-                    .is_some_and(|item| item.get(method).is_some()),
-                "{method} {path}"
-            );
-            let m = http::Method::from_bytes(method.to_ascii_uppercase().as_bytes()).unwrap();
-            assert_eq!(route(&m, &concrete(path)).unwrap(), kind, "{path}");
+            for (path, method) in entries {
+                assert!(
+                    documented
+                        .get(*path)
+                        .is_some_and(|item| item.get(*method).is_some()),
+                    "{method} {path}"
+                );
+                let m = http::Method::from_bytes(method.to_ascii_uppercase().as_bytes()).unwrap();
+                assert_eq!(route(&m, &concrete(path)).unwrap(), kind, "{path}");
+            }
+        }
+    }
+
+    /// The error answers each operation documents are in the shape its route answers them in: the
+    /// rerank compatibility surfaces' own (Cohere's, Jina's), every other path the gateway's.
+    #[test]
+    fn error_answers_are_documented_in_each_surface_shape() {
+        for (template, item) in paths() {
+            for (method, op) in item.as_object().unwrap() {
+                let m = http::Method::from_bytes(method.to_ascii_uppercase().as_bytes()).unwrap();
+                let want = match route(&m, &concrete(&template)).unwrap() {
+                    Route::Compat(Surface::CohereV1 | Surface::CohereV2) => "Cohere",
+                    Route::Compat(Surface::Jina) => "Jina",
+                    _ => "",
+                };
+                let responses = op["responses"].as_object().unwrap();
+                for (status, response) in responses {
+                    if status.starts_with('2') {
+                        continue;
+                    }
+                    let name = response["$ref"]
+                        .as_str()
+                        .and_then(|r| r.strip_prefix("#/components/responses/"))
+                        .unwrap_or_else(|| panic!("{method} {template} {status}: not a $ref"));
+                    let shape = ["Cohere", "Jina"]
+                        .into_iter()
+                        .find(|s| name.starts_with(s))
+                        .unwrap_or("");
+                    assert_eq!(shape, want, "{method} {template} {status}: {name}");
+                }
+            }
         }
     }
 
@@ -269,6 +320,87 @@ mod tests {
                 "{}: {keys:?}",
                 err.code()
             );
+            // The compatibility surfaces answer the same error in their own shape.
+            for (surface, shape) in [
+                (Surface::CohereV1, "CohereError"),
+                (Surface::CohereV2, "CohereError"),
+                (Surface::Jina, "JinaError"),
+            ] {
+                let body: Value = serde_json::from_slice(&surface.error_body(&err)).unwrap();
+                let mut keys: Vec<&String> = body.as_object().unwrap().keys().collect();
+                let mut want: Vec<&String> = schemas[shape]["properties"]
+                    .as_object()
+                    .unwrap()
+                    .keys()
+                    .collect();
+                keys.sort();
+                want.sort();
+                assert_eq!(keys, want, "{shape} of {}", err.code());
+                assert_eq!(body["code"], err.code(), "{shape}");
+            }
+        }
+    }
+
+    /// A compatibility surface documents, status by status, exactly the error codes of
+    /// `/api/v1/rerank` (the same pipeline), in its own shape.
+    #[test]
+    fn compat_error_codes_are_the_rerank_ones() {
+        let d = doc();
+        let resolve = |v: &Value| -> Value {
+            let name = v["$ref"].as_str().unwrap().rsplit('/').next().unwrap();
+            d["components"]["responses"][name].clone()
+        };
+        let codes = |schema: &Value| -> Vec<String> {
+            fn of(d: &Value, s: &Value) -> Vec<String> {
+                if let Some(r) = s["$ref"].as_str() {
+                    let name = r.rsplit('/').next().unwrap();
+                    return of(d, &d["components"]["schemas"][name]);
+                }
+                if let Some(alts) = s["oneOf"].as_array() {
+                    return alts.iter().flat_map(|a| of(d, a)).collect();
+                }
+                if let Some(parts) = s["allOf"].as_array() {
+                    return parts.iter().flat_map(|a| of(d, a)).collect();
+                }
+                let code = &s["properties"]["code"];
+                match (code.get("const"), code.get("enum")) {
+                    (Some(c), _) => vec![c.as_str().unwrap().to_string()],
+                    (_, Some(e)) => e
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|v| v.as_str().unwrap().to_string())
+                        .collect(),
+                    _ => vec![],
+                }
+            }
+            let mut c = of(&d, &schema["content"]["application/json"]["schema"]);
+            c.sort();
+            c
+        };
+        let native = d["paths"]["/api/v1/rerank"]["post"]["responses"].clone();
+        for path in [
+            "/compat/cohere/v1/rerank",
+            "/compat/cohere/v2/rerank",
+            "/compat/jina/v1/rerank",
+            "/v1/rerank",
+        ] {
+            let compat = d["paths"][path]["post"]["responses"]
+                .as_object()
+                .unwrap()
+                .clone();
+            let statuses: Vec<&String> = compat.keys().collect();
+            let want: Vec<&String> = native.as_object().unwrap().keys().collect();
+            assert_eq!(statuses, want, "{path}");
+            for (status, response) in &compat {
+                if status == "200" {
+                    continue;
+                }
+                let (ours, theirs) = (resolve(response), resolve(&native[status]));
+                assert_eq!(codes(&ours), codes(&theirs), "{path} {status}");
+                assert!(!codes(&ours).is_empty(), "{path} {status}");
+                assert_eq!(ours["headers"], theirs["headers"], "{path} {status}");
+            }
         }
     }
 }

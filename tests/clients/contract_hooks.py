@@ -30,8 +30,9 @@ def only_documented_unavailability(ctx, response, case):
 
 @schemathesis.check
 def tally_answers(ctx, response, case):
-    """Not a check: records each answer's operation, status and code in $CONTRACT_TALLY, so the
-    test can tell the run reached the providers and the documented 503s."""
+    """Not a check: records each answer's operation, status, code and request media type in
+    $CONTRACT_TALLY, so the test can tell the run reached the providers (with each kind of body)
+    and the documented 503s."""
     path = os.environ.get("CONTRACT_TALLY")
     if not path:
         return None
@@ -40,5 +41,5 @@ def tally_answers(ctx, response, case):
     except (ValueError, AttributeError):
         code = ""
     with open(path, "a") as f:
-        f.write(f"{case.operation.label}\t{response.status_code}\t{code}\n")
+        f.write(f"{case.operation.label}\t{response.status_code}\t{code}\t{case.media_type or ''}\n")
     return None

@@ -5,14 +5,17 @@ documented 503s.
 The gateway under test has models that answer (the built-in BM25 reranker; OpenAI speech and
 images and Cohere rerank pointed at a fake provider that always answers well), models whose
 provider refuses every request (a content policy refusal, a rejected parameter: documented 400s)
-and models whose provider has no key (they answer `503 model_unavailable`). Schemathesis generates
+and models whose provider has no key (they answer `503 model_unavailable`). Every operation is
+exercised: image edits both as the SDK's multipart form (schemathesis sends real PNG, JPEG, GIF and
+WebP files among random bytes) and as JSON, and the rerank compatibility surfaces (Cohere v1 and
+v2, Jina, Jina at the root) with the same models as `/api/v1/rerank`. Schemathesis generates
 requests from the document itself, narrowed to this configuration (`narrowed`), so that generated
 requests reach the providers instead of stopping at "unknown model" or "unknown field" (which
 negative examples still exercise).
 
 Bounded: a fixed seed, `CONTRACT_MAX_EXAMPLES` (100) examples per operation, one worker (with two, hypothesis'
 concurrent `ast.parse` calls failed on CPython 3.11.7: "AST constructor recursion depth
-mismatch"), about 15 s. To explore
+mismatch"), about 20 s for some 3000 cases. To explore
 further: `CONTRACT_SEED=n CONTRACT_MAX_EXAMPLES=500 CONTRACT_EXTRA_CHECKS=use_after_free,...`.
 """
 
@@ -44,23 +47,43 @@ PROVIDERS = """    openai: {kind: openai, api_key: "sk-fake", base_url: "{fake}/
     openai-nokey: {kind: openai, api_key: "", base_url: "{fake}/v1"}
     cohere-nokey: {kind: cohere, api_key: "", base_url: "{fake}"}
 """
+IMAGE_MODELS = {
+    "gpt-image-1": ("gpt-image", "openai"),
+    "gpt-image-nokey": ("gpt-image", "openai-nokey"),
+    "gpt-image-refused": ("gpt-image", "openai-refusing"),
+}
+RERANK_MODELS = {
+    "local-bm25": None,
+    "rerank-v3.5": ("cohere-rerank", "cohere"),
+    "rerank-nokey": ("cohere-rerank", "cohere-nokey"),
+    "rerank-refused": ("cohere-rerank", "cohere-refusing"),
+}
+# Each operation's models here (the rerank compatibility surfaces take the same models as
+# /api/v1/rerank, and edits those of generations: GPT image models take a reference image and a mask).
 MODELS = {
     "createSpeech": {
         "tts-1": ("openai-tts", "openai"),
         "gpt-4o-mini-tts": ("openai-tts-instruct", "openai"),
         "tts-1-nokey": ("openai-tts", "openai-nokey"),
     },
-    "createImage": {
-        "gpt-image-1": ("gpt-image", "openai"),
-        "gpt-image-nokey": ("gpt-image", "openai-nokey"),
-        "gpt-image-refused": ("gpt-image", "openai-refusing"),
-    },
-    "rerank": {
-        "local-bm25": None,
-        "rerank-v3.5": ("cohere-rerank", "cohere"),
-        "rerank-nokey": ("cohere-rerank", "cohere-nokey"),
-        "rerank-refused": ("cohere-rerank", "cohere-refusing"),
-    },
+    "createImage": IMAGE_MODELS,
+    "editImage": IMAGE_MODELS,
+    "rerank": RERANK_MODELS,
+    "cohereRerankV1": RERANK_MODELS,
+    "cohereRerankV2": RERANK_MODELS,
+    "jinaRerank": RERANK_MODELS,
+    "jinaRerankAtRoot": RERANK_MODELS,
+}
+# The request schema of each operation (edits' JSON body is generations' `ImageRequest` plus `image`).
+REQUEST_SCHEMAS = {
+    "createSpeech": "SpeechRequest",
+    "createImage": "ImageRequest",
+    "editImage": "ImageEditForm",
+    "rerank": "RerankRequest",
+    "cohereRerankV1": "CohereRerankRequest",
+    "cohereRerankV2": "CohereRerankRequest",
+    "jinaRerank": "JinaRerankRequest",
+    "jinaRerankAtRoot": "JinaRerankRequest",
 }
 # conftest's `retries: {max: 3}`.
 RETRIES_MAX = 3
@@ -80,13 +103,13 @@ CHECKS = [
 
 def models_yaml() -> str:
     lines = []
-    for models in MODELS.values():
-        for name, spec in models.items():
-            if spec is None:
-                continue
-            family, provider = spec
-            native = name.removesuffix("-nokey").removesuffix("-refused")
-            lines.append(f"    {name}: {{family: {family}, targets: [{{provider: {provider}, model: {native}}}]}}\n")
+    specs = {name: spec for models in MODELS.values() for name, spec in models.items()}
+    for name, spec in specs.items():
+        if spec is None:
+            continue
+        family, provider = spec
+        native = name.removesuffix("-nokey").removesuffix("-refused")
+        lines.append(f"    {name}: {{family: {family}, targets: [{{provider: {provider}, model: {native}}}]}}\n")
     return "".join(lines)
 
 
@@ -145,12 +168,16 @@ def narrowed(doc: dict) -> dict:
     its models here, no fields beyond the API's (these models take none of the random names
     schemathesis would add: those are 400s, as documented) and `retries` up to this gateway's cap."""
     schemas = doc["components"]["schemas"]
-    by_op = {"createSpeech": "SpeechRequest", "createImage": "ImageRequest", "rerank": "RerankRequest"}
-    for op, name in by_op.items():
+    for op, name in REQUEST_SCHEMAS.items():
         schema = schemas[name]
         schema["properties"]["model"]["enum"] = list(MODELS[op])
         schema["additionalProperties"] = False
         schema["properties"]["retries"]["maximum"] = RETRIES_MAX
+    # A JSON edit's `image` a real picture, so that generated edits reach the provider (random
+    # strings are 400s, which the multipart form's random files and negative examples exercise).
+    png = base64.b64encode(PNG).decode()
+    images = [png, "data:image/png;base64," + png, [png, png]]
+    schemas["ImageEditRequest"]["allOf"][1]["properties"] = {"image": {"enum": images}}
     return doc
 
 
@@ -195,21 +222,31 @@ def test_schemathesis_finds_no_answer_outside_the_document(fake, gateway, tmp_pa
     print(f"schemathesis: {took:.0f} s")
     assert run.returncode == 0, output[-12000:]
     seen = {}
+    media = {}
     for line in tally.read_text().splitlines():
-        op, status, code = line.split("\t")
+        op, status, code, media_type = line.split("\t")
         seen.setdefault(op, set()).add((int(status), code))
+        media.setdefault((op, int(status)), set()).add(media_type)
     print("answers:", json.dumps({op: sorted(map(list, v)) for op, v in seen.items()}, indent=1))
     # It really exercised the gateway: every operation answered 200 (the POSTs through the fake
-    # provider, the files the gateway hosted), and models without a key their documented 503.
-    for op in ["POST /api/v1/audio/speech", "POST /api/v1/images/generations", "POST /api/v1/rerank",
-               "GET /api/v1/files/{id}", "GET /api/v1/openapi.json", "GET /healthz"]:
+    # provider, the files the gateway hosted, image answers read back by their task_id), and
+    # models without a key their documented 503.
+    posts = ["POST /api/v1/audio/speech", "POST /api/v1/images/generations", "POST /api/v1/images/edits",
+             "POST /api/v1/rerank", "POST /compat/cohere/v1/rerank", "POST /compat/cohere/v2/rerank",
+             "POST /compat/jina/v1/rerank", "POST /v1/rerank"]
+    for op in posts + ["GET /api/v1/files/{id}", "GET /api/v1/images/{task_id}", "GET /api/v1/openapi.json",
+                       "GET /healthz"]:
         assert any(s == 200 for s, _ in seen.get(op, ())), f"{op} never answered 200"
-    for op in ["POST /api/v1/audio/speech", "POST /api/v1/images/generations", "POST /api/v1/rerank"]:
+    for op in posts:
         assert (503, "model_unavailable") in seen[op], f"{op} never reached a model without a key"
-    assert (400, "content_policy_violation") in seen["POST /api/v1/images/generations"]
-    assert (400, "invalid_request") in seen["POST /api/v1/rerank"]
+    # Edits went through with both bodies: the SDK's multipart form (files) and JSON.
+    assert {"multipart/form-data", "application/json"} <= media[("POST /api/v1/images/edits", 200)]
+    for op in ["POST /api/v1/images/generations", "POST /api/v1/images/edits"]:
+        assert (400, "content_policy_violation") in seen[op], op
+    for op in ["POST /api/v1/rerank", "POST /compat/cohere/v2/rerank", "POST /v1/rerank"]:
+        assert (400, "invalid_request") in seen[op], op
     paths = {r.path for r in fake.requests}
-    assert {"/v1/audio/speech", "/v1/images/generations", "/v2/rerank"} <= paths, paths
+    assert {"/v1/audio/speech", "/v1/images/generations", "/v1/images/edits", "/v2/rerank"} <= paths, paths
 
 
 def test_each_documented_auth_scheme_authenticates(gateway):
