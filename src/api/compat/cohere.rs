@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::request::Translated;
-use super::shared::{document, full_message, Document};
+use super::shared::{full_message, items, Item};
 use crate::api::rerank::RerankResult;
 use crate::common::error::GatewayError;
 
@@ -13,14 +13,6 @@ pub struct Answer<'a> {
     id: String,
     results: Vec<Item<'a>>,
     meta: Meta,
-}
-
-#[derive(Serialize)]
-struct Item<'a> {
-    index: usize,
-    relevance_score: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    document: Option<Document<'a>>,
 }
 
 /// Cohere's `ApiMeta`: the API version, the provider's billed search units when it reported them
@@ -56,15 +48,7 @@ pub fn answer<'a>(
 ) -> Answer<'a> {
     Answer {
         id: uuid::Uuid::new_v4().to_string(),
-        results: result
-            .results
-            .iter()
-            .map(|r| Item {
-                index: r.index,
-                relevance_score: r.relevance_score,
-                document: document(t, r.index),
-            })
-            .collect(),
+        results: items(result, t),
         meta: Meta {
             api_version: ApiVersion { version },
             billed_units: result

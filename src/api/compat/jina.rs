@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::request::Translated;
-use super::shared::{document, full_message, Document};
+use super::shared::{full_message, items, Item};
 use crate::api::rerank::RerankResult;
 use crate::common::error::GatewayError;
 
@@ -21,29 +21,13 @@ struct Usage {
     total_tokens: u64,
 }
 
-#[derive(Serialize)]
-struct Item<'a> {
-    index: usize,
-    relevance_score: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    document: Option<Document<'a>>,
-}
-
 pub fn answer<'a>(result: &RerankResult<'_>, t: &Translated<'a>) -> Answer<'a> {
     Answer {
         model: result.model.to_string(),
         usage: Usage {
             total_tokens: result.usage.total_tokens,
         },
-        results: result
-            .results
-            .iter()
-            .map(|r| Item {
-                index: r.index,
-                relevance_score: r.relevance_score,
-                document: document(t, r.index),
-            })
-            .collect(),
+        results: items(result, t),
     }
 }
 

@@ -1,10 +1,34 @@
-//! What Cohere's and Jina's shapes have in common: a returned document as the caller sent it, and
-//! an error's one message.
+//! What Cohere's and Jina's shapes have in common: the ranked items (with a returned document as
+//! the caller sent it), and an error's one message.
 
+use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::request::Translated;
+use crate::api::rerank::RerankResult;
 use crate::common::error::GatewayError;
+
+/// One ranked result, as both APIs answer it.
+#[derive(Serialize)]
+pub struct Item<'a> {
+    index: usize,
+    relevance_score: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    document: Option<Document<'a>>,
+}
+
+/// The ranked results of `result`, each with its document when the caller asked for them.
+pub fn items<'a>(result: &RerankResult<'_>, t: &Translated<'a>) -> Vec<Item<'a>> {
+    result
+        .results
+        .iter()
+        .map(|r| Item {
+            index: r.index,
+            relevance_score: r.relevance_score,
+            document: document(t, r.index),
+        })
+        .collect()
+}
 
 /// An error's message with every validation detail spelt out: the surfaces' error shapes have one
 /// message and no `details` map.
@@ -39,8 +63,8 @@ impl serde::Serialize for Document<'_> {
     }
 }
 
-/// The documents of `result` in the surface's shape, when the caller asked for them.
-pub fn document<'a>(t: &Translated<'a>, index: usize) -> Option<Document<'a>> {
+/// The document at `index` in the surface's shape, when the caller asked for documents.
+fn document<'a>(t: &Translated<'a>, index: usize) -> Option<Document<'a>> {
     if !t.return_documents {
         return None;
     }
