@@ -63,16 +63,27 @@ pub async fn start(
     })
 }
 
+/// How long a synchronous answer waits for its record: a healthy store takes it in well under a
+/// millisecond, and a slow one must not hold every image answer for its full timeout.
+const KEEP_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Record a synchronous call's answer under its `task_id`, so the caller can read it back like a
 /// finished task for as long as its links last (`images.file_ttl`, capped by `images.task_ttl`).
-/// Best effort: the answer is already made, and a store that cannot take it must not fail a
-/// synchronous call (those keep working while Redis is away); the read is then a 404.
+///
+/// Only answers made of links are kept: they are a few hundred bytes. An answer with inline
+/// images (`b64_json`) is not, because holding every such answer's images for an hour would make
+/// the store grow with traffic; its `task_id` is informational (reading it is a 404). Best effort,
+/// bounded by [`KEEP_WAIT`]: the answer is already made, and a store that cannot take it in time
+/// must not fail or delay a synchronous call (those keep working while Redis is away).
 pub async fn keep_finished(
     state: &GatewayState,
     owner: String,
     model: String,
     result: &ImageResult,
 ) {
+    if result.data.iter().any(|item| item.b64_json.is_some()) {
+        return;
+    }
     let data = match result
         .data
         .iter()
@@ -98,8 +109,13 @@ pub async fn keep_finished(
         )
     };
     let ttl = settings.file_ttl.min(settings.task_ttl);
-    if let Err(e) = state.tasks.put(&result.task_id, &record, ttl).await {
-        log::warn!("a synchronous answer could not be recorded for reading back: {e}");
+    match tokio::time::timeout(KEEP_WAIT, state.tasks.put(&result.task_id, &record, ttl)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => log::warn!("a synchronous answer could not be recorded for reading back: {e}"),
+        Err(_) => log::warn!(
+            "a synchronous answer was not recorded for reading back: the task store took over {} ms",
+            KEEP_WAIT.as_millis()
+        ),
     }
 }
 

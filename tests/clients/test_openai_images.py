@@ -105,12 +105,12 @@ def test_a_synchronous_answer_reads_back_as_a_task(gateway, fake):
     gw, client = openai_gateway(gateway, fake)
     image = png(6)
     fake.route("POST", "/v1/images/generations", images_response([image]))
-    resp = client.images.generate(model="gpt-image-2", prompt="p", response_format="b64_json")
+    resp = client.images.generate(model="gpt-image-2", prompt="p")
     task_id = resp.model_extra["task_id"]
     assert resp.model_extra["task_status"] == "succeed"
     again = client.get(f"/images/{task_id}", cast_to=ImagesResponse)
     assert again.model_extra["task_status"] == "succeed"
-    assert base64.b64decode(again.data[0].b64_json) == image
+    assert again.data[0].url == resp.data[0].url
     assert len(fake.requests) == 1, "reading back called the provider again"
 
 

@@ -376,6 +376,25 @@ fn a_synchronous_answer_reads_back_as_its_task_for_its_creator() {
     assert_eq!(other.status, 404, "another caller read the answer");
 }
 
+/// Inline images are not kept for reading back (the store would grow with traffic): the
+/// `task_id` of a `b64_json` answer is informational.
+#[test]
+fn a_synchronous_b64_answer_is_not_kept() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(gpt_answer(&[png(1_000, 9)]));
+    let resp = post(
+        &gw,
+        "/api/v1/images/generations",
+        &json!({"model": "gpt-image-2", "prompt": "p", "response_format": "b64_json"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let answer = resp.json();
+    assert!(answer["data"][0]["b64_json"].is_string());
+    let read = task(&gw, answer["task_id"].as_str().unwrap(), KEY);
+    assert_eq!(read.status, 404, "{}", read.text());
+}
+
 #[test]
 fn a_synchronous_answer_is_readable_through_another_instance() {
     let prefix = redis::run_prefix();
@@ -386,10 +405,11 @@ fn a_synchronous_answer_is_readable_through_another_instance() {
     let resp = post(
         &a,
         "/api/v1/images/generations",
-        &json!({"model": "gpt-image-2", "prompt": "p", "response_format": "b64_json"}),
+        &json!({"model": "gpt-image-2", "prompt": "p"}),
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
     let answer = resp.json();
+    assert!(answer["data"][0]["url"].is_string(), "{answer}");
     let read = task(&b, answer["task_id"].as_str().unwrap(), KEY);
     assert_eq!(read.status, 200, "{}", read.text());
     assert_eq!(read.json(), answer);
