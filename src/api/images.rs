@@ -180,22 +180,16 @@ fn reference_images(f: &mut Fields<'_>) -> Vec<ImageInput> {
     let Some(raw) = f.take_raw("image") else {
         return Vec::new();
     };
-    let values: Vec<String> = if raw.get().starts_with('[') {
-        match serde_json::from_str(raw.get()) {
-            Ok(v) => v,
-            Err(_) => {
-                f.error("image", "must be a string or an array of strings");
-                return Vec::new();
-            }
-        }
+    // Read straight into the shape the first byte announces (an untagged enum would buffer a
+    // base64 image once more before choosing).
+    let values: Result<Vec<String>, _> = if raw.get().starts_with('[') {
+        serde_json::from_str(raw.get())
     } else {
-        match serde_json::from_str(raw.get()) {
-            Ok(v) => vec![v],
-            Err(_) => {
-                f.error("image", "must be a string or an array of strings");
-                return Vec::new();
-            }
-        }
+        serde_json::from_str(raw.get()).map(|v| vec![v])
+    };
+    let Ok(values) = values else {
+        f.error("image", "must be a string or an array of strings");
+        return Vec::new();
     };
     let many = values.len() > 1;
     let mut out = Vec::with_capacity(values.len());
