@@ -1,17 +1,23 @@
 //! Building the Pingora server: one HTTP service per entry point, all sharing one gateway state.
 
+mod edge;
+
 use std::sync::Arc;
 
+use pingora::apps::HttpServerOptions;
 use pingora::listeners::{L4BufferSettings, ListenerConfig};
-use pingora::proxy::http_proxy_service_with_name;
+use pingora::proxy::http_proxy;
 use pingora::server::configuration::Opt;
 use pingora::server::Server;
 use pingora::services::background::background_service;
+use pingora::services::listening::Service;
 use std::time::Duration;
 
-use crate::config::Settings;
+use crate::config::{Listener, Settings};
+use crate::gateway::admission::Admission;
 use crate::gateway::task_supervisor::{TaskSupervisor, PINGORA_DEFAULT_GRACE};
 use crate::gateway::{Gateway, GatewayState};
+use edge::EdgeApp;
 
 /// Write buffer of each client connection. Pingora's default (1,460 bytes, one segment) sends an
 /// answer's head and a body longer than that in two writes, hence two segments and two wake-ups
@@ -45,12 +51,7 @@ pub fn add_services(server: &mut Server, state: &Arc<GatewayState>) {
         },
     ));
     for listener in &state.settings.listeners {
-        let gateway = Gateway::new(state.clone(), listener);
-        let mut service = http_proxy_service_with_name(
-            &server.configuration,
-            gateway,
-            &format!("switchyard {}", listener.name),
-        );
+        let mut service = entry_point(server, state, listener);
         let buffers = L4BufferSettings {
             read: None,
             write: Some(ANSWER_WRITE_BUFFER),
@@ -58,4 +59,27 @@ pub fn add_services(server: &mut Server, state: &Arc<GatewayState>) {
         service.add_listener(ListenerConfig::tcp(listener.address.to_string()).l4_buffer(buffers));
         server.add_service(service);
     }
+}
+
+/// One entry point's service: the gateway as Pingora's HTTP app, inside the connection handling of
+/// [`EdgeApp`] (connection cap, client deadlines).
+fn entry_point(
+    server: &Server,
+    state: &Arc<GatewayState>,
+    listener: &Listener,
+) -> Service<EdgeApp> {
+    let clients = state.settings.clients;
+    let admission = Admission::new(listener.max_connections, listener.max_in_flight);
+    let gateway = Gateway::new(state.clone(), listener, admission.clone());
+    let mut http = http_proxy(&server.configuration, gateway);
+    let mut options = HttpServerOptions::default();
+    options.h2_idle_timeout = Some(clients.idle_timeout);
+    http.server_options = Some(options);
+    let app = EdgeApp {
+        http: Arc::new(http),
+        admission,
+        clients,
+        listener: listener.name.clone(),
+    };
+    Service::new(format!("switchyard {}", listener.name), app)
 }

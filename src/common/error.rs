@@ -175,6 +175,12 @@ pub enum GatewayError {
     },
     #[error("request validation failed")]
     Validation(ValidationErrors),
+    /// The client sent its request body too slowly (`clients:` deadlines).
+    #[error("the request body did not arrive in time: {0}")]
+    RequestTimeout(String),
+    /// This entry point is at its connection or in-flight request cap.
+    #[error("the gateway is at capacity ({0}); retry shortly")]
+    Overloaded(&'static str),
     #[error("model {model} is not available: {reason}")]
     ModelUnavailable { model: String, reason: String },
     #[error("{0}")]
@@ -202,7 +208,10 @@ impl GatewayError {
             GatewayError::Unauthorized(_) => 401,
             GatewayError::PayloadTooLarge { .. } | GatewayError::InputTooLong { .. } => 413,
             GatewayError::Validation(_) => 400,
-            GatewayError::ModelUnavailable { .. } | GatewayError::Store(_) => 503,
+            GatewayError::RequestTimeout(_) => 408,
+            GatewayError::ModelUnavailable { .. }
+            | GatewayError::Store(_)
+            | GatewayError::Overloaded(_) => 503,
             GatewayError::Internal(_) => 500,
             GatewayError::Upstream(u) => match u.kind {
                 UpstreamErrorKind::InvalidRequest | UpstreamErrorKind::ContentPolicy => 400,
@@ -228,6 +237,8 @@ impl GatewayError {
             GatewayError::PayloadTooLarge { .. } => "payload_too_large",
             GatewayError::InputTooLong { .. } => "input_too_long",
             GatewayError::Validation(_) => "validation_error",
+            GatewayError::RequestTimeout(_) => "request_timeout",
+            GatewayError::Overloaded(_) => "overloaded",
             GatewayError::ModelUnavailable { .. } => "model_unavailable",
             GatewayError::Store(_) => "store_unavailable",
             GatewayError::Internal(_) => "internal_error",
@@ -320,6 +331,8 @@ impl GatewayError {
     pub fn extra_headers(&self) -> Vec<(&'static str, String)> {
         match self {
             GatewayError::MethodNotAllowed { allowed } => vec![("allow", (*allowed).to_string())],
+            // Capacity frees as requests finish, usually within a second.
+            GatewayError::Overloaded(_) => vec![("retry-after", "1".to_string())],
             GatewayError::Upstream(u) if u.kind == UpstreamErrorKind::RateLimited => u
                 .retry_after
                 .map(|d| vec![("retry-after", d.as_secs().max(1).to_string())])

@@ -29,6 +29,38 @@ pub struct GatewayFile {
     pub images: ImagesFile,
     #[serde(default)]
     pub store: StoreFile,
+    #[serde(default)]
+    pub clients: ClientsFile,
+}
+
+/// How long the gateway waits for what a client sends (never for how long an answer streams).
+#[derive(Debug, Deserialize)]
+#[serde(default)]
+pub struct ClientsFile {
+    /// A request head must arrive whole within this time of its first byte (the first request's:
+    /// of the connection being accepted). HTTP/1.x.
+    pub head_timeout_ms: u64,
+    /// A request body may take this long, plus one second per `body_min_rate_bytes` received.
+    pub body_timeout_ms: u64,
+    /// The slowest average rate a request body may arrive at, once `body_timeout_ms` is spent.
+    pub body_min_rate_bytes: u64,
+    /// An idle connection (between HTTP/1.1 requests, or an HTTP/2 connection with no stream)
+    /// is closed after this long.
+    pub idle_timeout_ms: u64,
+    /// A client that takes none of an answer's bytes for this long is cut off.
+    pub write_timeout_ms: u64,
+}
+
+impl Default for ClientsFile {
+    fn default() -> Self {
+        ClientsFile {
+            head_timeout_ms: 10_000,
+            body_timeout_ms: 10_000,
+            body_min_rate_bytes: 8_192,
+            idle_timeout_ms: 60_000,
+            write_timeout_ms: 60_000,
+        }
+    }
 }
 
 /// Where state shared between instances lives (hosted images): Redis when `redis_url` is set,
@@ -98,6 +130,21 @@ pub struct ListenerFile {
     #[serde(default = "d_region")]
     pub region: String,
     pub address: String,
+    /// Open client connections this entry point serves; requests on connections past it are
+    /// answered `503 overloaded` and the connection is closed.
+    #[serde(default = "d_max_connections")]
+    pub max_connections: usize,
+    /// Requests this entry point handles at once; past it, `503 overloaded` at once.
+    #[serde(default = "d_max_in_flight")]
+    pub max_in_flight: usize,
+}
+
+fn d_max_connections() -> usize {
+    8_192
+}
+
+fn d_max_in_flight() -> usize {
+    2_048
 }
 
 #[derive(Debug, Deserialize)]

@@ -41,6 +41,19 @@ pub struct Listener {
     pub name: String,
     pub region: String,
     pub address: SocketAddr,
+    pub max_connections: usize,
+    pub max_in_flight: usize,
+}
+
+/// Deadlines on what clients send (`clients:` in the file; see `file::ClientsFile`).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientLimits {
+    pub head_timeout: Duration,
+    pub body_timeout: Duration,
+    /// Bytes per second; never 0.
+    pub body_min_rate: u64,
+    pub idle_timeout: Duration,
+    pub write_timeout: Duration,
 }
 
 /// Request body limits per operation.
@@ -97,6 +110,7 @@ pub struct GatewaySettings {
     /// Shared state in Redis (`None`: in memory, one instance). One connection, shared by the
     /// hosted-file and task stores.
     pub redis: Option<RedisConn>,
+    pub clients: ClientLimits,
 }
 
 /// Everything the file configures.
@@ -190,6 +204,16 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
         errors.push("switchyard.listeners: at least one entry point is required".into());
     }
     for (i, l) in file.listeners.iter().enumerate() {
+        for (key, v) in [
+            ("max_connections", l.max_connections),
+            ("max_in_flight", l.max_in_flight),
+        ] {
+            if v == 0 {
+                errors.push(format!(
+                    "switchyard.listeners[{i}].{key}: must be greater than 0"
+                ));
+            }
+        }
         if listeners.iter().any(|x: &Listener| x.name == l.name) {
             errors.push(format!(
                 "switchyard.listeners[{i}].name: `{}` is used twice",
@@ -201,6 +225,8 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
                 name: l.name.clone(),
                 region: l.region.clone(),
                 address,
+                max_connections: l.max_connections,
+                max_in_flight: l.max_in_flight,
             }),
             Err(_) => errors.push(format!(
                 "switchyard.listeners[{i}].address: `{}` is not an IP:port address",
@@ -318,6 +344,7 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
     let catalog = build_catalog(&file.models, &file.providers, &providers, &adapters, errors);
     let images = image_settings(&file.images, errors);
     let redis = redis_settings(&file.store, errors);
+    let clients = client_limits(&file.clients, errors);
     Some(GatewaySettings {
         listeners,
         limits,
@@ -328,7 +355,29 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
         dns_ttl: Duration::from_secs(file.dns_ttl_seconds),
         images,
         redis,
+        clients,
     })
+}
+
+fn client_limits(f: &file::ClientsFile, errors: &mut Vec<String>) -> ClientLimits {
+    for (key, v) in [
+        ("head_timeout_ms", f.head_timeout_ms),
+        ("body_timeout_ms", f.body_timeout_ms),
+        ("body_min_rate_bytes", f.body_min_rate_bytes),
+        ("idle_timeout_ms", f.idle_timeout_ms),
+        ("write_timeout_ms", f.write_timeout_ms),
+    ] {
+        if v == 0 {
+            errors.push(format!("switchyard.clients.{key}: must be greater than 0"));
+        }
+    }
+    ClientLimits {
+        head_timeout: Duration::from_millis(f.head_timeout_ms),
+        body_timeout: Duration::from_millis(f.body_timeout_ms),
+        body_min_rate: f.body_min_rate_bytes.max(1),
+        idle_timeout: Duration::from_millis(f.idle_timeout_ms),
+        write_timeout: Duration::from_millis(f.write_timeout_ms),
+    }
 }
 
 fn redis_settings(f: &file::StoreFile, errors: &mut Vec<String>) -> Option<RedisConn> {

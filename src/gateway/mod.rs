@@ -5,7 +5,9 @@
 //! One [`GatewayState`] is shared by every entry point; each entry point gets its own [`Gateway`]
 //! carrying its region, which picks providers' regional base URLs.
 
+pub mod admission;
 pub mod body;
+pub mod client_conn;
 pub mod image_tasks;
 pub mod openapi;
 pub mod operations;
@@ -36,6 +38,8 @@ use crate::store::tasks::MemoryTaskStore;
 use crate::store::tasks::RedisTaskStore;
 use crate::store::tasks::TaskStore;
 use crate::upstream::exchange::Upstream;
+use admission::{Admission, InFlight};
+use client_conn::Clocked;
 use operations::Failure;
 use route::Route;
 
@@ -98,14 +102,22 @@ pub struct Gateway {
     state: Arc<GatewayState>,
     listener: String,
     region: String,
+    admission: Arc<Admission>,
 }
 
 impl Gateway {
-    pub fn new(state: Arc<GatewayState>, listener: &Listener) -> Gateway {
+    /// `admission` holds the entry point's caps; its connections are counted by whoever accepts
+    /// them (`server::add_services`).
+    pub fn new(
+        state: Arc<GatewayState>,
+        listener: &Listener,
+        admission: Arc<Admission>,
+    ) -> Gateway {
         Gateway {
             state,
             listener: listener.name.clone(),
             region: listener.region.clone(),
+            admission,
         }
     }
 }
@@ -121,12 +133,21 @@ pub struct Ctx {
     aborted: Option<String>,
     /// The API shape the request speaks, and so its answers and errors.
     surface: Surface,
+    /// This request's slot under the entry point's in-flight cap, given back as the context drops.
+    _in_flight: Option<InFlight>,
 }
 
 impl Gateway {
     async fn handle(&self, session: &mut Session, ctx: &mut Ctx) -> Result<(), Failure> {
         let header = session.req_header();
         let route = route::route(&header.method, header.uri.path())?;
+        // A load balancer's health check is answered even at capacity: the gateway is alive.
+        if route != Route::Health {
+            ctx._in_flight = Some(
+                self.admission
+                    .admit(session.client_addr().and_then(|a| a.as_inet()))?,
+            );
+        }
         let op = match route {
             Route::Health => {
                 ctx.status = 200;
@@ -161,7 +182,7 @@ impl Gateway {
             .authenticate(&session.req_header().headers)
             .map_err(GatewayError::Unauthorized)?;
         ctx.principal = Some(principal);
-        let body = body::read(session, settings.limits.body_limit(op)).await?;
+        let body = body::read(session, settings.limits.body_limit(op), &settings.clients).await?;
         let body = if route == Route::ImageEdit {
             let content_type = session
                 .req_header()
@@ -262,13 +283,23 @@ impl ProxyHttp for Gateway {
             model: None,
             aborted: None,
             surface: Surface::Native,
+            _in_flight: None,
         }
     }
 
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> pingora::Result<bool> {
+        if let Some(clock) = session.stream().and_then(Clocked::clock_of) {
+            clock.serving();
+        }
+        // A client that stops taking an answer's bytes is cut off; one that reads slowly is not.
+        session.set_write_timeout(Some(self.state.settings.clients.write_timeout));
         match self.handle(session, ctx).await {
             Ok(()) => Ok(true),
             Err(Failure::Answer(err)) => {
+                if matches!(err, GatewayError::Overloaded(_)) {
+                    // Shedding load includes the connection: the client comes back on a new one.
+                    session.set_keepalive(None);
+                }
                 ctx.status = err.status();
                 ctx.code = Some(err.code());
                 match &err {
@@ -321,6 +352,9 @@ impl ProxyHttp for Gateway {
     }
 
     async fn logging(&self, session: &mut Session, _e: Option<&PError>, ctx: &mut Ctx) {
+        if let Some(clock) = session.stream().and_then(Clocked::clock_of) {
+            clock.served();
+        }
         if !log::log_enabled!(target: "access", log::Level::Info) {
             return;
         }

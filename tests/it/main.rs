@@ -17,6 +17,7 @@ mod support;
 
 mod auth;
 mod cli;
+mod edge_clients;
 mod images;
 mod images_ark;
 mod images_async;

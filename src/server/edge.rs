@@ -1,0 +1,73 @@
+//! Each entry point's connections, around Pingora's HTTP app: counted against the entry point's
+//! connection cap (`gateway::admission`), and, for HTTP/1.x, held to the client deadlines of
+//! `gateway::client_conn` — a connection whose head or idle deadline passes is dropped, without a
+//! word to a client that has sent no complete request (as nginx does), and with one access-log
+//! line when a request head was left unfinished.
+//!
+//! HTTP/2 connections frame their own streams: an idle one is closed by Pingora's h2 idle timeout
+//! (set in `server::build_service`), and each request's body is held to the gateway's body deadline.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use pingora::apps::ServerApp;
+use pingora::protocols::{Stream, ALPN};
+use pingora::proxy::HttpProxy;
+use pingora::server::ShutdownWatch;
+
+use crate::config::ClientLimits;
+use crate::gateway::admission::Admission;
+use crate::gateway::client_conn::{Clocked, ConnClock, Phase};
+use crate::gateway::Gateway;
+
+/// The app one entry point's listening service runs.
+pub struct EdgeApp {
+    pub http: Arc<HttpProxy<Gateway>>,
+    pub admission: Arc<Admission>,
+    pub clients: ClientLimits,
+    pub listener: String,
+}
+
+#[async_trait]
+impl ServerApp for EdgeApp {
+    async fn process_new(
+        self: &Arc<Self>,
+        stream: Stream,
+        shutdown: &ShutdownWatch,
+    ) -> Option<Stream> {
+        let _open = self.admission.connect(|| {
+            stream
+                .get_socket_digest()
+                .and_then(|d| d.peer_addr().and_then(|a| a.as_inet().copied()))
+        });
+        if matches!(stream.selected_alpn_proto(), Some(ALPN::H2)) {
+            return self.http.process_new(stream, shutdown).await;
+        }
+        let clock = Arc::new(ConnClock::new(
+            self.clients.head_timeout,
+            self.clients.idle_timeout,
+        ));
+        let stream: Stream = Box::new(Clocked::new(stream, clock.clone()));
+        tokio::select! {
+            done = self.http.process_new(stream, shutdown) => done,
+            phase = clock.expired() => {
+                // Dropping the connection's future closes its socket.
+                if phase == Phase::Head {
+                    log::info!(
+                        target: "access",
+                        "{} - - status=0 code=request_timeout model=- caller=- aborted=\"{}\"",
+                        self.listener,
+                        phase.expiry(),
+                    );
+                } else {
+                    log::debug!("{}: {}", self.listener, phase.expiry());
+                }
+                None
+            }
+        }
+    }
+
+    async fn cleanup(&self) {
+        self.http.cleanup().await
+    }
+}
