@@ -141,6 +141,10 @@ impl Gateway {
     async fn handle(&self, session: &mut Session, ctx: &mut Ctx) -> Result<(), Failure> {
         let header = session.req_header();
         let route = route::route(&header.method, header.uri.path())?;
+        if let Route::Compat(surface) = route {
+            // From here on, errors are answered in the surface's shape too.
+            ctx.surface = surface;
+        }
         // A load balancer's health check is answered even at capacity: the gateway is alive.
         if route != Route::Health {
             ctx._in_flight = Some(
@@ -170,11 +174,7 @@ impl Gateway {
             Route::Task => return self.task(session, ctx).await,
             Route::Operation(op) => op,
             Route::ImageEdit => crate::common::Operation::Images,
-            Route::Compat(surface) => {
-                // From here on, errors are answered in the surface's shape too.
-                ctx.surface = surface;
-                crate::common::Operation::Rerank
-            }
+            Route::Compat(_) => crate::common::Operation::Rerank,
         };
         let settings = &self.state.settings;
         let principal = settings
