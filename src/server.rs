@@ -1,5 +1,7 @@
 //! Building the Pingora server: one HTTP service per entry point, all sharing one gateway state.
 
+pub mod tls;
+
 use std::sync::Arc;
 
 use pingora::listeners::{L4BufferSettings, ListenerConfig};
@@ -44,6 +46,10 @@ pub fn add_services(server: &mut Server, state: &Arc<GatewayState>) {
             grace,
         },
     ));
+    let edge_tls = tls::EdgeTls::new(&state.settings.listeners);
+    if let Some(reloader) = edge_tls.reload_service() {
+        server.add_service(reloader);
+    }
     for listener in &state.settings.listeners {
         let gateway = Gateway::new(state.clone(), listener);
         let mut service = http_proxy_service_with_name(
@@ -55,7 +61,10 @@ pub fn add_services(server: &mut Server, state: &Arc<GatewayState>) {
             read: None,
             write: Some(ANSWER_WRITE_BUFFER),
         };
-        service.add_listener(ListenerConfig::tcp(listener.address.to_string()).l4_buffer(buffers));
+        let endpoint = ListenerConfig::tcp(listener.address.to_string()).l4_buffer(buffers);
+        if let Some(endpoint) = edge_tls.endpoint(listener, endpoint) {
+            service.add_listener(endpoint);
+        }
         server.add_service(service);
     }
 }

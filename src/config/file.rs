@@ -98,6 +98,21 @@ pub struct ListenerFile {
     #[serde(default = "d_region")]
     pub region: String,
     pub address: String,
+    /// Serve TLS on this entry point (HTTP/2 by ALPN, HTTP/1.1 alongside); unset: plain TCP.
+    #[serde(default)]
+    pub tls: Option<ListenerTlsFile>,
+}
+
+/// A listener's certificate: PEM files, checked at load and re-read when they change.
+#[derive(Debug, Deserialize)]
+pub struct ListenerTlsFile {
+    /// The certificate chain, the server's own certificate first.
+    pub cert_file: String,
+    /// Its private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: String,
+    /// How often the two files are checked for a replacement (0: never, only at start).
+    #[serde(default = "d_tls_reload_interval_ms")]
+    pub reload_interval_ms: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -218,6 +233,9 @@ pub struct TargetFile {
 
 fn d_region() -> String {
     "default".into()
+}
+fn d_tls_reload_interval_ms() -> u64 {
+    10_000
 }
 fn d_dns_ttl() -> u64 {
     30
