@@ -453,6 +453,74 @@ async fn speech_streams_over_h2_raw_and_sse() {
     );
 }
 
+/// The body of an answer whose stream may be reset: the bytes received, and whether it ended
+/// cleanly (END_STREAM) rather than by a reset.
+async fn read_may_reset(answer: h2::client::ResponseFuture) -> (u16, Vec<u8>, bool) {
+    let (head, mut recv) = answer.await.unwrap().into_parts();
+    let mut body = Vec::new();
+    while let Some(data) = recv.data().await {
+        match data {
+            Ok(data) => {
+                recv.flow_control().release_capacity(data.len()).unwrap();
+                body.extend_from_slice(&data);
+            }
+            Err(_) => return (head.status.as_u16(), body, false),
+        }
+    }
+    (head.status.as_u16(), body, true)
+}
+
+#[tokio::test]
+async fn a_speech_stream_cut_upstream_is_reset_not_ended_over_h2() {
+    let ca = Ca::new();
+    let dir = Dir::new();
+    dir.install(&ca.leaf("gateway"));
+    let fake = FakeProvider::start();
+    fake.set_default(rerank_reply());
+    let gw = start(&fake, &dir);
+    let h2 = h2_over(connect(gw.addr, client_config(&ca, ANY_TLS, &[b"h2"])).await).await;
+
+    // The provider dies after two pieces: an HTTP/2 client must not take the answer for whole.
+    fake.push(Reply::chunked(
+        200,
+        "application/octet-stream",
+        vec![
+            (Duration::ZERO, vec![1; 3000]),
+            (Duration::from_millis(30), vec![2; 3000]),
+        ],
+        true,
+    ));
+    let body = serde_json::to_vec(
+        &json!({"model": "tts-1", "input": "hello", "voice": "alloy", "response_format": "mp3", "retries": 0}),
+    )
+    .unwrap();
+    let mut send = h2.clone().ready().await.unwrap();
+    let req = http::Request::post("https://localhost/api/v1/audio/speech")
+        .header("service-api-key", KEY)
+        .header("content-type", "application/json")
+        .body(())
+        .unwrap();
+    let (pending, mut stream) = send.send_request(req, false).unwrap();
+    send_body(&mut stream, &body).await;
+    let (status, got, ended) = read_may_reset(pending).await;
+    assert_eq!(status, 200);
+    assert!(
+        !ended,
+        "a cut stream ended cleanly after {} bytes",
+        got.len()
+    );
+    // What arrived is the start of the audio (a reset may discard frames still queued).
+    let sent = [vec![1; 3000], vec![2; 3000]].concat();
+    assert!(
+        sent.starts_with(&got),
+        "{} bytes, not the audio sent",
+        got.len()
+    );
+    // The other streams of the connection are not affected.
+    let answer = h2_post(&h2, "/api/v1/rerank", &rerank_body()).await;
+    assert_eq!(answer.head.status, 200);
+}
+
 #[tokio::test]
 async fn many_requests_share_one_h2_connection() {
     let ca = Ca::new();
