@@ -1,6 +1,7 @@
 //! Building the Pingora server: one HTTP service per entry point, all sharing one gateway state.
 
 mod edge;
+pub mod tls;
 
 use std::sync::Arc;
 
@@ -50,13 +51,20 @@ pub fn add_services(server: &mut Server, state: &Arc<GatewayState>) {
             grace,
         },
     ));
+    let edge_tls = tls::EdgeTls::new(&state.settings.listeners);
+    if let Some(reloader) = edge_tls.reload_service() {
+        server.add_service(reloader);
+    }
     for listener in &state.settings.listeners {
         let mut service = entry_point(server, state, listener);
         let buffers = L4BufferSettings {
             read: None,
             write: Some(ANSWER_WRITE_BUFFER),
         };
-        service.add_listener(ListenerConfig::tcp(listener.address.to_string()).l4_buffer(buffers));
+        let endpoint = ListenerConfig::tcp(listener.address.to_string()).l4_buffer(buffers);
+        if let Some(endpoint) = edge_tls.endpoint(listener, endpoint) {
+            service.add_listener(endpoint);
+        }
         server.add_service(service);
     }
 }

@@ -137,6 +137,9 @@ pub struct ListenerFile {
     /// Requests this entry point handles at once; past it, `503 overloaded` at once.
     #[serde(default = "d_max_in_flight")]
     pub max_in_flight: usize,
+    /// Serve TLS on this entry point (HTTP/2 by ALPN, HTTP/1.1 alongside); unset: plain TCP.
+    #[serde(default)]
+    pub tls: Option<ListenerTlsFile>,
 }
 
 fn d_max_connections() -> usize {
@@ -145,6 +148,18 @@ fn d_max_connections() -> usize {
 
 fn d_max_in_flight() -> usize {
     2_048
+}
+
+/// A listener's certificate: PEM files, checked at load and re-read when they change.
+#[derive(Debug, Deserialize)]
+pub struct ListenerTlsFile {
+    /// The certificate chain, the server's own certificate first.
+    pub cert_file: String,
+    /// Its private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: String,
+    /// How often the two files are checked for a replacement (0: never, only at start).
+    #[serde(default = "d_tls_reload_interval_ms")]
+    pub reload_interval_ms: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -265,6 +280,9 @@ pub struct TargetFile {
 
 fn d_region() -> String {
     "default".into()
+}
+fn d_tls_reload_interval_ms() -> u64 {
+    10_000
 }
 fn d_dns_ttl() -> u64 {
     30

@@ -8,6 +8,7 @@
 
 pub mod env;
 pub mod file;
+pub mod tls;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -43,6 +44,8 @@ pub struct Listener {
     pub address: SocketAddr,
     pub max_connections: usize,
     pub max_in_flight: usize,
+    /// TLS on this entry point (`None`: plain TCP).
+    pub tls: Option<ListenerTls>,
 }
 
 /// Deadlines on what clients send (`clients:` in the file; see `file::ClientsFile`).
@@ -54,6 +57,28 @@ pub struct ClientLimits {
     pub body_min_rate: u64,
     pub idle_timeout: Duration,
     pub write_timeout: Duration,
+}
+
+/// A listener's certificate files and the certificate read from them at load.
+#[derive(Clone)]
+pub struct ListenerTls {
+    pub cert_file: String,
+    pub key_file: String,
+    /// How often the files are checked for a replacement (`None`: never).
+    pub reload_interval: Option<Duration>,
+    /// The chain and key the files held when the configuration was loaded, checked.
+    pub certified: Arc<rustls::sign::CertifiedKey>,
+}
+
+impl std::fmt::Debug for ListenerTls {
+    // The paths only: never anything of the key.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListenerTls")
+            .field("cert_file", &self.cert_file)
+            .field("key_file", &self.key_file)
+            .field("reload_interval", &self.reload_interval)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Request body limits per operation.
@@ -147,7 +172,7 @@ pub fn load_str(
     let mut unknown = Vec::new();
     let parsed: Result<GatewayFile, _> = serde_path_to_error::deserialize(
         serde_ignored::Deserializer::new(gateway_value, &mut |path| {
-            unknown.push(format!("switchyard.{path}: unknown key"))
+            unknown.push(format!("switchyard{}: unknown key", key_path(&path)))
         }),
     );
     errors.extend(unknown);
@@ -162,6 +187,20 @@ pub fn load_str(
     match gateway {
         Some(g) if errors.is_empty() => Ok(Settings { server, gateway: g }),
         _ => Err(errors),
+    }
+}
+
+/// A key's path as the other errors write it (`.listeners[1].tls.reload`): serde_ignored's own
+/// display writes a sequence index as `.1` and an optional section as `.?`.
+fn key_path(path: &serde_ignored::Path<'_>) -> String {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => String::new(),
+        Path::Seq { parent, index } => format!("{}[{index}]", key_path(parent)),
+        Path::Map { parent, key } => format!("{}.{key}", key_path(parent)),
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => key_path(parent),
     }
 }
 
@@ -220,6 +259,7 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
                 l.name
             ));
         }
+        let tls = l.tls.as_ref().and_then(|t| listener_tls(i, t, errors));
         match l.address.parse::<SocketAddr>() {
             Ok(address) => listeners.push(Listener {
                 name: l.name.clone(),
@@ -227,6 +267,7 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
                 address,
                 max_connections: l.max_connections,
                 max_in_flight: l.max_in_flight,
+                tls,
             }),
             Err(_) => errors.push(format!(
                 "switchyard.listeners[{i}].address: `{}` is not an IP:port address",
@@ -377,6 +418,39 @@ fn client_limits(f: &file::ClientsFile, errors: &mut Vec<String>) -> ClientLimit
         body_min_rate: f.body_min_rate_bytes.max(1),
         idle_timeout: Duration::from_millis(f.idle_timeout_ms),
         write_timeout: Duration::from_millis(f.write_timeout_ms),
+    }
+}
+
+/// A listener's `tls:`: its files are read and checked now, so a bad one stops the start (and
+/// `switchyard -t`) with the file named, instead of a panic in Pingora's listener.
+fn listener_tls(
+    i: usize,
+    t: &file::ListenerTlsFile,
+    errors: &mut Vec<String>,
+) -> Option<ListenerTls> {
+    let at = format!("switchyard.listeners[{i}].tls");
+    let mut ok = true;
+    for (key, path) in [("cert_file", &t.cert_file), ("key_file", &t.key_file)] {
+        if path.trim().is_empty() {
+            errors.push(format!("{at}.{key}: required (a PEM file)"));
+            ok = false;
+        }
+    }
+    if !ok {
+        return None;
+    }
+    match tls::load(&t.cert_file, &t.key_file) {
+        Ok(certified) => Some(ListenerTls {
+            cert_file: t.cert_file.clone(),
+            key_file: t.key_file.clone(),
+            reload_interval: (t.reload_interval_ms > 0)
+                .then(|| Duration::from_millis(t.reload_interval_ms)),
+            certified,
+        }),
+        Err(m) => {
+            errors.push(format!("{at}: {m}"));
+            None
+        }
     }
 }
 
@@ -684,6 +758,52 @@ switchyard:
         ] {
             assert!(all.contains(needle), "missing `{needle}` in:\n{all}");
         }
+    }
+
+    #[test]
+    fn a_tls_listener_is_loaded_and_its_bad_files_named_with_their_key() {
+        let dir = tls::tests::Dir::new();
+        let (cert, key) = tls::tests::self_signed("localhost");
+        let (cert, key) = (dir.file("c.pem", &cert), dir.file("k.pem", &key));
+        let yaml = format!(
+            r#"
+switchyard:
+  listeners:
+    - {{name: a, address: "127.0.0.1:9998", tls: {{cert_file: "{cert}", key_file: "{key}"}}}}
+    - {{name: b, address: "127.0.0.1:9999", tls: {{cert_file: "{cert}", key_file: "{key}", reload_interval_ms: 0}}}}
+"#
+        );
+        let s = load_str(&yaml, &no_env).unwrap_or_else(|e| panic!("{e:#?}"));
+        let a = s.gateway.listeners[0].tls.as_ref().unwrap();
+        assert_eq!(
+            (a.cert_file.as_str(), a.key_file.as_str()),
+            (cert.as_str(), key.as_str())
+        );
+        assert_eq!(a.reload_interval, Some(Duration::from_secs(10)));
+        assert_eq!(
+            s.gateway.listeners[1].tls.as_ref().unwrap().reload_interval,
+            None
+        );
+        // Debug output (which a log could show) names the files, nothing of the key.
+        assert!(!format!("{a:?}").contains("PRIVATE"));
+
+        let yaml = format!(
+            r#"
+switchyard:
+  listeners:
+    - {{name: a, address: "127.0.0.1:9998", tls: {{cert_file: "{key}", key_file: "{key}"}}}}
+    - {{name: b, address: "127.0.0.1:9999", tls: {{cert_file: "", key_file: "{key}", reload: 1}}}}
+"#
+        );
+        let errors = load_str(&yaml, &no_env).err().unwrap();
+        assert_eq!(
+            errors,
+            vec![
+                "switchyard.listeners[1].tls.reload: unknown key".to_string(),
+                format!("switchyard.listeners[0].tls: {key}: no PEM certificate in it"),
+                "switchyard.listeners[1].tls.cert_file: required (a PEM file)".to_string(),
+            ]
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod support;
 mod auth;
 mod cli;
 mod edge_clients;
+mod edge_tls;
 mod images;
 mod images_ark;
 mod images_async;
