@@ -50,6 +50,11 @@ impl Endpoint {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
+        // `https://:443` parses with an empty host; Pingora would skip certificate checks for a
+        // peer without a name (it sends no SNI then), so it is refused here.
+        if host.is_empty() {
+            return Err(format!("`{url}` has no host"));
+        }
         if uri.query().is_some() {
             return Err(format!("`{url}` must not have a query string"));
         }
@@ -102,6 +107,9 @@ impl Endpoint {
         };
         let raw_host = uri.host().ok_or("result URL has no host")?;
         let host = raw_host.trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() {
+            return Err("result URL has no host".into());
+        }
         let default_port = if tls { 443 } else { 80 };
         let port = uri.port_u16().unwrap_or(default_port);
         let authority = match uri.port_u16() {
@@ -177,5 +185,9 @@ mod tests {
         assert_eq!(path, "/a/b.wav?Expires=1&Signature=x%2F");
         assert!(Endpoint::parse_result_url("file:///etc/passwd", &PeerOptions::new(), 0).is_err());
         assert!(Endpoint::parse("nonsense", t()).is_err());
+        for nameless in ["https://:8443/v1", "https://@:1", "https://[]:1"] {
+            assert!(Endpoint::parse(nameless, t()).is_err(), "{nameless}");
+            assert!(Endpoint::parse_result_url(nameless, &PeerOptions::new(), 0).is_err());
+        }
     }
 }
