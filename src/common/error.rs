@@ -53,7 +53,8 @@ impl ValidationErrors {
 /// What went wrong talking to a provider, already classified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UpstreamErrorKind {
-    /// Could not open a connection (refused, DNS failure, TLS handshake failure).
+    /// Could not open a connection (refused, DNS failure, TLS handshake failure, the provider's
+    /// certificate refused).
     Connect,
     /// Connecting, writing or waiting for the answer took longer than the provider's timeout.
     Timeout,
@@ -85,6 +86,9 @@ pub struct UpstreamError {
     pub message: String,
     /// Provider's `Retry-After`, when it sent one.
     pub retry_after: Option<Duration>,
+    /// The TLS handshake failed on the provider's certificate (`kind` is `Connect`). The same
+    /// certificate would be refused again, so this account is not retried; another target may be.
+    pub certificate_refused: bool,
 }
 
 impl UpstreamError {
@@ -95,7 +99,15 @@ impl UpstreamError {
             status: None,
             message: message.into(),
             retry_after: None,
+            certificate_refused: false,
         }
+    }
+
+    /// The provider's TLS certificate was refused, for `reason` (expired, unknown issuer…).
+    pub fn certificate_refused(provider: &str, reason: impl Into<String>) -> Self {
+        let mut e = UpstreamError::new(UpstreamErrorKind::Connect, provider, reason);
+        e.certificate_refused = true;
+        e
     }
 
     pub fn with_status(mut self, status: u16) -> Self {
@@ -104,8 +116,11 @@ impl UpstreamError {
     }
 
     /// Whether sending the same native request again may succeed (docs/architecture.md, "Retries": connect errors,
-    /// timeouts, 429 and 5xx; never other 4xx).
+    /// timeouts, 429 and 5xx; never other 4xx, nor to a provider whose certificate was refused).
     pub fn retryable(&self) -> bool {
+        if self.certificate_refused {
+            return false;
+        }
         match self.kind {
             UpstreamErrorKind::Connect
             | UpstreamErrorKind::Timeout
@@ -273,6 +288,10 @@ impl GatewayError {
                     )
                 }
                 UpstreamErrorKind::Timeout => format!("provider {} timed out", u.provider),
+                UpstreamErrorKind::Connect if u.certificate_refused => format!(
+                    "provider {}'s TLS certificate was refused: {}",
+                    u.provider, u.message
+                ),
                 UpstreamErrorKind::Connect => format!("provider {} is unreachable", u.provider),
                 UpstreamErrorKind::AuthRejected => format!(
                     "provider {} rejected the gateway's credentials; contact the operator",
@@ -368,6 +387,24 @@ mod tests {
         assert_eq!(e.status(), 502);
         assert_eq!(e.code(), "upstream_auth_failed");
         assert!(!e.message().contains("bad key"));
+    }
+
+    #[test]
+    fn a_refused_certificate_is_unreachable_says_why_and_is_not_retried() {
+        let u = UpstreamError::certificate_refused("acme", "it has expired");
+        assert!(!u.retryable());
+        let e = GatewayError::Upstream(u);
+        assert_eq!((e.status(), e.code()), (502, "upstream_unreachable"));
+        assert_eq!(
+            e.message(),
+            "provider acme's TLS certificate was refused: it has expired"
+        );
+        let other = GatewayError::Upstream(UpstreamError::new(
+            UpstreamErrorKind::Connect,
+            "acme",
+            "TLSHandshakeFailure",
+        ));
+        assert_eq!(other.message(), "provider acme is unreachable");
     }
 
     #[test]

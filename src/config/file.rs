@@ -222,6 +222,18 @@ pub struct ProviderFile {
     /// Hosts result URLs may be downloaded from (absent: the kind's default, see the README).
     #[serde(default)]
     pub result_hosts: Option<Vec<String>>,
+    #[serde(default)]
+    pub tls: ProviderTlsFile,
+}
+
+/// How the provider's TLS certificates are verified.
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+pub struct ProviderTlsFile {
+    /// PEM file of the certificate authorities this provider's certificates must chain to,
+    /// trusted instead of the system roots for every host reached for the provider (its
+    /// `base_url`, `region_base_urls`, result and polling URLs). Unset: the system roots.
+    pub ca_file: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

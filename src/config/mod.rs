@@ -4,7 +4,7 @@
 //!
 //! Loading reports every problem it can find, each with its key path: unknown keys anywhere,
 //! unset `${ENV}` variables, bad URLs, models pointing at unknown providers or families, model
-//! capability overrides the family cannot take, unreadable key files. `switchyard -t -c FILE` prints them and exits non-zero.
+//! capability overrides the family cannot take, unreadable key and CA files. `switchyard -t -c FILE` prints them and exits non-zero.
 
 pub mod env;
 pub mod file;
@@ -31,6 +31,7 @@ use crate::upstream::guard::DownloadPolicy;
 use crate::upstream::provider::Account;
 use crate::upstream::provider::Provider;
 use crate::upstream::retry::RetryPolicy;
+use crate::upstream::trust::CaFile;
 use file::GatewayFile;
 
 /// The configuration compiled into the binary (`conf/switchyard.yaml`), used when no `-c` is given.
@@ -334,9 +335,29 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
             write: Duration::from_millis(t.write_ms),
             idle: Duration::from_millis(t.idle_ms),
         };
+        let ca = match (&p.tls.ca_file, kind.remote) {
+            (Some(path), true) => match CaFile::load(path) {
+                Ok(ca) => Some(ca),
+                Err(m) => {
+                    errors.push(format!("{at}.tls.ca_file: {m}"));
+                    continue;
+                }
+            },
+            (Some(_), false) => {
+                errors.push(format!(
+                    "{at}.tls.ca_file: this kind runs in-process and connects to nothing"
+                ));
+                continue;
+            }
+            (None, _) => None,
+        };
+        let trusting = |e: Endpoint| match &ca {
+            Some(ca) => e.trusting(ca),
+            None => e,
+        };
         let default_ep = match (&p.base_url, kind.remote) {
             (Some(url), true) => match Endpoint::parse(url, timeouts) {
-                Ok(e) => Some(e),
+                Ok(e) => Some(trusting(e)),
                 Err(m) => {
                     errors.push(format!("{at}.base_url: {m}"));
                     continue;
@@ -358,7 +379,7 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
         for (region, url) in &p.region_base_urls {
             match Endpoint::parse(url, timeouts) {
                 Ok(e) => {
-                    regional.insert(region.clone(), e);
+                    regional.insert(region.clone(), trusting(e));
                 }
                 Err(m) => errors.push(format!("{at}.region_base_urls.{region}: {m}")),
             }

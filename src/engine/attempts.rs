@@ -3,7 +3,9 @@
 //! Each attempt rebuilds the native request from the validated request (translation is pure), sends
 //! it to the next enabled target, and classifies a failure. Retryable failures (connect errors,
 //! timeouts, 429, 5xx) are retried up to the request's `retries`, spaced by the retry policy; a
-//! retry moves to the next target when the model has several. Nothing has been sent to the client
+//! retry moves to the next target when the model has several. A provider account whose TLS
+//! certificate was refused is not tried again in the request (it would be refused again): the
+//! next attempt goes to another account at once, or the request fails. Nothing has been sent to the client
 //! while this loop runs, which is what makes retrying safe.
 
 use std::future::Future;
@@ -86,8 +88,16 @@ where
         });
     }
     let mut attempt: u32 = 0;
+    // Position in the rotation over the enabled targets; it moves past refused accounts.
+    let mut slot: usize = 0;
+    // Accounts (by id) whose TLS certificate was refused in this request: never tried again
+    // (empty, so no allocation, unless that happens).
+    let mut refused: Vec<usize> = Vec::new();
     loop {
-        let Some(target) = model.enabled_targets().nth(attempt as usize % enabled) else {
+        let Some(target) = (0..enabled)
+            .filter_map(|k| model.enabled_targets().nth((slot + k) % enabled))
+            .find(|t| !refused.contains(&t.provider.id))
+        else {
             return Err(GatewayError::Internal("target list changed".into()));
         };
         let native = match build(target)? {
@@ -111,10 +121,25 @@ where
         if err.kind == UpstreamErrorKind::UnknownModel {
             return Err(unknown_model(model, target, &err));
         }
+        if err.certificate_refused {
+            // The same certificate would be refused again: move to another account, at once
+            // (nothing to wait for), or stop when every account was refused.
+            refused.push(target.provider.id);
+            let other = model
+                .enabled_targets()
+                .any(|t| !refused.contains(&t.provider.id));
+            if attempt >= retries || !other {
+                return Err(GatewayError::Upstream(err));
+            }
+            attempt += 1;
+            slot += 1;
+            continue;
+        }
         if attempt >= retries || !err.retryable() {
             return Err(GatewayError::Upstream(err));
         }
         attempt += 1;
+        slot += 1;
         tokio::time::sleep(upstream.retry.delay(attempt, err.retry_after)).await;
     }
 }

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use pingora::upstreams::peer::PeerOptions;
 
+use super::trust::CaFile;
+
 /// Connection timeouts for one provider. Pingora's defaults are "none", which would let a dead
 /// provider hold a request forever, so every provider gets explicit values.
 #[derive(Debug, Clone, Copy)]
@@ -25,7 +27,10 @@ pub struct Endpoint {
     pub base_path: String,
     /// Value of the `Host` header (with the port when it is not the scheme's default).
     pub authority: String,
+    /// Connection settings, including the trust roots when the provider names a CA file.
     pub options: PeerOptions,
+    /// Pool group of the trust roots (0: the system's); see [`CaFile::pool_group`].
+    pub pool_group: u64,
 }
 
 impl Endpoint {
@@ -45,6 +50,11 @@ impl Endpoint {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
+        // `https://:443` parses with an empty host; Pingora would skip certificate checks for a
+        // peer without a name (it sends no SNI then), so it is refused here.
+        if host.is_empty() {
+            return Err(format!("`{url}` has no host"));
+        }
         if uri.query().is_some() {
             return Err(format!("`{url}` must not have a query string"));
         }
@@ -69,14 +79,23 @@ impl Endpoint {
             base_path,
             authority,
             options,
+            pool_group: 0,
         })
     }
 
+    /// Verify this endpoint's certificates against `ca` instead of the system roots.
+    pub fn trusting(mut self, ca: &CaFile) -> Endpoint {
+        self.options.ca = Some(ca.certs.clone());
+        self.pool_group = ca.pool_group;
+        self
+    }
+
     /// Parse a result URL found in a provider's answer (it may carry a signed query string). The
-    /// connection settings are the provider's, `options`.
+    /// connection settings are `options` (the provider's, trust roots included) in `pool_group`.
     pub fn parse_result_url(
         url: &str,
         options: &PeerOptions,
+        pool_group: u64,
     ) -> Result<(Endpoint, String), String> {
         let uri: http::Uri = url
             .parse()
@@ -88,6 +107,9 @@ impl Endpoint {
         };
         let raw_host = uri.host().ok_or("result URL has no host")?;
         let host = raw_host.trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() {
+            return Err("result URL has no host".into());
+        }
         let default_port = if tls { 443 } else { 80 };
         let port = uri.port_u16().unwrap_or(default_port);
         let authority = match uri.port_u16() {
@@ -106,6 +128,7 @@ impl Endpoint {
                 base_path: String::new(),
                 authority,
                 options: options.clone(),
+                pool_group,
             },
             path,
         ))
@@ -155,11 +178,16 @@ mod tests {
         let (e, path) = Endpoint::parse_result_url(
             "https://bucket.oss-cn-beijing.aliyuncs.com/a/b.wav?Expires=1&Signature=x%2F",
             &PeerOptions::new(),
+            0,
         )
         .unwrap();
         assert_eq!(e.host, "bucket.oss-cn-beijing.aliyuncs.com");
         assert_eq!(path, "/a/b.wav?Expires=1&Signature=x%2F");
-        assert!(Endpoint::parse_result_url("file:///etc/passwd", &PeerOptions::new()).is_err());
+        assert!(Endpoint::parse_result_url("file:///etc/passwd", &PeerOptions::new(), 0).is_err());
         assert!(Endpoint::parse("nonsense", t()).is_err());
+        for nameless in ["https://:8443/v1", "https://@:1", "https://[]:1"] {
+            assert!(Endpoint::parse(nameless, t()).is_err(), "{nameless}");
+            assert!(Endpoint::parse_result_url(nameless, &PeerOptions::new(), 0).is_err());
+        }
     }
 }

@@ -82,11 +82,7 @@ impl Upstream {
                 let bad = |m: String| {
                     UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m)
                 };
-                let options = provider
-                    .endpoint(region)
-                    .map(|e| e.options.clone())
-                    .unwrap_or_else(PeerOptions::new);
-                let (ep, path) = Endpoint::parse_result_url(url, &options).map_err(bad)?;
+                let (ep, path) = result_endpoint(provider, region, url).map_err(bad)?;
                 let get = NativeRequest::get(path.clone());
                 let header = build_header(provider, ep.authority.as_str(), &path, &get)
                     .map_err(|e| classify(&provider.name, &e))?;
@@ -104,11 +100,7 @@ impl Upstream {
         url: &str,
     ) -> Result<Response<'_>, UpstreamError> {
         let bad = |m: String| UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, m);
-        let options = provider
-            .endpoint("")
-            .map(|e| e.options.clone())
-            .unwrap_or_else(PeerOptions::new);
-        let (ep, path) = Endpoint::parse_result_url(url, &options).map_err(bad)?;
+        let (ep, path) = result_endpoint(provider, "", url).map_err(bad)?;
         if !provider.result_host_allowed(&ep.host) {
             return Err(bad(format!(
                 "result host {} is not one of the provider's result hosts",
@@ -168,6 +160,7 @@ impl Upstream {
     ) -> Result<Response<'_>, UpstreamError> {
         let mut peer = HttpPeer::new(addr, ep.tls, ep.host.clone());
         peer.options = ep.options.clone();
+        peer.group_key = ep.pool_group;
 
         // A pooled connection may have been closed by the provider while idle; a failure on a
         // reused connection before any answer is worth one immediate fresh try.
@@ -198,6 +191,19 @@ impl Upstream {
                 Err(e) => return Err(classify(provider, &e)),
             }
         }
+    }
+}
+
+/// A URL from a provider's answer (a result file, a polling URL), reached with the provider's
+/// connection settings: its timeouts and the CA it trusts.
+fn result_endpoint(
+    provider: &Provider,
+    region: &str,
+    url: &str,
+) -> Result<(Endpoint, String), String> {
+    match provider.endpoint(region) {
+        Some(base) => Endpoint::parse_result_url(url, &base.options, base.pool_group),
+        None => Endpoint::parse_result_url(url, &PeerOptions::new(), 0),
     }
 }
 
@@ -259,6 +265,10 @@ fn is_timeout(e: &PError) -> bool {
 
 /// Map a Pingora client error to the gateway's classification.
 fn classify(provider: &str, e: &PError) -> UpstreamError {
+    if let Some(reason) = certificate_refusal(e) {
+        log::warn!("{provider}: TLS certificate refused: {e}");
+        return UpstreamError::certificate_refused(provider, reason);
+    }
     let kind = match e.etype() {
         ErrorType::ConnectTimedout
         | ErrorType::ReadTimedout
@@ -277,6 +287,53 @@ fn classify(provider: &str, e: &PError) -> UpstreamError {
         _ => UpstreamErrorKind::Failure,
     };
     UpstreamError::new(kind, provider, e.etype().as_str().to_string())
+}
+
+/// Why the provider's certificate was refused, when that is what failed the TLS handshake.
+///
+/// Pingora keeps only the text of rustls's error (`… invalid peer certificate: <reason> …`), so
+/// the reason is read from it; the known reasons are named in plain words and anything else is
+/// given as rustls put it. Only handshake failures are read: a certificate refused is always one.
+fn certificate_refusal(e: &PError) -> Option<String> {
+    if !matches!(e.etype(), ErrorType::TLSHandshakeFailure) {
+        return None;
+    }
+    let text = e.to_string();
+    let (_, rest) = text.split_once("invalid peer certificate: ")?;
+    // The reason ends where Pingora appends the SNI or the next cause.
+    let reason = rest
+        .split([',', ';'])
+        .next()
+        .unwrap_or(rest)
+        .split(" cause:")
+        .next()
+        .unwrap_or(rest)
+        .trim();
+    let has = |needles: &[&str]| needles.iter().any(|n| reason.contains(n));
+    let plain = if has(&["UnknownIssuer"]) {
+        "it is not signed by a trusted certificate authority (unknown issuer)".to_string()
+    } else if has(&["certificate expired", "Expired"]) {
+        "it has expired".to_string()
+    } else if has(&["not valid yet", "NotValidYet"]) {
+        "it is not valid yet".to_string()
+    } else if has(&["not valid for name", "NotValidForName"]) {
+        "it is not valid for the provider's host name".to_string()
+    } else if has(&["Revoked"]) {
+        "it has been revoked".to_string()
+    } else if has(&["BadSignature"]) {
+        "its signature is invalid".to_string()
+    } else {
+        let mut raw = reason.to_string();
+        if raw.len() > 120 {
+            let mut cut = 120;
+            while !raw.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            raw.truncate(cut);
+        }
+        format!("it is invalid ({raw})")
+    };
+    Some(plain)
 }
 
 impl Response<'_> {
@@ -354,5 +411,90 @@ impl Response<'_> {
         } else {
             self.session.shutdown().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pingora::tls::{CertificateError, RusTlsError, ServerName, UnixTime};
+
+    /// A handshake failure as Pingora's rustls connector reports it: rustls's error inside the
+    /// stream's error, whose text the handshake's error repeats with the SNI.
+    fn handshake_failure(rustls: RusTlsError) -> Box<PError> {
+        let io = std::io::Error::new(std::io::ErrorKind::InvalidData, rustls);
+        let inner = PError::because(ErrorType::TLSHandshakeFailure, "tls connect error", io);
+        PError::explain(
+            ErrorType::TLSHandshakeFailure,
+            format!("TLS connect() failed: {inner}, SNI: api.example.com"),
+        )
+    }
+
+    fn reason(e: CertificateError) -> Option<String> {
+        certificate_refusal(&handshake_failure(RusTlsError::InvalidCertificate(e)))
+    }
+
+    #[test]
+    fn certificate_refusals_are_named_in_plain_words() {
+        let t = |s| UnixTime::since_unix_epoch(std::time::Duration::from_secs(s));
+        let cases = [
+            (
+                CertificateError::UnknownIssuer,
+                "it is not signed by a trusted certificate authority (unknown issuer)",
+            ),
+            (
+                CertificateError::ExpiredContext {
+                    time: t(2_000_000_000),
+                    not_after: t(1_600_000_000),
+                },
+                "it has expired",
+            ),
+            (CertificateError::Expired, "it has expired"),
+            (
+                CertificateError::NotValidForNameContext {
+                    expected: ServerName::try_from("api.example.com").unwrap(),
+                    presented: vec!["DnsName(\"other.example\")".into()],
+                },
+                "it is not valid for the provider's host name",
+            ),
+            (
+                CertificateError::NotValidYetContext {
+                    time: t(1_000),
+                    not_before: t(2_000),
+                },
+                "it is not valid yet",
+            ),
+            (CertificateError::Revoked, "it has been revoked"),
+            (CertificateError::BadSignature, "its signature is invalid"),
+            (
+                CertificateError::UnhandledCriticalExtension,
+                "it is invalid (UnhandledCriticalExtension)",
+            ),
+        ];
+        for (error, expected) in cases {
+            assert_eq!(reason(error).as_deref(), Some(expected));
+        }
+    }
+
+    #[test]
+    fn other_failures_are_not_certificate_refusals() {
+        let alert = handshake_failure(RusTlsError::DecryptError);
+        assert_eq!(certificate_refusal(&alert), None);
+        let refused = PError::explain(
+            ErrorType::ConnectRefused,
+            "invalid peer certificate: UnknownIssuer",
+        );
+        assert_eq!(certificate_refusal(&refused), None);
+        let e = classify("p", &alert);
+        assert_eq!(e.kind, UpstreamErrorKind::Connect);
+        assert!(!e.certificate_refused && e.retryable());
+        let e = classify(
+            "p",
+            &handshake_failure(RusTlsError::InvalidCertificate(
+                CertificateError::UnknownIssuer,
+            )),
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::Connect);
+        assert!(e.certificate_refused && !e.retryable());
     }
 }

@@ -123,7 +123,7 @@ impl Upstream {
         let options = peer_options(policy.download_timeout);
         let mut current = url.to_string();
         for _ in 0..=MAX_REDIRECTS {
-            let (ep, path) = Endpoint::parse_result_url(&current, &options)
+            let (ep, path) = Endpoint::parse_result_url(&current, &options, 0)
                 .map_err(|m| m.replace("result URL", "URL"))?;
             let addrs = self
                 .resolve(&ep.host, ep.port)

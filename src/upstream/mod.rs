@@ -1,6 +1,6 @@
 //! Talking to providers: the provider account (credentials, endpoints, error classification),
-//! name resolution, the exchange over Pingora's connector, the download guard, and the retry
-//! policy.
+//! name resolution, the exchange over Pingora's connector, the download guard, the retry
+//! policy, and the trust roots for providers' certificates.
 
 pub mod dns;
 pub mod endpoint;
@@ -8,3 +8,4 @@ pub mod exchange;
 pub mod guard;
 pub mod provider;
 pub mod retry;
+pub mod trust;

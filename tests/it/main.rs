@@ -62,4 +62,5 @@ mod speech_volcengine;
 mod task_failover;
 mod task_store;
 mod task_takeover;
+mod upstream_tls;
 mod validation;

@@ -8,6 +8,7 @@ pub mod redis;
 pub mod rerank_conformance;
 pub mod speech_conformance;
 pub mod tasks;
+pub mod tls_front;
 pub mod wan;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
