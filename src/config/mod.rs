@@ -185,6 +185,7 @@ fn server_conf(top: serde_yaml::Mapping, errors: &mut Vec<String>) -> Option<Ser
 }
 
 fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings> {
+    keep_secrets_out_of_logs(&file);
     let mut listeners = Vec::new();
     if file.listeners.is_empty() {
         errors.push("switchyard.listeners: at least one entry point is required".into());
@@ -329,6 +330,38 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
         images,
         redis,
     })
+}
+
+/// Register every credential the file holds with the logger's filter, so none is ever printed
+/// in full, whatever text carries it (a provider echoing its key, a URL in an error).
+fn keep_secrets_out_of_logs(file: &GatewayFile) {
+    for p in file.providers.values() {
+        crate::logging::redact_also(&p.api_key);
+        // Kind-specific credentials (Kling's `secret_key`, …).
+        for (k, v) in &p.kind {
+            if let (Some(k), Some(v)) = (k.as_str(), v.as_str()) {
+                if crate::logging::sensitive_name(k) {
+                    crate::logging::redact_also(v);
+                }
+            }
+        }
+    }
+    for k in &file.auth.api_keys {
+        crate::logging::redact_also(k.key.as_deref().unwrap_or_default());
+    }
+    if let Some(jwt) = &file.auth.jwt {
+        crate::logging::redact_also(jwt.hs256_secret.as_deref().unwrap_or_default());
+    }
+    // `redis://user:password@host`: the password.
+    if let Some(url) = &file.store.redis_url {
+        let userinfo = url
+            .split_once("://")
+            .and_then(|(_, rest)| rest.split_once('@'))
+            .map(|(userinfo, _)| userinfo);
+        if let Some((_, password)) = userinfo.and_then(|u| u.split_once(':')) {
+            crate::logging::redact_also(password);
+        }
+    }
 }
 
 fn redis_settings(f: &file::StoreFile, errors: &mut Vec<String>) -> Option<RedisConn> {
