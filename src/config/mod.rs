@@ -638,6 +638,39 @@ mod tests {
     }
 
     #[test]
+    fn every_credential_the_file_holds_is_kept_out_of_logs() {
+        let yaml = r#"
+version: 1
+switchyard:
+  listeners: [{name: a, address: "127.0.0.1:1"}]
+  store: {redis_url: "redis://user:redis-pass-CFGTEST@127.0.0.1:6379"}
+  auth:
+    api_keys: [{name: c, key: "client-key-CFGTEST"}]
+    jwt: {hs256_secret: "jwt-secret-CFGTEST-at-least-32-bytes-long"}
+  providers:
+    openai: {kind: openai, api_key: "provider-key-CFGTEST", base_url: "https://api.openai.com/v1"}
+    kling: {kind: kling, api_key: "kling-access-CFGTEST", secret_key: "kling-secret-CFGTEST", base_url: "https://api.klingai.com"}
+  models: {}
+"#;
+        load_str(yaml, &no_env).unwrap_or_else(|e| panic!("{e:#?}"));
+        for secret in [
+            "redis-pass-CFGTEST",
+            "client-key-CFGTEST",
+            "jwt-secret-CFGTEST-at-least-32-bytes-long",
+            "provider-key-CFGTEST",
+            "kling-access-CFGTEST",
+            "kling-secret-CFGTEST",
+        ] {
+            let line = format!("a provider said: {secret}.");
+            assert_eq!(
+                crate::logging::redact(&line),
+                "a provider said: [redacted].",
+                "{secret}"
+            );
+        }
+    }
+
+    #[test]
     fn every_problem_is_listed_with_its_path() {
         let yaml = r#"
 version: 1

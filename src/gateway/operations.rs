@@ -34,12 +34,14 @@ pub enum Failure {
 }
 
 impl Failure {
-    /// A write of the answer (`what`) failed: the client is gone when the socket said so, else
-    /// the answer is abandoned for the reason given.
+    /// A write of the answer (`what`) failed: the client is gone when its connection said so
+    /// (over HTTP/2, a stream the client reset is an `H2Error` from downstream), else the answer
+    /// is abandoned for the reason given.
     pub fn written(what: &str, e: Box<pingora::Error>) -> Failure {
-        use pingora::ErrorType::{ConnectionClosed, WriteError, WriteTimedout};
+        use pingora::ErrorType::{ConnectionClosed, H2Error, WriteError, WriteTimedout};
         match e.etype() {
             WriteError | ConnectionClosed | WriteTimedout => Failure::ClientGone,
+            H2Error if *e.esource() == pingora::ErrorSource::Downstream => Failure::ClientGone,
             _ => Failure::Abort(format!("{what}: {e}")),
         }
     }
