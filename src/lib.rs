@@ -10,12 +10,14 @@
 //!
 //! # Embedding
 //!
-//! Another Pingora server can host the gateway: load [`config::Settings`], build a
-//! [`gateway::GatewayState`], and add one [`gateway::Gateway`] service per entry point (or call
-//! [`server::add_services`]).
+//! Another Pingora server can host the gateway: install the gateway's logger ([`logging::init`],
+//! which keeps credentials out of every log record, Pingora's included; [`logging::install`]
+//! wraps a logger of your own), load [`config::Settings`], build a [`gateway::GatewayState`],
+//! and add one [`gateway::Gateway`] service per entry point (or call [`server::add_services`]).
 //!
 //! ```no_run
 //! use pingora::server::Server;
+//! switchyard::logging::init().expect("no logger installed yet");
 //! let settings = switchyard::config::load_file("conf/switchyard.yaml").expect("valid config");
 //! let mut server = Server::new_with_opt_and_conf(None, settings.server);
 //! server.bootstrap();
@@ -32,6 +34,7 @@ pub mod common;
 pub mod config;
 pub mod engine;
 pub mod gateway;
+pub mod logging;
 pub mod providers;
 pub mod server;
 pub mod store;

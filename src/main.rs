@@ -4,7 +4,10 @@
 use pingora::server::configuration::Opt;
 
 fn main() {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    // RUST_LOG as env_logger reads it (default `info`), credentials blanked at every level.
+    if let Err(e) = switchyard::logging::init() {
+        eprintln!("could not install the logger: {e}");
+    }
     let opt = Opt::parse_args();
     let loaded = match &opt.conf {
         Some(path) => switchyard::config::load_file(path),

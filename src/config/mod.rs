@@ -239,6 +239,7 @@ fn server_conf(top: serde_yaml::Mapping, errors: &mut Vec<String>) -> Option<Ser
 }
 
 fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings> {
+    keep_secrets_out_of_logs(&file);
     let mut listeners = Vec::new();
     if file.listeners.is_empty() {
         errors.push("switchyard.listeners: at least one entry point is required".into());
@@ -471,6 +472,38 @@ fn listener_tls(
         Err(m) => {
             errors.push(format!("{at}: {m}"));
             None
+        }
+    }
+}
+
+/// Register every credential the file holds with the logger's filter, so none is ever printed
+/// in full, whatever text carries it (a provider echoing its key, a URL in an error).
+fn keep_secrets_out_of_logs(file: &GatewayFile) {
+    for p in file.providers.values() {
+        crate::logging::redact_also(&p.api_key);
+        // Kind-specific credentials (Kling's `secret_key`, …).
+        for (k, v) in &p.kind {
+            if let (Some(k), Some(v)) = (k.as_str(), v.as_str()) {
+                if crate::logging::sensitive_name(k) {
+                    crate::logging::redact_also(v);
+                }
+            }
+        }
+    }
+    for k in &file.auth.api_keys {
+        crate::logging::redact_also(k.key.as_deref().unwrap_or_default());
+    }
+    if let Some(jwt) = &file.auth.jwt {
+        crate::logging::redact_also(jwt.hs256_secret.as_deref().unwrap_or_default());
+    }
+    // `redis://user:password@host`: the password.
+    if let Some(url) = &file.store.redis_url {
+        let userinfo = url
+            .split_once("://")
+            .and_then(|(_, rest)| rest.split_once('@'))
+            .map(|(userinfo, _)| userinfo);
+        if let Some((_, password)) = userinfo.and_then(|u| u.split_once(':')) {
+            crate::logging::redact_also(password);
         }
     }
 }
@@ -746,6 +779,39 @@ mod tests {
             .iter()
             .all(|l| l.address.ip().is_loopback()));
         assert!(s.gateway.catalog.get("tts-1").is_some());
+    }
+
+    #[test]
+    fn every_credential_the_file_holds_is_kept_out_of_logs() {
+        let yaml = r#"
+version: 1
+switchyard:
+  listeners: [{name: a, address: "127.0.0.1:1"}]
+  store: {redis_url: "redis://user:redis-pass-CFGTEST@127.0.0.1:6379"}
+  auth:
+    api_keys: [{name: c, key: "client-key-CFGTEST"}]
+    jwt: {hs256_secret: "jwt-secret-CFGTEST-at-least-32-bytes-long"}
+  providers:
+    openai: {kind: openai, api_key: "provider-key-CFGTEST", base_url: "https://api.openai.com/v1"}
+    kling: {kind: kling, api_key: "kling-access-CFGTEST", secret_key: "kling-secret-CFGTEST", base_url: "https://api.klingai.com"}
+  models: {}
+"#;
+        load_str(yaml, &no_env).unwrap_or_else(|e| panic!("{e:#?}"));
+        for secret in [
+            "redis-pass-CFGTEST",
+            "client-key-CFGTEST",
+            "jwt-secret-CFGTEST-at-least-32-bytes-long",
+            "provider-key-CFGTEST",
+            "kling-access-CFGTEST",
+            "kling-secret-CFGTEST",
+        ] {
+            let line = format!("a provider said: {secret}.");
+            assert_eq!(
+                crate::logging::redact(&line),
+                "a provider said: [redacted].",
+                "{secret}"
+            );
+        }
     }
 
     #[test]

@@ -131,10 +131,29 @@ pub struct Ctx {
     model: Option<Arc<Model>>,
     /// Set when an answer had begun and had to be abandoned.
     aborted: Option<String>,
+    /// The client went away before its answer was complete: said once, in the access log.
+    client_gone: bool,
     /// The API shape the request speaks, and so its answers and errors.
     surface: Surface,
     /// This request's slot under the entry point's in-flight cap, given back as the context drops.
     _in_flight: Option<InFlight>,
+}
+
+/// An answer that cannot be finished. The access log says why ([`Gateway::logging`]), and the
+/// error returned makes Pingora drop the connection without finishing the body, which the client
+/// sees as a truncated answer.
+fn abandon(session: &mut Session, ctx: &mut Ctx, failure: Failure) -> Box<PError> {
+    session.set_keepalive(None);
+    let why = match failure {
+        Failure::ClientGone => {
+            ctx.client_gone = true;
+            "client went away".to_string()
+        }
+        Failure::Abort(why) => why,
+        Failure::Answer(err) => err.message(),
+    };
+    ctx.aborted = Some(why.clone());
+    PError::explain(ErrorType::Custom("answer abandoned"), why)
 }
 
 impl Gateway {
@@ -162,13 +181,13 @@ impl Gateway {
                     &[],
                 )
                 .await
-                .map_err(|e| Failure::Abort(e.to_string()));
+                .map_err(|e| Failure::written("writing answer", e));
             }
             Route::OpenApi => {
                 ctx.status = 200;
                 return respond::json(session, 200, openapi::document(), &[])
                     .await
-                    .map_err(|e| Failure::Abort(e.to_string()));
+                    .map_err(|e| Failure::written("writing answer", e));
             }
             Route::File => return self.file(session, ctx).await,
             Route::Task => return self.task(session, ctx).await,
@@ -231,7 +250,7 @@ impl Gateway {
         ctx.status = 200;
         respond::json(session, 200, out.into(), &[])
             .await
-            .map_err(|e| Failure::Abort(format!("writing answer: {e}")))
+            .map_err(|e| Failure::written("writing answer", e))
     }
 
     /// Serve a hosted image. No credentials: the unguessable, expiring link is the capability
@@ -266,7 +285,7 @@ impl Gateway {
             head_only,
         )
         .await
-        .map_err(|e| Failure::Abort(format!("writing file: {e}")))
+        .map_err(|e| Failure::written("writing file", e))
     }
 }
 
@@ -282,6 +301,7 @@ impl ProxyHttp for Gateway {
             principal: None,
             model: None,
             aborted: None,
+            client_gone: false,
             surface: Surface::Native,
             _in_flight: None,
         }
@@ -308,16 +328,12 @@ impl ProxyHttp for Gateway {
                     GatewayError::Store(m) => log::warn!("store unavailable: {m}"),
                     _ => {}
                 }
-                respond::error_as(session, &err, ctx.surface).await?;
-                Ok(true)
+                match respond::error_as(session, &err, ctx.surface).await {
+                    Ok(()) => Ok(true),
+                    Err(e) => Err(abandon(session, ctx, Failure::written("writing error", e))),
+                }
             }
-            Err(Failure::Abort(why)) => {
-                // The answer had begun: returning an error makes Pingora drop the connection
-                // without finishing the body, which the client sees as a truncated answer.
-                ctx.aborted = Some(why.clone());
-                session.set_keepalive(None);
-                Err(PError::explain(ErrorType::Custom("stream aborted"), why))
-            }
+            Err(failure) => Err(abandon(session, ctx, failure)),
         }
     }
 
@@ -349,6 +365,13 @@ impl ProxyHttp for Gateway {
             error_code: err.status(),
             can_reuse_downstream: false,
         }
+    }
+
+    /// A client that went away is the access log's `aborted="client went away"`, not an error:
+    /// it is the client's doing, and at the end of a load test there are hundreds. Every other
+    /// failure keeps Pingora's error line.
+    fn suppress_error_log(&self, _session: &Session, ctx: &Ctx, _error: &PError) -> bool {
+        ctx.client_gone
     }
 
     async fn logging(&self, session: &mut Session, _e: Option<&PError>, ctx: &mut Ctx) {

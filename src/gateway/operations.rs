@@ -25,8 +25,26 @@ use crate::upstream::exchange::{Response, Upstream};
 pub enum Failure {
     /// Nothing was sent yet: answer with this error.
     Answer(GatewayError),
-    /// The answer had started; the connection must be dropped unfinished (raw audio) or is gone.
+    /// The answer had started and cannot be finished: the connection is dropped unfinished (raw
+    /// audio), which the client sees as a truncated answer.
     Abort(String),
+    /// The client went away (or stopped reading until a write timed out): nothing more can be
+    /// sent, and nothing is wrong with the gateway or the provider.
+    ClientGone,
+}
+
+impl Failure {
+    /// A write of the answer (`what`) failed: the client is gone when its connection said so
+    /// (over HTTP/2, a stream the client reset is an `H2Error` from downstream), else the answer
+    /// is abandoned for the reason given.
+    pub fn written(what: &str, e: Box<pingora::Error>) -> Failure {
+        use pingora::ErrorType::{ConnectionClosed, H2Error, WriteError, WriteTimedout};
+        match e.etype() {
+            WriteError | ConnectionClosed | WriteTimedout => Failure::ClientGone,
+            H2Error if *e.esource() == pingora::ErrorSource::Downstream => Failure::ClientGone,
+            _ => Failure::Abort(format!("{what}: {e}")),
+        }
+    }
 }
 
 impl From<GatewayError> for Failure {
@@ -74,11 +92,11 @@ pub async fn speech(
     };
     respond::stream_head(session, content_type)
         .await
-        .map_err(|e| Failure::Abort(format!("writing response head: {e}")))?;
+        .map_err(|e| Failure::written("writing response head", e))?;
     ctx.status = 200;
     match stream_speech::relay(session, primed, req.sse, req.input.as_str()).await {
         Ok(()) => Ok(()),
-        Err(StreamError::Client) => Err(Failure::Abort("client went away".into())),
+        Err(StreamError::Client) => Err(Failure::ClientGone),
         Err(StreamError::Upstream(e)) => Err(Failure::Abort(format!(
             "provider failed mid-stream: {}",
             e.message()
@@ -146,7 +164,7 @@ pub async fn images(
     ctx.status = 200;
     respond::json(session, 200, out.into(), &[])
         .await
-        .map_err(|e| Failure::Abort(format!("writing answer: {e}")))
+        .map_err(|e| Failure::written("writing answer", e))
 }
 
 /// Where links to hosted files point: the configured public URL, else this request's own host
@@ -204,5 +222,5 @@ pub async fn rerank(
     ctx.status = 200;
     respond::json(session, 200, out.into(), &[])
         .await
-        .map_err(|e| Failure::Abort(format!("writing answer: {e}")))
+        .map_err(|e| Failure::written("writing answer", e))
 }

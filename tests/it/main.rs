@@ -32,6 +32,7 @@ mod images_siliconflow;
 mod images_stability;
 mod images_zhipu;
 mod layers;
+mod logs;
 mod openapi;
 mod redis_recovery;
 mod redis_store;

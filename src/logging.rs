@@ -1,0 +1,465 @@
+//! The gateway's logger: `env_logger` (configured by `RUST_LOG`) behind a filter that takes
+//! credentials out of every record, whoever wrote it.
+//!
+//! The gateway's own log lines never format a key, but Pingora's do: at `trace` it dumps each
+//! client request head (the client's `Authorization`, `Service-API-Key`, …) and the wire bytes of
+//! each request the gateway sends a provider (its `Authorization: Bearer sk-…`, `xi-api-key`,
+//! `x-goog-api-key`, signed headers); at `trace` it also dumps bodies, where a provider may echo
+//! a key. Those records are Pingora's text, so the only place to clean them is on their way out:
+//! [`Redacting`] formats each *enabled* record, blanks what [`redact`] finds, and hands the clean
+//! text to the logger it wraps. A disabled record is never formatted (the `log` macros check the
+//! level first, and [`Redacting::enabled`] is the wrapped logger's).
+//!
+//! What is blanked (as `[redacted]`):
+//! - every value registered with [`redact_also`] (the configured provider keys, client keys,
+//!   secrets: `config` registers them when it loads a file), wherever it appears;
+//! - the value of a header or parameter whose name says it holds a credential (see
+//!   [`sensitive_name`]), in the shapes Pingora prints: `"name": "value"` (a header map),
+//!   `name: value` at the start of a line (a request head, raw or as escaped bytes), and
+//!   `name=value` (query strings, signed-header parameters);
+//! - the token after an HTTP authentication scheme (`Bearer …`, `Basic …`) anywhere, and
+//!   `sk-…`-shaped words (the form most providers' keys take).
+//!
+//! One more thing it does: Pingora's `ERROR` for a client that went away (or stalled) before its
+//! request head was complete is logged at `debug` (`info` for a stall) instead: there was no
+//! request, and nothing the operator must act on (see `client_gone_level`). A client that goes
+//! away later is the gateway's to log, in its access line (`gateway::Gateway::logging`).
+//!
+//! Embedders: [`init`] installs this logger as the binary does; [`install`] wraps a logger of
+//! their own.
+
+use std::borrow::Cow;
+use std::sync::{PoisonError, RwLock};
+
+use log::{Level, LevelFilter, Log, Metadata, Record, SetLoggerError};
+
+/// What a blanked value becomes.
+const MARK: &str = "[redacted]";
+
+/// Values too short to be a real credential are not registered: blanking every `k` or `test`
+/// in every line would make the log unreadable, and the name-based rules still cover headers.
+const MIN_SECRET_LEN: usize = 8;
+
+/// Credentials the configuration holds, blanked wherever they appear.
+static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// Install the gateway's logger: `env_logger` reading `RUST_LOG` (default `info`), with every
+/// record passed through [`redact`]. Fails if a logger is already installed.
+pub fn init() -> Result<(), SetLoggerError> {
+    let inner =
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).build();
+    let level = inner.filter();
+    install(inner, level)
+}
+
+/// Install `inner` behind the redacting filter, with `level` as the global maximum (records
+/// above it are never even built).
+pub fn install<L: Log + 'static>(inner: L, level: LevelFilter) -> Result<(), SetLoggerError> {
+    log::set_boxed_logger(Box::new(Redacting { inner }))?;
+    log::set_max_level(level);
+    Ok(())
+}
+
+/// Blank `secret` in every log record from now on (ignored when shorter than 8 bytes).
+pub fn redact_also(secret: &str) {
+    let secret = secret.trim();
+    if secret.len() < MIN_SECRET_LEN {
+        return;
+    }
+    let mut all = SECRETS.write().unwrap_or_else(PoisonError::into_inner);
+    if !all.iter().any(|s| s == secret) {
+        all.push(secret.to_string());
+        // Longest first, so a secret containing another is blanked whole.
+        all.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    }
+}
+
+/// A logger that hands `inner` only redacted records.
+pub struct Redacting<L> {
+    inner: L,
+}
+
+impl<L> Redacting<L> {
+    pub fn new(inner: L) -> Redacting<L> {
+        Redacting { inner }
+    }
+}
+
+impl<L: Log> Log for Redacting<L> {
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        self.inner.enabled(metadata)
+    }
+
+    fn log(&self, record: &Record<'_>) {
+        let text = |record: &Record<'_>| -> Cow<'_, str> {
+            match record.args().as_str() {
+                Some(s) => Cow::Borrowed(s),
+                None => Cow::Owned(record.args().to_string()),
+            }
+        };
+        let mut metadata = record.metadata().clone();
+        let mut formatted = None;
+        if record.level() == Level::Error && record.target() == "pingora_proxy" {
+            let t = text(record);
+            if let Some(level) = client_gone_level(&t) {
+                metadata = Metadata::builder()
+                    .level(level)
+                    .target(record.target())
+                    .build();
+            }
+            formatted = Some(t);
+        }
+        // Formatting costs; a record the inner logger would drop is dropped unformatted.
+        if !self.inner.enabled(&metadata) {
+            return;
+        }
+        let text = formatted.unwrap_or_else(|| text(record));
+        let clean = redact(&text);
+        self.inner.log(
+            &Record::builder()
+                .args(format_args!("{clean}"))
+                .metadata(metadata)
+                .module_path(record.module_path())
+                .file(record.file())
+                .line(record.line())
+                .build(),
+        );
+    }
+
+    fn flush(&self) {
+        self.inner.flush()
+    }
+}
+
+/// The level for Pingora's `ERROR` about a client that went away before its request head was
+/// complete (`debug`: nothing happened), or was too slow sending it (`info`): no request was
+/// made, nothing is wrong with the gateway, and a load test's end or a scan would otherwise
+/// write one error per connection. `None` for every other record.
+fn client_gone_level(text: &str) -> Option<Level> {
+    let what = text.strip_prefix("Fail to proxy: Downstream ")?;
+    if what.starts_with("ConnectionClosed") || what.starts_with("ReadError") {
+        Some(Level::Debug)
+    } else if what.starts_with("ReadTimedout") {
+        Some(Level::Info)
+    } else {
+        None
+    }
+}
+
+/// `text` with every credential found in it blanked (see the module doc).
+pub fn redact(text: &str) -> Cow<'_, str> {
+    let mut out = Cow::Borrowed(text);
+    {
+        let secrets = SECRETS.read().unwrap_or_else(PoisonError::into_inner);
+        for secret in secrets.iter() {
+            if out.contains(secret.as_str()) {
+                out = Cow::Owned(out.replace(secret.as_str(), MARK));
+            }
+        }
+    }
+    if let Some(s) = named_values(&out) {
+        out = Cow::Owned(s);
+    }
+    if let Some(s) = scheme_tokens(&out) {
+        out = Cow::Owned(s);
+    }
+    out
+}
+
+/// Whether a header or parameter of this name carries a credential.
+pub fn sensitive_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n == "sig"
+        || [
+            "auth", // authorization, proxy-authorization, x-auth-token
+            "key",  // x-api-key, xi-api-key, x-goog-api-key, api-key, x-key, service-api-key
+            "token",
+            "secret",
+            "passw",
+            "signature",
+            "credential",
+            "cookie",
+        ]
+        .iter()
+        .any(|part| n.contains(part))
+}
+
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
+}
+
+/// Replace `text[start..end]` pieces, given in order, with [`MARK`].
+fn splice(text: &str, spans: &[(usize, usize)]) -> String {
+    let mut s = String::with_capacity(text.len());
+    let mut at = 0;
+    for &(start, end) in spans {
+        s.push_str(&text[at..start]);
+        s.push_str(MARK);
+        at = end;
+    }
+    s.push_str(&text[at..]);
+    s
+}
+
+/// The end of a quoted value starting after its opening `"` at `i`: the next `"` not escaped
+/// by a backslash (Debug output escapes quotes inside a value).
+fn quoted_end(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return i,
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
+/// Where a name starting at `start` may begin: the start of the text or after a delimiter.
+/// `line_start` asks for the start of a line (raw, or escaped as `\n` in Debug output).
+fn boundary_before(b: &[u8], start: usize, line_start: bool) -> bool {
+    if start == 0 {
+        return true;
+    }
+    let prev = b[start - 1];
+    if line_start {
+        return prev == b'\n'
+            || prev == b'\r'
+            || (start >= 2 && b[start - 2] == b'\\' && (prev == b'n' || prev == b'r'))
+            // The first line of a Debug-printed byte string: `b"name: …`.
+            || (prev == b'"' && start >= 2 && b[start - 2] == b'b');
+    }
+    matches!(
+        prev,
+        b' ' | b'\t'
+            | b'\n'
+            | b'\r'
+            | b'"'
+            | b'\''
+            | b'{'
+            | b'('
+            | b'['
+            | b','
+            | b'?'
+            | b'&'
+            | b';'
+    ) || (start >= 2 && b[start - 2] == b'\\' && matches!(prev, b'n' | b'r' | b't'))
+}
+
+/// The span of the name ending at `end` (exclusive), skipping an escape's letter (`\r\nname`).
+fn name_before(b: &[u8], end: usize) -> usize {
+    let mut start = end;
+    while start > 0 && is_name_byte(b[start - 1]) {
+        start -= 1;
+    }
+    // `…\r\nauthorization`: the `n` of the escape is not part of the name.
+    if start + 1 < end
+        && start >= 1
+        && b[start - 1] == b'\\'
+        && matches!(b[start], b'n' | b'r' | b't')
+    {
+        start += 1;
+    }
+    start
+}
+
+/// Blank values of credential-named headers and parameters; `None` when there are none.
+fn named_values(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let sep = b[i];
+        if sep != b':' && sep != b'=' {
+            i += 1;
+            continue;
+        }
+        // `"name": ` (a printed map) or `name:` / `name=`.
+        let quoted_name = sep == b':' && i > 0 && b[i - 1] == b'"';
+        let name_end = if quoted_name { i - 1 } else { i };
+        let start = name_before(b, name_end);
+        let name = &text[start..name_end];
+        let fits = !name.is_empty()
+            && if quoted_name {
+                start > 0 && b[start - 1] == b'"'
+            } else {
+                boundary_before(b, start, sep == b':')
+            };
+        if !fits || !sensitive_name(name) {
+            i += 1;
+            continue;
+        }
+        let mut v = i + 1;
+        while v < b.len() && b[v] == b' ' {
+            v += 1;
+        }
+        let (from, to) = if v < b.len() && b[v] == b'"' {
+            (v + 1, quoted_end(b, v + 1))
+        } else if quoted_name {
+            // A printed map's unquoted value (`Sensitive`, a number): nothing secret.
+            i += 1;
+            continue;
+        } else {
+            (v, unquoted_end(b, v, sep))
+        };
+        if to > from {
+            spans.push((from, to));
+        }
+        i = to.max(i + 1);
+    }
+    (!spans.is_empty()).then(|| splice(text, &spans))
+}
+
+/// The end of an unquoted value: a header value runs to the end of its line, a parameter to
+/// the next delimiter.
+fn unquoted_end(b: &[u8], from: usize, sep: u8) -> usize {
+    let mut i = from;
+    while i < b.len() {
+        let c = b[i];
+        let stop = if sep == b':' {
+            matches!(c, b'\r' | b'\n' | b'"')
+                || (c == b'\\' && matches!(b.get(i + 1), Some(b'r' | b'n')))
+        } else {
+            c.is_ascii_whitespace()
+                || matches!(
+                    c,
+                    b'&' | b'"' | b'\'' | b',' | b';' | b'\\' | b')' | b']' | b'}' | b'>'
+                )
+        };
+        if stop {
+            break;
+        }
+        if c == b'\\' {
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    i.min(b.len())
+}
+
+/// Blank the token after `Bearer ` / `Basic ` and `sk-…` words; `None` when there are none.
+fn scheme_tokens(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let lower = text.to_ascii_lowercase();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let token_end = |mut i: usize| {
+        while i < b.len()
+            && !b[i].is_ascii_whitespace()
+            && !matches!(
+                b[i],
+                b'"' | b'\'' | b'\\' | b',' | b';' | b')' | b']' | b'}'
+            )
+        {
+            i += 1;
+        }
+        i
+    };
+    let word_start = |i: usize| i == 0 || !b[i - 1].is_ascii_alphanumeric();
+    for scheme in ["bearer ", "basic ", "sk-"] {
+        let mut from = 0;
+        while let Some(found) = lower[from..].find(scheme) {
+            let at = from + found;
+            from = at + scheme.len();
+            if !word_start(at) {
+                continue;
+            }
+            let (start, end) = if scheme == "sk-" {
+                (at, token_end(at))
+            } else {
+                (from, token_end(from))
+            };
+            // Already blanked, or too short to be a key (`sk-1` in prose).
+            if end - start < 8 || text[start..].starts_with(MARK) {
+                continue;
+            }
+            spans.push((start, end));
+            from = end;
+        }
+    }
+    if spans.is_empty() {
+        return None;
+    }
+    spans.sort_unstable();
+    spans.dedup_by(|later, earlier| later.0 < earlier.1);
+    Some(splice(text, &spans))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_printed_header_map_loses_credential_values_only() {
+        let line = r#"Request header: Parts { method: POST, uri: /api/v1/rerank, headers: {"host": "gw", "service-api-key": "client-key-123", "authorization": "Bearer eyJhbGciOi.x.y", "x-goog-api-key": Sensitive, "content-type": "application/json"} }"#;
+        let out = redact(line);
+        assert!(!out.contains("client-key-123"), "{out}");
+        assert!(!out.contains("eyJhbGciOi"), "{out}");
+        assert!(
+            out.contains(r#""content-type": "application/json""#),
+            "{out}"
+        );
+        assert!(out.contains(r#""host": "gw""#), "{out}");
+        assert!(out.contains("/api/v1/rerank"), "{out}");
+    }
+
+    #[test]
+    fn wire_bytes_lose_every_credential_header() {
+        let line = r#"Writing request header: b"POST /v1/audio/speech HTTP/1.1\r\nAuthorization: Bearer sk-live-000111\r\nxi-api-key: xi-secret-9\r\nX-Goog-Api-Key: AIzaXYZ\r\nContent-Type: application/json\r\n\r\n""#;
+        let out = redact(line);
+        for secret in ["sk-live-000111", "xi-secret-9", "AIzaXYZ"] {
+            assert!(!out.contains(secret), "{secret} in {out}");
+        }
+        assert!(out.contains(r"Content-Type: application/json\r\n"), "{out}");
+        assert!(out.contains("POST /v1/audio/speech HTTP/1.1"), "{out}");
+    }
+
+    #[test]
+    fn raw_lines_and_parameters_are_cleaned() {
+        let out = redact("GET /img.png?Expires=1&OSSAccessKeyId=LTAI5t&Signature=abc%2F HTTP/1.1\nx-api-key: k-123456\n");
+        assert!(!out.contains("LTAI5t") && !out.contains("abc%2F") && !out.contains("k-123456"));
+        assert!(out.contains("Expires=1"), "{out}");
+        let out = redact("Authorization: AWS4-HMAC-SHA256 Credential=AK/20250101, SignedHeaders=host, Signature=deadbeef");
+        assert!(
+            !out.contains("deadbeef") && !out.contains("AK/2025"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn scheme_tokens_and_key_shaped_words_anywhere() {
+        let out =
+            redact("upstream said: invalid token Bearer abcdefghijk, key sk-proj-123456 rejected");
+        assert!(
+            !out.contains("abcdefghijk") && !out.contains("sk-proj-123456"),
+            "{out}"
+        );
+        assert!(out.contains("rejected"), "{out}");
+        // What was blanked before stays as it is.
+        let done = "provided: Bearer [redacted]";
+        assert_eq!(redact(done), done);
+        // Prose survives.
+        assert_eq!(redact("a risk-free retry"), "a risk-free retry");
+    }
+
+    #[test]
+    fn registered_secrets_are_blanked_anywhere() {
+        redact_also("reg1stered-secret-value");
+        redact_also("short");
+        let out = redact("body: {\"echo\":\"xreg1stered-secret-valuex\"} short");
+        assert!(!out.contains("reg1stered-secret-value"), "{out}");
+        assert!(out.contains("short"), "{out}");
+    }
+
+    #[test]
+    fn ordinary_lines_are_left_alone() {
+        for line in [
+            r#"domestic POST /api/v1/audio/speech status=200 code=- model=tts-1 caller=key:tester ms=3.2 aborted="client went away""#,
+            "provider openai has no api_key: its models will answer 503",
+            "auth.jwt.hs256_secret: shorter than 32 bytes; tokens are easier to forge",
+            "task 5: heartbeat not stored: timed out",
+            r#"{"token_count": 5}"#,
+        ] {
+            assert_eq!(redact(line), line);
+        }
+    }
+}
