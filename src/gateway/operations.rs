@@ -111,6 +111,7 @@ fn prime_speech<'u>(
         target.provider.clone(),
         resp,
         decoding,
+        req.sse,
     ))
 }
 

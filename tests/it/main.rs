@@ -49,6 +49,7 @@ mod retries;
 mod routing;
 mod shared_files;
 mod speech;
+mod speech_checks;
 mod speech_dashscope;
 mod speech_elevenlabs;
 mod speech_google;
