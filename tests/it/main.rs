@@ -17,6 +17,7 @@ mod support;
 
 mod auth;
 mod cli;
+mod http10;
 mod images;
 mod images_ark;
 mod images_async;
