@@ -18,6 +18,7 @@ mod support;
 mod auth;
 mod cli;
 mod http10;
+mod image_links;
 mod images;
 mod images_ark;
 mod images_async;
