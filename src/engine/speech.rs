@@ -103,7 +103,7 @@ pub async fn prime<'u>(
                     Finished::Fetch(url) if !fetched => {
                         resp.release().await;
                         resp = upstream.fetch(&provider, &url).await?;
-                        let raw = Raw::new(&provider, provider.max_response_bytes);
+                        let raw = Raw::file(&provider, provider.max_response_bytes);
                         native = raw.native();
                         decoder = Some(Box::new(raw));
                         expect::content_type(&provider, native, resp.headers())?;

@@ -75,14 +75,25 @@ pub struct Raw {
     provider: Arc<Provider>,
     limit: usize,
     seen: usize,
+    native: Native,
 }
 
 impl Raw {
+    /// The provider's own answer is the audio.
     pub fn new(provider: &Arc<Provider>, limit: usize) -> Raw {
         Raw {
             provider: provider.clone(),
             limit,
             seen: 0,
+            native: Native::Audio,
+        }
+    }
+
+    /// A result file the answer named, downloaded (labelled as the object store says).
+    pub fn file(provider: &Arc<Provider>, limit: usize) -> Raw {
+        Raw {
+            native: Native::File,
+            ..Raw::new(provider, limit)
         }
     }
 }
@@ -107,7 +118,7 @@ impl AudioDecoder for Raw {
     }
 
     fn native(&self) -> Native {
-        Native::Audio
+        self.native
     }
 }
 

@@ -36,10 +36,14 @@ pub const WINDOW: usize = 64;
 /// What kind of body a 2xx speech answer must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Native {
-    /// The audio itself (OpenAI, Azure, ElevenLabs, a downloaded result file): typed `audio/*`,
+    /// The audio itself (OpenAI, Azure, ElevenLabs): typed `audio/*`,
     /// `application/octet-stream` (`binary/octet-stream`, as object stores label files) or
     /// `application/ogg`, and not starting like a document.
     Audio,
+    /// A result file downloaded from where the answer pointed (DashScope's WAV on object
+    /// storage): labelled as whoever stored it, which no provider documents, so any type but a
+    /// document's (`text/*`, JSON, XML) passes; its first bytes are judged as [`Native::Audio`]'s.
+    File,
     /// An SSE stream copied to the client as it is (OpenAI's and Azure's `stream_format: sse`):
     /// typed `text/event-stream`, and not starting like a document.
     Events,
@@ -95,7 +99,7 @@ pub fn content_type(
 /// module docs).
 pub fn not_the_answer(provider: &Provider, native: Native, what: &str) -> UpstreamError {
     let asked = match native {
-        Native::Audio => "audio",
+        Native::Audio | Native::File => "audio",
         Native::Events => "an event stream",
         Native::Decoded => "its speech answer",
     };
@@ -114,6 +118,13 @@ fn allowed(native: Native, essence: &str) -> bool {
                     essence,
                     "application/octet-stream" | "binary/octet-stream" | "application/ogg"
                 )
+        }
+        Native::File => {
+            !(essence.starts_with("text/")
+                || essence.ends_with("/json")
+                || essence.ends_with("+json")
+                || essence.ends_with("/xml")
+                || essence.ends_with("+xml"))
         }
         Native::Events => essence == "text/event-stream",
         Native::Decoded => !matches!(
@@ -161,7 +172,7 @@ pub fn judge(native: Native, head: &[u8], ended: bool) -> Verdict {
             b'<' => Verdict::Not("an HTML or XML page"),
             _ => Verdict::Fine,
         },
-        Native::Audio => {
+        Native::Audio | Native::File => {
             let opens_document = matches!(first, b'{' | b'[' | b'<');
             match text_prefix(window) {
                 // Binary before the window ends: audio.
@@ -381,6 +392,23 @@ mod tests {
             assert!(ok(Native::Decoded, ct), "{ct}");
         }
         assert!(!ok(Native::Decoded, "text/html"));
+        for ct in [
+            "audio/x-wav",
+            "application/x-wav",
+            "binary/octet-stream",
+            "application/zip",
+        ] {
+            assert!(ok(Native::File, ct), "{ct}");
+        }
+        for ct in [
+            "text/html",
+            "text/plain",
+            "application/json",
+            "application/xml",
+            "application/problem+json",
+        ] {
+            assert!(!ok(Native::File, ct), "{ct}");
+        }
         // No type: the first bytes decide.
         assert!(content_type(&p, Native::Audio, Some(&HeaderMap::new())).is_ok());
         assert!(content_type(&p, Native::Events, None).is_ok());
