@@ -74,6 +74,12 @@ pub enum UpstreamErrorKind {
     Failure,
     /// The provider answered something we could not understand (bad JSON, missing fields, too large).
     BadResponse,
+    /// A 2xx answer that is not the kind of body asked for: an HTML page or a JSON document where
+    /// audio was asked, a type that is not the stream's. Such an answer usually comes from
+    /// something in front of the API (a proxy's or load balancer's page, a maintenance notice),
+    /// not from the API itself, so unlike [`BadResponse`](Self::BadResponse) it is retried; the
+    /// caller sees the same `upstream_bad_response` when retries run out.
+    WrongAnswer,
 }
 
 /// A classified provider error. `message` is safe to show the caller: adapters put only the provider's
@@ -124,7 +130,8 @@ impl UpstreamError {
         match self.kind {
             UpstreamErrorKind::Connect
             | UpstreamErrorKind::Timeout
-            | UpstreamErrorKind::RateLimited => true,
+            | UpstreamErrorKind::RateLimited
+            | UpstreamErrorKind::WrongAnswer => true,
             // A failure the provider reported with a 4xx (quota exhausted, model unknown) repeats.
             UpstreamErrorKind::Failure => self.status.is_none_or(|s| s >= 500),
             UpstreamErrorKind::InvalidRequest
@@ -236,7 +243,8 @@ impl GatewayError {
                 UpstreamErrorKind::Connect
                 | UpstreamErrorKind::AuthRejected
                 | UpstreamErrorKind::Failure
-                | UpstreamErrorKind::BadResponse => 502,
+                | UpstreamErrorKind::BadResponse
+                | UpstreamErrorKind::WrongAnswer => 502,
             },
         }
     }
@@ -266,7 +274,9 @@ impl GatewayError {
                 UpstreamErrorKind::AuthRejected => "upstream_auth_failed",
                 UpstreamErrorKind::UnknownModel => "model_unavailable",
                 UpstreamErrorKind::Failure => "upstream_error",
-                UpstreamErrorKind::BadResponse => "upstream_bad_response",
+                UpstreamErrorKind::BadResponse | UpstreamErrorKind::WrongAnswer => {
+                    "upstream_bad_response"
+                }
             },
         }
     }
@@ -307,6 +317,10 @@ impl GatewayError {
                 },
                 UpstreamErrorKind::BadResponse => format!(
                     "provider {} sent an answer the gateway could not read: {}",
+                    u.provider, u.message
+                ),
+                UpstreamErrorKind::WrongAnswer => format!(
+                    "provider {} answered with something other than what was asked: {}",
                     u.provider, u.message
                 ),
             },
@@ -421,6 +435,18 @@ mod tests {
         for (native, public, code) in cases {
             let e = GatewayError::Upstream(UpstreamError::from_status("p", native, "m"));
             assert_eq!((e.status(), e.code()), (public, code), "native {native}");
+        }
+    }
+
+    #[test]
+    fn a_wrong_answer_is_retried_and_a_bad_one_is_not() {
+        let wrong = UpstreamError::new(UpstreamErrorKind::WrongAnswer, "p", "an HTML page");
+        let bad = UpstreamError::new(UpstreamErrorKind::BadResponse, "p", "missing field");
+        assert!(wrong.retryable());
+        assert!(!bad.retryable());
+        for e in [wrong, bad] {
+            let e = GatewayError::Upstream(e);
+            assert_eq!((e.status(), e.code()), (502, "upstream_bad_response"));
         }
     }
 }

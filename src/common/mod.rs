@@ -3,6 +3,7 @@
 //! borrow the caller's bytes, native requests and image answers as adapters produce them, and the
 //! public operations.
 
+pub mod authority;
 pub mod error;
 pub mod image_input;
 pub mod images;

@@ -6,7 +6,7 @@
 //! more: an SSE client gets a final `error` event; an audio client sees the connection close
 //! without the terminating chunk, which every HTTP client reports as a truncated body rather than a
 //! success. An SSE stream that ends without its closing `speech.audio.done` event was cut short, and
-//! ends with an `error` event too.
+//! ends with an `error` event too; a half event it ended inside is never forwarded.
 
 use bytes::Bytes;
 use pingora::proxy::Session;
@@ -89,10 +89,12 @@ pub async fn events(
                 }
             }
             Ok(None) => {
-                // A last event missing its blank line still counts, and is completed: an SSE
-                // client drops an event that the stream ends before terminating.
-                if let Some(rest) = splitter.remainder() {
-                    ended |= closes(&rest);
+                // Bytes after the last blank line are an event the stream ended inside. Only a
+                // whole closing event (its JSON complete, just its blank line missing) is
+                // forwarded, completed: an SSE client would drop it unterminated. Anything else
+                // is half an event and never reaches the client.
+                if let Some(rest) = splitter.remainder().filter(|rest| closes(rest)) {
+                    ended = true;
                     session
                         .write_response_body(Some(terminated(rest)), false)
                         .await

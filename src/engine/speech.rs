@@ -2,8 +2,9 @@
 //!
 //! [`prime`] runs inside the attempt loop: it reads the native body until the decoder has produced
 //! the first audio (or the body ended), downloading a result file first when the answer only names
-//! one. Anything that fails there — a 200 answer carrying an error, a stream that ends before any
-//! audio — is still retryable, because nothing has reached the client. [`relay`] then writes the
+//! one. Anything that fails there — a 200 answer carrying an error, a 200 answer that is not audio
+//! at all (an HTML page, a JSON document; `stream::expect`), a stream that ends before any audio —
+//! is still retryable, because nothing has reached the client. [`relay`] then writes the
 //! audio out: raw bytes for `stream_format: audio`, or the gateway's public SSE events for `sse`:
 //!
 //! ```text
@@ -26,7 +27,8 @@ use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::engine::passthrough;
 use crate::engine::passthrough::StreamError;
-use crate::stream::audio::{Finished, Raw, SpeechDecoding, SpeechUsage};
+use crate::stream::audio::{AudioDecoder, Finished, Raw, SpeechDecoding, SpeechUsage};
+use crate::stream::expect::{self, Native, Verdict};
 use crate::upstream::exchange::{Response, Upstream};
 use crate::upstream::provider::bad_answer;
 use crate::upstream::provider::Provider;
@@ -41,58 +43,88 @@ pub struct Primed<'u> {
     done: Option<SpeechUsage>,
 }
 
-/// Read until the first audio is decoded (see the module docs).
+/// Read until the first audio is decoded (see the module docs). `sse` is the caller's
+/// `stream_format: sse`, which decides what a passed-through body must be.
+///
+/// Before anything is decoded or held for the client, the answer is checked to be what was asked
+/// for (`stream::expect`): its type, then its first bytes. Native chunks are held until those
+/// bytes are judged.
 pub async fn prime<'u>(
     upstream: &'u Upstream,
     provider: Arc<Provider>,
     mut resp: Response<'u>,
     decoding: SpeechDecoding,
+    sse: bool,
 ) -> Result<Primed<'u>, UpstreamError> {
-    let mut decoder = match decoding {
-        SpeechDecoding::Passthrough => None,
-        SpeechDecoding::Decode(d) => Some(d),
+    let (mut decoder, mut native) = match decoding {
+        SpeechDecoding::Passthrough if sse => (None, Native::Events),
+        SpeechDecoding::Passthrough => (None, Native::Audio),
+        SpeechDecoding::Decode(d) => {
+            let native = d.native();
+            (Some(d), native)
+        }
     };
+    expect::content_type(&provider, native, resp.headers())?;
     let mut pending = Vec::new();
+    // Native chunks read before the verdict on the body's first bytes; `None` once judged.
+    let mut held: Option<Vec<Bytes>> = Some(Vec::new());
     let mut fetched = false;
     loop {
-        match resp.chunk().await? {
-            Some(chunk) => match &mut decoder {
-                None => {
-                    if chunk.is_empty() {
-                        continue;
+        let chunk = resp.chunk().await?;
+        let ended = chunk.is_none();
+        let arrived = match held.as_mut() {
+            None => chunk.into_iter().collect(),
+            Some(held_chunks) => {
+                held_chunks.extend(chunk);
+                match expect::judge(native, &first_bytes(held_chunks), ended) {
+                    Verdict::NeedMore if !ended => continue,
+                    Verdict::Not(what) => {
+                        return Err(expect::not_the_answer(&provider, native, what))
                     }
-                    pending.push(chunk);
+                    Verdict::NeedMore | Verdict::Fine => held.take().unwrap_or_default(),
+                }
+            }
+        };
+        for chunk in arrived {
+            match &mut decoder {
+                None => {
+                    if !chunk.is_empty() {
+                        pending.push(chunk);
+                    }
                 }
                 Some(d) => d.push(&chunk, &mut pending)?,
-            },
-            None => {
-                let usage = match &mut decoder {
-                    None => SpeechUsage::default(),
-                    Some(d) => match d.finish(&mut pending)? {
-                        Finished::Done(usage) => usage,
-                        Finished::Fetch(url) if !fetched => {
-                            resp.release().await;
-                            resp = upstream.fetch(&provider, &url).await?;
-                            decoder =
-                                Some(Box::new(Raw::new(&provider, provider.max_response_bytes)));
-                            fetched = true;
-                            continue;
-                        }
-                        Finished::Fetch(_) => {
-                            return Err(bad_answer(&provider, "result file names another file"))
-                        }
-                    },
-                };
-                if pending.is_empty() {
-                    return Err(bad_answer(&provider, "answer carried no audio"));
-                }
-                return Ok(Primed {
-                    resp,
-                    decoder,
-                    pending,
-                    done: Some(usage),
-                });
             }
+        }
+        if ended {
+            let usage = match &mut decoder {
+                None => SpeechUsage::default(),
+                Some(d) => match d.finish(&mut pending)? {
+                    Finished::Done(usage) => usage,
+                    Finished::Fetch(url) if !fetched => {
+                        resp.release().await;
+                        resp = upstream.fetch(&provider, &url).await?;
+                        let raw = Raw::file(&provider, provider.max_response_bytes);
+                        native = raw.native();
+                        decoder = Some(Box::new(raw));
+                        expect::content_type(&provider, native, resp.headers())?;
+                        held = Some(Vec::new());
+                        fetched = true;
+                        continue;
+                    }
+                    Finished::Fetch(_) => {
+                        return Err(bad_answer(&provider, "result file names another file"))
+                    }
+                },
+            };
+            if pending.is_empty() {
+                return Err(bad_answer(&provider, "answer carried no audio"));
+            }
+            return Ok(Primed {
+                resp,
+                decoder,
+                pending,
+                done: Some(usage),
+            });
         }
         if !pending.is_empty() {
             return Ok(Primed {
@@ -103,6 +135,19 @@ pub async fn prime<'u>(
             });
         }
     }
+}
+
+/// The first [`expect::WINDOW`] bytes of `chunks`.
+fn first_bytes(chunks: &[Bytes]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(expect::WINDOW);
+    for chunk in chunks {
+        let room = expect::WINDOW - out.len();
+        out.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if out.len() == expect::WINDOW {
+            break;
+        }
+    }
+    out
 }
 
 /// Write the primed answer to the client. `input` is the caller's text, for usage the provider

@@ -11,6 +11,7 @@ use crate::api::adapter::Registry;
 use crate::api::compat::Surface;
 use crate::api::{images, rerank, speech};
 use crate::catalog::Target;
+use crate::common::authority;
 use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::engine::attempts;
 use crate::engine::attempts::AcceptFuture;
@@ -129,6 +130,7 @@ fn prime_speech<'u>(
         target.provider.clone(),
         resp,
         decoding,
+        req.sse,
     ))
 }
 
@@ -142,7 +144,7 @@ pub async fn images(
     let s = &state.settings;
     let req = images::parse(&body, &s.catalog, s.retry.max_retries)?;
     ctx.model = Some(req.model.clone());
-    let base = public_base(state, session);
+    let base = public_base(state, session, req.response_format == "url")?;
     let owner = ctx
         .principal
         .as_ref()
@@ -167,26 +169,69 @@ pub async fn images(
         .map_err(|e| Failure::written("writing answer", e))
 }
 
-/// Where links to hosted files point: the configured public URL, else this request's own host
-/// (`https` when the caller came over TLS or a proxy says so).
-fn public_base(state: &GatewayState, session: &Session) -> String {
+/// Where links to hosted files point: the configured public URL; else, when this request's images
+/// come back as links, its own host — only if that is a plain `host[:port]` authority, never
+/// reflected otherwise (a 400 naming `host`). `https` when the caller came over TLS or a proxy
+/// in front says so in `X-Forwarded-Proto`. A request whose images come back inline builds no
+/// link, so its host is not needed.
+fn public_base(
+    state: &GatewayState,
+    session: &Session,
+    links: bool,
+) -> Result<String, GatewayError> {
     if let Some(base) = &state.settings.images.public_base_url {
-        return base.clone();
+        return Ok(base.clone());
+    }
+    if !links {
+        return Ok(String::new());
     }
     let h = session.req_header();
-    let host = h
-        .headers
-        .get(http::header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .or_else(|| h.uri.authority().map(|a| a.as_str()))
-        .unwrap_or("localhost");
-    let forwarded_tls = h
-        .headers
+    // The request target's authority (HTTP/2's `:authority`, or an absolute-form target) wins
+    // over `Host`, as RFC 9112 §3.2.2 and RFC 9113 §8.3.1 say.
+    let mut hosts = h.headers.get_all(http::header::HOST).iter();
+    let host = match h.uri.authority() {
+        Some(authority) => Some(authority.as_str()),
+        None => {
+            let first = hosts.next();
+            // Pingora already refuses a request with two (HTTP/1 and HTTP/2 alike); checked again
+            // so that this function alone never picks one of several.
+            if hosts.next().is_some() {
+                return Err(GatewayError::field(
+                    "host",
+                    "more than one Host header: links to hosted images cannot be built",
+                ));
+            }
+            // A value that is not even UTF-8 is as unusable as a malformed one.
+            first.map(|v| v.to_str().unwrap_or(""))
+        }
+    };
+    let Some(host) = host else {
+        return Err(GatewayError::field(
+            "host",
+            "links to hosted images are built from the request's Host header, and it has none \
+             (the operator can set images.public_base_url instead)",
+        ));
+    };
+    if !authority::is_host_port(host) {
+        return Err(GatewayError::field(
+            "host",
+            "the Host header is not a plain host[:port] (a DNS name or IP address, optional \
+             port 1-65535), so links to hosted images cannot be built from it",
+        ));
+    }
+    let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some()) || forwarded_https(h);
+    Ok(format!("{}://{host}", if tls { "https" } else { "http" }))
+}
+
+/// Whether a proxy in front says the client came over HTTPS: the first (client-facing) value of
+/// `X-Forwarded-Proto` is `https`. Any other value (`http`, or one that means nothing) leaves the
+/// connection's own scheme.
+fn forwarded_https(h: &pingora::http::RequestHeader) -> bool {
+    h.headers
         .get("x-forwarded-proto")
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|p| p.eq_ignore_ascii_case("https"));
-    let tls = forwarded_tls || session.digest().is_some_and(|d| d.ssl_digest.is_some());
-    format!("{}://{host}", if tls { "https" } else { "http" })
+        .and_then(|v| v.split(',').next())
+        .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
 }
 
 pub async fn rerank(

@@ -45,12 +45,22 @@ pub async fn error_as(
     json(session, err.status(), body, &err.extra_headers()).await
 }
 
-/// Write the head of a streamed answer (chunked: no length is known in advance).
+/// Write the head of a streamed answer, whose length is not known in advance. HTTP/1.1 gets it
+/// chunked. HTTP/1.0 has no chunked coding (RFC 9112 §6.1: a server must not send it to a 1.0
+/// client), so the body is delimited by closing the connection: no `Transfer-Encoding`, no
+/// `Content-Length`, and `Connection: close` (Pingora frames a body with neither header that
+/// way). HTTP/2 frames bodies itself and forbids `Transfer-Encoding`: nothing is added.
 pub async fn stream_head(session: &mut Session, content_type: &str) -> pingora::Result<()> {
     let mut h = ResponseHeader::build(200, Some(3))?;
     h.insert_header(http::header::CONTENT_TYPE, content_type)?;
     h.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
-    h.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+    let version = session.req_header().version;
+    if version == http::Version::HTTP_11 {
+        h.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
+    } else if version < http::Version::HTTP_11 {
+        // Even if the client asked to keep the connection alive: its end is the body's end.
+        session.set_keepalive(None);
+    }
     session.write_response_header(Box::new(h), false).await
 }
 

@@ -11,6 +11,7 @@
 use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
 
+use super::expect::Native;
 use crate::common::error::UpstreamError;
 use crate::upstream::provider::bad_answer;
 use crate::upstream::provider::Provider;
@@ -40,6 +41,13 @@ pub trait AudioDecoder: Send {
     /// The native body ended: push what is left, and say how it ended. An answer that stops
     /// without the provider's end marker is an error, never a silently short success.
     fn finish(&mut self, out: &mut Vec<Bytes>) -> Result<Finished, UpstreamError>;
+
+    /// What kind of native body this decoder reads, checked before its first byte is decoded
+    /// (`stream::expect`). Most decoders parse the provider's JSON or SSE and know its in-band
+    /// errors themselves.
+    fn native(&self) -> Native {
+        Native::Decoded
+    }
 }
 
 /// What the gateway does with a 2xx native speech body.
@@ -67,14 +75,25 @@ pub struct Raw {
     provider: Arc<Provider>,
     limit: usize,
     seen: usize,
+    native: Native,
 }
 
 impl Raw {
+    /// The provider's own answer is the audio.
     pub fn new(provider: &Arc<Provider>, limit: usize) -> Raw {
         Raw {
             provider: provider.clone(),
             limit,
             seen: 0,
+            native: Native::Audio,
+        }
+    }
+
+    /// A result file the answer named, downloaded (labelled as the object store says).
+    pub fn file(provider: &Arc<Provider>, limit: usize) -> Raw {
+        Raw {
+            native: Native::File,
+            ..Raw::new(provider, limit)
         }
     }
 }
@@ -96,6 +115,10 @@ impl AudioDecoder for Raw {
 
     fn finish(&mut self, _out: &mut Vec<Bytes>) -> Result<Finished, UpstreamError> {
         Ok(Finished::Done(SpeechUsage::default()))
+    }
+
+    fn native(&self) -> Native {
+        self.native
     }
 }
 

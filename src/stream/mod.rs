@@ -1,7 +1,8 @@
 //! Stream framing and decoding shared by adapters and the speech relay: SSE events, line
-//! splitting, and how a provider's speech body becomes audio.
+//! splitting, how a provider's speech body becomes audio, and the check that it is audio at all.
 
 pub mod audio;
+pub mod expect;
 pub mod lines;
 pub mod sse;
 pub mod sse_audio;

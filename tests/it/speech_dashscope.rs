@@ -603,3 +603,46 @@ fn chinese_characters_count_twice_toward_the_limit() {
     assert!(out["message"].as_str().unwrap().contains("602"), "{out}");
     assert_eq!(fake.requests().len(), before, "nothing sent");
 }
+
+#[test]
+fn a_result_file_that_is_not_audio_is_retried_and_any_file_type_passes() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let wav = audio(5000, 7);
+    let file_url = format!("{}{RESULT_PATH}", fake.base_url());
+    // An object store's XML error page served with 200, then (retried) the real file, labelled
+    // with a type no provider documents: it passes on its bytes.
+    fake.push(url_answer(&file_url));
+    fake.push(Reply::bytes(
+        200,
+        "application/xml",
+        b"<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code></Error>".to_vec(),
+    ));
+    fake.push(url_answer(&file_url));
+    fake.push(Reply::bytes(200, "application/x-wav", wav.clone()));
+    let resp = speech(
+        &gw,
+        MODEL,
+        INPUT,
+        json!({"response_format": "wav", "retries": 1}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(resp.body, wav);
+    assert_eq!(fake.requests().len(), 4);
+
+    // A JSON document labelled as audio, with no retry left.
+    fake.push(url_answer(&file_url));
+    fake.push(Reply::bytes(
+        200,
+        "audio/wav",
+        br#"{"code": "InternalError", "message": "internal"}"#.to_vec(),
+    ));
+    let resp = speech(
+        &gw,
+        MODEL,
+        INPUT,
+        json!({"response_format": "wav", "retries": 0}),
+    );
+    assert_eq!(resp.status, 502, "{}", resp.text());
+    assert_eq!(resp.json()["code"], "upstream_bad_response");
+}
