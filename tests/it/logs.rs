@@ -406,7 +406,9 @@ const GAP: Duration = Duration::from_millis(20);
 
 /// Long, slowly streamed answers; the one that `dies` is cut by the provider halfway.
 fn slow_answer(req: &Recorded) -> Option<Reply> {
-    let chunk = vec![0x55u8; 8 * 1024];
+    // An MPEG frame header first: the gateway checks that an audio answer begins like audio.
+    let mut chunk = vec![0xFF, 0xFB, 0x90, 0x64];
+    chunk.resize(8 * 1024, 0x55);
     let audio = |first: Duration, n: usize, abort: bool| {
         let mut chunks = vec![(first, chunk.clone())];
         chunks.extend((1..n).map(|_| (GAP, chunk.clone())));
