@@ -117,6 +117,11 @@ const RELOAD_MS: u64 = 20;
 /// A gateway whose domestic entry point serves TLS with the files in `dir`; the overseas one
 /// stays plain.
 fn start(fake: &FakeProvider, dir: &Dir) -> TestGateway {
+    start_with(fake, dir, "")
+}
+
+/// [`start`], with `settings` (lines of the `switchyard:` section) added.
+fn start_with(fake: &FakeProvider, dir: &Dir, settings: &str) -> TestGateway {
     let (cert, key) = (dir.cert(), dir.key());
     TestGateway::start_with(|ports| {
         let plain = format!("address: \"127.0.0.1:{}\"}}", ports.0);
@@ -126,7 +131,8 @@ fn start(fake: &FakeProvider, dir: &Dir) -> TestGateway {
             cert.display(),
             key.display()
         );
-        let yaml = support::config(&fake.base_url(), ports);
+        let yaml = support::config(&fake.base_url(), ports)
+            .replace("  limits:\n", &format!("{settings}  limits:\n"));
         assert!(yaml.contains(&plain));
         yaml.replace(&plain, &with_tls)
     })
@@ -548,6 +554,32 @@ async fn many_requests_share_one_h2_connection() {
         assert_reranked(&answer.json());
     }
     assert_eq!(fake.requests().len(), 8);
+}
+
+#[tokio::test]
+async fn an_idle_h2_connection_is_closed_after_the_idle_timeout() {
+    let ca = Ca::new();
+    let dir = Dir::new();
+    dir.install(&ca.leaf("gateway"));
+    let fake = FakeProvider::start();
+    fake.set_default(rerank_reply());
+    let gw = start_with(&fake, &dir, "  clients: {idle_timeout_ms: 500}\n");
+    let tls = connect(gw.addr, client_config(&ca, ANY_TLS, &[b"h2"])).await;
+    let (h2, connection) = h2::client::handshake(tls).await.unwrap();
+    // The connection's future ends when the gateway closes it.
+    let (closed_tx, closed) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let _ = connection.await;
+        let _ = closed_tx.send(Instant::now());
+    });
+    let answer = h2_post(&h2, "/api/v1/rerank", &rerank_body()).await;
+    assert_eq!(answer.head.status, 200);
+    let idle = Instant::now();
+    let at = tokio::time::timeout(Duration::from_secs(5), closed)
+        .await
+        .expect("an idle HTTP/2 connection is closed")
+        .unwrap();
+    assert!(at - idle >= Duration::from_millis(400), "{:?}", at - idle);
 }
 
 #[tokio::test]
