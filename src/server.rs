@@ -26,6 +26,11 @@ use edge::EdgeApp;
 /// flushed chunk by chunk whatever the size, so audio and SSE are not held back by it.
 const ANSWER_WRITE_BUFFER: usize = 16 * 1024;
 
+/// Read buffer of each client connection. Pingora's default is 64 KiB, allocated for every
+/// connection, idle or not: most of the memory an idle or slow client costs. Request heads and
+/// bodies are read through it in pieces of this size, which a 16 KiB buffer serves as well.
+const REQUEST_READ_BUFFER: usize = 16 * 1024;
+
 /// A server ready to `run`, with one listening service per configured entry point.
 pub fn build(opt: Option<Opt>, settings: Settings) -> Server {
     let mut server = Server::new_with_opt_and_conf(opt, settings.server);
@@ -58,7 +63,7 @@ pub fn add_services(server: &mut Server, state: &Arc<GatewayState>) {
     for listener in &state.settings.listeners {
         let mut service = entry_point(server, state, listener);
         let buffers = L4BufferSettings {
-            read: None,
+            read: Some(REQUEST_READ_BUFFER),
             write: Some(ANSWER_WRITE_BUFFER),
         };
         let endpoint = ListenerConfig::tcp(listener.address.to_string()).l4_buffer(buffers);
