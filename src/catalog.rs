@@ -53,6 +53,13 @@ impl Catalog {
         self.models.get(name)
     }
 
+    /// Every model, sorted by name.
+    pub fn models(&self) -> Vec<&Arc<Model>> {
+        let mut models: Vec<&Arc<Model>> = self.models.values().collect();
+        models.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        models
+    }
+
     /// Model names serving `op`, sorted, for error messages.
     pub fn names_for(&self, op: Operation) -> Vec<&str> {
         let mut names: Vec<&str> = self

@@ -6,5 +6,6 @@ pub mod common;
 pub mod compat;
 pub mod image_edit;
 pub mod images;
+pub mod models;
 pub mod rerank;
 pub mod speech;

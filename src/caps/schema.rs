@@ -26,8 +26,8 @@ pub const OUTPUT_FORMATS: &[&str] = &["png", "jpg", "webp"];
 /// Every public image `background`.
 pub const BACKGROUNDS: &[&str] = &["transparent", "opaque", "auto"];
 
-/// What an input limit counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+/// What an input limit counts. Serialized (in `GET /api/v1/models`) with the names the table reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Unit {
     /// Unicode scalar values (what most providers mean by "characters").

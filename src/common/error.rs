@@ -181,6 +181,9 @@ pub enum GatewayError {
     FileNotFound,
     #[error("no such task, or it has expired")]
     TaskNotFound,
+    /// `GET /api/v1/models/{id}` of a name the catalog does not hold.
+    #[error("no such model; GET /api/v1/models lists them")]
+    ModelNotFound,
     #[error("method not allowed; use {allowed}")]
     MethodNotAllowed { allowed: &'static str },
     #[error("{0}")]
@@ -225,7 +228,10 @@ impl GatewayError {
     /// The HTTP status the caller sees. Exhaustive on purpose: a new error kind must choose one.
     pub fn status(&self) -> u16 {
         match self {
-            GatewayError::NotFound | GatewayError::FileNotFound | GatewayError::TaskNotFound => 404,
+            GatewayError::NotFound
+            | GatewayError::FileNotFound
+            | GatewayError::TaskNotFound
+            | GatewayError::ModelNotFound => 404,
             GatewayError::MethodNotAllowed { .. } => 405,
             GatewayError::Unauthorized(_) => 401,
             GatewayError::PayloadTooLarge { .. } | GatewayError::InputTooLong { .. } => 413,
@@ -252,9 +258,10 @@ impl GatewayError {
     /// The machine-readable `code` of the Error object.
     pub fn code(&self) -> &'static str {
         match self {
-            GatewayError::NotFound | GatewayError::FileNotFound | GatewayError::TaskNotFound => {
-                "not_found"
-            }
+            GatewayError::NotFound
+            | GatewayError::FileNotFound
+            | GatewayError::TaskNotFound
+            | GatewayError::ModelNotFound => "not_found",
             GatewayError::MethodNotAllowed { .. } => "method_not_allowed",
             GatewayError::Unauthorized(_) => "unauthorized",
             GatewayError::PayloadTooLarge { .. } => "payload_too_large",

@@ -19,6 +19,7 @@ use pingora::server::configuration::ServerConf;
 use serde_yaml::Value;
 
 use crate::api::adapter::Registry;
+use crate::api::models::Listing;
 use crate::auth::Authenticator;
 use crate::caps::{self, Caps};
 use crate::catalog::{Catalog, Model, Target};
@@ -129,6 +130,8 @@ pub struct GatewaySettings {
     pub retry: RetryPolicy,
     pub auth: Authenticator,
     pub catalog: Catalog,
+    /// The catalog as `GET /api/v1/models` answers it, rendered with it (so the two always agree).
+    pub models: Listing,
     /// Every provider account's adapters, indexed by the account's id.
     pub adapters: Registry,
     pub dns_ttl: Duration,
@@ -387,6 +390,13 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
         }
         let account = Account {
             name: name.clone(),
+            // `provider_config` read it, so it is there and a string.
+            kind: p
+                .kind
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
             key: key.to_string(),
             default_endpoint: default_ep,
             region_endpoints: regional,
@@ -405,6 +415,10 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
     }
 
     let catalog = build_catalog(&file.models, &file.providers, &providers, &adapters, errors);
+    let models = Listing::build(&catalog, crate::api::images::now()).unwrap_or_else(|m| {
+        errors.push(m);
+        Listing::default()
+    });
     let images = image_settings(&file.images, errors);
     let redis = redis_settings(&file.store, errors);
     let clients = client_limits(&file.clients, errors);
@@ -414,6 +428,7 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
         retry,
         auth: auth?,
         catalog,
+        models,
         adapters,
         dns_ttl: Duration::from_secs(file.dns_ttl_seconds),
         images,

@@ -9,6 +9,7 @@ pub mod admission;
 pub mod body;
 pub mod client_conn;
 pub mod image_tasks;
+pub mod models;
 pub mod openapi;
 pub mod operations;
 pub mod respond;
@@ -191,6 +192,9 @@ impl Gateway {
             }
             Route::File => return self.file(session, ctx).await,
             Route::Task => return self.task(session, ctx).await,
+            Route::Models | Route::Model => {
+                return models::serve(&self.state, route, session, ctx).await
+            }
             Route::Operation(op) => op,
             Route::ImageEdit => crate::common::Operation::Images,
             Route::Compat(_) => crate::common::Operation::Rerank,

@@ -154,6 +154,8 @@ mod tests {
             Route::Compat(Surface::CohereV1),
             Route::Compat(Surface::CohereV2),
             Route::Compat(Surface::Jina),
+            Route::Models,
+            Route::Model,
         ];
         for kind in kinds {
             let entries: &[(&str, &str)] = match kind {
@@ -164,6 +166,8 @@ mod tests {
                     ("/api/v1/files/{id}", "head"),
                 ],
                 Route::Task => &[("/api/v1/images/{task_id}", "get")],
+                Route::Models => &[("/api/v1/models", "get")],
+                Route::Model => &[("/api/v1/models/{id}", "get")],
                 Route::Operation(op) => match op {
                     Operation::Speech => &[("/api/v1/audio/speech", "post")],
                     Operation::Images => &[("/api/v1/images/generations", "post")],
@@ -244,6 +248,7 @@ mod tests {
         let up = |k| GatewayError::Upstream(UpstreamError::new(k, "p", "m"));
         let cases = [
             (GatewayError::NotFound, "NotFound"),
+            (GatewayError::ModelNotFound, "NotFound"),
             (
                 GatewayError::MethodNotAllowed { allowed: "GET" },
                 "MethodNotAllowed",

@@ -19,10 +19,18 @@ pub enum Route {
     ImageEdit,
     /// Rerank in another API's shape (`api::compat`), for clients that speak it.
     Compat(Surface),
+    /// `GET /api/v1/models`: the models and their capabilities (`gateway/models.rs`).
+    Models,
+    /// `GET /api/v1/models/{id}`: one of them (the id is read from the path).
+    Model,
 }
 
 /// Path prefix of image tasks.
 pub const TASKS_PREFIX: &str = "/api/v1/images/";
+
+/// Path prefix of one model. The id is the rest of the path, `/` included: a public model name
+/// may hold one (`BAAI/bge-reranker-v2-m3`).
+pub const MODELS_PREFIX: &str = "/api/v1/models/";
 
 /// Path prefix of hosted files.
 pub const FILES_PREFIX: &str = "/api/v1/files/";
@@ -32,6 +40,8 @@ pub fn route(method: &http::Method, path: &str) -> Result<Route, GatewayError> {
     let (route, allowed) = match path {
         "/healthz" => (Route::Health, "GET, HEAD"),
         "/api/v1/openapi.json" => (Route::OpenApi, "GET"),
+        "/api/v1/models" => (Route::Models, "GET"),
+        p if p.len() > MODELS_PREFIX.len() && p.starts_with(MODELS_PREFIX) => (Route::Model, "GET"),
         "/api/v1/audio/speech" => (Route::Operation(Operation::Speech), "POST"),
         "/api/v1/images/generations" => (Route::Operation(Operation::Images), "POST"),
         // Before the task route, which would read `edits` as a task id.
@@ -62,7 +72,7 @@ pub fn route(method: &http::Method, path: &str) -> Result<Route, GatewayError> {
     };
     let ok = match route {
         Route::Health | Route::File => method == http::Method::GET || method == http::Method::HEAD,
-        Route::Task | Route::OpenApi => method == http::Method::GET,
+        Route::Task | Route::OpenApi | Route::Models | Route::Model => method == http::Method::GET,
         Route::Operation(_) | Route::ImageEdit | Route::Compat(_) => method == http::Method::POST,
     };
     if ok {
@@ -143,6 +153,23 @@ mod tests {
         }
         assert_eq!(
             route(&Method::GET, "/api/v1/rerank").unwrap_err().status(),
+            405
+        );
+        assert_eq!(
+            route(&Method::GET, "/api/v1/models").unwrap(),
+            Route::Models
+        );
+        for id in ["tts-1", "BAAI/bge-reranker-v2-m3", "a%2Fb"] {
+            let path = format!("/api/v1/models/{id}");
+            assert_eq!(route(&Method::GET, &path).unwrap(), Route::Model, "{id}");
+            assert_eq!(route(&Method::HEAD, &path).unwrap_err().status(), 405);
+        }
+        assert_eq!(
+            route(&Method::GET, "/api/v1/models/").unwrap_err().status(),
+            404
+        );
+        assert_eq!(
+            route(&Method::POST, "/api/v1/models").unwrap_err().status(),
             405
         );
         assert_eq!(

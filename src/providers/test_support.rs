@@ -64,6 +64,7 @@ pub(crate) fn provider_at(name: &str, key: &str, base_url: &str) -> Arc<Provider
 fn new_provider(name: &str, key: &str, endpoint: Option<Endpoint>) -> Provider {
     let account = Account {
         name: name.into(),
+        kind: name.into(),
         key: key.into(),
         default_endpoint: endpoint,
         region_endpoints: Default::default(),

@@ -60,6 +60,9 @@ impl Auth {
 /// Where and how to reach one provider account, as the config gives it.
 pub struct Account {
     pub name: String,
+    /// The provider's kind as the config names it (`openai`, `cohere`, …): which API it speaks.
+    /// Public, unlike the account's name, key and URLs (`GET /api/v1/models` shows it).
+    pub kind: String,
     /// The key, kept only to redact it should a provider ever echo it back.
     pub key: String,
     /// `None` only for in-process providers.
@@ -75,6 +78,8 @@ pub struct Account {
 /// A configured provider account: credentials and where to reach it.
 pub struct Provider {
     pub name: String,
+    /// The kind (`Account::kind`).
+    pub kind: String,
     /// Index of this account's adapters in the registry the config built with it.
     pub id: usize,
     auth: Auth,
@@ -100,6 +105,7 @@ impl Provider {
     pub fn new(account: Account, id: usize, auth: Auth, errors: ErrorMap) -> Provider {
         Provider {
             name: account.name,
+            kind: account.kind,
             id,
             auth,
             errors,
@@ -210,6 +216,7 @@ mod tests {
     fn provider(key: &str) -> Provider {
         let account = Account {
             name: "p".into(),
+            kind: "openai".into(),
             key: key.into(),
             default_endpoint: None,
             region_endpoints: HashMap::new(),

@@ -235,7 +235,7 @@ def test_schemathesis_finds_no_answer_outside_the_document(fake, gateway, tmp_pa
              "POST /api/v1/rerank", "POST /compat/cohere/v1/rerank", "POST /compat/cohere/v2/rerank",
              "POST /compat/jina/v1/rerank", "POST /v1/rerank"]
     for op in posts + ["GET /api/v1/files/{id}", "GET /api/v1/images/{task_id}", "GET /api/v1/openapi.json",
-                       "GET /healthz"]:
+                       "GET /healthz", "GET /api/v1/models", "GET /api/v1/models/{id}"]:
         assert any(s == 200 for s, _ in seen.get(op, ())), f"{op} never answered 200"
     for op in posts:
         assert (503, "model_unavailable") in seen[op], f"{op} never reached a model without a key"
