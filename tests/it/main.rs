@@ -31,6 +31,7 @@ mod images_stability;
 mod images_zhipu;
 mod layers;
 mod openapi;
+mod properties;
 mod redis_recovery;
 mod redis_store;
 mod rerank;
