@@ -33,6 +33,9 @@ for t in "${TARGETS[@]}"; do
         -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         > "$log" 2>&1
     took=$(( $(date +%s) - start ))
+    # Fuzzing time as libFuzzer reports it (the wall time above includes building).
+    fuzzed=$(grep -oE '^Done [0-9]+ runs in [0-9]+ second' "$log" | grep -oE '[0-9]+ second' | grep -oE '[0-9]+' | tail -1)
+    took="${fuzzed:-$took}"
     after=$(ls "artifacts/$t" | wc -l)
     execs=$(grep -oE '^stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' | tail -1)
     if [ -z "$execs" ]; then
