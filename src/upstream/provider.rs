@@ -204,9 +204,14 @@ impl Provider {
     }
 }
 
-/// A provider answer the gateway cannot read.
+/// A provider answer the gateway cannot read. The message is redacted: it often quotes the answer
+/// (a JSON parser's error names the string it found), and an answer may quote the key back.
 pub fn bad_answer(provider: &Provider, message: impl Into<String>) -> UpstreamError {
-    UpstreamError::new(UpstreamErrorKind::BadResponse, &provider.name, message)
+    UpstreamError::new(
+        UpstreamErrorKind::BadResponse,
+        &provider.name,
+        provider.redact(&message.into()),
+    )
 }
 
 #[cfg(test)]
@@ -240,6 +245,17 @@ mod tests {
             "key [redacted] revoked"
         );
         assert_eq!(p.redact(&"x".repeat(600)).chars().count(), 501);
+    }
+
+    /// Found by `fuzz/` (provider_answers): a DashScope task answer that was a JSON string
+    /// holding the key reached the caller inside the parser's error message.
+    #[test]
+    fn a_bad_answer_never_quotes_the_key() {
+        let p = provider("key-0123456789");
+        let e = serde_json::from_str::<Vec<u8>>(r#""your key-0123456789 is wrong""#).unwrap_err();
+        let err = bad_answer(&p, format!("answer is not the expected JSON: {e}"));
+        assert!(!err.message.contains("key-0123456789"), "{}", err.message);
+        assert!(err.message.contains("[redacted]"), "{}", err.message);
     }
 
     #[test]

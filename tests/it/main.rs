@@ -37,6 +37,7 @@ mod layers;
 mod logs;
 mod models;
 mod openapi;
+mod properties;
 mod redis_recovery;
 mod redis_store;
 mod rerank;
