@@ -11,6 +11,9 @@ use bytes::{Bytes, BytesMut};
 #[derive(Default)]
 pub struct EventSplitter {
     buf: BytesMut,
+    /// How far `buf` is known to hold no blank line, so a long event arriving in many pieces is
+    /// scanned once, not once per piece.
+    scanned: usize,
 }
 
 impl EventSplitter {
@@ -25,12 +28,23 @@ impl EventSplitter {
 
     /// The next complete event, if one is buffered.
     pub fn next_event(&mut self) -> Option<Bytes> {
-        let end = find_event_end(&self.buf)?;
-        Some(self.buf.split_to(end).freeze())
+        // A blank line is at most 4 bytes: one may straddle the end of what was scanned.
+        let from = self.scanned.saturating_sub(3);
+        match find_event_end(&self.buf[from..]) {
+            Some(end) => {
+                self.scanned = 0;
+                Some(self.buf.split_to(from + end).freeze())
+            }
+            None => {
+                self.scanned = self.buf.len();
+                None
+            }
+        }
     }
 
     /// Whatever is left when the stream ends (an event missing its final blank line).
     pub fn remainder(&mut self) -> Option<Bytes> {
+        self.scanned = 0;
         (!self.buf.is_empty()).then(|| self.buf.split().freeze())
     }
 }
