@@ -35,6 +35,7 @@ mod images_stability;
 mod images_zhipu;
 mod layers;
 mod logs;
+mod metrics;
 mod openapi;
 mod redis_recovery;
 mod redis_store;
