@@ -23,13 +23,8 @@ pub struct Usage {
     pub images: u64,
 }
 
-impl Usage {
-    fn is_empty(&self) -> bool {
-        self.tokens == 0 && self.characters == 0 && self.images == 0
-    }
-}
-
-/// One access line's fields.
+/// One access line's fields; in JSON every one is always present (`null` when unknown), so each
+/// line has the same shape.
 #[derive(Debug, Serialize)]
 pub struct Record<'a> {
     /// RFC 3339, UTC, milliseconds.
@@ -47,13 +42,10 @@ pub struct Record<'a> {
     pub code: Option<&'static str>,
     pub attempts: u32,
     pub duration_ms: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ttfb_ms: Option<f64>,
     pub bytes_in: u64,
     pub bytes_out: u64,
-    #[serde(skip_serializing_if = "Usage::is_empty")]
     pub usage: Usage,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub aborted: Option<&'a str>,
 }
 
