@@ -491,7 +491,7 @@ fn metrics_are_never_on_an_entry_point() {
 }
 
 #[test]
-fn a_metrics_address_must_not_be_an_entry_points() {
+fn metrics_and_access_log_keys_are_checked() {
     let yaml = r#"
 version: 1
 switchyard:
@@ -513,6 +513,19 @@ switchyard:
         errors
             .iter()
             .any(|e| e.starts_with("switchyard.metrics.address")),
+        "{errors:?}"
+    );
+    let yaml = r#"
+version: 1
+switchyard:
+  listeners: [{name: a, address: "127.0.0.1:9001"}]
+  access_log: {format: xml}
+"#;
+    let errors = switchyard::config::load_str(yaml, &|_| None).err().unwrap();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with("switchyard.access_log.format") && e.contains("text, json")),
         "{errors:?}"
     );
 }
