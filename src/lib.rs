@@ -35,6 +35,7 @@ pub mod config;
 pub mod engine;
 pub mod gateway;
 pub mod logging;
+pub mod metrics;
 pub mod providers;
 pub mod server;
 pub mod store;

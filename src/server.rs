@@ -1,6 +1,7 @@
 //! Building the Pingora server: one HTTP service per entry point, all sharing one gateway state.
 
 mod edge;
+mod metrics;
 pub mod tls;
 
 use std::sync::Arc;
@@ -56,6 +57,9 @@ pub fn add_services(server: &mut Server, state: &Arc<GatewayState>) {
             grace,
         },
     ));
+    if let (Some(address), Some(registry)) = (state.settings.metrics, state.metrics.registry()) {
+        server.add_service(metrics::service(address, registry.clone()));
+    }
     let edge_tls = tls::EdgeTls::new(&state.settings.listeners);
     if let Some(reloader) = edge_tls.reload_service() {
         server.add_service(reloader);
@@ -88,11 +92,23 @@ fn entry_point(
     let mut options = HttpServerOptions::default();
     options.h2_idle_timeout = Some(clients.idle_timeout);
     http.server_options = Some(options);
+    let expired = ["head", "idle"].map(|phase| {
+        let mut counter = None;
+        state.metrics.with(|f| {
+            counter = f
+                .client_timeouts
+                .get_metric_with_label_values(&[listener.name.as_str(), phase])
+                .ok();
+        });
+        counter
+    });
     let app = EdgeApp {
         http: Arc::new(http),
         admission,
         clients,
         listener: listener.name.clone(),
+        access_log: state.settings.access_log,
+        expired,
     };
     Service::new(format!("switchyard {}", listener.name), app)
 }

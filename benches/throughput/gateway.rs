@@ -4,7 +4,7 @@
 //!
 //! Both get one Pingora worker thread and the same core; the gateway logs at `error` only
 //! (`RUST_LOG=error`, unless `SWITCHYARD_BENCH_GATEWAY_LOG` says otherwise), so no access log is
-//! written per request.
+//! written per request. `SWITCHYARD_BENCH_METRICS=1` gives it a metrics listener.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -14,9 +14,13 @@ use crate::procs::{self, Proc};
 use crate::workload::{KEY, PROVIDER_KEY};
 
 /// The gateway's config: one listener, one key, providers at the fake (path prefixes pick the
-/// fake's special answers: `/d100` 100 rerank results, `/big` 100 MiB audio, `/sse` timed SSE).
-pub fn config(port: u16, fake: SocketAddr, tag: &str) -> String {
+/// fake's special answers: `/d100` 100 rerank results, `/big` 100 MiB audio, `/sse` timed SSE);
+/// with `metrics`, a metrics listener on that port (what metrics cost is then in the figures).
+pub fn config(port: u16, fake: SocketAddr, tag: &str, metrics: Option<u16>) -> String {
     let f = format!("http://{fake}");
+    let metrics = metrics
+        .map(|m| format!("  metrics: {{address: \"127.0.0.1:{m}\"}}\n"))
+        .unwrap_or_default();
     format!(
         r#"version: 1
 threads: 1
@@ -25,7 +29,7 @@ graceful_shutdown_timeout_seconds: 1
 pid_file: /tmp/switchyard-bench-{tag}.pid
 upgrade_sock: /tmp/switchyard-bench-{tag}.sock
 switchyard:
-  listeners: [{{name: bench, address: "127.0.0.1:{port}"}}]
+{metrics}  listeners: [{{name: bench, address: "127.0.0.1:{port}"}}]
   auth: {{api_keys: [{{name: bench, key: "{KEY}"}}]}}
   providers:
     cohere: {{kind: cohere, api_key: "{PROVIDER_KEY}", base_url: "{f}"}}
@@ -64,7 +68,12 @@ pub fn start(
     let port = procs::free_port().map_err(|e| e.to_string())?;
     let tag = format!("{}-{port}", std::process::id());
     let file = dir.join("gateway.yaml");
-    std::fs::write(&file, config(port, fake, &tag)).map_err(|e| e.to_string())?;
+    // `SWITCHYARD_BENCH_METRICS=1`: the gateway counts its traffic in Prometheus metrics.
+    let metrics = match std::env::var("SWITCHYARD_BENCH_METRICS").as_deref() {
+        Ok("1") => Some(procs::free_port().map_err(|e| e.to_string())?),
+        _ => None,
+    };
+    std::fs::write(&file, config(port, fake, &tag, metrics)).map_err(|e| e.to_string())?;
     let log = std::fs::File::create(dir.join("gateway.log")).map_err(|e| e.to_string())?;
     let level = std::env::var("SWITCHYARD_BENCH_GATEWAY_LOG").unwrap_or_else(|_| "error".into());
     let conf = file.to_string_lossy().into_owned();

@@ -31,6 +31,35 @@ pub struct GatewayFile {
     pub store: StoreFile,
     #[serde(default)]
     pub clients: ClientsFile,
+    /// Prometheus metrics on their own listener; absent: no listener, and nothing is recorded.
+    #[serde(default)]
+    pub metrics: Option<MetricsFile>,
+    #[serde(default)]
+    pub access_log: AccessLogFile,
+}
+
+/// `metrics:` — where `GET /metrics` is served (never on an entry point).
+#[derive(Debug, Deserialize)]
+pub struct MetricsFile {
+    /// `IP:port` of the metrics listener, e.g. `127.0.0.1:9090`; it must differ from every
+    /// entry point's.
+    pub address: String,
+}
+
+/// `access_log:` — the shape of each access line (target `access`).
+#[derive(Debug, Deserialize)]
+#[serde(default)]
+pub struct AccessLogFile {
+    /// `text` (one `key=value` line, the default) or `json` (one JSON object per line).
+    pub format: String,
+}
+
+impl Default for AccessLogFile {
+    fn default() -> Self {
+        AccessLogFile {
+            format: "text".into(),
+        }
+    }
 }
 
 /// How long the gateway waits for what a client sends (never for how long an answer streams).

@@ -140,6 +140,18 @@ pub struct GatewaySettings {
     /// hosted-file and task stores.
     pub redis: Option<RedisConn>,
     pub clients: ClientLimits,
+    /// Where Prometheus metrics are served (`None`: no metrics listener, nothing recorded).
+    pub metrics: Option<SocketAddr>,
+    pub access_log: AccessLogFormat,
+}
+
+/// The shape of access lines (`access_log.format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessLogFormat {
+    /// One `key=value` line.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// Everything the file configures.
@@ -422,6 +434,17 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
     let images = image_settings(&file.images, errors);
     let redis = redis_settings(&file.store, errors);
     let clients = client_limits(&file.clients, errors);
+    let metrics = metrics_address(file.metrics.as_ref(), &listeners, errors);
+    let access_log = match file.access_log.format.as_str() {
+        "text" => AccessLogFormat::Text,
+        "json" => AccessLogFormat::Json,
+        other => {
+            errors.push(format!(
+                "switchyard.access_log.format: `{other}` is not one of text, json"
+            ));
+            AccessLogFormat::Text
+        }
+    };
     Some(GatewaySettings {
         listeners,
         limits,
@@ -434,7 +457,35 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
         images,
         redis,
         clients,
+        metrics,
+        access_log,
     })
+}
+
+/// The metrics listener's address: an `IP:port` that no entry point uses (metrics are never
+/// served to the public).
+fn metrics_address(
+    f: Option<&file::MetricsFile>,
+    listeners: &[Listener],
+    errors: &mut Vec<String>,
+) -> Option<SocketAddr> {
+    let f = f?;
+    let Ok(address) = f.address.parse::<SocketAddr>() else {
+        errors.push(format!(
+            "switchyard.metrics.address: `{}` is not an IP:port address",
+            f.address
+        ));
+        return None;
+    };
+    if let Some(l) = listeners.iter().find(|l| l.address == address) {
+        errors.push(format!(
+            "switchyard.metrics.address: {address} is entry point {}'s address; metrics need a \
+             listener of their own",
+            l.name
+        ));
+        return None;
+    }
+    Some(address)
 }
 
 fn client_limits(f: &file::ClientsFile, errors: &mut Vec<String>) -> ClientLimits {

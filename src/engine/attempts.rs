@@ -18,7 +18,10 @@ use crate::common::error::GatewayError;
 use crate::common::error::{UpstreamError, UpstreamErrorKind};
 use crate::common::native::NativeRequest;
 use crate::common::native::Prepared;
+use crate::engine::trace;
+use crate::metrics;
 use crate::upstream::exchange::{Response, Upstream};
+use std::time::Instant;
 
 /// What the caller does with a successful (2xx) response inside the loop, so that a failure
 /// there — a short read, an error the provider reports inside a 200 — is retried like any other.
@@ -102,12 +105,18 @@ where
         };
         let native = match build(target)? {
             Prepared::Http(native) => native,
-            Prepared::Local(answer) => return Ok((Reply::Local(answer), target)),
+            Prepared::Local(answer) => {
+                trace::attempt(model, target);
+                return Ok((Reply::Local(answer), target));
+            }
         };
+        trace::attempt(model, target);
+        let started = Instant::now();
         let outcome = match try_once(upstream, target, region, &native).await {
             Ok(resp) => accept(target, resp).await,
             Err(e) => Err(e),
         };
+        count(upstream, target, started, outcome.as_ref().err());
         let err = match outcome {
             Ok(value) => return Ok((Reply::Remote(value), target)),
             Err(e) => e,
@@ -133,14 +142,58 @@ where
             }
             attempt += 1;
             slot += 1;
+            retried(upstream, target, &err);
             continue;
         }
         if attempt >= retries || !err.retryable() {
             return Err(GatewayError::Upstream(err));
         }
+        retried(upstream, target, &err);
         attempt += 1;
         slot += 1;
         tokio::time::sleep(upstream.retry.delay(attempt, err.retry_after)).await;
+    }
+}
+
+/// Count one attempt at `target`: its outcome (success, or its error's class) and its duration.
+fn count(upstream: &Upstream, target: &Target, started: Instant, err: Option<&UpstreamError>) {
+    upstream.metrics.with(|f| {
+        let (provider, native) = (target.provider.name.as_str(), target.native_model.as_str());
+        let outcome = err.map_or("success", |e| class(e.kind));
+        metrics::inc(&f.upstream_attempts, &[provider, native, outcome], 1);
+        metrics::observe(
+            &f.upstream_duration,
+            &[provider, native],
+            started.elapsed().as_secs_f64(),
+        );
+    });
+}
+
+/// Count a failed attempt at `target` that is tried again.
+fn retried(upstream: &Upstream, target: &Target, err: &UpstreamError) {
+    upstream.metrics.with(|f| {
+        let labels = [
+            target.provider.name.as_str(),
+            target.native_model.as_str(),
+            class(err.kind),
+        ];
+        metrics::inc(&f.upstream_retries, &labels, 1);
+    });
+}
+
+/// An error class as a metric label.
+fn class(kind: UpstreamErrorKind) -> &'static str {
+    match kind {
+        UpstreamErrorKind::Connect => "connect",
+        UpstreamErrorKind::Timeout => "timeout",
+        UpstreamErrorKind::RateLimited => "rate_limited",
+        UpstreamErrorKind::InvalidRequest => "invalid_request",
+        UpstreamErrorKind::ContentPolicy => "content_policy",
+        UpstreamErrorKind::AuthRejected => "auth_rejected",
+        UpstreamErrorKind::UnknownModel => "unknown_model",
+        UpstreamErrorKind::Failure => "failure",
+        UpstreamErrorKind::BadResponse => "bad_response",
+        UpstreamErrorKind::WrongAnswer => "wrong_answer",
     }
 }
 

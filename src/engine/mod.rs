@@ -7,3 +7,4 @@ pub mod images;
 pub mod passthrough;
 pub mod poll;
 pub mod speech;
+pub mod trace;

@@ -13,6 +13,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::common::error::GatewayError;
 
+/// Why a request on a connection over the connection cap is shed.
+pub const TOO_MANY_CONNECTIONS: &str = "too many open connections";
+/// Why a request over the in-flight cap is shed.
+pub const TOO_MANY_IN_FLIGHT: &str = "too many requests in flight";
+
 /// One entry point's counters and caps.
 #[derive(Debug)]
 pub struct Admission {
@@ -70,7 +75,7 @@ impl Admission {
                     .unwrap_or_else(PoisonError::into_inner)
                     .contains(peer);
                 if shed {
-                    return Err(GatewayError::Overloaded("too many open connections"));
+                    return Err(GatewayError::Overloaded(TOO_MANY_CONNECTIONS));
                 }
             }
         }
@@ -80,7 +85,7 @@ impl Admission {
         };
         if now > self.max_in_flight {
             // The guard gives the slot back as it drops.
-            return Err(GatewayError::Overloaded("too many requests in flight"));
+            return Err(GatewayError::Overloaded(TOO_MANY_IN_FLIGHT));
         }
         Ok(guard)
     }

@@ -53,6 +53,9 @@ pub async fn start(
         .tasks
         .put(&id, &record, state.settings.images.task_ttl)
         .await?;
+    state.metrics.with(|f| {
+        crate::metrics::inc(&f.image_tasks, &[record.model.as_str(), "accepted"], 1);
+    });
     task_job::spawn(state, &id, record, Work::Generate(body));
     Ok(ImageResult {
         created,
@@ -197,6 +200,16 @@ async fn claim_and_continue(
         updated_ms: now,
         ..seen
     };
+    let action = if record.resumable() {
+        "resumed"
+    } else if !record.sent && record.request.is_some() {
+        "rerun"
+    } else {
+        "failed"
+    };
+    state
+        .metrics
+        .with(|f| crate::metrics::inc(&f.task_takeovers, &[action], 1));
     if record.resumable() {
         log::info!("task {id}: resuming its provider tasks after its instance was lost");
         task_job::spawn(state, id, record.clone(), Work::Resume);

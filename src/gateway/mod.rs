@@ -5,6 +5,7 @@
 //! One [`GatewayState`] is shared by every entry point; each entry point gets its own [`Gateway`]
 //! carrying its region, which picks providers' regional base URLs.
 
+pub mod access_log;
 pub mod admission;
 pub mod body;
 pub mod client_conn;
@@ -18,7 +19,7 @@ pub mod task_job;
 pub mod task_supervisor;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use async_trait::async_trait;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
@@ -29,8 +30,11 @@ use crate::api::compat::Surface;
 use crate::auth::Principal;
 use crate::catalog::Model;
 use crate::common::error::GatewayError;
+use crate::common::Operation;
 use crate::config::{GatewaySettings, Listener};
 use crate::engine::deliver::HostedFiles;
+use crate::engine::trace::{self, Trace};
+use crate::metrics::{self, Metrics};
 use crate::store::files::valid_id;
 use crate::store::files::FileStore;
 use crate::store::files::MemoryStore;
@@ -56,11 +60,20 @@ pub struct GatewayState {
     pub instance: String,
     /// The task jobs running on this instance.
     pub jobs: task_job::Jobs,
+    /// This gateway's metrics (empty without a `metrics:` listener).
+    pub metrics: Metrics,
 }
 
 impl GatewayState {
     pub fn new(settings: GatewaySettings) -> Arc<GatewayState> {
-        let upstream = Upstream::new(settings.retry, settings.dns_ttl);
+        let metrics = match settings.metrics {
+            Some(_) => Metrics::on().unwrap_or_else(|e| {
+                log::error!("{e}: metrics are off");
+                Metrics::off()
+            }),
+            None => Metrics::off(),
+        };
+        let upstream = Upstream::new(settings.retry, settings.dns_ttl, metrics.clone());
         let (store, tasks): (Box<dyn FileStore>, Box<dyn TaskStore>) = match &settings.redis {
             Some(conn) => (
                 Box::new(RedisFileStore::with_conn(conn.clone())),
@@ -82,6 +95,7 @@ impl GatewayState {
             tasks,
             instance: uuid::Uuid::new_v4().to_string(),
             jobs: task_job::Jobs::default(),
+            metrics,
         })
     }
 }
@@ -104,6 +118,8 @@ pub struct Gateway {
     listener: String,
     region: String,
     admission: Arc<Admission>,
+    /// This entry point's in-flight gauge, resolved once.
+    in_flight: metrics::Gauge,
 }
 
 impl Gateway {
@@ -114,11 +130,13 @@ impl Gateway {
         listener: &Listener,
         admission: Arc<Admission>,
     ) -> Gateway {
+        let in_flight = state.metrics.in_flight(&listener.name);
         Gateway {
             state,
             listener: listener.name.clone(),
             region: listener.region.clone(),
             admission,
+            in_flight,
         }
     }
 }
@@ -138,6 +156,43 @@ pub struct Ctx {
     surface: Surface,
     /// This request's slot under the entry point's in-flight cap, given back as the context drops.
     _in_flight: Option<InFlight>,
+    /// This request in the entry point's in-flight gauge, taken out as the context drops.
+    _gauge: Option<GaugeSlot>,
+    /// The operation, once routed.
+    operation: Option<Operation>,
+    /// What the attempt loop noted: attempts, and the target that answered or failed last.
+    trace: Trace,
+    /// When a speech answer's head (sent with its first audio) went out.
+    ttfb: Option<std::time::Duration>,
+    /// What the answer used.
+    usage: access_log::Usage,
+}
+
+/// An HTTP status as its three digits, without allocating (`000` when none was set).
+fn status_digits(status: u16) -> [u8; 3] {
+    let s = status.min(999);
+    [
+        b'0' + (s / 100) as u8,
+        b'0' + (s / 10 % 10) as u8,
+        b'0' + (s % 10) as u8,
+    ]
+}
+
+/// A request counted in an in-flight gauge until dropped.
+struct GaugeSlot(prometheus::IntGauge);
+
+impl GaugeSlot {
+    fn new(gauge: &metrics::Gauge) -> Option<GaugeSlot> {
+        let gauge = gauge.as_ref()?;
+        gauge.inc();
+        Some(GaugeSlot(gauge.clone()))
+    }
+}
+
+impl Drop for GaugeSlot {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 /// An answer that cannot be finished. The access log says why ([`Gateway::logging`]), and the
@@ -167,10 +222,11 @@ impl Gateway {
         }
         // A load balancer's health check is answered even at capacity: the gateway is alive.
         if route != Route::Health {
-            ctx._in_flight = Some(
-                self.admission
-                    .admit(session.client_addr().and_then(|a| a.as_inet()))?,
-            );
+            let admitted = self
+                .admission
+                .admit(session.client_addr().and_then(|a| a.as_inet()));
+            ctx._in_flight = Some(admitted.inspect_err(|e| self.count_shed(e))?);
+            ctx._gauge = GaugeSlot::new(&self.in_flight);
         }
         let op = match route {
             Route::Health => {
@@ -199,6 +255,7 @@ impl Gateway {
             Route::ImageEdit => crate::common::Operation::Images,
             Route::Compat(_) => crate::common::Operation::Rerank,
         };
+        ctx.operation = Some(op);
         let settings = &self.state.settings;
         let principal = settings
             .auth
@@ -232,6 +289,61 @@ impl Gateway {
 }
 
 impl Gateway {
+    /// Count a request refused by load shedding, by the cap it hit.
+    fn count_shed(&self, e: &GatewayError) {
+        let GatewayError::Overloaded(why) = e else {
+            return;
+        };
+        let cause = if *why == admission::TOO_MANY_CONNECTIONS {
+            "connections"
+        } else {
+            "in_flight"
+        };
+        self.state
+            .metrics
+            .with(|f| metrics::inc(&f.shed, &[&self.listener, cause], 1));
+    }
+
+    /// Count the finished request in the metrics.
+    fn count(&self, ctx: &Ctx, bytes_out: u64) {
+        self.state.metrics.with(|f| {
+            let operation = ctx.operation.map_or("-", Operation::as_str);
+            let model = ctx.model.as_ref().map_or("-", |m| m.name.as_str());
+            let digits = status_digits(ctx.status);
+            let status = std::str::from_utf8(&digits).unwrap_or("0");
+            let entry = self.listener.as_str();
+            let code = ctx.code.unwrap_or("");
+            metrics::inc(&f.requests, &[entry, operation, model, status, code], 1);
+            metrics::observe(
+                &f.request_duration,
+                &[entry, operation, model],
+                ctx.start.elapsed().as_secs_f64(),
+            );
+            if bytes_out > 0 {
+                metrics::inc(&f.response_bytes, &[entry, operation, model], bytes_out);
+            }
+            if let Some(ttfb) = ctx.ttfb {
+                metrics::observe(&f.speech_first_byte, &[entry, model], ttfb.as_secs_f64());
+            }
+            if ctx.code == Some("request_timeout") {
+                metrics::inc(&f.client_timeouts, &[entry, "body"], 1);
+            }
+            let u = ctx.usage;
+            if let Some(p) = &ctx.principal {
+                let key = metrics::key_label(&p.id);
+                for (family, n) in [
+                    (&f.rerank_tokens, u.tokens),
+                    (&f.speech_characters, u.characters),
+                    (&f.images_generated, u.images),
+                ] {
+                    if n > 0 {
+                        metrics::inc(family, &[model, key], n);
+                    }
+                }
+            }
+        });
+    }
+
     /// `GET /api/v1/images/{task_id}`: the caller's own task.
     async fn task(&self, session: &mut Session, ctx: &mut Ctx) -> Result<(), Failure> {
         let principal = self
@@ -308,6 +420,11 @@ impl ProxyHttp for Gateway {
             client_gone: false,
             surface: Surface::Native,
             _in_flight: None,
+            _gauge: None,
+            operation: None,
+            trace: Trace::default(),
+            ttfb: None,
+            usage: access_log::Usage::default(),
         }
     }
 
@@ -317,7 +434,9 @@ impl ProxyHttp for Gateway {
         }
         // A client that stops taking an answer's bytes is cut off; one that reads slowly is not.
         session.set_write_timeout(Some(self.state.settings.clients.write_timeout));
-        match self.handle(session, ctx).await {
+        let (handled, trace) = trace::traced(self.handle(session, ctx)).await;
+        ctx.trace = trace;
+        match handled {
             Ok(()) => Ok(true),
             Err(Failure::Answer(err)) => {
                 if matches!(err, GatewayError::Overloaded(_)) {
@@ -329,7 +448,10 @@ impl ProxyHttp for Gateway {
                 match &err {
                     GatewayError::Internal(m) => log::error!("internal error: {m}"),
                     // The caller is told only that the store is unavailable; the why is ours.
-                    GatewayError::Store(m) => log::warn!("store unavailable: {m}"),
+                    GatewayError::Store(m) => {
+                        self.state.metrics.store_error("request");
+                        log::warn!("store unavailable: {m}")
+                    }
                     _ => {}
                 }
                 match respond::error_as(session, &err, ctx.surface).await {
@@ -382,22 +504,35 @@ impl ProxyHttp for Gateway {
         if let Some(clock) = session.stream().and_then(Clocked::clock_of) {
             clock.served();
         }
+        let bytes_out = session.as_downstream().body_bytes_sent() as u64;
+        self.count(ctx, bytes_out);
+        // Dropped here, not when Pingora drops the context: the gauge counts requests being served.
+        ctx._gauge = None;
         if !log::log_enabled!(target: "access", log::Level::Info) {
             return;
         }
         let h = session.req_header();
-        log::info!(
-            target: "access",
-            "{} {} {} status={} code={} model={} caller={} ms={:.1}{}",
-            self.listener,
-            h.method,
-            h.uri.path(),
-            ctx.status,
-            ctx.code.unwrap_or("-"),
-            ctx.model.as_ref().map(|m| m.name.as_str()).unwrap_or("-"),
-            ctx.principal.as_ref().map(|p| p.id.as_str()).unwrap_or("-"),
-            ctx.start.elapsed().as_secs_f64() * 1000.0,
-            ctx.aborted.as_ref().map(|a| format!(" aborted=\"{a}\"")).unwrap_or_default(),
-        );
+        let target = ctx.trace.target(ctx.model.as_deref());
+        let record = access_log::Record {
+            time: access_log::rfc3339(SystemTime::now()),
+            entry_point: &self.listener,
+            method: h.method.as_str(),
+            path: access_log::logged_path(h.uri.path()),
+            principal: ctx.principal.as_ref().map(|p| p.id.as_str()),
+            operation: ctx.operation.map(Operation::as_str),
+            model: ctx.model.as_ref().map(|m| m.name.as_str()),
+            provider: target.map(|t| t.provider.name.as_str()),
+            native_model: target.map(|t| t.native_model.as_str()),
+            status: ctx.status,
+            code: ctx.code,
+            attempts: ctx.trace.attempts,
+            duration_ms: access_log::ms(ctx.start.elapsed()),
+            ttfb_ms: ctx.ttfb.map(access_log::ms),
+            bytes_in: session.as_downstream().body_bytes_read() as u64,
+            bytes_out,
+            usage: ctx.usage,
+            aborted: ctx.aborted.as_deref(),
+        };
+        access_log::write(self.state.settings.access_log, &record);
     }
 }

@@ -95,8 +95,14 @@ pub async fn speech(
         .await
         .map_err(|e| Failure::written("writing response head", e))?;
     ctx.status = 200;
+    // The head goes out only once the first audio is in hand (priming), so this is the time to
+    // the first byte of audio too.
+    ctx.ttfb = Some(ctx.start.elapsed());
     match stream_speech::relay(session, primed, req.sse, req.input.as_str()).await {
-        Ok(()) => Ok(()),
+        Ok(()) => {
+            ctx.usage.characters = req.input.as_str().chars().count() as u64;
+            Ok(())
+        }
         Err(StreamError::Client) => Err(Failure::ClientGone),
         Err(StreamError::Upstream(e)) => Err(Failure::Abort(format!(
             "provider failed mid-stream: {}",
@@ -159,6 +165,7 @@ pub async fn images(
         let progress = Synchronous::new(&engine);
         let result = generate(&engine, region, req, &base, &progress).await?;
         image_tasks::keep_finished(state, owner, model, &result).await;
+        ctx.usage.images = result.data.len() as u64;
         result
     };
     let out = serde_json::to_vec(&result)
@@ -264,6 +271,7 @@ pub async fn rerank(
         None => serde_json::to_vec(&result).map_err(|e| format!("serializing result: {e}")),
     }
     .map_err(GatewayError::Internal)?;
+    ctx.usage.tokens = result.usage.total_tokens;
     ctx.status = 200;
     respond::json(session, 200, out.into(), &[])
         .await

@@ -222,6 +222,7 @@ impl Job {
             return;
         };
         let mut record = self.record.lock().await;
+        self.count(&record, &outcome);
         match outcome {
             Ok(result) => match result
                 .data
@@ -304,6 +305,23 @@ impl Job {
         }
     }
 
+    /// Count the task's end: its state, and the images it delivered to its owner.
+    fn count(&self, record: &TaskRecord, outcome: &Result<ImageResult, GatewayError>) {
+        self.state.metrics.with(|f| {
+            let model = record.model.as_str();
+            let state = match outcome {
+                Ok(result) => {
+                    let key = crate::metrics::key_label(&record.owner);
+                    let n = result.data.len() as u64;
+                    crate::metrics::inc(&f.images_generated, &[model, key], n);
+                    "succeeded"
+                }
+                Err(_) => "failed",
+            };
+            crate::metrics::inc(&f.image_tasks, &[model, state], 1);
+        });
+    }
+
     /// Write the record if this instance still owns the task.
     async fn write(&self, record: &TaskRecord) -> Result<bool, crate::store::files::StoreError> {
         if self.lost.load(Ordering::Relaxed) {
@@ -313,7 +331,8 @@ impl Job {
             .state
             .tasks
             .update(&self.id, record, self.state.settings.images.task_ttl)
-            .await?;
+            .await
+            .inspect_err(|_| self.state.metrics.store_error("task"))?;
         if !owned {
             self.lost.store(true, Ordering::Relaxed);
         }

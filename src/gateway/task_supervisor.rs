@@ -62,6 +62,7 @@ pub async fn sweep(state: &Arc<GatewayState>) {
     let ids = match state.tasks.stale(silent_since, SWEEP_LIMIT).await {
         Ok(ids) => ids,
         Err(e) => {
+            state.metrics.store_error("sweep");
             log::debug!("task sweep skipped: {e}");
             return;
         }
@@ -71,11 +72,13 @@ pub async fn sweep(state: &Arc<GatewayState>) {
             Ok(Some(r)) if is_stale(state, &r) => r,
             Ok(_) => continue,
             Err(e) => {
+                state.metrics.store_error("sweep");
                 log::debug!("task sweep stopped: {e}");
                 return;
             }
         };
         if let Err(e) = take_over(state, &id, record).await {
+            state.metrics.store_error("sweep");
             log::warn!("task {id}: takeover failed: {e}");
         }
     }

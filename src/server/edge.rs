@@ -15,10 +15,12 @@ use pingora::protocols::{Stream, ALPN};
 use pingora::proxy::HttpProxy;
 use pingora::server::ShutdownWatch;
 
-use crate::config::ClientLimits;
+use crate::config::{AccessLogFormat, ClientLimits};
+use crate::gateway::access_log;
 use crate::gateway::admission::Admission;
 use crate::gateway::client_conn::{Clocked, ConnClock, Phase};
 use crate::gateway::Gateway;
+use prometheus::IntCounter;
 
 /// The app one entry point's listening service runs.
 pub struct EdgeApp {
@@ -26,6 +28,9 @@ pub struct EdgeApp {
     pub admission: Arc<Admission>,
     pub clients: ClientLimits,
     pub listener: String,
+    pub access_log: AccessLogFormat,
+    /// This entry point's head and idle deadline expiries, resolved once.
+    pub expired: [Option<IntCounter>; 2],
 }
 
 #[async_trait]
@@ -52,13 +57,12 @@ impl ServerApp for EdgeApp {
             done = self.http.process_new(stream, shutdown) => done,
             phase = clock.expired() => {
                 // Dropping the connection's future closes its socket.
+                let counter = &self.expired[usize::from(phase != Phase::Head)];
+                if let Some(counter) = counter {
+                    counter.inc();
+                }
                 if phase == Phase::Head {
-                    log::info!(
-                        target: "access",
-                        "{} - - status=0 code=request_timeout model=- caller=- aborted=\"{}\"",
-                        self.listener,
-                        phase.expiry(),
-                    );
+                    self.head_expired(phase.expiry());
                 } else {
                     log::debug!("{}: {}", self.listener, phase.expiry());
                 }
@@ -69,5 +73,36 @@ impl ServerApp for EdgeApp {
 
     async fn cleanup(&self) {
         self.http.cleanup().await
+    }
+}
+
+impl EdgeApp {
+    /// The access line of a connection dropped with its request head unfinished: no method,
+    /// path or caller is known.
+    fn head_expired(&self, why: &str) {
+        if !log::log_enabled!(target: "access", log::Level::Info) {
+            return;
+        }
+        let record = access_log::Record {
+            time: access_log::rfc3339(std::time::SystemTime::now()),
+            entry_point: &self.listener,
+            method: "-",
+            path: "-",
+            principal: None,
+            operation: None,
+            model: None,
+            provider: None,
+            native_model: None,
+            status: 0,
+            code: Some("request_timeout"),
+            attempts: 0,
+            duration_ms: 0.0,
+            ttfb_ms: None,
+            bytes_in: 0,
+            bytes_out: 0,
+            usage: access_log::Usage::default(),
+            aborted: Some(why),
+        };
+        access_log::write(self.access_log, &record);
     }
 }

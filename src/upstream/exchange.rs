@@ -19,6 +19,7 @@ use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
 use crate::common::native::NativeRequest;
 use crate::common::native::PollRequest;
+use crate::metrics::Metrics;
 use crate::upstream::dns::Resolver;
 use crate::upstream::endpoint::Endpoint;
 use crate::upstream::provider::Provider;
@@ -29,6 +30,8 @@ pub struct Upstream {
     connector: Connector,
     resolver: Resolver,
     pub retry: RetryPolicy,
+    /// Where attempts are counted (the engine records through it; empty without metrics).
+    pub metrics: Metrics,
 }
 
 /// A provider's answer whose header has arrived and whose body is still to be read.
@@ -41,11 +44,12 @@ pub struct Response<'u> {
 }
 
 impl Upstream {
-    pub fn new(retry: RetryPolicy, dns_ttl: Duration) -> Upstream {
+    pub fn new(retry: RetryPolicy, dns_ttl: Duration, metrics: Metrics) -> Upstream {
         Upstream {
             connector: Connector::new(None),
             resolver: Resolver::new(dns_ttl),
             retry,
+            metrics,
         }
     }
 

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 /// Bottom to top: each module may use only those before it.
 const LAYERS: &[&str] = &[
     "logging",
+    "metrics",
     "tokens",
     "auth",
     "common",

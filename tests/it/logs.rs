@@ -374,6 +374,186 @@ fn no_credential_reaches_the_log_at_trace() {
     }
 }
 
+// ---- the access line as JSON ------------------------------------------------------------------
+
+#[test]
+fn json_access_lines_parse_have_every_field_and_hold_no_credential() {
+    let fake = FakeProvider::start();
+    fake.set_handler(answer);
+    let base = fake.base_url();
+    let gw = Binary::start(
+        |port| {
+            secrets_config(&base, port).replacen(
+                "switchyard:\n",
+                "switchyard:\n  access_log: {format: json}\n",
+                1,
+            )
+        },
+        "info",
+    );
+    let api_key = ("Service-API-Key", CLIENT_KEY);
+    let speech = "/api/v1/audio/speech";
+    let bearer = format!("Bearer {CLIENT_KEY}");
+    assert_eq!(
+        post(
+            gw.addr,
+            speech,
+            api_key,
+            json!({"model": "tts-1", "input": "hello"})
+        ),
+        200
+    );
+    assert_eq!(
+        post(
+            gw.addr,
+            speech,
+            ("Authorization", &bearer),
+            json!({"model": "speech-2.8-hd", "input": "hi", "stream_format": "sse"})
+        ),
+        200
+    );
+    assert_eq!(
+        post(
+            gw.addr,
+            "/api/v1/rerank",
+            api_key,
+            json!({"model": "rerank-v3.5", "query": "q", "documents": ["a", "b"]})
+        ),
+        200
+    );
+    // An image hosted by the gateway, then read through its link: the link's id is a capability.
+    let image = crate::support::client::post_json(
+        gw.addr,
+        "/api/v1/images/generations",
+        &[api_key],
+        &json!({"model": "gpt-image-1", "prompt": "a fox", "response_format": "url"}),
+    );
+    assert_eq!(image.status, 200, "{}", image.text());
+    let url = image.json()["data"][0]["url"].as_str().unwrap().to_string();
+    let file_path = &url[url.find("/api/v1/files/").unwrap()..];
+    let file_id = file_path.rsplit('/').next().unwrap().to_string();
+    let file = crate::support::client::request(gw.addr, "GET", file_path, &[], b"");
+    assert_eq!(file.status, 200);
+    // A provider refusing its key (quoted back), and a client key the gateway does not know.
+    assert!(
+        post(
+            gw.addr,
+            speech,
+            api_key,
+            json!({"model": "tts-1", "input": "fail"})
+        ) >= 500
+    );
+    assert_eq!(
+        post(
+            gw.addr,
+            speech,
+            ("Service-API-Key", WRONG_CLIENT_KEY),
+            json!({"model": "tts-1", "input": "hi"})
+        ),
+        401
+    );
+
+    let text = gw.output_when("seven access lines", |t| access_lines(t).len() >= 7);
+    let lines: Vec<serde_json::Value> = access_lines(&text)
+        .iter()
+        .map(|l| {
+            let json = &l[l.find(" access] ").unwrap() + " access] ".len()..];
+            serde_json::from_str(json).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))
+        })
+        .collect();
+    assert_eq!(lines.len(), 7, "{text}");
+    let fields = [
+        "time",
+        "entry_point",
+        "method",
+        "path",
+        "principal",
+        "operation",
+        "model",
+        "provider",
+        "native_model",
+        "status",
+        "code",
+        "attempts",
+        "duration_ms",
+        "ttfb_ms",
+        "bytes_in",
+        "bytes_out",
+        "usage",
+        "aborted",
+    ];
+    for line in &lines {
+        for field in fields {
+            assert!(line.get(field).is_some(), "no `{field}` in {line}");
+        }
+        let time = line["time"].as_str().unwrap();
+        assert!(
+            time.len() == 24 && time.ends_with('Z') && &time[10..11] == "T",
+            "{time}"
+        );
+        assert_eq!(line["entry_point"], "main");
+    }
+    let by_model = |model: &str, status: u64| {
+        lines
+            .iter()
+            .find(|l| l["model"] == model && l["status"] == status)
+            .unwrap_or_else(|| panic!("no line for {model} {status}: {text}"))
+    };
+    let raw = by_model("tts-1", 200);
+    assert_eq!(raw["principal"], "key:caller");
+    assert_eq!(raw["operation"], "speech");
+    assert_eq!(raw["provider"], "openai");
+    assert_eq!(raw["native_model"], "tts-1");
+    assert_eq!(raw["attempts"], 1);
+    assert_eq!(raw["code"], serde_json::Value::Null);
+    assert_eq!(raw["usage"]["characters"], 5);
+    assert_eq!(raw["bytes_out"], 8);
+    assert!(raw["bytes_in"].as_u64().unwrap() > 0);
+    assert!(raw["ttfb_ms"].as_f64().unwrap() <= raw["duration_ms"].as_f64().unwrap());
+    let sse = by_model("speech-2.8-hd", 200);
+    assert_eq!(sse["provider"], "minimax");
+    assert!(sse["ttfb_ms"].is_number());
+    assert_eq!(
+        by_model("rerank-v3.5", 200)["usage"]["tokens"]
+            .as_u64()
+            .map(|t| t > 0),
+        Some(true)
+    );
+    let img = by_model("gpt-image-1", 200);
+    assert_eq!(img["usage"]["images"], 1);
+    assert_eq!(img["native_model"], "gpt-image-1");
+    let failed = lines
+        .iter()
+        .find(|l| l["model"] == "tts-1" && l["status"].as_u64().unwrap() >= 500)
+        .unwrap();
+    assert_eq!(failed["code"], "upstream_auth_failed");
+    assert_eq!(failed["attempts"], 1);
+    // Refused before its body is read: no model is known.
+    let refused = lines.iter().find(|l| l["status"] == 401).unwrap();
+    assert_eq!(refused["code"], "unauthorized");
+    assert_eq!(refused["model"], serde_json::Value::Null);
+    assert_eq!(refused["principal"], serde_json::Value::Null);
+    assert_eq!(refused["provider"], serde_json::Value::Null);
+    let hosted = lines
+        .iter()
+        .find(|l| l["method"] == "GET")
+        .unwrap_or_else(|| panic!("no line for the file: {text}"));
+    assert_eq!(hosted["path"], "/api/v1/files/{id}");
+
+    for secret in [
+        CLIENT_KEY,
+        WRONG_CLIENT_KEY,
+        OPENAI_KEY,
+        MINIMAX_KEY,
+        COHERE_KEY,
+        &file_id,
+    ] {
+        for form in forms(secret) {
+            assert!(!text.contains(&form), "`{form}` is in the log:\n{text}");
+        }
+    }
+}
+
 // ---- a client that goes away -------------------------------------------------------------------
 
 fn streaming_config(fake: &str, port: u16) -> String {

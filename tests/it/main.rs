@@ -36,6 +36,7 @@ mod images_zhipu;
 mod layers;
 mod logs;
 mod models;
+mod metrics;
 mod openapi;
 mod properties;
 mod redis_recovery;

@@ -1,0 +1,141 @@
+//! The access line: one per request (and one per connection dropped with its request head
+//! unfinished), target `access`, as `key=value` text or as one JSON object (`access_log.format`).
+//! Both go through the logger's credential filter (`crate::logging`) like every record, and hold
+//! nothing secret to begin with: the caller is named by its principal (an API key's configured
+//! name, a token's subject), and a hosted file's id — the capability to read it — is left out of
+//! its path.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use super::route::FILES_PREFIX;
+use crate::config::AccessLogFormat;
+
+/// What an answer used, as billed or counted (zero when it does not apply).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Usage {
+    /// Rerank tokens.
+    pub tokens: u64,
+    /// Speech input characters.
+    pub characters: u64,
+    /// Images delivered.
+    pub images: u64,
+}
+
+/// One access line's fields; in JSON every one is always present (`null` when unknown), so each
+/// line has the same shape.
+#[derive(Debug, Serialize)]
+pub struct Record<'a> {
+    /// RFC 3339, UTC, milliseconds.
+    pub time: String,
+    pub entry_point: &'a str,
+    pub method: &'a str,
+    /// The request path; a hosted file's is `/api/v1/files/{id}`, its id left out.
+    pub path: &'a str,
+    pub principal: Option<&'a str>,
+    pub operation: Option<&'static str>,
+    pub model: Option<&'a str>,
+    pub provider: Option<&'a str>,
+    pub native_model: Option<&'a str>,
+    pub status: u16,
+    pub code: Option<&'static str>,
+    pub attempts: u32,
+    pub duration_ms: f64,
+    pub ttfb_ms: Option<f64>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub usage: Usage,
+    pub aborted: Option<&'a str>,
+}
+
+/// The path as logged: a hosted file's id is a capability, so it is never written.
+pub fn logged_path(path: &str) -> &str {
+    if path.starts_with(FILES_PREFIX) {
+        "/api/v1/files/{id}"
+    } else {
+        path
+    }
+}
+
+/// Milliseconds, as the log shows them.
+pub fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 10_000.0).round() / 10.0
+}
+
+/// Write `record` to the `access` target in `format`.
+pub fn write(format: AccessLogFormat, record: &Record<'_>) {
+    match format {
+        AccessLogFormat::Json => match serde_json::to_string(record) {
+            Ok(line) => log::info!(target: "access", "{line}"),
+            Err(e) => log::warn!("access line not written: {e}"),
+        },
+        AccessLogFormat::Text => log::info!(
+            target: "access",
+            "{} {} {} status={} code={} model={} caller={} ms={:.1}{}",
+            record.entry_point,
+            record.method,
+            record.path,
+            record.status,
+            record.code.unwrap_or("-"),
+            record.model.unwrap_or("-"),
+            record.principal.unwrap_or("-"),
+            record.duration_ms,
+            record
+                .aborted
+                .map(|a| format!(" aborted=\"{a}\""))
+                .unwrap_or_default(),
+        ),
+    }
+}
+
+/// `now` as RFC 3339 in UTC with milliseconds (`2026-11-24T06:17:58.123Z`).
+pub fn rfc3339(now: SystemTime) -> String {
+    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since.subsec_millis()
+    )
+}
+
+/// The proleptic Gregorian date `days` after 1970-01-01 (the era-based conversion: 400-year
+/// eras of 146,097 days, years counted from March so the leap day ends a year).
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_795_155_478_123);
+        assert_eq!(rfc3339(t), "2026-11-20T06:17:58.123Z");
+        // A leap day.
+        let t = UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(rfc3339(t), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn a_hosted_files_id_is_not_logged() {
+        assert_eq!(logged_path("/api/v1/files/abc123"), "/api/v1/files/{id}");
+        assert_eq!(logged_path("/api/v1/rerank"), "/api/v1/rerank");
+    }
+}

@@ -1,0 +1,283 @@
+//! The gateway's Prometheus metrics: every metric family in one table ([`families!`] below), and
+//! [`Metrics`], the cheap handle the rest of the gateway records through.
+//!
+//! Each gateway state has its own registry (not the `prometheus` crate's process-wide default), so
+//! several gateways in one process (embedding, the test suite) each count their own traffic, and
+//! `server::metrics` serves exactly this gateway's. Without a `metrics:` listener in the config the
+//! handle is empty and every recording call returns at its first instruction.
+//!
+//! Label values are bounded by the configuration (entry points, models, provider accounts, API-key
+//! names) or by the code (operations, status codes, error codes, outcomes): never a key, a path, a
+//! JWT subject or anything else a client chooses.
+//!
+//! Adding a metric: one line in the [`families!`] table, then record it where it happens (through
+//! a method here when it is recorded in more than one place).
+
+use std::sync::Arc;
+
+use prometheus::core::{Collector, MetricVec, MetricVecBuilder};
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
+
+/// Request and attempt durations, in seconds: from a cached rerank (milliseconds) to an image
+/// generation or a long speech stream (minutes).
+const DURATION_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// Time to a speech answer's first byte, in seconds.
+const FIRST_BYTE_BUCKETS: &[f64] = &[
+    0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0,
+];
+
+/// A metric family that can be built from a name, help, labels and (for histograms) buckets.
+trait Family: Collector + Clone + Sized + 'static {
+    fn make(name: &str, help: &str, labels: &[&str], buckets: &[f64]) -> prometheus::Result<Self>;
+}
+
+impl Family for IntCounterVec {
+    fn make(name: &str, help: &str, labels: &[&str], _: &[f64]) -> prometheus::Result<Self> {
+        IntCounterVec::new(Opts::new(name, help), labels)
+    }
+}
+
+impl Family for IntGaugeVec {
+    fn make(name: &str, help: &str, labels: &[&str], _: &[f64]) -> prometheus::Result<Self> {
+        IntGaugeVec::new(Opts::new(name, help), labels)
+    }
+}
+
+impl Family for HistogramVec {
+    fn make(name: &str, help: &str, labels: &[&str], buckets: &[f64]) -> prometheus::Result<Self> {
+        HistogramVec::new(
+            HistogramOpts::new(name, help).buckets(buckets.to_vec()),
+            labels,
+        )
+    }
+}
+
+/// The table of metric families: `field: Type = "name", "help", [labels] (, buckets)?;` — one
+/// line per metric. The README's "Operations: metrics" lists the same.
+macro_rules! families {
+    ($($field:ident: $ty:ty = $name:literal, $help:literal, [$($label:literal),*] $(, $buckets:expr)?;)*) => {
+        /// Every metric family of the gateway, registered in one registry.
+        pub struct Families {
+            $(pub $field: $ty,)*
+        }
+
+        impl Families {
+            fn register(registry: &Registry) -> prometheus::Result<Families> {
+                Ok(Families {
+                    $($field: {
+                        let family = <$ty as Family>::make(
+                            $name,
+                            $help,
+                            &[$($label),*],
+                            families!(@buckets $($buckets)?),
+                        )?;
+                        registry.register(Box::new(family.clone()))?;
+                        family
+                    },)*
+                })
+            }
+        }
+    };
+    (@buckets) => { &[] };
+    (@buckets $buckets:expr) => { $buckets };
+}
+
+families! {
+    requests: IntCounterVec = "switchyard_requests_total",
+        "Requests answered, by entry point, operation, public model, HTTP status and error code",
+        ["entry_point", "operation", "model", "status", "code"];
+    request_duration: HistogramVec = "switchyard_request_duration_seconds",
+        "Time from a request's arrival to the end of its answer",
+        ["entry_point", "operation", "model"], DURATION_BUCKETS;
+    speech_first_byte: HistogramVec = "switchyard_speech_first_byte_seconds",
+        "Time from a speech request's arrival to its answer's first byte (the head goes out with the first audio)",
+        ["entry_point", "model"], FIRST_BYTE_BUCKETS;
+    response_bytes: IntCounterVec = "switchyard_response_body_bytes_total",
+        "Answer body bytes sent to clients (audio streams included)",
+        ["entry_point", "operation", "model"];
+    in_flight: IntGaugeVec = "switchyard_requests_in_flight",
+        "Requests being served now, by entry point",
+        ["entry_point"];
+    upstream_attempts: IntCounterVec = "switchyard_upstream_attempts_total",
+        "Attempts sent to providers, by provider account, native model and outcome (success or the error class)",
+        ["provider", "native_model", "outcome"];
+    upstream_retries: IntCounterVec = "switchyard_upstream_retries_total",
+        "Failed attempts that were tried again, by provider account, native model and error class",
+        ["provider", "native_model", "error"];
+    upstream_duration: HistogramVec = "switchyard_upstream_duration_seconds",
+        "Time of one attempt: sending, the answer's head and reading it (speech: up to its first audio)",
+        ["provider", "native_model"], DURATION_BUCKETS;
+    rerank_tokens: IntCounterVec = "switchyard_rerank_tokens_total",
+        "Rerank tokens billed, by public model and API-key name",
+        ["model", "key"];
+    speech_characters: IntCounterVec = "switchyard_speech_input_characters_total",
+        "Speech input characters of answered requests, by public model and API-key name",
+        ["model", "key"];
+    images_generated: IntCounterVec = "switchyard_images_generated_total",
+        "Images delivered, by public model and API-key name",
+        ["model", "key"];
+    image_tasks: IntCounterVec = "switchyard_image_tasks_total",
+        "Asynchronous image tasks reaching a state (accepted, succeeded, failed), by public model",
+        ["model", "state"];
+    task_takeovers: IntCounterVec = "switchyard_image_task_takeovers_total",
+        "Tasks of a lost instance taken over here, by what was done (resumed, rerun, failed)",
+        ["action"];
+    store_errors: IntCounterVec = "switchyard_store_errors_total",
+        "Shared-store (Redis) calls that failed, by what needed them (request, task, sweep)",
+        ["during"];
+    shed: IntCounterVec = "switchyard_requests_shed_total",
+        "Requests answered 503 overloaded, by entry point and cap (connections, in_flight)",
+        ["entry_point", "cause"];
+    client_timeouts: IntCounterVec = "switchyard_client_timeouts_total",
+        "Clients too slow to send: head and idle deadlines (connection dropped) and body deadlines (408)",
+        ["entry_point", "phase"];
+    rate_limited: IntCounterVec = "switchyard_rate_limited_total",
+        "Requests refused 429 rate_limited by a per-key limit, by API-key name and limit",
+        ["key", "limit"];
+    targets_ejected: IntCounterVec = "switchyard_targets_ejected_total",
+        "Times a target (provider account and native model) was ejected for failing",
+        ["provider", "native_model"];
+}
+
+/// The handle every part of the gateway records through; empty (and free) without a metrics
+/// listener. Cloning shares the registry.
+#[derive(Clone, Default)]
+pub struct Metrics(Option<Arc<Inner>>);
+
+struct Inner {
+    registry: Registry,
+    families: Families,
+}
+
+/// One of a family's series, resolved once and kept (an entry point's in-flight gauge).
+pub type Gauge = Option<prometheus::IntGauge>;
+
+impl Metrics {
+    /// Metrics that record nothing.
+    pub fn off() -> Metrics {
+        Metrics(None)
+    }
+
+    /// A fresh registry with every family of the table.
+    pub fn on() -> Result<Metrics, String> {
+        let registry = Registry::new();
+        let families =
+            Families::register(&registry).map_err(|e| format!("registering metrics: {e}"))?;
+        Ok(Metrics(Some(Arc::new(Inner { registry, families }))))
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// The registry to expose (`None` when off).
+    pub fn registry(&self) -> Option<&Registry> {
+        self.0.as_ref().map(|i| &i.registry)
+    }
+
+    /// Record with the families, when on: `metrics.with(|f| ...)`.
+    #[inline]
+    pub fn with(&self, record: impl FnOnce(&Families)) {
+        if let Some(inner) = &self.0 {
+            record(&inner.families);
+        }
+    }
+
+    /// An entry point's in-flight gauge, resolved once for the entry point's life.
+    pub fn in_flight(&self, entry_point: &str) -> Gauge {
+        let inner = self.0.as_ref()?;
+        series(&inner.families.in_flight, &[entry_point])
+    }
+
+    /// Hook for per-key limits: a request refused `429 rate_limited` by `key`'s `limit`
+    /// (`requests`, `concurrency`, `tokens`, ...).
+    pub fn rate_limited(&self, key: &str, limit: &str) {
+        self.with(|f| inc(&f.rate_limited, &[key, limit], 1));
+    }
+
+    /// Hook for health-aware routing: a target was ejected for failing.
+    pub fn target_ejected(&self, provider: &str, native_model: &str) {
+        self.with(|f| inc(&f.targets_ejected, &[provider, native_model], 1));
+    }
+
+    /// A shared-store call failed while serving `during` (`request`, `task`, `sweep`).
+    pub fn store_error(&self, during: &'static str) {
+        self.with(|f| inc(&f.store_errors, &[during], 1));
+    }
+}
+
+/// The series of `family` with `labels`. The label count is fixed by the table, so the lookup
+/// fails only on a programming error, logged rather than panicking.
+fn series<B: MetricVecBuilder>(family: &MetricVec<B>, labels: &[&str]) -> Option<B::M> {
+    match family.get_metric_with_label_values(labels) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            log::debug!("metric series {labels:?}: {e}");
+            None
+        }
+    }
+}
+
+/// Add `by` to a counter series.
+pub fn inc(family: &IntCounterVec, labels: &[&str], by: u64) {
+    if let Some(c) = series(family, labels) {
+        c.inc_by(by);
+    }
+}
+
+/// Observe `value` in a histogram series.
+pub fn observe(family: &HistogramVec, labels: &[&str], value: f64) {
+    if let Some(h) = series(family, labels) {
+        h.observe(value);
+    }
+}
+
+/// The label for a principal in usage metrics: an API key's configured name; every JWT subject
+/// counts as `jwt` (subjects are unbounded and chosen by the token's issuer).
+pub fn key_label(principal_id: &str) -> &str {
+    principal_id.strip_prefix("key:").unwrap_or("jwt")
+}
+
+/// The text exposition of `registry`.
+pub fn encode(registry: &Registry) -> Result<Vec<u8>, String> {
+    use prometheus::Encoder;
+    let mut out = Vec::with_capacity(16 * 1024);
+    prometheus::TextEncoder::new()
+        .encode(&registry.gather(), &mut out)
+        .map_err(|e| format!("encoding metrics: {e}"))?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_family_registers_and_encodes() {
+        let m = Metrics::on().unwrap();
+        m.with(|f| inc(&f.requests, &["a", "rerank", "m", "200", ""], 2));
+        m.rate_limited("k", "requests");
+        let text = String::from_utf8(encode(m.registry().unwrap()).unwrap()).unwrap();
+        assert!(text.contains(
+            "switchyard_requests_total{code=\"\",entry_point=\"a\",model=\"m\",operation=\"rerank\",status=\"200\"} 2"
+        ));
+        assert!(text.contains("switchyard_rate_limited_total{key=\"k\",limit=\"requests\"} 1"));
+    }
+
+    #[test]
+    fn off_records_nothing_and_has_no_registry() {
+        let m = Metrics::off();
+        m.rate_limited("k", "requests");
+        assert!(m.registry().is_none());
+        assert!(m.in_flight("a").is_none());
+    }
+
+    #[test]
+    fn jwt_subjects_are_not_labels() {
+        assert_eq!(key_label("key:alice"), "alice");
+        assert_eq!(key_label("jwt:someone@example.com"), "jwt");
+    }
+}
