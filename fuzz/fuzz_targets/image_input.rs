@@ -19,8 +19,12 @@ fuzz_target!(|data: &[u8]| {
         assert!(!bytes.is_empty());
         let (bytes2, mime2) = again.bytes().expect("still data");
         assert_eq!((bytes, mime), (bytes2, mime2));
+        // Bare base64 carries no type: it parses again only when the bytes themselves say what
+        // they are (a data URL's label is trusted for bytes no magic number recognises).
         let b64 = input.base64().expect("data has base64");
-        let from_b64 = ImageInput::parse(&b64).expect("own base64 parses");
-        assert_eq!(from_b64.bytes().map(|(b, _)| b), Some(bytes));
+        if sniff(bytes).is_some() {
+            let from_b64 = ImageInput::parse(&b64).expect("own base64 parses");
+            assert_eq!(from_b64.bytes().map(|(b, _)| b), Some(bytes));
+        }
     }
 });
