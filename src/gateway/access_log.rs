@@ -27,8 +27,10 @@ pub struct Usage {
 /// line has the same shape.
 #[derive(Debug, Serialize)]
 pub struct Record<'a> {
-    /// RFC 3339, UTC, milliseconds.
-    pub time: String,
+    /// Written as RFC 3339, UTC, milliseconds — only by the JSON line (the text line's time is
+    /// the logger's), so the text line never formats it.
+    #[serde(serialize_with = "as_rfc3339")]
+    pub time: SystemTime,
     pub entry_point: &'a str,
     pub method: &'a str,
     /// The request path; a hosted file's is `/api/v1/files/{id}`, its id left out.
@@ -87,6 +89,10 @@ pub fn write(format: AccessLogFormat, record: &Record<'_>) {
                 .unwrap_or_default(),
         ),
     }
+}
+
+fn as_rfc3339<S: serde::Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&rfc3339(*time))
 }
 
 /// `now` as RFC 3339 in UTC with milliseconds (`2026-11-24T06:17:58.123Z`).

@@ -514,7 +514,7 @@ impl ProxyHttp for Gateway {
         let h = session.req_header();
         let target = ctx.trace.target(ctx.model.as_deref());
         let record = access_log::Record {
-            time: access_log::rfc3339(SystemTime::now()),
+            time: SystemTime::now(),
             entry_point: &self.listener,
             method: h.method.as_str(),
             path: access_log::logged_path(h.uri.path()),

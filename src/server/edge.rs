@@ -84,7 +84,7 @@ impl EdgeApp {
             return;
         }
         let record = access_log::Record {
-            time: access_log::rfc3339(std::time::SystemTime::now()),
+            time: std::time::SystemTime::now(),
             entry_point: &self.listener,
             method: "-",
             path: "-",
