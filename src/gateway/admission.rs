@@ -66,14 +66,19 @@ impl Admission {
     }
 
     /// Admit one request from `peer`, or refuse it with `503 overloaded`.
-    pub fn admit(self: &Arc<Self>, peer: Option<&SocketAddr>) -> Result<InFlight, GatewayError> {
+    /// `peer` (a system call, the first time on a connection) is asked only while some
+    /// connection is over the cap.
+    pub fn admit(
+        self: &Arc<Self>,
+        peer: impl FnOnce() -> Option<SocketAddr>,
+    ) -> Result<InFlight, GatewayError> {
         if self.shedding.load(Ordering::Relaxed) > 0 {
-            if let Some(peer) = peer {
+            if let Some(peer) = peer() {
                 let shed = self
                     .shed
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .contains(peer);
+                    .contains(&peer);
                 if shed {
                     return Err(GatewayError::Overloaded(TOO_MANY_CONNECTIONS));
                 }
@@ -145,13 +150,13 @@ mod tests {
     #[test]
     fn in_flight_is_capped_and_freed() {
         let a = Admission::new(10, 2);
-        let one = a.admit(None).unwrap();
-        let _two = a.admit(None).unwrap();
-        let third = a.admit(None).unwrap_err();
+        let one = a.admit(|| None).unwrap();
+        let _two = a.admit(|| None).unwrap();
+        let third = a.admit(|| None).unwrap_err();
         assert_eq!((third.status(), third.code()), (503, "overloaded"));
         assert_eq!(a.in_flight(), 2, "a refused request holds no slot");
         drop(one);
-        assert!(a.admit(None).is_ok());
+        assert!(a.admit(|| None).is_ok());
     }
 
     #[test]
@@ -159,14 +164,14 @@ mod tests {
         let a = Admission::new(1, 10);
         let first = a.connect(|| Some(peer(1)));
         let second = a.connect(|| Some(peer(2)));
-        assert!(a.admit(Some(&peer(1))).is_ok());
-        assert_eq!(a.admit(Some(&peer(2))).unwrap_err().code(), "overloaded");
+        assert!(a.admit(|| Some(peer(1))).is_ok());
+        assert_eq!(a.admit(|| Some(peer(2))).unwrap_err().code(), "overloaded");
         drop(second);
         drop(first);
         assert_eq!(a.connections(), 0);
         let _third = a.connect(|| Some(peer(2)));
         assert!(
-            a.admit(Some(&peer(2))).is_ok(),
+            a.admit(|| Some(peer(2))).is_ok(),
             "the peer's new connection is under the cap"
         );
     }

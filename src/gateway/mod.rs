@@ -224,7 +224,7 @@ impl Gateway {
         if route != Route::Health {
             let admitted = self
                 .admission
-                .admit(session.client_addr().and_then(|a| a.as_inet()));
+                .admit(|| session.client_addr().and_then(|a| a.as_inet().copied()));
             ctx._in_flight = Some(admitted.inspect_err(|e| self.count_shed(e))?);
             ctx._gauge = GaugeSlot::new(&self.in_flight);
         }
