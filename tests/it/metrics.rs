@@ -298,7 +298,30 @@ fn traffic_moves_the_counters_it_must() {
     assert_eq!(shed.status, 503);
     assert_eq!(shed.json()["code"], "overloaded");
 
-    let s = scrape(metrics);
+    // A request is counted once its answer is written, so the client may read its answer first:
+    // scrape until the last one (the shed request) is counted and nothing is in flight.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let s = loop {
+        let s = scrape(metrics);
+        let shed_counted = s.get(
+            "switchyard_requests_total",
+            &[
+                ("entry_point", "overseas"),
+                ("operation", "-"),
+                ("model", "-"),
+                ("status", "503"),
+                ("code", "overloaded"),
+            ],
+        ) > 0.0;
+        let idle = s.get(
+            "switchyard_requests_in_flight",
+            &[("entry_point", "domestic")],
+        ) == 0.0;
+        if (shed_counted && idle) || std::time::Instant::now() > deadline {
+            break s;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
     assert_eq!(s.types["switchyard_requests_total"], "counter");
     assert_eq!(s.types["switchyard_request_duration_seconds"], "histogram");
     let req = |ep: &str, op: &str, model: &str, status: &str, code: &str| {
