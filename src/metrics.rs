@@ -140,6 +140,9 @@ families! {
     targets_ejected: IntCounterVec = "switchyard_targets_ejected_total",
         "Times a target (provider account and native model) was ejected for failing",
         ["provider", "native_model"];
+    target_ejected_now: IntGaugeVec = "switchyard_target_ejected",
+        "Whether a target (provider account and native model) is ejected now (1) or not (0)",
+        ["provider", "native_model"];
 }
 
 /// The handle every part of the gateway records through; empty (and free) without a metrics
@@ -201,6 +204,15 @@ impl Metrics {
     /// Hook for health-aware routing: a target was ejected for failing.
     pub fn target_ejected(&self, provider: &str, native_model: &str) {
         self.with(|f| inc(&f.targets_ejected, &[provider, native_model], 1));
+    }
+
+    /// Whether a target is ejected now (1) or not (0).
+    pub fn set_target_ejected(&self, provider: &str, native_model: &str, value: i64) {
+        self.with(|f| {
+            if let Some(g) = series(&f.target_ejected_now, &[provider, native_model]) {
+                g.set(value);
+            }
+        });
     }
 
     /// A shared-store call failed while serving `during` (`request`, `task`, `sweep`).

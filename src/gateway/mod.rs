@@ -73,7 +73,12 @@ impl GatewayState {
             }),
             None => Metrics::off(),
         };
-        let upstream = Upstream::new(settings.retry, settings.dns_ttl, metrics.clone());
+        let upstream = Upstream::new(
+            settings.retry,
+            settings.dns_ttl,
+            settings.ejection,
+            metrics.clone(),
+        );
         let (store, tasks): (Box<dyn FileStore>, Box<dyn TaskStore>) = match &settings.redis {
             Some(conn) => (
                 Box::new(RedisFileStore::with_conn(conn.clone())),
