@@ -126,7 +126,7 @@ families! {
         "Tasks of a lost instance taken over here, by what was done (resumed, rerun, failed)",
         ["action"];
     store_errors: IntCounterVec = "switchyard_store_errors_total",
-        "Shared-store (Redis) calls that failed, by what needed them (request, task, sweep)",
+        "Shared-store (Redis) calls that failed, by what needed them (request, task, sweep, health)",
         ["during"];
     shed: IntCounterVec = "switchyard_requests_shed_total",
         "Requests answered 503 overloaded, by entry point and cap (connections, in_flight)",

@@ -4,10 +4,11 @@
 //! it to a target, and classifies a failure. The first attempt's target is chosen by weight among
 //! the model's healthy targets; each retry moves to another healthy one not yet tried when there
 //! is one. Every outcome is reported to the target's health (`upstream::health`), which ejects
-//! targets that keep failing. Retryable failures (connect errors,
-//! timeouts, 429, 5xx) are retried up to the request's `retries`, spaced by the retry policy. A provider account whose TLS
-//! certificate was refused is not tried again in the request (it would be refused again): the
-//! next attempt goes to another account at once, or the request fails. Nothing has been sent to the client
+//! targets that keep failing. Retryable failures (connect errors, timeouts, 429, 5xx) are retried
+//! up to the request's `retries`, spaced by the retry policy. A provider account whose TLS
+//! certificate or API key was refused is not tried again in the request (it would be refused
+//! again): the next attempt goes to another account at once, or the request fails. Nothing has
+//! been sent to the client
 //! while this loop runs, which is what makes retrying safe.
 
 use std::future::Future;
@@ -138,9 +139,9 @@ where
         if err.kind == UpstreamErrorKind::UnknownModel {
             return Err(unknown_model(model, target, &err));
         }
-        if err.certificate_refused {
-            // The same certificate would be refused again: move to another account, at once
-            // (nothing to wait for), or stop when every account was refused.
+        if err.certificate_refused || err.kind == UpstreamErrorKind::AuthRejected {
+            // The same certificate (or key) would be refused again: move to another account, at
+            // once (nothing to wait for), or stop when every account was refused.
             refused.push(target.provider.id);
             let other = model
                 .enabled_targets()

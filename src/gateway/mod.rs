@@ -9,6 +9,7 @@ pub mod access_log;
 pub mod admission;
 pub mod body;
 pub mod client_conn;
+pub mod health_sync;
 pub mod image_tasks;
 pub mod models;
 pub mod openapi;

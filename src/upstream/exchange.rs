@@ -21,8 +21,8 @@ use crate::common::native::NativeRequest;
 use crate::common::native::PollRequest;
 use crate::metrics::Metrics;
 use crate::upstream::dns::Resolver;
-use crate::upstream::health::{Clock, EjectionPolicy, Health};
 use crate::upstream::endpoint::Endpoint;
+use crate::upstream::health::{Clock, EjectionPolicy, Health};
 use crate::upstream::provider::Provider;
 use crate::upstream::retry::RetryPolicy;
 

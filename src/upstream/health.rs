@@ -183,7 +183,10 @@ impl Health {
     /// keeps it).
     pub fn cell(&self, account: &str, native_model: &str) -> Arc<Cell> {
         if let Ok(accounts) = self.accounts.read() {
-            if let Some(c) = accounts.get(account).and_then(|a| a.cells.get(native_model)) {
+            if let Some(c) = accounts
+                .get(account)
+                .and_then(|a| a.cells.get(native_model))
+            {
                 return c.clone();
             }
         }
@@ -342,6 +345,13 @@ impl Health {
             .lock()
             .map(|mut o| std::mem::take(&mut *o))
             .unwrap_or_default()
+    }
+
+    /// Ejections that could not be shared, kept for the next try.
+    pub fn requeue(&self, entries: impl IntoIterator<Item = (String, String, u64)>) {
+        if let Ok(mut outbox) = self.outbox.lock() {
+            outbox.extend(entries);
+        }
     }
 
     /// Another instance ejected `account`'s `native_model` until `until`: honour it here too
