@@ -942,6 +942,47 @@ switchyard:
     }
 
     #[test]
+    fn routing_problems_are_listed_with_their_path() {
+        let yaml = r#"
+version: 1
+switchyard:
+  listeners:
+    - {name: a, address: "127.0.0.1:1"}
+  routing:
+    ejection: {consecutive_failures: 0, base_cooldown_ms: 0, max_cooldown_ms: 0, bogus: 1}
+  providers:
+    cohere: {kind: cohere, api_key: "k", base_url: "https://api.cohere.com"}
+  models:
+    m: {family: cohere-rerank, targets: [{provider: cohere, model: x, weight: 101}, {provider: cohere, model: y, wieght: 2}]}
+"#;
+        let errors = load_str(yaml, &no_env).err().unwrap();
+        let all = errors.join("\n");
+        for needle in [
+            "switchyard.routing.ejection.consecutive_failures: must be at least 1",
+            "switchyard.routing.ejection.base_cooldown_ms: must be greater than 0",
+            "switchyard.routing.ejection.bogus: unknown key",
+            "switchyard.models.m.targets[0].weight: 101 is more than 100",
+            "switchyard.models.m.targets[1].wieght: unknown key",
+        ] {
+            assert!(all.contains(needle), "missing `{needle}` in:\n{all}");
+        }
+        let yaml = yaml
+            .replace(
+                "consecutive_failures: 0, base_cooldown_ms: 0, max_cooldown_ms: 0, bogus: 1",
+                "base_cooldown_ms: 10, max_cooldown_ms: 5",
+            )
+            .replace("weight: 101", "weight: 0")
+            .replace(", wieght: 2", "");
+        let errors = load_str(&yaml, &no_env).err().unwrap();
+        assert_eq!(
+            errors,
+            vec![
+                "switchyard.routing.ejection.max_cooldown_ms: 5 is less than base_cooldown_ms (10)"
+            ]
+        );
+    }
+
+    #[test]
     fn a_tls_listener_is_loaded_and_its_bad_files_named_with_their_key() {
         let dir = tls::tests::Dir::new();
         let (cert, key) = tls::tests::self_signed("localhost");
