@@ -80,6 +80,13 @@ impl GatewayState {
             settings.ejection,
             metrics.clone(),
         );
+        // Every target's health cell made now, so a rejected key ejects all of its account's
+        // targets, also those no request has reached yet.
+        for model in settings.catalog.models() {
+            for target in &model.targets {
+                target.health(&upstream.health);
+            }
+        }
         let (store, tasks): (Box<dyn FileStore>, Box<dyn TaskStore>) = match &settings.redis {
             Some(conn) => (
                 Box::new(RedisFileStore::with_conn(conn.clone())),

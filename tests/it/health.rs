@@ -118,6 +118,29 @@ fn weights_spread_first_attempts() {
 }
 
 #[test]
+fn a_standby_target_serves_only_while_the_others_are_ejected() {
+    let (a, b) = (FakeProvider::start(), FakeProvider::start());
+    a.set_default(ok());
+    b.set_default(ok());
+    let m = free_port();
+    let ejection = "{consecutive_failures: 2, base_cooldown_ms: 60000, max_cooldown_ms: 60000}";
+    let gw = TestGateway::start_with(|ports| config(ports, &a, &b, (1, 0), ejection, m, ""));
+    for _ in 0..10 {
+        assert_eq!(rerank(gw.addr, 0).status, 200);
+    }
+    assert_eq!((a.requests().len(), b.requests().len()), (10, 0));
+    a.set_default(down());
+    // Two failures (the retry of each goes to the standby), then a is ejected.
+    for _ in 0..2 {
+        assert_eq!(rerank(gw.addr, 1).status, 200);
+    }
+    for _ in 0..10 {
+        assert_eq!(rerank(gw.addr, 0).status, 200);
+    }
+    assert_eq!((a.requests().len(), b.requests().len()), (12, 12));
+}
+
+#[test]
 fn a_failing_target_is_ejected_probed_and_taken_back() {
     let (a, b) = (FakeProvider::start(), FakeProvider::start());
     a.set_default(down());
