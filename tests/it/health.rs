@@ -298,3 +298,61 @@ fn an_ejection_through_one_instance_is_honoured_by_another() {
     // Not counted as an ejection there: the first instance made it.
     assert_eq!(metric(metrics_two, EJECTIONS_A), None);
 }
+
+#[test]
+fn requests_do_not_wait_for_a_target_ejected_for_timing_out() {
+    let (a, b) = (FakeProvider::start(), FakeProvider::start());
+    // Longer than acct-a's read timeout (1.5 s): every attempt at a times out.
+    a.set_default(Reply::stall(Duration::from_secs(5)));
+    b.set_default(ok());
+    let m = free_port();
+    let ejection = "{consecutive_failures: 2, base_cooldown_ms: 60000, max_cooldown_ms: 60000}";
+    let gw = TestGateway::start_with(|ports| config(ports, &a, &b, (1, 1), ejection, m, ""));
+    while a.requests().len() < 2 {
+        assert_eq!(rerank(gw.addr, 1).status, 200);
+    }
+    let started = Instant::now();
+    for _ in 0..5 {
+        assert_eq!(rerank(gw.addr, 1).status, 200);
+    }
+    assert_eq!(a.requests().len(), 2, "an ejected target received requests");
+    // One more timeout alone would have taken 1.5 s.
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(1_500),
+        "5 requests took {took:?}"
+    );
+}
+
+#[test]
+fn with_redis_down_targets_are_still_ejected_here() {
+    let (a, b) = (FakeProvider::start(), FakeProvider::start());
+    a.set_default(down());
+    b.set_default(ok());
+    let (port, _reserved) = support::refused_port();
+    let store = format!(
+        "  store: {{redis_url: \"redis://127.0.0.1:{port}\", key_prefix: \"{}\", timeout_ms: 200}}\n",
+        support::redis::run_prefix()
+    );
+    let ejection = "{consecutive_failures: 2, base_cooldown_ms: 60000, max_cooldown_ms: 60000}";
+    let m = free_port();
+    let metrics: SocketAddr = format!("127.0.0.1:{m}").parse().unwrap();
+    let gw = TestGateway::start_with(|p| config(p, &a, &b, (1, 1), ejection, m, &store));
+    wait_listening(metrics);
+    while a.requests().len() < 2 {
+        assert_eq!(rerank(gw.addr, 1).status, 200);
+    }
+    for _ in 0..10 {
+        assert_eq!(rerank(gw.addr, 1).status, 200);
+    }
+    assert_eq!(a.requests().len(), 2, "an ejected target received requests");
+    assert_eq!(metric(metrics, EJECTED_A), Some(1.0));
+    wait_for(
+        "a failed exchange to be counted",
+        Duration::from_secs(10),
+        || {
+            metric(metrics, "switchyard_store_errors_total{during=\"health\"}")
+                .is_some_and(|n| n >= 1.0)
+        },
+    );
+}
