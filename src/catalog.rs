@@ -1,19 +1,48 @@
 //! The public models: the [`Catalog`] maps each public model name from the config to what it can do
 //! (its family's capabilities with the model's overrides, see `crate::caps`) and its ordered
-//! targets (provider + native model name).
+//! targets (provider + native model name), with their weights and the schedule that spreads
+//! first attempts over them.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use crate::caps::Caps;
 use crate::common::Operation;
+use crate::upstream::health::{Cell, Health};
 use crate::upstream::provider::Provider;
+
+/// Largest weight a target may carry (keeps a model's schedule small).
+pub const MAX_WEIGHT: u32 = 100;
 
 /// One place a model can be served from.
 #[derive(Debug)]
 pub struct Target {
     pub provider: Arc<Provider>,
     pub native_model: String,
+    /// Its share of first attempts among the model's healthy targets; 0: standby, used only
+    /// when every weighted target is ejected.
+    pub weight: u32,
+    /// Its health cell, fetched by name from the health table on first use (so it is the same
+    /// cell across configuration reloads).
+    health: OnceLock<Arc<Cell>>,
+}
+
+impl Target {
+    pub fn new(provider: Arc<Provider>, native_model: impl Into<String>, weight: u32) -> Target {
+        Target {
+            provider,
+            native_model: native_model.into(),
+            weight,
+            health: OnceLock::new(),
+        }
+    }
+
+    /// Its cell in `health` (one atomic load once fetched).
+    pub fn health<'h>(&'h self, health: &Health) -> &'h Cell {
+        self.health
+            .get_or_init(|| health.cell(&self.provider.name, &self.native_model))
+    }
 }
 
 /// A public model name, resolved.
@@ -22,11 +51,51 @@ pub struct Model {
     pub name: String,
     /// The family's capabilities with this model's overrides from the config.
     pub caps: Caps,
-    /// Tried in order; retries move to the next one (wrapping).
+    /// First attempts are spread over them by weight; retries move to another.
     pub targets: Vec<Target>,
+    /// Target indices in the order first attempts take them: each target as often as its
+    /// weight, interleaved (smooth weighted round robin, computed once).
+    schedule: Vec<u16>,
+    /// Position in `schedule` of the next request.
+    next: AtomicUsize,
 }
 
 impl Model {
+    pub fn new(name: impl Into<String>, caps: Caps, targets: Vec<Target>) -> Model {
+        let schedule = schedule(&targets);
+        Model {
+            name: name.into(),
+            caps,
+            targets,
+            schedule,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// Where this request's first attempt starts looking: an index into `targets`, then the
+    /// schedule's following entries (`scheduled(k)`). Empty schedule (every weight 0): 0.
+    pub fn start(&self) -> usize {
+        if self.schedule.is_empty() {
+            return 0;
+        }
+        self.next.fetch_add(1, Ordering::Relaxed) % self.schedule.len()
+    }
+
+    /// The target index at position `at` of the schedule (wrapping), if any target has weight.
+    pub fn scheduled(&self, at: usize) -> Option<usize> {
+        if self.schedule.is_empty() {
+            return None;
+        }
+        self.schedule
+            .get(at % self.schedule.len())
+            .map(|&i| i as usize)
+    }
+
+    /// Length of the weighted schedule.
+    pub fn schedule_len(&self) -> usize {
+        self.schedule.len()
+    }
+
     /// The operation this model serves.
     pub fn operation(&self) -> Operation {
         self.caps.operation()
@@ -36,6 +105,32 @@ impl Model {
     pub fn enabled_targets(&self) -> impl Iterator<Item = &Target> {
         self.targets.iter().filter(|t| t.provider.enabled())
     }
+}
+
+/// Smooth weighted round robin (as nginx's upstream module): each round, every target gains its
+/// weight, the one with the most is chosen and loses the total. Over one cycle (the weights' sum)
+/// each target appears as often as its weight, spread out rather than in runs.
+fn schedule(targets: &[Target]) -> Vec<u16> {
+    let weights: Vec<i64> = targets
+        .iter()
+        .take(u16::MAX as usize)
+        .map(|t| i64::from(t.weight.min(MAX_WEIGHT)))
+        .collect();
+    let total: i64 = weights.iter().sum();
+    let mut current = vec![0i64; weights.len()];
+    let mut out = Vec::with_capacity(total as usize);
+    for _ in 0..total {
+        let mut best = 0;
+        for (i, w) in weights.iter().enumerate() {
+            current[i] += w;
+            if current[i] > current[best] {
+                best = i;
+            }
+        }
+        current[best] -= total;
+        out.push(best as u16);
+    }
+    out
 }
 
 /// Public model name → model, built once at start.
@@ -80,4 +175,21 @@ pub fn one_of<T: std::fmt::Display>(values: &[T]) -> String {
         .map(|v| v.to_string())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::test_support as support;
+
+    #[test]
+    fn the_schedule_follows_the_weights_interleaved() {
+        let p = support::provider_at("openai", "k", "http://127.0.0.1:1/v1");
+        let targets = vec![
+            Target::new(p.clone(), "a", 3),
+            Target::new(p.clone(), "b", 1),
+            Target::new(p, "standby", 0),
+        ];
+        assert_eq!(schedule(&targets), vec![0, 0, 1, 0]);
+    }
 }

@@ -126,7 +126,7 @@ families! {
         "Tasks of a lost instance taken over here, by what was done (resumed, rerun, failed)",
         ["action"];
     store_errors: IntCounterVec = "switchyard_store_errors_total",
-        "Shared-store (Redis) calls that failed, by what needed them (request, task, sweep)",
+        "Shared-store (Redis) calls that failed, by what needed them (request, task, sweep, health)",
         ["during"];
     shed: IntCounterVec = "switchyard_requests_shed_total",
         "Requests answered 503 overloaded, by entry point and cap (connections, in_flight)",
@@ -139,6 +139,9 @@ families! {
         ["key", "limit"];
     targets_ejected: IntCounterVec = "switchyard_targets_ejected_total",
         "Times a target (provider account and native model) was ejected for failing",
+        ["provider", "native_model"];
+    target_ejected_now: IntGaugeVec = "switchyard_target_ejected",
+        "Whether a target (provider account and native model) is ejected now (1) or not (0)",
         ["provider", "native_model"];
 }
 
@@ -201,6 +204,15 @@ impl Metrics {
     /// Hook for health-aware routing: a target was ejected for failing.
     pub fn target_ejected(&self, provider: &str, native_model: &str) {
         self.with(|f| inc(&f.targets_ejected, &[provider, native_model], 1));
+    }
+
+    /// Whether a target is ejected now (1) or not (0).
+    pub fn set_target_ejected(&self, provider: &str, native_model: &str, value: i64) {
+        self.with(|f| {
+            if let Some(g) = series(&f.target_ejected_now, &[provider, native_model]) {
+                g.set(value);
+            }
+        });
     }
 
     /// A shared-store call failed while serving `during` (`request`, `task`, `sweep`).

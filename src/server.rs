@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use crate::config::{Listener, Settings};
 use crate::gateway::admission::Admission;
+use crate::gateway::health_sync::HealthSync;
 use crate::gateway::task_supervisor::{TaskSupervisor, PINGORA_DEFAULT_GRACE};
 use crate::gateway::{Gateway, GatewayState};
 use edge::EdgeApp;
@@ -57,6 +58,14 @@ pub fn add_services(server: &mut Server, state: &Arc<GatewayState>) {
             grace,
         },
     ));
+    if state.settings.redis.is_some() {
+        server.add_service(background_service(
+            "switchyard target health",
+            HealthSync {
+                state: state.clone(),
+            },
+        ));
+    }
     if let (Some(address), Some(registry)) = (state.settings.metrics, state.metrics.registry()) {
         server.add_service(metrics::service(address, registry.clone()));
     }

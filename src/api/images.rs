@@ -534,11 +534,7 @@ mod tests {
             .with_overrides(family, &overrides, "m")
             .unwrap_or_else(|e| panic!("{e:?}"));
         let mut c = Catalog::default();
-        c.insert(Model {
-            name: "m".into(),
-            caps,
-            targets: Vec::new(),
-        });
+        c.insert(Model::new("m", caps, Vec::new()));
         c
     }
 

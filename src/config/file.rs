@@ -36,6 +36,38 @@ pub struct GatewayFile {
     pub metrics: Option<MetricsFile>,
     #[serde(default)]
     pub access_log: AccessLogFile,
+    /// How requests are spread over a model's targets and when failing targets are ejected.
+    #[serde(default)]
+    pub routing: RoutingFile,
+}
+
+/// `routing:` — health-aware routing.
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+pub struct RoutingFile {
+    pub ejection: EjectionFile,
+}
+
+/// `routing.ejection:` — outlier detection per target (provider account + native model).
+#[derive(Debug, Deserialize)]
+#[serde(default)]
+pub struct EjectionFile {
+    /// Failures in a row (connect errors, timeouts, 5xx, wrong answers) that eject a target.
+    pub consecutive_failures: u32,
+    /// The first ejection's length; each further one in a row doubles it.
+    pub base_cooldown_ms: u64,
+    /// The longest an ejection lasts.
+    pub max_cooldown_ms: u64,
+}
+
+impl Default for EjectionFile {
+    fn default() -> Self {
+        EjectionFile {
+            consecutive_failures: 3,
+            base_cooldown_ms: 5_000,
+            max_cooldown_ms: 300_000,
+        }
+    }
 }
 
 /// `metrics:` — where `GET /metrics` is served (never on an entry point).
@@ -317,6 +349,14 @@ pub struct TargetFile {
     pub provider: String,
     /// The provider's own model name.
     pub model: String,
+    /// Share of first attempts among the model's healthy targets (0 to 100; 0: standby, used
+    /// only when every other target is ejected).
+    #[serde(default = "d_weight")]
+    pub weight: u32,
+}
+
+fn d_weight() -> u32 {
+    1
 }
 
 fn d_region() -> String {

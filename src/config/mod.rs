@@ -22,13 +22,14 @@ use crate::api::adapter::Registry;
 use crate::api::models::Listing;
 use crate::auth::Authenticator;
 use crate::caps::{self, Caps};
-use crate::catalog::{Catalog, Model, Target};
+use crate::catalog::{Catalog, Model, Target, MAX_WEIGHT};
 use crate::common::Operation;
 use crate::providers::registry;
 use crate::store::redis_conn::RedisConn;
 use crate::store::redis_conn::RedisSettings;
 use crate::upstream::endpoint::{Endpoint, Timeouts};
 use crate::upstream::guard::DownloadPolicy;
+use crate::upstream::health::EjectionPolicy;
 use crate::upstream::provider::Account;
 use crate::upstream::provider::Provider;
 use crate::upstream::retry::RetryPolicy;
@@ -143,6 +144,8 @@ pub struct GatewaySettings {
     /// Where Prometheus metrics are served (`None`: no metrics listener, nothing recorded).
     pub metrics: Option<SocketAddr>,
     pub access_log: AccessLogFormat,
+    /// When failing targets are ejected (`routing.ejection`).
+    pub ejection: EjectionPolicy,
 }
 
 /// The shape of access lines (`access_log.format`).
@@ -435,6 +438,7 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
     let redis = redis_settings(&file.store, errors);
     let clients = client_limits(&file.clients, errors);
     let metrics = metrics_address(file.metrics.as_ref(), &listeners, errors);
+    let ejection = ejection_policy(&file.routing.ejection, errors);
     let access_log = match file.access_log.format.as_str() {
         "text" => AccessLogFormat::Text,
         "json" => AccessLogFormat::Json,
@@ -459,7 +463,30 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
         clients,
         metrics,
         access_log,
+        ejection,
     })
+}
+
+/// `routing.ejection`, checked: at least one failure, a cooldown, and a maximum no shorter.
+fn ejection_policy(f: &file::EjectionFile, errors: &mut Vec<String>) -> EjectionPolicy {
+    let at = "switchyard.routing.ejection";
+    if f.consecutive_failures == 0 {
+        errors.push(format!("{at}.consecutive_failures: must be at least 1"));
+    }
+    if f.base_cooldown_ms == 0 {
+        errors.push(format!("{at}.base_cooldown_ms: must be greater than 0"));
+    }
+    if f.max_cooldown_ms < f.base_cooldown_ms {
+        errors.push(format!(
+            "{at}.max_cooldown_ms: {} is less than base_cooldown_ms ({})",
+            f.max_cooldown_ms, f.base_cooldown_ms
+        ));
+    }
+    EjectionPolicy {
+        consecutive_failures: f.consecutive_failures.max(1),
+        base_cooldown: Duration::from_millis(f.base_cooldown_ms),
+        max_cooldown: Duration::from_millis(f.max_cooldown_ms),
+    }
 }
 
 /// The metrics listener's address: an `IP:port` that no entry point uses (metrics are never
@@ -726,10 +753,15 @@ fn build_catalog(
         let mut targets = Vec::new();
         for (i, t) in m.targets.iter().enumerate() {
             match providers.get(&t.provider) {
-                Some(p) if adapters.get(p).is_some_and(|a| a.serves(op)) => targets.push(Target {
-                    provider: p.clone(),
-                    native_model: t.model.clone(),
-                }),
+                Some(p) if adapters.get(p).is_some_and(|a| a.serves(op)) => {
+                    if t.weight > MAX_WEIGHT {
+                        errors.push(format!(
+                            "{at}.targets[{i}].weight: {} is more than {MAX_WEIGHT}",
+                            t.weight
+                        ));
+                    }
+                    targets.push(Target::new(p.clone(), t.model.clone(), t.weight));
+                }
                 Some(_) => errors.push(format!(
                     "{at}.targets[{i}].provider: {} does not serve {}",
                     t.provider,
@@ -743,11 +775,7 @@ fn build_catalog(
                 )),
             }
         }
-        catalog.insert(Model {
-            name: name.clone(),
-            caps,
-            targets,
-        });
+        catalog.insert(Model::new(name.clone(), caps, targets));
     }
     catalog
 }
@@ -911,6 +939,47 @@ switchyard:
         ] {
             assert!(all.contains(needle), "missing `{needle}` in:\n{all}");
         }
+    }
+
+    #[test]
+    fn routing_problems_are_listed_with_their_path() {
+        let yaml = r#"
+version: 1
+switchyard:
+  listeners:
+    - {name: a, address: "127.0.0.1:1"}
+  routing:
+    ejection: {consecutive_failures: 0, base_cooldown_ms: 0, max_cooldown_ms: 0, bogus: 1}
+  providers:
+    cohere: {kind: cohere, api_key: "k", base_url: "https://api.cohere.com"}
+  models:
+    m: {family: cohere-rerank, targets: [{provider: cohere, model: x, weight: 101}, {provider: cohere, model: y, wieght: 2}]}
+"#;
+        let errors = load_str(yaml, &no_env).err().unwrap();
+        let all = errors.join("\n");
+        for needle in [
+            "switchyard.routing.ejection.consecutive_failures: must be at least 1",
+            "switchyard.routing.ejection.base_cooldown_ms: must be greater than 0",
+            "switchyard.routing.ejection.bogus: unknown key",
+            "switchyard.models.m.targets[0].weight: 101 is more than 100",
+            "switchyard.models.m.targets[1].wieght: unknown key",
+        ] {
+            assert!(all.contains(needle), "missing `{needle}` in:\n{all}");
+        }
+        let yaml = yaml
+            .replace(
+                "consecutive_failures: 0, base_cooldown_ms: 0, max_cooldown_ms: 0, bogus: 1",
+                "base_cooldown_ms: 10, max_cooldown_ms: 5",
+            )
+            .replace("weight: 101", "weight: 0")
+            .replace(", wieght: 2", "");
+        let errors = load_str(&yaml, &no_env).err().unwrap();
+        assert_eq!(
+            errors,
+            vec![
+                "switchyard.routing.ejection.max_cooldown_ms: 5 is less than base_cooldown_ms (10)"
+            ]
+        );
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! The attempt loop: one request, several tries, possibly several targets.
 //!
 //! Each attempt rebuilds the native request from the validated request (translation is pure), sends
-//! it to the next enabled target, and classifies a failure. Retryable failures (connect errors,
-//! timeouts, 429, 5xx) are retried up to the request's `retries`, spaced by the retry policy; a
-//! retry moves to the next target when the model has several. A provider account whose TLS
-//! certificate was refused is not tried again in the request (it would be refused again): the
-//! next attempt goes to another account at once, or the request fails. Nothing has been sent to the client
+//! it to a target, and classifies a failure. The first attempt's target is chosen by weight among
+//! the model's healthy targets; each retry moves to another healthy one not yet tried when there
+//! is one. Every outcome is reported to the target's health (`upstream::health`), which ejects
+//! targets that keep failing. Retryable failures (connect errors, timeouts, 429, 5xx) are retried
+//! up to the request's `retries`, spaced by the retry policy. A provider account whose TLS
+//! certificate or API key was refused is not tried again in the request (it would be refused
+//! again): the next attempt goes to another account at once, or the request fails. Nothing has
+//! been sent to the client
 //! while this loop runs, which is what makes retrying safe.
 
 use std::future::Future;
@@ -21,6 +24,7 @@ use crate::common::native::Prepared;
 use crate::engine::trace;
 use crate::metrics;
 use crate::upstream::exchange::{Response, Upstream};
+use crate::upstream::health::Admission;
 use std::time::Instant;
 
 /// What the caller does with a successful (2xx) response inside the loop, so that a failure
@@ -91,18 +95,18 @@ where
         });
     }
     let mut attempt: u32 = 0;
-    // Position in the rotation over the enabled targets; it moves past refused accounts.
-    let mut slot: usize = 0;
+    // Where this request starts in the model's weighted schedule.
+    let start = model.start();
+    // Targets tried in this request (bit `index % 64`): retries prefer the others.
+    let mut tried: u64 = 0;
     // Accounts (by id) whose TLS certificate was refused in this request: never tried again
     // (empty, so no allocation, unless that happens).
     let mut refused: Vec<usize> = Vec::new();
     loop {
-        let Some(target) = (0..enabled)
-            .filter_map(|k| model.enabled_targets().nth((slot + k) % enabled))
-            .find(|t| !refused.contains(&t.provider.id))
-        else {
+        let Some((index, target)) = pick(upstream, model, start, tried, &refused) else {
             return Err(GatewayError::Internal("target list changed".into()));
         };
+        tried |= 1 << (index % 64);
         let native = match build(target)? {
             Prepared::Http(native) => native,
             Prepared::Local(answer) => {
@@ -117,6 +121,11 @@ where
             Err(e) => Err(e),
         };
         count(upstream, target, started, outcome.as_ref().err());
+        let health = target.health(&upstream.health);
+        match &outcome {
+            Ok(_) => upstream.health.success(health),
+            Err(e) => upstream.health.failure(health, e.kind),
+        }
         let err = match outcome {
             Ok(value) => return Ok((Reply::Remote(value), target)),
             Err(e) => e,
@@ -130,9 +139,9 @@ where
         if err.kind == UpstreamErrorKind::UnknownModel {
             return Err(unknown_model(model, target, &err));
         }
-        if err.certificate_refused {
-            // The same certificate would be refused again: move to another account, at once
-            // (nothing to wait for), or stop when every account was refused.
+        if err.certificate_refused || err.kind == UpstreamErrorKind::AuthRejected {
+            // The same certificate (or key) would be refused again: move to another account, at
+            // once (nothing to wait for), or stop when every account was refused.
             refused.push(target.provider.id);
             let other = model
                 .enabled_targets()
@@ -141,7 +150,6 @@ where
                 return Err(GatewayError::Upstream(err));
             }
             attempt += 1;
-            slot += 1;
             retried(upstream, target, &err);
             continue;
         }
@@ -150,9 +158,49 @@ where
         }
         retried(upstream, target, &err);
         attempt += 1;
-        slot += 1;
         tokio::time::sleep(upstream.retry.delay(attempt, err.retry_after)).await;
     }
+}
+
+/// The target for the next attempt, and its index: by the model's weighted schedule from
+/// `start`, the first one that is enabled, not refused and not ejected (or whose probe this is),
+/// preferring targets not yet `tried` in this request; standby targets (weight 0) only when no
+/// weighted one can be used. When every usable target is ejected, the one whose ejection ends
+/// first (panic mode, as Envoy's: failing outright would be worse than trying it).
+/// No allocation; the usual case returns at the first entry it looks at.
+fn pick<'m>(
+    upstream: &Upstream,
+    model: &'m Model,
+    start: usize,
+    tried: u64,
+    refused: &[usize],
+) -> Option<(usize, &'m Target)> {
+    let health = &upstream.health;
+    let usable = |t: &Target| t.provider.enabled() && !refused.contains(&t.provider.id);
+    // (ejected until, index) of the ejected target back soonest.
+    let mut soonest: Option<(u64, usize)> = None;
+    for fresh in [true, false] {
+        let weighted = (0..model.schedule_len()).filter_map(|k| model.scheduled(start + k));
+        let standby = (0..model.targets.len()).filter(|&i| model.targets[i].weight == 0);
+        for i in weighted.chain(standby) {
+            let Some(t) = model.targets.get(i) else {
+                continue;
+            };
+            if !usable(t) || (tried & (1 << (i % 64)) == 0) != fresh {
+                continue;
+            }
+            match health.admit(t.health(health)) {
+                Admission::Healthy | Admission::Probe => return Some((i, t)),
+                Admission::Ejected(until) => {
+                    if soonest.is_none_or(|(u, _)| until < u) {
+                        soonest = Some((until, i));
+                    }
+                }
+            }
+        }
+    }
+    let (_, i) = soonest?;
+    model.targets.get(i).map(|t| (i, t))
 }
 
 /// Count one attempt at `target`: its outcome (success, or its error's class) and its duration.

@@ -9,6 +9,7 @@ pub mod access_log;
 pub mod admission;
 pub mod body;
 pub mod client_conn;
+pub mod health_sync;
 pub mod image_tasks;
 pub mod models;
 pub mod openapi;
@@ -73,7 +74,19 @@ impl GatewayState {
             }),
             None => Metrics::off(),
         };
-        let upstream = Upstream::new(settings.retry, settings.dns_ttl, metrics.clone());
+        let upstream = Upstream::new(
+            settings.retry,
+            settings.dns_ttl,
+            settings.ejection,
+            metrics.clone(),
+        );
+        // Every target's health cell made now, so a rejected key ejects all of its account's
+        // targets, also those no request has reached yet.
+        for model in settings.catalog.models() {
+            for target in &model.targets {
+                target.health(&upstream.health);
+            }
+        }
         let (store, tasks): (Box<dyn FileStore>, Box<dyn TaskStore>) = match &settings.redis {
             Some(conn) => (
                 Box::new(RedisFileStore::with_conn(conn.clone())),

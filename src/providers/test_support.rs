@@ -78,10 +78,7 @@ fn new_provider(name: &str, key: &str, endpoint: Option<Endpoint>) -> Provider {
 }
 
 pub(crate) fn target(provider: Arc<Provider>, native_model: &str) -> Target {
-    Target {
-        provider,
-        native_model: native_model.into(),
-    }
+    Target::new(provider, native_model, 1)
 }
 
 /// A catalog holding one model, `public_model` of `family`, served by `target`. Non-zero
@@ -124,11 +121,7 @@ pub(crate) fn catalog(
         .with_overrides(family, &serde_yaml::Value::Mapping(overrides), "test")
         .unwrap_or_else(|e| panic!("{e:?}"));
     let mut catalog = Catalog::default();
-    catalog.insert(Model {
-        name: public_model.into(),
-        caps,
-        targets: vec![target],
-    });
+    catalog.insert(Model::new(public_model, caps, vec![target]));
     catalog
 }
 
@@ -162,11 +155,7 @@ pub(crate) fn rerank_request<'a>(
     let Caps::Rerank(rerank_caps) = caps else {
         panic!("{family} is not a rerank family");
     };
-    let model = Model {
-        name: public_model.into(),
-        caps,
-        targets: Vec::new(),
-    };
+    let model = Model::new(public_model, caps, Vec::new());
     RerankRequest {
         model: Arc::new(model),
         caps: rerank_caps,

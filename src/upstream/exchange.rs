@@ -22,6 +22,7 @@ use crate::common::native::PollRequest;
 use crate::metrics::Metrics;
 use crate::upstream::dns::Resolver;
 use crate::upstream::endpoint::Endpoint;
+use crate::upstream::health::{Clock, EjectionPolicy, Health};
 use crate::upstream::provider::Provider;
 use crate::upstream::retry::RetryPolicy;
 
@@ -32,6 +33,8 @@ pub struct Upstream {
     pub retry: RetryPolicy,
     /// Where attempts are counted (the engine records through it; empty without metrics).
     pub metrics: Metrics,
+    /// Targets' health: which to avoid while they fail (kept across configuration reloads).
+    pub health: Health,
 }
 
 /// A provider's answer whose header has arrived and whose body is still to be read.
@@ -44,8 +47,14 @@ pub struct Response<'u> {
 }
 
 impl Upstream {
-    pub fn new(retry: RetryPolicy, dns_ttl: Duration, metrics: Metrics) -> Upstream {
+    pub fn new(
+        retry: RetryPolicy,
+        dns_ttl: Duration,
+        ejection: EjectionPolicy,
+        metrics: Metrics,
+    ) -> Upstream {
         Upstream {
+            health: Health::new(ejection, Clock::System, metrics.clone()),
             connector: Connector::new(None),
             resolver: Resolver::new(dns_ttl),
             retry,

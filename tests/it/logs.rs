@@ -32,15 +32,15 @@ const KLING_ACCESS: &str = "kling-access-LOGTEST-3d4e5f"; // a signed token's is
 const KLING_SECRET: &str = "kling-secret-LOGTEST-4e5f6a"; // signs the token
 
 /// A gateway process whose stdout and stderr go to files; killed when dropped.
-struct Binary {
+pub(crate) struct Binary {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     out: PathBuf,
     err: PathBuf,
 }
 
 impl Binary {
-    fn start(yaml: impl FnOnce(u16) -> String, rust_log: &str) -> Binary {
+    pub(crate) fn start(yaml: impl FnOnce(u16) -> String, rust_log: &str) -> Binary {
         let _starting = gateway_starting();
         let port = free_port();
         let dir =
@@ -67,7 +67,7 @@ impl Binary {
     }
 
     /// Everything written so far, stdout then stderr.
-    fn output(&self) -> String {
+    pub(crate) fn output(&self) -> String {
         let out = std::fs::read(&self.out).unwrap_or_default();
         let err = std::fs::read(&self.err).unwrap_or_default();
         format!(
@@ -78,7 +78,7 @@ impl Binary {
     }
 
     /// Wait (at most 10 s) until `done` holds for the output; the output then.
-    fn output_when(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn output_when(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let text = self.output();

@@ -19,6 +19,7 @@ mod auth;
 mod cli;
 mod edge_clients;
 mod edge_tls;
+mod health;
 mod http10;
 mod image_links;
 mod images;

@@ -480,7 +480,14 @@ fn traffic_moves_the_counters_it_must() {
         0.0
     );
     assert_eq!(s.sum("switchyard_rate_limited_total", &[]), 0.0);
-    assert_eq!(s.sum("switchyard_targets_ejected_total", &[]), 0.0);
+    // The three failures in a row ejected that target (the default threshold), and only it.
+    let rerank_target = [("provider", "cohere"), ("native_model", "rerank-v3.5")];
+    assert_eq!(s.sum("switchyard_targets_ejected_total", &[]), 1.0);
+    assert_eq!(
+        s.get("switchyard_targets_ejected_total", &rerank_target),
+        1.0
+    );
+    assert_eq!(s.get("switchyard_target_ejected", &rerank_target), 1.0);
 
     // No credential anywhere in the exposition.
     for secret in [KEY, crate::support::PROVIDER_KEY, "hashed-secret-key"] {
