@@ -462,11 +462,13 @@ impl RedisConn {
     /// it (`WAIT` on the same connection, after `op`); else it fails with
     /// [`StoreError::Unavailable`] and the caller must not acknowledge it. Redis replication is
     /// asynchronous: without this, a write acknowledged by a primary that dies before its
-    /// replicas got it is lost when a replica is promoted. `WAIT` makes that loss need every
-    /// acknowledging replica to fail too, though it does not make Redis strongly consistent
-    /// (<https://redis.io/docs/latest/commands/wait/>); Sentinel promotes the replica with the
-    /// most replication progress
-    /// (<https://redis.io/docs/latest/operate/oss_and_stack/management/sentinel/#replica-selection-and-priority>).
+    /// replicas got it is lost when a replica is promoted. With it, the write is on N replicas
+    /// before anyone is told it exists, and Sentinel promotes the available replica with the most
+    /// replication progress, so it survives the primary's loss unless the acknowledging replicas
+    /// are lost or cut off too. Best effort, not strong consistency: "WAIT does not make Redis a
+    /// strongly consistent store" (<https://redis.io/docs/latest/commands/wait/>; replica
+    /// selection:
+    /// <https://redis.io/docs/latest/operate/oss_and_stack/management/sentinel/#replica-selection-and-priority>).
     pub async fn run_durable<T, F, Fut>(&self, op: F) -> Result<T, StoreError>
     where
         F: Fn(StoreConn) -> Fut,

@@ -253,6 +253,7 @@ fn under_sentinel_the_gateway_follows_a_failover_and_loses_nothing_acknowledged(
     });
     let took = started.elapsed();
     assert!(took < PATIENCE, "{took:?}");
+    eprintln!("redis_ha: the gateway carried on {took:?} after the primary was killed");
     let named: Vec<String> = sentinel.must(&["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"]);
     assert_ne!(named[1], old.to_string(), "no failover happened");
 
