@@ -592,6 +592,56 @@ mod tests {
     }
 
     #[test]
+    fn cluster_and_sentinel_settings_never_show_a_password_and_need_no_io() {
+        let cluster = RedisSettings::with_topology(Topology::Cluster {
+            nodes: vec![
+                "redis://:c1-s3cret@10.0.0.1:7000".into(),
+                "redis://:c1-s3cret@10.0.0.2:7000".into(),
+            ],
+        });
+        let sentinel = RedisSettings::with_topology(Topology::Sentinel {
+            sentinels: vec!["redis://:snt-s3cret@10.0.0.1:26379".into()],
+            master: "mymaster".into(),
+            username: Some("app".into()),
+            password: Some("node-s3cret".into()),
+            db: 0,
+            min_replicas_acked: 1,
+        });
+        for s in [&cluster, &sentinel] {
+            let shown = format!("{s:?}");
+            assert!(!shown.contains("s3cret"), "{shown}");
+        }
+        // Outside any async runtime, with nothing listening: no I/O until the first call.
+        assert_eq!(RedisConn::new(&cluster).unwrap().min_replicas_acked(), 0);
+        let conn = RedisConn::new(&sentinel).unwrap();
+        assert_eq!(conn.min_replicas_acked(), 1);
+        assert_eq!(conn.tag("limits:alice"), "{switchyard:limits:alice}");
+        for bad in [
+            Topology::Cluster { nodes: vec![] },
+            Topology::Sentinel {
+                sentinels: vec![],
+                master: "m".into(),
+                username: None,
+                password: None,
+                db: 0,
+                min_replicas_acked: 0,
+            },
+        ] {
+            assert!(matches!(
+                RedisConn::new(&RedisSettings::with_topology(bad)),
+                Err(InvalidRedisSettings::Topology(_))
+            ));
+        }
+        match RedisConn::new(&RedisSettings::with_topology(Topology::Cluster {
+            nodes: vec!["http://:pw@nope".into()],
+        })) {
+            Err(InvalidRedisSettings::Url { url, .. }) => assert!(!url.contains("pw"), "{url}"),
+            Err(e) => panic!("wrong error: {e}"),
+            Ok(_) => panic!("accepted a non-redis url"),
+        }
+    }
+
+    #[test]
     fn bad_settings_fail_without_io() {
         match RedisConn::new(&RedisSettings::new("http://:pw@nope")) {
             Err(InvalidRedisSettings::Url { url, .. }) => assert!(!url.contains("pw"), "{url}"),
