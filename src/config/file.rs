@@ -124,15 +124,37 @@ impl Default for ClientsFile {
     }
 }
 
-/// Where state shared between instances lives (hosted images): Redis when `redis_url` is set,
-/// else this process's memory.
+/// Where state shared between instances lives (hosted images, tasks): Redis when one of
+/// `redis_url` (one server), `redis_cluster` (a Redis Cluster's seed nodes) or `redis_sentinel`
+/// is set, else this process's memory.
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
 pub struct StoreFile {
     pub redis_url: Option<String>,
+    /// Seed node URLs of a Redis Cluster.
+    pub redis_cluster: Option<Vec<String>>,
+    /// A primary found through Sentinel.
+    pub redis_sentinel: Option<SentinelFile>,
     pub key_prefix: Option<String>,
     /// Longest a store call may take (connecting included) before it fails with 503.
     pub timeout_ms: Option<u64>,
+}
+
+/// `store.redis_sentinel`: the sentinels, the name they know the primary by, and how to log in
+/// to the data nodes.
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+pub struct SentinelFile {
+    /// The sentinels' URLs (`redis://[user:password@]host:port`: their own credentials).
+    pub urls: Vec<String>,
+    /// The monitored primary's name (`sentinel monitor <name> ...`).
+    pub master: String,
+    /// Credentials and database on the primary.
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub db: i64,
+    /// Tasks and hosted files are acknowledged only once this many replicas hold them (`WAIT`).
+    pub min_replicas_acked: u32,
 }
 
 /// Image inputs the gateway downloads, and images it hosts.

@@ -27,6 +27,7 @@ use crate::common::Operation;
 use crate::providers::registry;
 use crate::store::redis_conn::RedisConn;
 use crate::store::redis_conn::RedisSettings;
+use crate::store::redis_conn::Topology;
 use crate::upstream::endpoint::{Endpoint, Timeouts};
 use crate::upstream::guard::DownloadPolicy;
 use crate::upstream::health::EjectionPolicy;
@@ -589,8 +590,16 @@ fn keep_secrets_out_of_logs(file: &GatewayFile) {
     if let Some(jwt) = &file.auth.jwt {
         crate::logging::redact_also(jwt.hs256_secret.as_deref().unwrap_or_default());
     }
-    // `redis://user:password@host`: the password.
-    if let Some(url) = &file.store.redis_url {
+    // `redis://user:password@host`: the password, of every Redis URL; the data nodes' password
+    // under Sentinel.
+    let store = &file.store;
+    let sentinel = store.redis_sentinel.as_ref();
+    let urls = store
+        .redis_url
+        .iter()
+        .chain(store.redis_cluster.iter().flatten())
+        .chain(sentinel.map(|s| s.urls.iter()).into_iter().flatten());
+    for url in urls {
         let userinfo = url
             .split_once("://")
             .and_then(|(_, rest)| rest.split_once('@'))
@@ -599,15 +608,62 @@ fn keep_secrets_out_of_logs(file: &GatewayFile) {
             crate::logging::redact_also(password);
         }
     }
+    if let Some(password) = sentinel.and_then(|s| s.password.as_deref()) {
+        crate::logging::redact_also(password);
+    }
 }
 
 fn redis_settings(f: &file::StoreFile, errors: &mut Vec<String>) -> Option<RedisConn> {
+    let at = "switchyard.store";
+    let problems = errors.len();
     let url = f
         .redis_url
         .as_deref()
         .map(str::trim)
-        .filter(|u| !u.is_empty())?;
-    let mut s = RedisSettings::new(url);
+        .filter(|u| !u.is_empty());
+    let mut topologies = Vec::new();
+    if let Some(url) = url {
+        topologies.push(Topology::Single { url: url.into() });
+    }
+    if let Some(nodes) = &f.redis_cluster {
+        if nodes.is_empty() {
+            errors.push(format!("{at}.redis_cluster: list at least one node URL"));
+        }
+        topologies.push(Topology::Cluster {
+            nodes: nodes.iter().map(|n| n.trim().to_string()).collect(),
+        });
+    }
+    if let Some(s) = &f.redis_sentinel {
+        if s.urls.is_empty() {
+            errors.push(format!(
+                "{at}.redis_sentinel.urls: list at least one sentinel URL"
+            ));
+        }
+        if s.master.trim().is_empty() {
+            errors.push(format!(
+                "{at}.redis_sentinel.master: name the primary the sentinels monitor"
+            ));
+        }
+        topologies.push(Topology::Sentinel {
+            sentinels: s.urls.iter().map(|u| u.trim().to_string()).collect(),
+            master: s.master.trim().to_string(),
+            username: s.username.clone(),
+            password: s.password.clone(),
+            db: s.db,
+            min_replicas_acked: s.min_replicas_acked,
+        });
+    }
+    if topologies.len() > 1 {
+        errors.push(format!(
+            "{at}: set only one of redis_url, redis_cluster, redis_sentinel"
+        ));
+        return None;
+    }
+    let topology = topologies.pop()?;
+    if errors.len() > problems {
+        return None;
+    }
+    let mut s = RedisSettings::with_topology(topology);
     if let Some(prefix) = &f.key_prefix {
         s.key_prefix = prefix.clone();
     }
@@ -619,7 +675,7 @@ fn redis_settings(f: &file::StoreFile, errors: &mut Vec<String>) -> Option<Redis
     match RedisConn::new(&s) {
         Ok(conn) => Some(conn),
         Err(e) => {
-            errors.push(format!("switchyard.store: {e}"));
+            errors.push(format!("{at}: {e}"));
             None
         }
     }
@@ -906,6 +962,76 @@ switchyard:
                 "{secret}"
             );
         }
+    }
+
+    #[test]
+    fn redis_is_one_server_a_cluster_or_sentinel_and_its_passwords_stay_out_of_logs() {
+        let with_store = |store: &str| {
+            format!(
+                "version: 1\nswitchyard:\n  listeners: [{{name: a, address: \"127.0.0.1:1\"}}]\n  \
+                 store: {store}\n  models: {{}}\n"
+            )
+        };
+        let ok = |store: &str| {
+            load_str(&with_store(store), &no_env)
+                .unwrap_or_else(|e| panic!("{store}: {e:#?}"))
+                .gateway
+                .redis
+                .expect("redis configured")
+        };
+        let cluster = ok(
+            r#"{redis_cluster: ["redis://:cl-pass-CFGTEST@127.0.0.1:7000", "redis://:cl-pass-CFGTEST@127.0.0.1:7001"]}"#,
+        );
+        assert_eq!(cluster.min_replicas_acked(), 0);
+        let sentinel = ok(
+            r#"{redis_sentinel: {urls: ["redis://:snt-pass-CFGTEST@127.0.0.1:26379"], master: mymaster, password: "node-pass-CFGTEST", min_replicas_acked: 1}, key_prefix: "p:"}"#,
+        );
+        assert_eq!(sentinel.min_replicas_acked(), 1);
+        assert_eq!(sentinel.tag("tasks"), "{p:tasks}");
+        for secret in ["cl-pass-CFGTEST", "snt-pass-CFGTEST", "node-pass-CFGTEST"] {
+            assert_eq!(
+                crate::logging::redact(&format!("x {secret} y")),
+                "x [redacted] y",
+                "{secret}"
+            );
+        }
+
+        for (store, problem) in [
+            (
+                r#"{redis_url: "redis://127.0.0.1", redis_cluster: ["redis://127.0.0.1:7000"]}"#,
+                "switchyard.store: set only one of redis_url, redis_cluster, redis_sentinel",
+            ),
+            (
+                "{redis_cluster: []}",
+                "switchyard.store.redis_cluster: list at least one node URL",
+            ),
+            (
+                "{redis_sentinel: {urls: [], master: m}}",
+                "switchyard.store.redis_sentinel.urls: list at least one sentinel URL",
+            ),
+            (
+                r#"{redis_sentinel: {urls: ["redis://127.0.0.1:26379"]}}"#,
+                "switchyard.store.redis_sentinel.master: name the primary the sentinels monitor",
+            ),
+        ] {
+            let errors = load_str(&with_store(store), &no_env)
+                .err()
+                .unwrap_or_default();
+            assert!(errors.iter().any(|e| e == problem), "{store}: {errors:#?}");
+            assert_eq!(errors.len(), 1, "{store}: {errors:#?}");
+        }
+        let errors = load_str(
+            &with_store(
+                r#"{redis_sentinel: {urls: ["redis://127.0.0.1:26379"], master: m, replicas: 1}}"#,
+            ),
+            &no_env,
+        )
+        .err()
+        .unwrap_or_default();
+        assert!(
+            errors.iter().any(|e| e.contains("replicas")),
+            "unknown key accepted: {errors:#?}"
+        );
     }
 
     #[test]

@@ -2,6 +2,10 @@
 //! that shares the Redis: the first piece of state the instances share.
 //!
 //! Each file is one hash at `{key_prefix}file:{id}` with the fields `content_type` and `bytes`,
+//! one key per file: every command and `MULTI` here touches that key alone, so one slot in a Redis
+//! Cluster without a hash tag (the name stays as older gateways wrote it, so hosted links survive
+//! an upgrade). A write is durable ([`RedisConn::run_durable`]): under Sentinel with
+//! `min_replicas_acked`, a link is handed out only once replicas hold its file.
 //! written together with its expiry in one `MULTI` (`DEL`, `HSET`, `PEXPIRE`), so no reader ever
 //! sees a file without its expiry or half of one; Redis itself deletes it when the time is up.
 //! A read is one `MULTI` too (`HMGET` and `PTTL`), so the time left belongs to the bytes read.
@@ -70,7 +74,7 @@ impl FileStore for RedisFileStore {
         let file = &file;
         let key = &key;
         self.conn
-            .run(|mut conn| async move {
+            .run_durable(|mut conn| async move {
                 redis::pipe()
                     .atomic()
                     .cmd("DEL")

@@ -309,6 +309,8 @@ const MAX_STALE: usize = 1000;
 /// Most dangling ids (of tasks that expired while not finished) one `stale` call cleans out of
 /// the active set beyond the ones it returns, for the same reason.
 const MAX_STALE_CLEANUP: usize = 1000;
+/// The hash-tag scope of every task key and the active set.
+const TASKS: &str = "tasks";
 
 /// Write a task and keep the active set in step, atomically; with an owner (ARGV[6] not empty),
 /// only while the stored task is that instance's and not finished (0 otherwise).
@@ -344,8 +346,10 @@ return 1
 /// The active ids scored below a time, oldest first, dropping the ones whose task has expired.
 /// KEYS: active set. ARGV: stale_before_ms, limit, task key prefix, cleanup budget.
 /// The task keys are built here from the prefix, not passed in KEYS: their ids are only known
-/// inside the script. That is fine on a single Redis (not on Redis Cluster, which this store does
-/// not support).
+/// inside the script. In a Redis Cluster that works because they share the active set's hash
+/// tag, so its slot and node: a script may touch undeclared keys that live on its node, and a key
+/// of another slot fails it (Redis 7 checks both declared and used keys; redis/redis#10615,
+/// #12906). `tests/it/redis_ha.rs` runs the sweep on a real cluster.
 const STALE_SCRIPT: &str = r"
 local limit = tonumber(ARGV[2])
 local budget = tonumber(ARGV[4])
@@ -398,9 +402,12 @@ return 1
 
 /// Tasks in a Redis shared by the gateway's instances.
 ///
-/// Each task is the JSON of its [`TaskRecord`] at `{key_prefix}task:{id}`, with its expiry. The
-/// ids of tasks not finished are in the sorted set `{key_prefix}tasks:active`, scored by
-/// `updated_ms`; every write goes through a Lua script that updates both at once, so the set
+/// Each task is the JSON of its [`TaskRecord`] at `{<key_prefix>tasks}:task:{id}`, with its
+/// expiry. The ids of tasks not finished are in the sorted set `{<key_prefix>tasks}:active`,
+/// scored by `updated_ms`. All share one hash tag, so in a Redis Cluster they live in one slot:
+/// the scripts touch a task and the set together, and the sweep walks the set's tasks (one slot
+/// takes every task's traffic; tasks are few and small beside hosted images). Every write goes
+/// through a Lua script that updates both at once, every write goes through a Lua script that updates both at once, so the set
 /// never disagrees with the tasks (except for tasks that expired unfinished, which
 /// [`TaskStore::stale`] drops as it meets them).
 pub struct RedisTaskStore {
@@ -420,12 +427,19 @@ impl RedisTaskStore {
 
     /// The Redis key of task `id`.
     pub fn key(&self, id: &str) -> String {
-        format!("{}task:{id}", self.conn.key_prefix())
+        format!("{}:task:{id}", self.conn.tag(TASKS))
     }
 
     /// The Redis key of the set of tasks not finished.
     pub fn active_key(&self) -> String {
-        format!("{}tasks:active", self.conn.key_prefix())
+        format!("{}:active", self.conn.tag(TASKS))
+    }
+
+    /// Where gateways before hash-tagged keys kept task `id` (`{key_prefix}task:{id}`): still
+    /// read, so a task that such a gateway ran (or finished) during a rolling upgrade can be
+    /// polled on this one. It is never written, claimed or swept here.
+    fn legacy_key(&self, id: &str) -> String {
+        format!("{}task:{id}", self.conn.key_prefix())
     }
 
     /// Whether Redis answers `PING` in time.
@@ -433,10 +447,13 @@ impl RedisTaskStore {
         self.conn.ping().await
     }
 
-    /// The raw stored JSON of task `id`.
+    /// The raw stored JSON of task `id`, under its current key.
     async fn get_raw(&self, id: &str) -> Result<Option<String>, StoreError> {
-        let key = self.key(id);
-        let key = &key;
+        self.get_at(&self.key(id)).await
+    }
+
+    /// The raw stored JSON at `key`.
+    async fn get_at(&self, key: &str) -> Result<Option<String>, StoreError> {
         self.conn
             .run(|mut conn| async move {
                 redis::cmd("GET")
@@ -464,9 +481,10 @@ impl RedisTaskStore {
         let ttl = ttl_ms(ttl);
         let finished = if task.status.finished() { "1" } else { "0" };
         let updated_ms = task.updated_ms;
+        // Durable: a task acknowledged to its caller must survive a failover.
         let written = self
             .conn
-            .run(|mut conn| async move {
+            .run_durable(|mut conn| async move {
                 redis::cmd("EVAL")
                     .arg(WRITE_SCRIPT)
                     .arg(2)
@@ -515,7 +533,12 @@ impl TaskStore for RedisTaskStore {
     }
 
     async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        Ok(self.get_raw(id).await?.as_deref().and_then(decode))
+        let raw = match self.get_raw(id).await? {
+            Some(raw) => Some(raw),
+            // Only a miss pays the second read (an unknown or expired id: a 404 anyway).
+            None => self.get_at(&self.legacy_key(id)).await?,
+        };
+        Ok(raw.as_deref().and_then(decode))
     }
 
     async fn update(&self, id: &str, task: &TaskRecord, ttl: Duration) -> Result<bool, StoreError> {
@@ -528,7 +551,7 @@ impl TaskStore for RedisTaskStore {
             return Ok(Vec::new());
         }
         let active = self.active_key();
-        let task_prefix = format!("{}task:", self.conn.key_prefix());
+        let task_prefix = format!("{}:task:", self.conn.tag(TASKS));
         let (active, task_prefix) = (&active, &task_prefix);
         self.conn
             .run(|mut conn| async move {
@@ -571,7 +594,7 @@ impl TaskStore for RedisTaskStore {
         let ttl = ttl_ms(ttl);
         let won = self
             .conn
-            .run(|mut conn| async move {
+            .run_durable(|mut conn| async move {
                 redis::cmd("EVAL")
                     .arg(CLAIM_SCRIPT)
                     .arg(2)
@@ -761,8 +784,9 @@ mod tests {
         let mut settings = RedisSettings::new("redis://127.0.0.1:6379");
         settings.key_prefix = "p:".into();
         let s = RedisTaskStore::new(settings).unwrap();
-        assert_eq!(s.key("abc"), "p:task:abc");
-        assert_eq!(s.active_key(), "p:tasks:active");
+        assert_eq!(s.key("abc"), "{p:tasks}:task:abc");
+        assert_eq!(s.active_key(), "{p:tasks}:active");
+        assert_eq!(s.legacy_key("abc"), "p:task:abc");
         assert_eq!(ttl_ms(Duration::MAX), MAX_TTL_MS as u64);
     }
 }

@@ -40,6 +40,7 @@ mod metrics;
 mod models;
 mod openapi;
 mod properties;
+mod redis_ha;
 mod redis_recovery;
 mod redis_store;
 mod rerank;

@@ -48,7 +48,7 @@ const MIN: Duration = Duration::from_secs(60);
 
 async fn active(conn: &mut redis::aio::MultiplexedConnection, prefix: &str) -> Vec<(String, f64)> {
     redis::cmd("ZRANGE")
-        .arg(format!("{prefix}tasks:active"))
+        .arg(format!("{{{prefix}tasks}}:active"))
         .arg(0)
         .arg(-1)
         .arg("WITHSCORES")
@@ -102,10 +102,11 @@ async fn a_task_put_by_one_instance_is_read_by_another() {
     a.put(&id, &failed, MIN).await.unwrap();
     assert_eq!(b.get(&id).await.unwrap(), Some(failed.clone()));
 
-    // The documented layout: the record's JSON with an expiry; the active set expires too.
-    let key = format!("{prefix}task:{id}");
+    // The documented layout: the record's JSON with an expiry; the active set expires too. All
+    // under one hash tag (one slot in a Redis Cluster).
+    let key = format!("{{{prefix}tasks}}:task:{id}");
     assert_eq!(a.key(&id), key);
-    assert_eq!(a.active_key(), format!("{prefix}tasks:active"));
+    assert_eq!(a.active_key(), format!("{{{prefix}tasks}}:active"));
     let (json, pttl): (String, i64) = redis::pipe()
         .get(&key)
         .pttl(&key)
@@ -448,4 +449,29 @@ async fn only_the_owning_instance_updates_a_task() {
         .await
         .unwrap());
     assert_eq!(a.get(&gone).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn a_task_an_older_gateway_wrote_is_still_read() {
+    // Gateways before hash-tagged keys kept a task at `{prefix}task:{id}`: during a rolling
+    // upgrade its poll may reach this one.
+    let prefix = run_prefix();
+    let s = store(&prefix);
+    let id = new_id();
+    let mut done = task(TaskStatus::Succeed, 5, "old-instance");
+    done.data = vec![serde_json::json!({"url": "https://x/y.png"})];
+    let mut conn = raw().await;
+    let _: () = redis::cmd("SET")
+        .arg(format!("{prefix}task:{id}"))
+        .arg(serde_json::to_string(&done).unwrap())
+        .arg("PX")
+        .arg(60_000)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(s.get(&id).await.unwrap(), Some(done));
+    // The current key wins when both exist.
+    let current = task(TaskStatus::Running, 6, "new-instance");
+    s.put(&id, &current, MIN).await.unwrap();
+    assert_eq!(s.get(&id).await.unwrap(), Some(current));
 }

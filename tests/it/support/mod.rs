@@ -5,6 +5,7 @@ pub mod client;
 pub mod fake;
 pub mod image_conformance;
 pub mod redis;
+pub mod redis_procs;
 pub mod rerank_conformance;
 pub mod speech_conformance;
 pub mod tasks;
