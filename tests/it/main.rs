@@ -41,6 +41,7 @@ mod openapi;
 mod properties;
 mod redis_recovery;
 mod redis_store;
+mod reload;
 mod rerank;
 mod rerank_cohere;
 mod rerank_cohere_v1;
