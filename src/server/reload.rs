@@ -2,8 +2,9 @@
 //! from (the `-c` file, or the embedded default with the environment read again) and puts it in
 //! force with [`GatewayState::reload`]; [`SighupService`] does so on every `SIGHUP`.
 //!
-//! Pingora's server takes SIGTERM, SIGINT and SIGQUIT (its `UnixShutdownSignalWatch`) and leaves
-//! SIGHUP alone, so this service is its only listener. Until the service has started, SIGHUP has
+//! Pingora's server takes SIGTERM, SIGINT and SIGQUIT (`UnixShutdownSignalWatch` in
+//! pingora-core's `src/server/mod.rs`, 0.9) and leaves SIGHUP alone, so this service is its only
+//! listener. Until the service has started, SIGHUP has
 //! its default action (the process ends): it logs `listening for SIGHUP` at info once it listens.
 
 use std::sync::Arc;
@@ -127,5 +128,32 @@ impl BackgroundService for SighupService {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_configuration_reloads_from_the_binary() {
+        let settings = ConfigSource::Embedded
+            .load()
+            .expect("the embedded config loads");
+        assert!(!settings.gateway.listeners.is_empty());
+        assert_eq!(
+            ConfigSource::Embedded.name(),
+            "embedded conf/switchyard.yaml"
+        );
+    }
+
+    #[test]
+    fn a_missing_file_is_one_problem_naming_it() {
+        let problems = ConfigSource::File("/nonexistent/switchyard.yaml".into())
+            .load()
+            .err()
+            .expect("a missing file fails");
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].starts_with("/nonexistent/switchyard.yaml"));
     }
 }
