@@ -252,6 +252,12 @@ fn sighup_swaps_api_keys_and_models_and_warns_of_restart_only_fields() {
         log.contains("switchyard.listeners[0].max_connections changed"),
         "{log}"
     );
+    // Only what changed is named: the Pingora settings and the other fields are the same.
+    assert_eq!(
+        log.matches("takes effect only after a restart").count(),
+        1,
+        "{log}"
+    );
     assert!(!log.contains(NEW_KEY) && !log.contains(OLD_KEY), "{log}");
     let m = metrics(conf.metrics);
     assert!(
@@ -381,7 +387,8 @@ fn chunked_body(raw: &[u8]) -> Vec<u8> {
 fn a_stream_in_flight_finishes_from_its_provider_across_a_reload() {
     let a = FakeProvider::start();
     let b = FakeProvider::start();
-    let (slow, whole) = slow_audio(8, Duration::from_millis(150));
+    // 3 s: long enough to be still streaming after the reload and a request on the new config.
+    let (slow, whole) = slow_audio(11, Duration::from_millis(300));
     a.push(slow);
     b.set_default(Reply::bytes(200, "audio/mpeg", AUDIO.to_vec()));
     let dir = temp_dir("stream");
@@ -407,6 +414,10 @@ fn a_stream_in_flight_finishes_from_its_provider_across_a_reload() {
     // New requests go to provider b (and need the new key) while the old stream goes on.
     assert_eq!(speech(addr, NEW_KEY, "voice").status, 200);
     assert_eq!(b.requests().len(), 1);
+    assert!(
+        !streaming.is_finished(),
+        "the stream was in flight across the reload"
+    );
 
     let raw = streaming.join().unwrap();
     assert_eq!(chunked_body(&raw), whole, "the stream finished intact");
