@@ -5,12 +5,13 @@
 //! What a reload applies: API keys and JWT settings, provider accounts (keys, URLs, timeouts, CA
 //! files), models and their targets, capability overrides, the number of retries, body limits,
 //! image settings read per request (download policy, public URL, polling, task deadlines),
-//! the access-log format, the client body deadlines and write timeout. What needs a restart (or
-//! a `-u` upgrade), because it was built into long-lived parts at start: listeners (addresses,
-//! caps, TLS file paths — certificates themselves reload by mtime), the metrics address, Redis
-//! (`store:`), the client head and idle timeouts, the retry back-off and the DNS cache's TTL (the
-//! upstream's), and the hosted-file store's size and TTL. A reload that changes any of those
-//! applies the rest and [`restart_only`] names each such field, for a warning.
+//! the access-log format, the client body deadlines and write timeout, the retry back-off (the
+//! upstream's, swapped beside the settings). What needs a restart (or a `-u` upgrade), because
+//! it was built into long-lived parts at start: listeners (addresses, caps, TLS file paths —
+//! certificates themselves reload by mtime), the metrics address, Redis (`store:`), the client
+//! head and idle timeouts, the DNS cache's TTL (the upstream's), and the hosted-file store's
+//! size and TTL. A reload that changes any of those applies the rest and [`restart_only`] names
+//! each such field, for a warning.
 //!
 //! Runtime state lives outside the settings and so survives a reload: metrics, the file and task
 //! stores, the upstream connection pool, admission counters, task jobs.
@@ -26,6 +27,7 @@ impl GatewayState {
     pub fn reload(&self, new: GatewaySettings) -> Vec<String> {
         let old = self.live.load();
         let ignored = restart_only(&old, &new);
+        self.upstream.retry.store(Arc::new(new.retry));
         self.live.store(Arc::new(new));
         self.metrics.config_loaded(true, true);
         ignored
@@ -86,20 +88,6 @@ pub fn restart_only(old: &GatewaySettings, new: &GatewaySettings) -> Vec<String>
     note(
         a.idle_timeout != b.idle_timeout,
         "switchyard.clients.idle_timeout_ms".into(),
-    );
-    // The back-off is the upstream's, built at start; `max_retries` is read per request.
-    let backoff = |s: &GatewaySettings| {
-        format!(
-            "{:?}",
-            crate::upstream::retry::RetryPolicy {
-                max_retries: 0,
-                ..s.retry
-            }
-        )
-    };
-    note(
-        backoff(old) != backoff(new),
-        "switchyard.retries (back-off and max_retry_after_ms)".into(),
     );
     note(
         old.dns_ttl != new.dns_ttl,

@@ -29,7 +29,8 @@ use crate::upstream::retry::RetryPolicy;
 pub struct Upstream {
     connector: Connector,
     resolver: Resolver,
-    pub retry: RetryPolicy,
+    /// The back-off between attempts; a configuration reload replaces it (read once per retry).
+    pub retry: arc_swap::ArcSwap<RetryPolicy>,
     /// Where attempts are counted (the engine records through it; empty without metrics).
     pub metrics: Metrics,
 }
@@ -48,7 +49,7 @@ impl Upstream {
         Upstream {
             connector: Connector::new(None),
             resolver: Resolver::new(dns_ttl),
-            retry,
+            retry: arc_swap::ArcSwap::from_pointee(retry),
             metrics,
         }
     }

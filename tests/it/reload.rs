@@ -502,11 +502,17 @@ fn the_library_reload_swaps_settings_and_keeps_snapshots() {
     let before = state.settings();
     let changed = support::config(&fake.base_url(), ports)
         .replace("name: tester", "name: renamed")
-        .replace("max_backoff_ms: 5", "max_backoff_ms: 7");
+        .replace("max_backoff_ms: 5", "max_backoff_ms: 7")
+        .replace("  limits:\n", "  dns_ttl_seconds: 7\n  limits:\n");
     let needs_restart = state.reload(load(&changed).gateway);
     assert_eq!(
         needs_restart,
-        vec!["switchyard.retries (back-off and max_retry_after_ms)".to_string()]
+        vec!["switchyard.dns_ttl_seconds".to_string()]
+    );
+    // The back-off is the upstream's, and reloads with the rest.
+    assert_eq!(
+        state.upstream.retry.load().max_backoff,
+        Duration::from_millis(7)
     );
     let mut headers = http::HeaderMap::new();
     headers.insert("service-api-key", support::KEY.parse().unwrap());
