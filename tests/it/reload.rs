@@ -144,15 +144,33 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// A fresh directory for one test's files.
-fn temp_dir(name: &str) -> PathBuf {
+/// A fresh directory for one test's files; removed when the test passes (kept, with the
+/// processes' logs, when it fails).
+struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn temp_dir(name: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!(
         "switchyard-reload-{name}-{}-{}",
         std::process::id(),
         free_port()
     ));
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    TempDir(dir)
 }
 
 /// Start the binary on `conf` (written to `gateway.yaml`) and wait until it serves and listens
