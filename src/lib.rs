@@ -14,6 +14,9 @@
 //! which keeps credentials out of every log record, Pingora's included; [`logging::install`]
 //! wraps a logger of your own), load [`config::Settings`], build a [`gateway::GatewayState`],
 //! and add one [`gateway::Gateway`] service per entry point (or call [`server::add_services`]).
+//! To change the configuration while serving, load new settings and call
+//! [`gateway::GatewayState::reload`] (requests in flight finish on the settings they started
+//! with), or let [`server::reload::Reloader`] re-read a file; the binary does so on `SIGHUP`.
 //!
 //! ```no_run
 //! use pingora::server::Server;

@@ -15,10 +15,11 @@ fn main() {
             std::env::var(name).ok()
         }),
     };
-    let source = opt
-        .conf
-        .clone()
-        .unwrap_or_else(|| "embedded conf/switchyard.yaml".into());
+    let reload = match &opt.conf {
+        Some(path) => switchyard::server::reload::ConfigSource::File(path.clone()),
+        None => switchyard::server::reload::ConfigSource::Embedded,
+    };
+    let source = reload.name().to_string();
     let settings = match loaded {
         Ok(s) => s,
         Err(problems) => {
@@ -36,5 +37,6 @@ fn main() {
     // Pingora would re-read `-c` as its own file format; the gateway already parsed it.
     let mut opt = opt;
     opt.conf = None;
-    switchyard::server::build(Some(opt), settings).run_forever();
+    // SIGHUP reloads from the same source (server::reload).
+    switchyard::server::build_with_reload(Some(opt), settings, Some(reload)).run_forever();
 }

@@ -143,6 +143,12 @@ families! {
     target_ejected_now: IntGaugeVec = "switchyard_target_ejected",
         "Whether a target (provider account and native model) is ejected now (1) or not (0)",
         ["provider", "native_model"];
+    config_reloads: IntCounterVec = "switchyard_config_reloads_total",
+        "Configuration reloads (SIGHUP or the library's reload), by result (success, failure)",
+        ["result"];
+    config_last_reload_success: IntGaugeVec = "switchyard_config_last_reload_success_timestamp_seconds",
+        "When the configuration in force was loaded successfully last, in Unix seconds (the start counts)",
+        [];
 }
 
 /// The handle every part of the gateway records through; empty (and free) without a metrics
@@ -218,6 +224,25 @@ impl Metrics {
     /// A shared-store call failed while serving `during` (`request`, `task`, `sweep`).
     pub fn store_error(&self, during: &'static str) {
         self.with(|f| inc(&f.store_errors, &[during], 1));
+    }
+
+    /// Count a configuration reload; a success (or the first load, `counted: false`) also sets
+    /// the last-success time to now.
+    pub fn config_loaded(&self, success: bool, counted: bool) {
+        self.with(|f| {
+            if counted {
+                let result = if success { "success" } else { "failure" };
+                inc(&f.config_reloads, &[result], 1);
+            }
+            if success {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64);
+                if let Some(g) = series(&f.config_last_reload_success, &[]) {
+                    g.set(now);
+                }
+            }
+        });
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod edge;
 mod metrics;
+pub mod reload;
 pub mod tls;
 
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use pingora::apps::HttpServerOptions;
 use pingora::listeners::{L4BufferSettings, ListenerConfig};
 use pingora::proxy::http_proxy;
-use pingora::server::configuration::Opt;
+use pingora::server::configuration::{Opt, ServerConf};
 use pingora::server::Server;
 use pingora::services::background::background_service;
 use pingora::services::listening::Service;
@@ -35,11 +36,41 @@ const REQUEST_READ_BUFFER: usize = 16 * 1024;
 
 /// A server ready to `run`, with one listening service per configured entry point.
 pub fn build(opt: Option<Opt>, settings: Settings) -> Server {
+    build_with_reload(opt, settings, None)
+}
+
+/// [`build`], and when `source` is given, a service that reloads the gateway's configuration
+/// from it on `SIGHUP` ([`reload::SighupService`]).
+pub fn build_with_reload(
+    opt: Option<Opt>,
+    settings: Settings,
+    source: Option<reload::ConfigSource>,
+) -> Server {
+    let server_conf = source.as_ref().map(|_| clone_conf(&settings.server));
     let mut server = Server::new_with_opt_and_conf(opt, settings.server);
     server.bootstrap();
     let state = GatewayState::new(settings.gateway);
     add_services(&mut server, &state);
+    if let (Some(source), Some(server_conf)) = (source, server_conf) {
+        let reloader = reload::Reloader {
+            state: state.clone(),
+            source,
+            server: server_conf,
+        };
+        server.add_service(background_service(
+            "switchyard reload",
+            reload::SighupService(reloader),
+        ));
+    }
     server
+}
+
+/// A copy of Pingora's settings (`ServerConf` is not `Clone`), to compare a reloaded file's with.
+fn clone_conf(conf: &ServerConf) -> ServerConf {
+    serde_yaml::to_string(conf)
+        .ok()
+        .and_then(|s| serde_yaml::from_str(&s).ok())
+        .unwrap_or_default()
 }
 
 /// Add the gateway's entry points to an existing Pingora server (for embedding), and the
@@ -58,7 +89,9 @@ pub fn add_services(server: &mut Server, state: &Arc<GatewayState>) {
             grace,
         },
     ));
-    if state.settings.redis.is_some() {
+    // Listeners and the metrics address are read once here: a reload does not move them.
+    let settings = state.settings();
+    if settings.redis.is_some() {
         server.add_service(background_service(
             "switchyard target health",
             HealthSync {
@@ -66,14 +99,14 @@ pub fn add_services(server: &mut Server, state: &Arc<GatewayState>) {
             },
         ));
     }
-    if let (Some(address), Some(registry)) = (state.settings.metrics, state.metrics.registry()) {
+    if let (Some(address), Some(registry)) = (settings.metrics, state.metrics.registry()) {
         server.add_service(metrics::service(address, registry.clone()));
     }
-    let edge_tls = tls::EdgeTls::new(&state.settings.listeners);
+    let edge_tls = tls::EdgeTls::new(&settings.listeners);
     if let Some(reloader) = edge_tls.reload_service() {
         server.add_service(reloader);
     }
-    for listener in &state.settings.listeners {
+    for listener in &settings.listeners {
         let mut service = entry_point(server, state, listener);
         let buffers = L4BufferSettings {
             read: Some(REQUEST_READ_BUFFER),
@@ -94,7 +127,8 @@ fn entry_point(
     state: &Arc<GatewayState>,
     listener: &Listener,
 ) -> Service<EdgeApp> {
-    let clients = state.settings.clients;
+    let settings = state.settings();
+    let clients = settings.clients;
     let admission = Admission::new(listener.max_connections, listener.max_in_flight);
     let gateway = Gateway::new(state.clone(), listener, admission.clone());
     let mut http = http_proxy(&server.configuration, gateway);
@@ -116,7 +150,7 @@ fn entry_point(
         admission,
         clients,
         listener: listener.name.clone(),
-        access_log: state.settings.access_log,
+        state: state.clone(),
         expired,
     };
     Service::new(format!("switchyard {}", listener.name), app)

@@ -158,7 +158,8 @@ where
         }
         retried(upstream, target, &err);
         attempt += 1;
-        tokio::time::sleep(upstream.retry.delay(attempt, err.retry_after)).await;
+        let delay = upstream.retry.load().delay(attempt, err.retry_after);
+        tokio::time::sleep(delay).await;
     }
 }
 

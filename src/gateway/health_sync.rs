@@ -31,7 +31,7 @@ pub struct HealthSync {
 #[async_trait]
 impl BackgroundService for HealthSync {
     async fn start(&self, mut shutdown: ShutdownWatch) {
-        let Some(conn) = self.state.settings.redis.clone() else {
+        let Some(conn) = self.state.redis.clone() else {
             return;
         };
         let mut tick = tokio::time::interval(PERIOD);

@@ -21,6 +21,7 @@ use super::task_job::{self, now_ms, Work};
 use super::GatewayState;
 use crate::api::images::{self, ImageItem, ImageResult, TaskFailure};
 use crate::common::error::GatewayError;
+use crate::config::GatewaySettings;
 use crate::store::files::StoreError;
 use crate::store::tasks::TaskError;
 use crate::store::tasks::TaskRecord;
@@ -30,6 +31,7 @@ use crate::store::tasks::TaskStatus;
 /// task in its `running` state.
 pub async fn start(
     state: &Arc<GatewayState>,
+    settings: &Arc<GatewaySettings>,
     region: &str,
     owner: String,
     model: String,
@@ -51,12 +53,12 @@ pub async fn start(
     // id that nobody can read.
     state
         .tasks
-        .put(&id, &record, state.settings.images.task_ttl)
+        .put(&id, &record, settings.images.task_ttl)
         .await?;
     state.metrics.with(|f| {
         crate::metrics::inc(&f.image_tasks, &[record.model.as_str(), "accepted"], 1);
     });
-    task_job::spawn(state, &id, record, Work::Generate(body));
+    task_job::spawn(state, settings, &id, record, Work::Generate(body));
     Ok(ImageResult {
         created,
         data: Vec::new(),
@@ -80,6 +82,7 @@ const KEEP_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 /// must not fail or delay a synchronous call (those keep working while Redis is away).
 pub async fn keep_finished(
     state: &GatewayState,
+    settings: &GatewaySettings,
     owner: String,
     model: String,
     result: &ImageResult,
@@ -99,7 +102,7 @@ pub async fn keep_finished(
             return;
         }
     };
-    let settings = &state.settings.images;
+    let settings = &settings.images;
     let record = TaskRecord {
         status: TaskStatus::Succeed,
         data,
@@ -162,7 +165,7 @@ pub async fn get(
 
 /// Whether `record` is unfinished and its instance has been silent too long.
 pub fn is_stale(state: &GatewayState, record: &TaskRecord) -> bool {
-    let lost_after = state.settings.images.task_lost_after.as_millis() as i64;
+    let lost_after = state.settings().images.task_lost_after.as_millis() as i64;
     !record.status.finished() && now_ms().saturating_sub(record.updated_ms) > lost_after
 }
 
@@ -186,7 +189,7 @@ async fn claim_and_continue(
     id: &str,
     seen: TaskRecord,
 ) -> Result<Option<TaskRecord>, StoreError> {
-    let ttl = state.settings.images.task_ttl;
+    let ttl = state.settings().images.task_ttl;
     let now = now_ms();
     if !state
         .tasks
@@ -212,10 +215,16 @@ async fn claim_and_continue(
         .with(|f| crate::metrics::inc(&f.task_takeovers, &[action], 1));
     if record.resumable() {
         log::info!("task {id}: resuming its provider tasks after its instance was lost");
-        task_job::spawn(state, id, record.clone(), Work::Resume);
+        task_job::spawn(state, &state.settings(), id, record.clone(), Work::Resume);
     } else if let (false, Some(body)) = (record.sent, record.request.clone()) {
         log::info!("task {id}: running it again; its instance was lost before sending anything");
-        task_job::spawn(state, id, record.clone(), Work::Generate(Bytes::from(body)));
+        task_job::spawn(
+            state,
+            &state.settings(),
+            id,
+            record.clone(),
+            Work::Generate(Bytes::from(body)),
+        );
     } else {
         log::warn!("task {id}: its instance was lost after calling the provider; failing it");
         record.status = TaskStatus::Failed;

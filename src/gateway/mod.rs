@@ -14,12 +14,15 @@ pub mod image_tasks;
 pub mod models;
 pub mod openapi;
 pub mod operations;
+pub mod reload;
 pub mod respond;
 pub mod route;
 pub mod task_job;
 pub mod task_supervisor;
 
 use std::sync::Arc;
+
+use arc_swap::ArcSwap;
 use std::time::{Instant, SystemTime};
 
 use async_trait::async_trait;
@@ -50,8 +53,13 @@ use operations::Failure;
 use route::Route;
 
 /// What every entry point shares: settings, model catalog, and the upstream connection pool.
+///
+/// The settings are swapped whole by a reload ([`GatewayState::reload`]); everything else here is
+/// runtime state that outlives any one configuration.
 pub struct GatewayState {
-    pub settings: GatewaySettings,
+    /// The configuration in force. A request takes one snapshot ([`GatewayState::settings`]) when
+    /// it starts and keeps it to its end, so a reload never changes a request half-way.
+    live: ArcSwap<GatewaySettings>,
     pub upstream: Upstream,
     /// Images the gateway hosts for `response_format: url`.
     pub files: HostedFiles,
@@ -63,6 +71,10 @@ pub struct GatewayState {
     pub jobs: task_job::Jobs,
     /// This gateway's metrics (empty without a `metrics:` listener).
     pub metrics: Metrics,
+    /// The Redis connection made at start (`None`: no Redis), shared by the stores and by what
+    /// else shares state between instances (limits, ejections). A reload does not replace it: a
+    /// changed `store:` needs a restart.
+    pub redis: Option<crate::store::redis_conn::RedisConn>,
 }
 
 impl GatewayState {
@@ -74,19 +86,14 @@ impl GatewayState {
             }),
             None => Metrics::off(),
         };
+        metrics.config_loaded(true, false);
         let upstream = Upstream::new(
             settings.retry,
             settings.dns_ttl,
             settings.ejection,
             metrics.clone(),
         );
-        // Every target's health cell made now, so a rejected key ejects all of its account's
-        // targets, also those no request has reached yet.
-        for model in settings.catalog.models() {
-            for target in &model.targets {
-                target.health(&upstream.health);
-            }
-        }
+        make_health_cells(&settings, &upstream);
         let (store, tasks): (Box<dyn FileStore>, Box<dyn TaskStore>) = match &settings.redis {
             Some(conn) => (
                 Box::new(RedisFileStore::with_conn(conn.clone())),
@@ -101,26 +108,44 @@ impl GatewayState {
             store,
             ttl: settings.images.file_ttl,
         };
+        let redis = settings.redis.clone();
         Arc::new(GatewayState {
-            settings,
+            live: ArcSwap::from_pointee(settings),
             upstream,
             files,
             tasks,
             instance: uuid::Uuid::new_v4().to_string(),
             jobs: task_job::Jobs::default(),
             metrics,
+            redis,
         })
     }
 }
 
+/// Every target's health cell made now, so a rejected key ejects all of its account's targets,
+/// also those no request has reached yet (at start, and for the targets a reload brings).
+pub(crate) fn make_health_cells(settings: &GatewaySettings, upstream: &Upstream) {
+    for model in settings.catalog.models() {
+        for target in &model.targets {
+            target.health(&upstream.health);
+        }
+    }
+}
+
 impl GatewayState {
-    /// What the image generation engine uses of this state.
-    pub fn images(&self) -> crate::engine::images::Images<'_> {
+    /// The configuration in force now: one atomic load and a reference count, no copy. Keep the
+    /// snapshot for the whole of a request or job.
+    pub fn settings(&self) -> Arc<GatewaySettings> {
+        self.live.load_full()
+    }
+
+    /// What the image generation engine uses of this state, under the settings `s` (a snapshot).
+    pub fn images<'a>(&'a self, s: &'a GatewaySettings) -> crate::engine::images::Images<'a> {
         crate::engine::images::Images {
             upstream: &self.upstream,
-            adapters: &self.settings.adapters,
+            adapters: &s.adapters,
             files: &self.files,
-            settings: &self.settings.images,
+            settings: &s.images,
         }
     }
 }
@@ -156,6 +181,8 @@ impl Gateway {
 
 /// Per-request state, for the access log.
 pub struct Ctx {
+    /// The configuration this request runs under from start to end, whatever a reload does.
+    settings: Arc<GatewaySettings>,
     start: Instant,
     status: u16,
     code: Option<&'static str>,
@@ -261,15 +288,13 @@ impl Gateway {
             }
             Route::File => return self.file(session, ctx).await,
             Route::Task => return self.task(session, ctx).await,
-            Route::Models | Route::Model => {
-                return models::serve(&self.state, route, session, ctx).await
-            }
+            Route::Models | Route::Model => return models::serve(route, session, ctx).await,
             Route::Operation(op) => op,
             Route::ImageEdit => crate::common::Operation::Images,
             Route::Compat(_) => crate::common::Operation::Rerank,
         };
         ctx.operation = Some(op);
-        let settings = &self.state.settings;
+        let settings = &Arc::clone(&ctx.settings);
         let principal = settings
             .auth
             .authenticate(&session.req_header().headers)
@@ -289,13 +314,15 @@ impl Gateway {
         let state = &self.state;
         match op {
             crate::common::Operation::Speech => {
-                operations::speech(state, &self.region, session, ctx, &body).await
+                operations::speech(state, settings, &self.region, session, ctx, &body).await
             }
             crate::common::Operation::Images => {
-                operations::images(state, &self.region, session, ctx, body).await
+                operations::images(state, settings, &self.region, session, ctx, body).await
             }
             crate::common::Operation::Rerank => {
-                operations::rerank(state, &self.region, session, ctx, &body, ctx.surface).await
+                let surface = ctx.surface;
+                operations::rerank(state, settings, &self.region, session, ctx, &body, surface)
+                    .await
             }
         }
     }
@@ -359,8 +386,7 @@ impl Gateway {
 
     /// `GET /api/v1/images/{task_id}`: the caller's own task.
     async fn task(&self, session: &mut Session, ctx: &mut Ctx) -> Result<(), Failure> {
-        let principal = self
-            .state
+        let principal = ctx
             .settings
             .auth
             .authenticate(&session.req_header().headers)
@@ -424,6 +450,7 @@ impl ProxyHttp for Gateway {
 
     fn new_ctx(&self) -> Ctx {
         Ctx {
+            settings: self.state.settings(),
             start: Instant::now(),
             status: 0,
             code: None,
@@ -446,7 +473,7 @@ impl ProxyHttp for Gateway {
             clock.serving();
         }
         // A client that stops taking an answer's bytes is cut off; one that reads slowly is not.
-        session.set_write_timeout(Some(self.state.settings.clients.write_timeout));
+        session.set_write_timeout(Some(ctx.settings.clients.write_timeout));
         let (handled, trace) = trace::traced(self.handle(session, ctx)).await;
         ctx.trace = trace;
         match handled {
@@ -546,6 +573,6 @@ impl ProxyHttp for Gateway {
             usage: ctx.usage,
             aborted: ctx.aborted.as_deref(),
         };
-        access_log::write(self.state.settings.access_log, &record);
+        access_log::write(ctx.settings.access_log, &record);
     }
 }

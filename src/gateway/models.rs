@@ -6,17 +6,12 @@ use pingora::proxy::Session;
 
 use super::operations::Failure;
 use super::route::{Route, MODELS_PREFIX};
-use super::{respond, Ctx, GatewayState};
+use super::{respond, Ctx};
 use crate::common::error::GatewayError;
 
 /// Answer `route` (`Route::Models` or `Route::Model`).
-pub async fn serve(
-    state: &GatewayState,
-    route: Route,
-    session: &mut Session,
-    ctx: &mut Ctx,
-) -> Result<(), Failure> {
-    let settings = &state.settings;
+pub async fn serve(route: Route, session: &mut Session, ctx: &mut Ctx) -> Result<(), Failure> {
+    let settings = ctx.settings.clone();
     let principal = settings
         .auth
         .authenticate(&session.req_header().headers)

@@ -13,6 +13,7 @@ use crate::api::{images, rerank, speech};
 use crate::catalog::Target;
 use crate::common::authority;
 use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::config::GatewaySettings;
 use crate::engine::attempts;
 use crate::engine::attempts::AcceptFuture;
 use crate::engine::attempts::Reply;
@@ -62,12 +63,12 @@ fn unexpected() -> Failure {
 
 pub async fn speech(
     state: &GatewayState,
+    s: &GatewaySettings,
     region: &str,
     session: &mut Session,
     ctx: &mut Ctx,
     body: &[u8],
 ) -> Result<(), Failure> {
-    let s = &state.settings;
     let req = speech::parse(body, &s.catalog, s.retry.max_retries)?;
     ctx.model = Some(req.model.clone());
     let upstream = &state.upstream;
@@ -142,15 +143,15 @@ fn prime_speech<'u>(
 
 pub async fn images(
     state: &Arc<GatewayState>,
+    s: &Arc<GatewaySettings>,
     region: &str,
     session: &mut Session,
     ctx: &mut Ctx,
     body: Bytes,
 ) -> Result<(), Failure> {
-    let s = &state.settings;
     let req = images::parse(&body, &s.catalog, s.retry.max_retries)?;
     ctx.model = Some(req.model.clone());
-    let base = public_base(state, session, req.response_format == "url")?;
+    let base = public_base(s, session, req.response_format == "url")?;
     let owner = ctx
         .principal
         .as_ref()
@@ -159,12 +160,12 @@ pub async fn images(
     let model = req.model.name.clone();
     let result = if req.is_async {
         drop(req);
-        image_tasks::start(state, region, owner, model, body, base).await?
+        image_tasks::start(state, s, region, owner, model, body, base).await?
     } else {
-        let engine = state.images();
+        let engine = state.images(s);
         let progress = Synchronous::new(&engine);
         let result = generate(&engine, region, req, &base, &progress).await?;
-        image_tasks::keep_finished(state, owner, model, &result).await;
+        image_tasks::keep_finished(state, s, owner, model, &result).await;
         ctx.usage.images = result.data.len() as u64;
         result
     };
@@ -182,11 +183,11 @@ pub async fn images(
 /// in front says so in `X-Forwarded-Proto`. A request whose images come back inline builds no
 /// link, so its host is not needed.
 fn public_base(
-    state: &GatewayState,
+    s: &GatewaySettings,
     session: &Session,
     links: bool,
 ) -> Result<String, GatewayError> {
-    if let Some(base) = &state.settings.images.public_base_url {
+    if let Some(base) = &s.images.public_base_url {
         return Ok(base.clone());
     }
     if !links {
@@ -243,13 +244,13 @@ fn forwarded_https(h: &pingora::http::RequestHeader) -> bool {
 
 pub async fn rerank(
     state: &GatewayState,
+    s: &GatewaySettings,
     region: &str,
     session: &mut Session,
     ctx: &mut Ctx,
     body: &[u8],
     surface: Surface,
 ) -> Result<(), Failure> {
-    let s = &state.settings;
     // A compatibility surface's body is translated into the gateway's own first, so validation,
     // dispatch and usage are the one rerank pipeline's.
     let translated = surface.translate(body)?;

@@ -26,6 +26,7 @@ use crate::api::images::{self, ImageResult};
 use crate::common::error::GatewayError;
 use crate::common::images::Delivery;
 use crate::common::images::NativeTask;
+use crate::config::GatewaySettings;
 use crate::engine::images::{self as engine, Progress};
 use crate::engine::poll::Watch;
 use crate::store::tasks::TaskError;
@@ -143,9 +144,16 @@ impl Drop for Listed {
     }
 }
 
-/// Start `work` for task `id`, whose stored record (owned by this instance) is `record`.
-pub fn spawn(state: &Arc<GatewayState>, id: &str, record: TaskRecord, work: Work) {
-    let job = Job::new(state.clone(), id.to_string(), record);
+/// Start `work` for task `id`, whose stored record (owned by this instance) is `record`. The job
+/// runs to its end under `settings`, the snapshot it started with, whatever a reload does.
+pub fn spawn(
+    state: &Arc<GatewayState>,
+    settings: &Arc<GatewaySettings>,
+    id: &str,
+    record: TaskRecord,
+    work: Work,
+) {
+    let job = Job::new(state.clone(), settings.clone(), id.to_string(), record);
     let listed = Listed {
         state: state.clone(),
         id: id.to_string(),
@@ -168,6 +176,8 @@ const RUNNING: u8 = 2;
 
 struct Job {
     state: Arc<GatewayState>,
+    /// The configuration the job started with.
+    settings: Arc<GatewaySettings>,
     id: String,
     record: tokio::sync::Mutex<TaskRecord>,
     /// The provider's latest reading (`QUEUED` or `RUNNING`; 0 before any).
@@ -181,13 +191,19 @@ struct Job {
 }
 
 impl Job {
-    fn new(state: Arc<GatewayState>, id: String, record: TaskRecord) -> Job {
-        let images = &state.settings.images;
+    fn new(
+        state: Arc<GatewayState>,
+        settings: Arc<GatewaySettings>,
+        id: String,
+        record: TaskRecord,
+    ) -> Job {
+        let images = &settings.images;
         // The task's time runs from its creation, wherever it runs now.
         let age = Duration::from_secs(images::now().saturating_sub(record.created).max(0) as u64);
         let deadline = Instant::now() + images.task_wait.saturating_sub(age);
         Job {
             state,
+            settings,
             id,
             record: tokio::sync::Mutex::new(record),
             seen: AtomicU8::new(0),
@@ -201,7 +217,7 @@ impl Job {
         let outcome = {
             let work = self.work(work);
             tokio::pin!(work);
-            let mut beat = tokio::time::interval(self.state.settings.images.task_heartbeat);
+            let mut beat = tokio::time::interval(self.settings.images.task_heartbeat);
             beat.tick().await;
             loop {
                 tokio::select! {
@@ -250,7 +266,7 @@ impl Job {
     }
 
     async fn work(&self, work: Work) -> Result<ImageResult, GatewayError> {
-        let s = &self.state.settings;
+        let s = &self.settings;
         let (region, base) = {
             let r = self.record.lock().await;
             (r.region.clone(), r.base.clone())
@@ -258,7 +274,7 @@ impl Job {
         match work {
             Work::Generate(body) => {
                 let req = images::parse(&body, &s.catalog, s.retry.max_retries)?;
-                engine::generate(&self.state.images(), &region, req, &base, self).await
+                engine::generate(&self.state.images(s), &region, req, &base, self).await
             }
             Work::Resume => {
                 let (model, tasks, delivery) = {
@@ -273,7 +289,7 @@ impl Job {
                     GatewayError::Internal("the task has no delivery settings".into())
                 })?;
                 engine::resume(
-                    &self.state.images(),
+                    &self.state.images(s),
                     &region,
                     model,
                     &tasks,
@@ -330,7 +346,7 @@ impl Job {
         let owned = self
             .state
             .tasks
-            .update(&self.id, record, self.state.settings.images.task_ttl)
+            .update(&self.id, record, self.settings.images.task_ttl)
             .await
             .inspect_err(|_| self.state.metrics.store_error("task"))?;
         if !owned {

@@ -38,7 +38,7 @@ pub struct TaskSupervisor {
 #[async_trait]
 impl BackgroundService for TaskSupervisor {
     async fn start(&self, mut shutdown: ShutdownWatch) {
-        let mut tick = tokio::time::interval(self.state.settings.images.task_heartbeat);
+        let mut tick = tokio::time::interval(self.state.settings().images.task_heartbeat);
         loop {
             tokio::select! {
                 changed = shutdown.changed() => {
@@ -58,7 +58,7 @@ impl BackgroundService for TaskSupervisor {
 
 /// Take over the tasks whose instance went silent.
 pub async fn sweep(state: &Arc<GatewayState>) {
-    let silent_since = now_ms() - state.settings.images.task_lost_after.as_millis() as i64;
+    let silent_since = now_ms() - state.settings().images.task_lost_after.as_millis() as i64;
     let ids = match state.tasks.stale(silent_since, SWEEP_LIMIT).await {
         Ok(ids) => ids,
         Err(e) => {
@@ -99,7 +99,7 @@ pub async fn hand_over(state: &GatewayState) {
         record.updated_ms = 0;
         match state
             .tasks
-            .update(&id, &record, state.settings.images.task_ttl)
+            .update(&id, &record, state.settings().images.task_ttl)
             .await
         {
             Ok(true) => log::info!("task {id}: handed over to the other instances"),

@@ -15,11 +15,11 @@ use pingora::protocols::{Stream, ALPN};
 use pingora::proxy::HttpProxy;
 use pingora::server::ShutdownWatch;
 
-use crate::config::{AccessLogFormat, ClientLimits};
+use crate::config::ClientLimits;
 use crate::gateway::access_log;
 use crate::gateway::admission::Admission;
 use crate::gateway::client_conn::{Clocked, ConnClock, Phase};
-use crate::gateway::Gateway;
+use crate::gateway::{Gateway, GatewayState};
 use prometheus::IntCounter;
 
 /// The app one entry point's listening service runs.
@@ -28,7 +28,8 @@ pub struct EdgeApp {
     pub admission: Arc<Admission>,
     pub clients: ClientLimits,
     pub listener: String,
-    pub access_log: AccessLogFormat,
+    /// For the access-log format in force (it reloads).
+    pub state: Arc<GatewayState>,
     /// This entry point's head and idle deadline expiries, resolved once.
     pub expired: [Option<IntCounter>; 2],
 }
@@ -103,6 +104,6 @@ impl EdgeApp {
             usage: access_log::Usage::default(),
             aborted: Some(why),
         };
-        access_log::write(self.access_log, &record);
+        access_log::write(self.state.settings().access_log, &record);
     }
 }

@@ -30,7 +30,8 @@ use crate::upstream::retry::RetryPolicy;
 pub struct Upstream {
     connector: Connector,
     resolver: Resolver,
-    pub retry: RetryPolicy,
+    /// The back-off between attempts; a configuration reload replaces it (read once per retry).
+    pub retry: arc_swap::ArcSwap<RetryPolicy>,
     /// Where attempts are counted (the engine records through it; empty without metrics).
     pub metrics: Metrics,
     /// Targets' health: which to avoid while they fail (kept across configuration reloads).
@@ -57,7 +58,7 @@ impl Upstream {
             health: Health::new(ejection, Clock::System, metrics.clone()),
             connector: Connector::new(None),
             resolver: Resolver::new(dns_ttl),
-            retry,
+            retry: arc_swap::ArcSwap::from_pointee(retry),
             metrics,
         }
     }

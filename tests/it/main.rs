@@ -43,6 +43,7 @@ mod properties;
 mod redis_ha;
 mod redis_recovery;
 mod redis_store;
+mod reload;
 mod rerank;
 mod rerank_cohere;
 mod rerank_cohere_v1;

@@ -1,0 +1,108 @@
+//! Live reload of the gateway's settings: [`GatewayState::reload`] swaps the whole
+//! [`GatewaySettings`] at once, so a request or task job that took a snapshot before finishes on
+//! it, and every one that starts after sees the new one.
+//!
+//! What a reload applies: API keys and JWT settings, provider accounts (keys, URLs, timeouts, CA
+//! files), models and their targets, capability overrides, the number of retries, body limits,
+//! image settings read per request (download policy, public URL, polling, task deadlines),
+//! the access-log format, the client body deadlines and write timeout, the retry back-off (the
+//! upstream's, swapped beside the settings). What needs a restart (or a `-u` upgrade), because
+//! it was built into long-lived parts at start: listeners (addresses, caps, TLS file paths —
+//! certificates themselves reload by mtime), the metrics address, Redis (`store:`), the client
+//! head and idle timeouts, the DNS cache's TTL (the upstream's), and the hosted-file store's
+//! size and TTL. A reload that changes any of those applies the rest and [`restart_only`] names
+//! each such field, for a warning.
+//!
+//! Runtime state lives outside the settings and so survives a reload: metrics, the file and task
+//! stores, the upstream connection pool, admission counters, task jobs.
+
+use std::sync::Arc;
+
+use super::GatewayState;
+use crate::config::GatewaySettings;
+
+impl GatewayState {
+    /// Put `new` in force for every request that starts from now on. Returns the fields whose
+    /// change does not take effect until a restart (empty when none changed); the caller warns.
+    pub fn reload(&self, new: GatewaySettings) -> Vec<String> {
+        let old = self.live.load();
+        let ignored = restart_only(&old, &new);
+        // Health is kept by target name, so targets that stay keep theirs; new ones get cells now.
+        self.upstream.health.set_policy(new.ejection);
+        super::make_health_cells(&new, &self.upstream);
+        self.upstream.retry.store(Arc::new(new.retry));
+        self.live.store(Arc::new(new));
+        self.metrics.config_loaded(true, true);
+        ignored
+    }
+
+    /// Count a reload that failed (the configuration in force stays).
+    pub fn reload_failed(&self) {
+        self.metrics.config_loaded(false, true);
+    }
+}
+
+/// The fields that differ between `old` and `new` but only take effect on a restart, by their
+/// YAML path.
+pub fn restart_only(old: &GatewaySettings, new: &GatewaySettings) -> Vec<String> {
+    let mut changed = Vec::new();
+    let mut note = |differs: bool, path: String| {
+        if differs {
+            changed.push(path);
+        }
+    };
+    if old.listeners.len() != new.listeners.len() {
+        note(true, "switchyard.listeners".into());
+    } else {
+        for (i, (a, b)) in old.listeners.iter().zip(&new.listeners).enumerate() {
+            let at = |field: &str| format!("switchyard.listeners[{i}].{field}");
+            note(a.name != b.name, at("name"));
+            note(a.region != b.region, at("region"));
+            note(a.address != b.address, at("address"));
+            note(
+                a.max_connections != b.max_connections,
+                at("max_connections"),
+            );
+            note(a.max_in_flight != b.max_in_flight, at("max_in_flight"));
+            let files = |l: &crate::config::Listener| {
+                l.tls
+                    .as_ref()
+                    .map(|t| (t.cert_file.clone(), t.key_file.clone()))
+            };
+            note(files(a) != files(b), at("tls"));
+        }
+    }
+    note(old.metrics != new.metrics, "switchyard.metrics".into());
+    let redis = |s: &GatewaySettings| {
+        s.redis
+            .as_ref()
+            .map(|r| (r.key_prefix().to_string(), r.timeout()))
+    };
+    // The connection's URL is not kept readable (it may hold a password); a Redis that was on
+    // stays on, and its prefix and timeout are compared.
+    note(redis(old) != redis(new), "switchyard.store".into());
+    // The edge (`server/edge.rs`) keeps these from the start; the body's deadlines and the write
+    // timeout are read per request.
+    let (a, b) = (old.clients, new.clients);
+    note(
+        a.head_timeout != b.head_timeout,
+        "switchyard.clients.head_timeout_ms".into(),
+    );
+    note(
+        a.idle_timeout != b.idle_timeout,
+        "switchyard.clients.idle_timeout_ms".into(),
+    );
+    note(
+        old.dns_ttl != new.dns_ttl,
+        "switchyard.dns_ttl_seconds".into(),
+    );
+    note(
+        old.images.file_ttl != new.images.file_ttl,
+        "switchyard.images.file_ttl_seconds".into(),
+    );
+    note(
+        old.images.file_store_bytes != new.images.file_store_bytes,
+        "switchyard.images.file_store_bytes".into(),
+    );
+    changed
+}

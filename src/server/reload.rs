@@ -1,0 +1,159 @@
+//! Reloading the configuration while serving: [`Reloader`] re-reads where the configuration came
+//! from (the `-c` file, or the embedded default with the environment read again) and puts it in
+//! force with [`GatewayState::reload`]; [`SighupService`] does so on every `SIGHUP`.
+//!
+//! Pingora's server takes SIGTERM, SIGINT and SIGQUIT (`UnixShutdownSignalWatch` in
+//! pingora-core's `src/server/mod.rs`, 0.9) and leaves SIGHUP alone, so this service is its only
+//! listener. Until the service has started, SIGHUP has
+//! its default action (the process ends): it logs `listening for SIGHUP` at info once it listens.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use pingora::server::configuration::ServerConf;
+use pingora::server::ShutdownWatch;
+use pingora::services::background::BackgroundService;
+
+use crate::config::{self, Settings};
+use crate::gateway::GatewayState;
+
+/// Where the configuration is read from, again on each reload.
+#[derive(Debug, Clone)]
+pub enum ConfigSource {
+    /// A YAML file (`-c`); `${VAR}` read from the environment.
+    File(String),
+    /// The configuration compiled into the binary, `${VAR}` read from the environment.
+    Embedded,
+}
+
+impl ConfigSource {
+    /// Read and validate the configuration; every problem, with its YAML path, on failure.
+    pub fn load(&self) -> Result<Settings, Vec<String>> {
+        match self {
+            ConfigSource::File(path) => config::load_file(path),
+            ConfigSource::Embedded => {
+                config::load_str(config::DEFAULT_CONFIG, &|name| std::env::var(name).ok())
+            }
+        }
+    }
+
+    /// How logs name the source.
+    pub fn name(&self) -> &str {
+        match self {
+            ConfigSource::File(path) => path,
+            ConfigSource::Embedded => "embedded conf/switchyard.yaml",
+        }
+    }
+}
+
+/// Reloads one gateway's configuration from its source.
+pub struct Reloader {
+    pub state: Arc<GatewayState>,
+    pub source: ConfigSource,
+    /// Pingora's settings as the source gave them at start (they never reload).
+    pub server: ServerConf,
+}
+
+/// What a successful reload did not apply.
+#[derive(Debug, Default)]
+pub struct Reloaded {
+    /// YAML paths of changed settings that only a restart (or `-u` upgrade) applies.
+    pub needs_restart: Vec<String>,
+}
+
+impl Reloader {
+    /// Read the source and put it in force. An invalid configuration leaves the running one in
+    /// force; each problem is logged (error) with a summary line, and returned.
+    pub fn reload(&self) -> Result<Reloaded, Vec<String>> {
+        let source = self.source.name();
+        let settings = match self.source.load() {
+            Ok(s) => s,
+            Err(problems) => {
+                for p in &problems {
+                    log::error!("reload: {source}: {p}");
+                }
+                log::error!(
+                    "reload: {source}: {} problem(s); the running configuration stays in force",
+                    problems.len()
+                );
+                self.state.reload_failed();
+                return Err(problems);
+            }
+        };
+        let mut needs_restart = self.state.reload(settings.gateway);
+        if settings.server != self.server {
+            needs_restart.push("Pingora's top-level settings (threads, pid_file, ...)".into());
+        }
+        for field in &needs_restart {
+            log::warn!("reload: {source}: {field} changed; it takes effect only after a restart");
+        }
+        log::info!("reload: {source}: configuration reloaded");
+        Ok(Reloaded { needs_restart })
+    }
+}
+
+/// The background service that reloads on `SIGHUP`.
+pub struct SighupService(pub Reloader);
+
+#[async_trait]
+impl BackgroundService for SighupService {
+    async fn start(&self, mut shutdown: ShutdownWatch) {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut hangups = match signal(SignalKind::hangup()) {
+            Ok(s) => s,
+            Err(e) => {
+                log::error!("reload: cannot listen for SIGHUP ({e}); reload is off");
+                return;
+            }
+        };
+        log::info!(
+            "reload: listening for SIGHUP (reloads {})",
+            self.0.source.name()
+        );
+        loop {
+            tokio::select! {
+                changed = shutdown.changed() => {
+                    if changed.is_err() || *shutdown.borrow() {
+                        return;
+                    }
+                }
+                got = hangups.recv() => {
+                    if got.is_none() {
+                        return;
+                    }
+                    // Loading blocks (files, CA stores) for milliseconds, on this service's own
+                    // runtime, not the entry points'. Pingora may run it on a current-thread
+                    // runtime, where `block_in_place` would panic.
+                    let _ = self.0.reload();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_configuration_reloads_from_the_binary() {
+        let settings = ConfigSource::Embedded
+            .load()
+            .expect("the embedded config loads");
+        assert!(!settings.gateway.listeners.is_empty());
+        assert_eq!(
+            ConfigSource::Embedded.name(),
+            "embedded conf/switchyard.yaml"
+        );
+    }
+
+    #[test]
+    fn a_missing_file_is_one_problem_naming_it() {
+        let problems = ConfigSource::File("/nonexistent/switchyard.yaml".into())
+            .load()
+            .err()
+            .expect("a missing file fails");
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].starts_with("/nonexistent/switchyard.yaml"));
+    }
+}
