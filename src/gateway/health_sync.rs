@@ -56,7 +56,7 @@ impl BackgroundService for HealthSync {
 
 /// The sorted set of ejections.
 fn key(conn: &RedisConn) -> String {
-    format!("{{{}health}}:ejected", conn.key_prefix())
+    format!("{}:ejected", conn.tag("health"))
 }
 
 /// A member: the account and native model, the first length-prefixed so any names can be told
