@@ -10,6 +10,7 @@ pub mod admission;
 pub mod body;
 pub mod client_conn;
 pub mod image_tasks;
+pub mod limited;
 pub mod models;
 pub mod openapi;
 pub mod operations;
@@ -34,6 +35,7 @@ use crate::common::Operation;
 use crate::config::{GatewaySettings, Listener};
 use crate::engine::deliver::HostedFiles;
 use crate::engine::trace::{self, Trace};
+use crate::limits::{Lease, Limiter};
 use crate::metrics::{self, Metrics};
 use crate::store::files::valid_id;
 use crate::store::files::FileStore;
@@ -62,6 +64,9 @@ pub struct GatewayState {
     pub jobs: task_job::Jobs,
     /// This gateway's metrics (empty without a `metrics:` listener).
     pub metrics: Metrics,
+    /// Per-caller limits: budgets and concurrent slots, by principal id (in Redis when one is
+    /// configured).
+    pub limits: Limiter,
 }
 
 impl GatewayState {
@@ -84,6 +89,7 @@ impl GatewayState {
                 Box::new(MemoryTaskStore::new()),
             ),
         };
+        let limits = Limiter::new(settings.redis.as_ref(), metrics.clone());
         let files = HostedFiles {
             store,
             ttl: settings.images.file_ttl,
@@ -96,6 +102,7 @@ impl GatewayState {
             instance: uuid::Uuid::new_v4().to_string(),
             jobs: task_job::Jobs::default(),
             metrics,
+            limits,
         })
     }
 }
@@ -166,6 +173,8 @@ pub struct Ctx {
     ttfb: Option<std::time::Duration>,
     /// What the answer used.
     usage: access_log::Usage,
+    /// The caller's concurrent slot, given back as the context drops (after the answer).
+    lease: Option<Lease>,
 }
 
 /// An HTTP status as its three digits, without allocating (`000` when none was set).
@@ -262,6 +271,7 @@ impl Gateway {
             .authenticate(&session.req_header().headers)
             .map_err(GatewayError::Unauthorized)?;
         ctx.principal = Some(principal);
+        limited::admit(&self.state, ctx, op).await?;
         let body = body::read(session, settings.limits.body_limit(op), &settings.clients).await?;
         let body = if route == Route::ImageEdit {
             let content_type = session
@@ -425,6 +435,7 @@ impl ProxyHttp for Gateway {
             trace: Trace::default(),
             ttfb: None,
             usage: access_log::Usage::default(),
+            lease: None,
         }
     }
 
@@ -506,6 +517,7 @@ impl ProxyHttp for Gateway {
         }
         let bytes_out = session.as_downstream().body_bytes_sent() as u64;
         self.count(ctx, bytes_out);
+        limited::charge(&self.state, ctx).await;
         // Dropped here, not when Pingora drops the context: the gauge counts requests being served.
         ctx._gauge = None;
         if !log::log_enabled!(target: "access", log::Level::Info) {

@@ -13,6 +13,7 @@ use crate::api::{images, rerank, speech};
 use crate::catalog::Target;
 use crate::common::authority;
 use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::common::Operation;
 use crate::engine::attempts;
 use crate::engine::attempts::AcceptFuture;
 use crate::engine::attempts::Reply;
@@ -70,6 +71,8 @@ pub async fn speech(
     let s = &state.settings;
     let req = speech::parse(body, &s.catalog, s.retry.max_retries)?;
     ctx.model = Some(req.model.clone());
+    let characters = req.input.as_str().chars().count() as u64;
+    super::limited::cost(state, ctx, Operation::Speech, characters).await?;
     let upstream = &state.upstream;
     let adapters = &s.adapters;
     // Priming (reading up to the first audio) runs inside the attempt loop, so errors a provider
@@ -100,7 +103,7 @@ pub async fn speech(
     ctx.ttfb = Some(ctx.start.elapsed());
     match stream_speech::relay(session, primed, req.sse, req.input.as_str()).await {
         Ok(()) => {
-            ctx.usage.characters = req.input.as_str().chars().count() as u64;
+            ctx.usage.characters = characters;
             Ok(())
         }
         Err(StreamError::Client) => Err(Failure::ClientGone),
@@ -150,6 +153,7 @@ pub async fn images(
     let s = &state.settings;
     let req = images::parse(&body, &s.catalog, s.retry.max_retries)?;
     ctx.model = Some(req.model.clone());
+    super::limited::cost(state, ctx, Operation::Images, req.n).await?;
     let base = public_base(state, session, req.response_format == "url")?;
     let owner = ctx
         .principal
