@@ -516,8 +516,9 @@ impl ProxyHttp for Gateway {
             clock.served();
         }
         let bytes_out = session.as_downstream().body_bytes_sent() as u64;
-        self.count(ctx, bytes_out);
+        // Charged before it is counted: a scrape showing the usage shows it charged too.
         limited::charge(&self.state, ctx).await;
+        self.count(ctx, bytes_out);
         // Dropped here, not when Pingora drops the context: the gauge counts requests being served.
         ctx._gauge = None;
         if !log::log_enabled!(target: "access", log::Level::Info) {

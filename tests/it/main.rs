@@ -34,6 +34,7 @@ mod images_siliconflow;
 mod images_stability;
 mod images_zhipu;
 mod layers;
+mod limits;
 mod logs;
 mod metrics;
 mod models;
