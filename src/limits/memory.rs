@@ -58,7 +58,7 @@ impl Counts {
     /// Apply `check` for `scope`: `Ok` with the slot it took (if it asked for one), or the
     /// refusal, with nothing applied.
     pub fn apply(self: &Arc<Self>, scope: &str, check: &Check) -> Result<Option<Slot>, Outcome> {
-        let now = Now::now();
+        let now = Now::current();
         let mut scopes = self.lock();
         if !scopes.contains_key(scope) {
             if scopes.len() >= PRUNE_ABOVE {

@@ -105,7 +105,7 @@ impl Limiter {
         meter: Meter,
         on_error: OnStoreError,
     ) -> Result<Option<Lease>, GatewayError> {
-        let now = Now::now();
+        let now = Now::current();
         let mut check = Check {
             counters: Vec::new(),
             slot: set.concurrent,
@@ -152,7 +152,7 @@ impl Limiter {
         cost: u64,
         on_error: OnStoreError,
     ) -> Result<(), GatewayError> {
-        let now = Now::now();
+        let now = Now::current();
         let check = Check {
             counters: set
                 .limits_of(meter)
@@ -176,7 +176,7 @@ impl Limiter {
         if used == 0 {
             return;
         }
-        let now = Now::now();
+        let now = Now::current();
         let check = Check {
             counters: set
                 .limits_of(meter)

@@ -194,7 +194,7 @@ async fn renew(conn: RedisConn, set: String, id: String) {
     let (set, id) = (&set, &id);
     loop {
         tokio::time::sleep(every).await;
-        let expires = Now::now().millis.saturating_add(lease_ms);
+        let expires = Now::current().millis.saturating_add(lease_ms);
         // Setting a lease's expiry is idempotent.
         let renewed = conn
             .run(|mut c| async move {

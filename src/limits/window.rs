@@ -27,7 +27,7 @@ impl Now {
         Now { millis }
     }
 
-    pub fn now() -> Now {
+    pub fn current() -> Now {
         Now::at(SystemTime::now())
     }
 
