@@ -327,3 +327,101 @@ fn jwt_subjects_are_limited_by_their_plan_claim_each_on_its_own_budget() {
         assert_eq!(call(&other).status, 200);
     }
 }
+
+#[test]
+fn limit_problems_are_reported_together_with_their_paths() {
+    let fake = FakeProvider::start();
+    let load = |limits: &str, auth_extra: &str| {
+        let yaml = limited(&fake, (free_port(), free_port()), limits, None, auth_extra);
+        switchyard::config::load_str(&yaml, &|_| None)
+            .err()
+            .unwrap_or_default()
+    };
+    let unknown = load("{requests_per_minute: 5, rpm: 5}", "");
+    assert_eq!(unknown.len(), 1, "{unknown:?}");
+    assert!(
+        unknown[0].starts_with(
+            "switchyard.auth.api_keys[1].limits.rpm: unknown field `rpm`, expected one of \
+             `requests_per_minute`"
+        ),
+        "{unknown:?}"
+    );
+    assert_eq!(
+        load(
+            "{requests_per_minute: 5}",
+            "    limits_on_store_error: maybe\n"
+        ),
+        vec![
+            "switchyard.auth.limits_on_store_error: unknown variant `maybe`, expected `open` or \
+             `closed`"
+        ]
+    );
+
+    let yaml = limited(
+        &fake,
+        (free_port(), free_port()),
+        "{requests_per_minute: 0, concurrent: 0}",
+        None,
+        "",
+    );
+    let errors = switchyard::config::load_str(&yaml, &|_| None)
+        .err()
+        .unwrap_or_default();
+    assert_eq!(
+        errors,
+        vec![
+            "switchyard.auth.api_keys[1].limits.requests_per_minute: must be greater than 0",
+            "switchyard.auth.api_keys[1].limits.concurrent: must be greater than 0",
+        ]
+    );
+}
+
+#[test]
+fn a_caller_s_keys_share_one_hash_slot() {
+    let fake = FakeProvider::start();
+    let prefix = redis::run_prefix();
+    let url = redis::redis_url();
+    let gw = TestGateway::start_with(|ports| {
+        limited(
+            &fake,
+            ports,
+            "{requests_per_minute: 5, tokens_per_day: 1000}",
+            Some((&url, &prefix)),
+            "",
+        )
+    });
+    assert_eq!(rerank(gw.addr, LIMITED).status, 200);
+    let tag = format!("{{{prefix}limits:key:limited}}");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // The tokens are charged as the request ends: poll for them.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let keys = loop {
+        let keys: Vec<String> = rt.block_on(async {
+            let mut conn = redis::raw().await;
+            ::redis::cmd("KEYS")
+                .arg(format!("{{{prefix}*"))
+                .query_async(&mut conn)
+                .await
+                .unwrap()
+        });
+        if keys.len() == 2 || Instant::now() > deadline {
+            break keys;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    for key in &keys {
+        assert!(key.starts_with(&format!("{tag}:")), "{key} outside {tag}");
+    }
+    assert!(
+        keys.iter().any(|k| k.contains(":requests_per_minute:")),
+        "{keys:?}"
+    );
+    assert!(
+        keys.iter().any(|k| k.contains(":tokens_per_day:")),
+        "{keys:?}"
+    );
+}
