@@ -56,6 +56,18 @@ pub async fn cost(
         .await
 }
 
+/// Usage charged before the answer is complete: an asynchronous image task's images (as many
+/// as asked), when the task is accepted, since the task outlives its request.
+pub async fn charge_now(state: &GatewayState, ctx: &Ctx, op: Operation, used: u64) {
+    let Some(p) = &ctx.principal else {
+        return;
+    };
+    let Some(set) = &p.limits else {
+        return;
+    };
+    state.limits.charge(&p.id, set, meter(op), used).await;
+}
+
 /// The answer is complete: what it used is charged.
 pub async fn charge(state: &GatewayState, ctx: &Ctx) {
     let (Some(p), Some(op)) = (&ctx.principal, ctx.operation) else {

@@ -162,8 +162,12 @@ pub async fn images(
         .unwrap_or_default();
     let model = req.model.name.clone();
     let result = if req.is_async {
+        let asked = req.n;
         drop(req);
-        image_tasks::start(state, region, owner, model, body, base).await?
+        let accepted = image_tasks::start(state, region, owner, model, body, base).await?;
+        // A task runs past this request: its images are charged as asked when it is accepted.
+        super::limited::charge_now(state, ctx, Operation::Images, asked).await;
+        accepted
     } else {
         let engine = state.images();
         let progress = Synchronous::new(&engine);

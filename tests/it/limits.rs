@@ -425,3 +425,34 @@ fn a_caller_s_keys_share_one_hash_slot() {
         "{keys:?}"
     );
 }
+
+#[test]
+fn an_async_image_task_is_charged_its_images_when_accepted() {
+    let fake = FakeProvider::start();
+    fake.set_default(Reply::json(
+        200,
+        json!({"created": 9, "data": [{"b64_json": "iVBORw0KGgo="}, {"b64_json": "iVBORw0KGgo="}]}),
+    ));
+    let gw =
+        TestGateway::start_with(|ports| limited(&fake, ports, "{images_per_day: 3}", None, ""));
+    let generate = |n: u64| {
+        client::post_json(
+            gw.addr,
+            "/api/v1/images/generations",
+            &[("Service-API-Key", LIMITED)],
+            &json!({"model": "gpt-image-2", "prompt": "a fox", "n": n, "async": true,
+                    "response_format": "b64_json"}),
+        )
+    };
+    let resp = generate(2);
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(resp.json()["task_status"], "running");
+    // Charged as the task was accepted: 1 of 3 is left, so 2 more do not fit.
+    let resp = generate(2);
+    assert_refused(&resp, "images_per_day", "\"images_per_day\";q=3;w=86400");
+    assert!(resp.json()["message"]
+        .as_str()
+        .unwrap()
+        .contains("needs 2 of images_per_day (3), and 1 is left"));
+    assert_eq!(generate(1).status, 200);
+}
