@@ -126,7 +126,7 @@ families! {
         "Tasks of a lost instance taken over here, by what was done (resumed, rerun, failed)",
         ["action"];
     store_errors: IntCounterVec = "switchyard_store_errors_total",
-        "Shared-store (Redis) calls that failed, by what needed them (request, task, sweep)",
+        "Shared-store (Redis) calls that failed, by what needed them (request, task, sweep, limits)",
         ["during"];
     shed: IntCounterVec = "switchyard_requests_shed_total",
         "Requests answered 503 overloaded, by entry point and cap (connections, in_flight)",
@@ -203,7 +203,7 @@ impl Metrics {
         self.with(|f| inc(&f.targets_ejected, &[provider, native_model], 1));
     }
 
-    /// A shared-store call failed while serving `during` (`request`, `task`, `sweep`).
+    /// A shared-store call failed while serving `during` (`request`, `task`, `sweep`, `limits`).
     pub fn store_error(&self, during: &'static str) {
         self.with(|f| inc(&f.store_errors, &[during], 1));
     }

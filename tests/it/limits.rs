@@ -247,6 +247,7 @@ fn redis_unreachable_fails_open_by_default_and_closed_when_configured() {
     let fake = FakeProvider::start();
     let dead = format!("redis://127.0.0.1:{}", free_port());
     let prefix = redis::run_prefix();
+    let metrics_port = free_port();
     let open = TestGateway::start_with(|ports| {
         limited(
             &fake,
@@ -255,11 +256,22 @@ fn redis_unreachable_fails_open_by_default_and_closed_when_configured() {
             Some((&dead, &prefix)),
             "",
         )
+        .replace(
+            "switchyard:\n",
+            &format!("switchyard:\n  metrics: {{address: \"127.0.0.1:{metrics_port}\"}}\n"),
+        )
     });
     for _ in 0..2 {
         let resp = rerank(open.addr, LIMITED);
         assert_eq!(resp.status, 200, "{}", resp.text());
     }
+    // Allowed, and counted: the refusal was decided while the request was served.
+    let metrics: SocketAddr = format!("127.0.0.1:{metrics_port}").parse().unwrap();
+    let scrape = client::request(metrics, "GET", "/metrics", &[], b"").text();
+    assert!(
+        scrape.contains("switchyard_store_errors_total{during=\"limits\"} 2"),
+        "{scrape}"
+    );
     let closed = TestGateway::start_with(|ports| {
         limited(
             &fake,
