@@ -131,14 +131,15 @@ fn a_request_budget_spent_through_one_instance_is_refused_through_the_other() {
 #[test]
 fn a_third_concurrent_stream_is_refused_and_a_slot_comes_back_after_the_answer() {
     let fake = FakeProvider::start();
-    // Each stream lasts about 1.5 s: audio at once (the head goes out with it), then more.
+    // Each stream lasts about 2 s: audio at once (the head goes out with it), then more, each
+    // chunk within the provider's read timeout (1.5 s).
     fake.set_default(Reply::chunked(
         200,
         "application/octet-stream",
         vec![
             (Duration::ZERO, vec![1u8; 512]),
-            (Duration::from_millis(700), vec![2u8; 512]),
-            (Duration::from_millis(700), vec![3u8; 512]),
+            (Duration::from_millis(1000), vec![2u8; 512]),
+            (Duration::from_millis(1000), vec![3u8; 512]),
         ],
         false,
     ));
