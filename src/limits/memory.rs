@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::check::{first_over, Check, Outcome};
 use super::window::Now;
-use super::{first_over, Check, Outcome};
 use crate::auth::limits::Window;
 
 /// Callers seen before this many are kept; past it, callers with nothing current are forgotten
@@ -110,7 +110,7 @@ impl Counts {
 mod tests {
     use super::*;
     use crate::auth::limits::{Limit, Meter};
-    use crate::limits::Counter;
+    use crate::limits::check::Counter;
 
     fn rpm(quota: u64, window: u64, need: u64, add: u64) -> Counter {
         Counter {

@@ -20,6 +20,7 @@
 //! store's timeout; [`redis`]), else the same rules on a mutex-guarded map ([`memory`]). Windows
 //! are fixed UTC minutes and days ([`window`]). A caller without limits never reaches this module.
 
+pub mod check;
 pub mod memory;
 pub mod redis;
 pub mod window;
@@ -31,36 +32,8 @@ use crate::common::error::{GatewayError, LimitRefusal};
 use crate::metrics::{self, Metrics};
 use crate::store::files::StoreError;
 use crate::store::redis_conn::RedisConn;
+use check::{Check, Counter, Outcome};
 use window::Now;
-
-/// One windowed counter a check reads, and charges when the check passes.
-#[derive(Debug, Clone, Copy)]
-pub struct Counter {
-    pub limit: Limit,
-    /// The window's number ([`Now::window`]).
-    pub window: u64,
-    /// The check fails when what is used plus this exceeds the quota (0: never fails).
-    pub need: u64,
-    /// Added when the check passes.
-    pub add: u64,
-    /// Seconds the counter must live.
-    pub ttl: u64,
-}
-
-/// What one call checks: counters, and a concurrent slot to take (its quota) if any.
-#[derive(Debug, Default)]
-pub struct Check {
-    pub counters: Vec<Counter>,
-    pub slot: Option<u64>,
-}
-
-/// A check's result: passed (and applied), or the first thing that did not fit and what was used
-/// of it. `refused == counters.len()` means the concurrent slots.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Passed,
-    Refused { at: usize, used: u64 },
-}
 
 enum Backend {
     Memory(Arc<memory::Counts>),
@@ -264,14 +237,4 @@ fn counter(now: Now, limit: Limit, need: u64, add: u64) -> Counter {
         add,
         ttl: now.counter_ttl(limit.window),
     }
-}
-
-/// The rule both backends apply: the first counter where `used + need > quota` refuses;
-/// `None` when all fit.
-pub fn first_over(check: &Check, used: impl Fn(usize, &Counter) -> u64) -> Option<Outcome> {
-    check.counters.iter().enumerate().find_map(|(i, c)| {
-        let u = used(i, c);
-        (c.need > 0 && u.saturating_add(c.need) > c.limit.quota)
-            .then_some(Outcome::Refused { at: i, used: u })
-    })
 }

@@ -20,8 +20,8 @@
 
 use std::time::Duration;
 
+use super::check::{Check, Outcome};
 use super::window::Now;
-use super::{Check, Outcome};
 use crate::store::files::StoreError;
 use crate::store::redis_conn::RedisConn;
 
