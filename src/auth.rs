@@ -10,7 +10,10 @@
 //! Secrets never leave this module: API keys are kept only as SHA-256 digests,
 //! and neither keys nor tokens appear in logs or error messages.
 
+pub mod limits;
+
 use std::fmt;
+use std::sync::Arc;
 
 use http::header::{HeaderName, AUTHORIZATION};
 use http::HeaderMap;
@@ -19,6 +22,8 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::{Choice, ConditionallySelectable, ConstantTimeEq};
+
+use limits::{JwtLimits, JwtLimitsSetting, LimitSet, OnStoreError};
 
 /// The dedicated API-key header. `HeaderName`s are lowercase; lookups through
 /// `HeaderMap` are case-insensitive for callers.
@@ -39,6 +44,11 @@ pub struct AuthSettings {
     pub api_keys: Vec<ApiKeySetting>,
     #[serde(default)]
     pub jwt: Option<JwtSettings>,
+    /// What a request of a caller with limits gets when the shared store (Redis)
+    /// cannot count it: `open` (allowed, counted in `switchyard_store_errors_total`)
+    /// or `closed` (`503 store_unavailable`).
+    #[serde(default)]
+    pub limits_on_store_error: OnStoreError,
 }
 
 /// One API key entry. Exactly one of `key` or `sha256` must be given.
@@ -56,6 +66,10 @@ pub struct ApiKeySetting {
     /// disables the entry, like an empty `key`.
     #[serde(default)]
     pub sha256: Option<String>,
+    /// What this caller may use. Entries sharing a name share one budget, so
+    /// they must carry the same limits.
+    #[serde(default)]
+    pub limits: Option<LimitSet>,
 }
 
 /// JWT verification settings. Each key that is set enables its algorithm;
@@ -81,6 +95,9 @@ pub struct JwtSettings {
     /// Allowed clock skew for `exp` and `nbf`, at most 3600.
     #[serde(default = "default_leeway")]
     pub leeway_seconds: u64,
+    /// Each subject's limits, chosen by a claim.
+    #[serde(default)]
+    pub limits: Option<JwtLimitsSetting>,
 }
 
 fn default_leeway() -> u64 {
@@ -88,10 +105,12 @@ fn default_leeway() -> u64 {
 }
 
 /// Who made the request. `id` is stable per caller: `"key:<name>"` for API
-/// keys, `"jwt:<sub>"` for tokens.
+/// keys, `"jwt:<sub>"` for tokens; it also names the caller's budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
     pub id: String,
+    /// The caller's limits (`None`: none, and nothing is counted).
+    pub limits: Option<Arc<LimitSet>>,
 }
 
 /// Why a request was not authenticated. Messages are safe to send to clients:
@@ -120,6 +139,7 @@ fn digest(bytes: &[u8]) -> [u8; 32] {
 struct KeyEntry {
     name: String,
     digest: [u8; 32],
+    limits: Option<Arc<LimitSet>>,
 }
 
 /// One enabled JWT algorithm with its own key and a `Validation` that allows
@@ -137,6 +157,9 @@ struct JwtMethod {
 pub struct Authenticator {
     keys: Vec<KeyEntry>,
     jwt: Vec<JwtMethod>,
+    /// Subjects' limits by claim (`None`: subjects have none).
+    jwt_limits: Option<JwtLimits>,
+    on_store_error: OnStoreError,
 }
 
 impl fmt::Debug for Authenticator {
@@ -162,8 +185,18 @@ impl Authenticator {
             Some(j) => load_jwt(j, &mut errors),
             None => Vec::new(),
         };
+        let jwt_limits = s
+            .jwt
+            .as_ref()
+            .and_then(|j| j.limits.as_ref())
+            .map(|l| JwtLimits::from_setting(l, &mut errors));
         if errors.is_empty() {
-            Ok(Authenticator { keys, jwt })
+            Ok(Authenticator {
+                keys,
+                jwt,
+                jwt_limits,
+                on_store_error: s.limits_on_store_error,
+            })
         } else {
             Err(errors)
         }
@@ -185,6 +218,11 @@ impl Authenticator {
                 }
             }
         }
+    }
+
+    /// What to do when limits cannot be counted (`auth.limits_on_store_error`).
+    pub fn on_store_error(&self) -> OnStoreError {
+        self.on_store_error
     }
 
     /// True when no API key and no JWT method is configured.
@@ -211,6 +249,7 @@ impl Authenticator {
         let entry = usize::try_from(index).ok().and_then(|i| self.keys.get(i))?;
         Some(Principal {
             id: format!("key:{}", entry.name),
+            limits: entry.limits.clone(),
         })
     }
 
@@ -221,6 +260,14 @@ impl Authenticator {
             // of a JSON error; exp/nbf/iss/aud are checked by jsonwebtoken.
             #[serde(default)]
             sub: Option<serde_json::Value>,
+        }
+        /// With limits by claim: every claim is kept, to read the one named.
+        #[derive(Deserialize)]
+        struct ClaimsWithRest {
+            #[serde(default)]
+            sub: Option<serde_json::Value>,
+            #[serde(flatten)]
+            rest: serde_json::Map<String, serde_json::Value>,
         }
 
         let invalid = |reason: &str| AuthError::InvalidToken(reason.to_owned());
@@ -238,11 +285,26 @@ impl Authenticator {
             .iter()
             .find(|m| m.alg == header.alg)
             .ok_or_else(|| invalid("algorithm not allowed"))?;
-        let data = jsonwebtoken::decode::<Claims>(token, &method.key, &method.validation)
-            .map_err(|e| AuthError::InvalidToken(token_reason(&e)))?;
-        match data.claims.sub {
+        let reason = |e: JwtError| AuthError::InvalidToken(token_reason(&e));
+        // Only a gateway with limits by claim pays for keeping every claim.
+        let (sub, limits) = match &self.jwt_limits {
+            None => {
+                let data = jsonwebtoken::decode::<Claims>(token, &method.key, &method.validation)
+                    .map_err(reason)?;
+                (data.claims.sub, None)
+            }
+            Some(by_claim) => {
+                let data =
+                    jsonwebtoken::decode::<ClaimsWithRest>(token, &method.key, &method.validation)
+                        .map_err(reason)?;
+                let limits = by_claim.for_value(data.claims.rest.get(&by_claim.claim));
+                (data.claims.sub, limits)
+            }
+        };
+        match sub {
             Some(serde_json::Value::String(sub)) if !sub.is_empty() => Ok(Principal {
                 id: format!("jwt:{sub}"),
+                limits,
             }),
             _ => Err(invalid("missing claim `sub`")),
         }
@@ -342,11 +404,35 @@ fn token_reason(e: &JwtError) -> String {
 fn load_api_keys(settings: &[ApiKeySetting], errors: &mut Vec<String>) -> Vec<KeyEntry> {
     // (config index, entry) so duplicates can name both entries.
     let mut keys: Vec<(usize, KeyEntry)> = Vec::new();
+    // The first entry of each name and its limits: entries sharing a name share
+    // one budget (and one `Arc`), so they must agree on it.
+    let mut budgets: std::collections::HashMap<&str, (usize, Option<Arc<LimitSet>>)> =
+        std::collections::HashMap::new();
     for (i, k) in settings.iter().enumerate() {
         let path = format!("auth.api_keys[{i}]");
         if k.name.trim().is_empty() {
             errors.push(format!("{path}.name: must not be empty"));
         }
+        if let Some(set) = &k.limits {
+            set.check(&format!("{path}.limits"), errors);
+        }
+        let own = k.limits.as_ref().and_then(limits::shared);
+        let limits = match budgets.get(k.name.as_str()) {
+            Some((first, shared)) => {
+                if shared.as_deref() != own.as_deref() {
+                    errors.push(format!(
+                        "{path}.limits: entries named `{}` share one budget, so they must \
+                         carry the same limits as auth.api_keys[{first}]",
+                        k.name
+                    ));
+                }
+                shared.clone()
+            }
+            None => {
+                budgets.insert(k.name.as_str(), (i, own.clone()));
+                own
+            }
+        };
         let digest = match (&k.key, &k.sha256) {
             (Some(_), Some(_)) | (None, None) => {
                 errors.push(format!("{path}: set exactly one of `key` or `sha256`"));
@@ -389,6 +475,7 @@ fn load_api_keys(settings: &[ApiKeySetting], errors: &mut Vec<String>) -> Vec<Ke
             KeyEntry {
                 name: k.name.clone(),
                 digest,
+                limits,
             },
         ));
     }
@@ -558,6 +645,7 @@ mod tests {
             name: name.into(),
             key: Some(key.into()),
             sha256: None,
+            limits: None,
         }
     }
 
@@ -566,6 +654,7 @@ mod tests {
             name: name.into(),
             key: None,
             sha256: Some(sha256.into()),
+            limits: None,
         }
     }
 
@@ -577,6 +666,7 @@ mod tests {
             issuer: None,
             audience: None,
             leeway_seconds: 30,
+            limits: None,
         }
     }
 
@@ -588,7 +678,12 @@ mod tests {
     }
 
     fn build(api_keys: Vec<ApiKeySetting>, jwt: Option<JwtSettings>) -> Authenticator {
-        Authenticator::from_settings(&AuthSettings { api_keys, jwt }).unwrap()
+        Authenticator::from_settings(&AuthSettings {
+            api_keys,
+            jwt,
+            limits_on_store_error: OnStoreError::Open,
+        })
+        .unwrap()
     }
 
     fn keys_only() -> Authenticator {
@@ -624,7 +719,10 @@ mod tests {
     }
 
     fn principal(id: &str) -> Result<Principal, AuthError> {
-        Ok(Principal { id: id.into() })
+        Ok(Principal {
+            id: id.into(),
+            limits: None,
+        })
     }
 
     // --- API keys and header forms ---
@@ -1125,17 +1223,20 @@ mod tests {
     #[test]
     fn from_settings_reports_every_problem() {
         let s = AuthSettings {
+            limits_on_store_error: OnStoreError::Open,
             api_keys: vec![
                 ApiKeySetting {
                     name: "both".into(),
                     key: Some("k".into()),
                     sha256: Some(sha256_hex("k")),
+                    limits: None,
                 },
                 hashed("badhex", "not-hex"),
                 ApiKeySetting {
                     name: "neither".into(),
                     key: None,
                     sha256: None,
+                    limits: None,
                 },
                 hashed("short", "abcd"),
                 plain("", "nameless-key"),
@@ -1174,6 +1275,98 @@ mod tests {
     }
 
     #[test]
+    fn principals_carry_their_entry_s_limits_shared_by_name() {
+        let rpm = |n| LimitSet {
+            requests_per_minute: Some(n),
+            ..LimitSet::default()
+        };
+        let with = |name: &str, key: &str, set: LimitSet| ApiKeySetting {
+            limits: Some(set),
+            ..plain(name, key)
+        };
+        let a = build(
+            vec![
+                with("alice", "alice-old", rpm(5)),
+                with("alice", "alice-new", rpm(5)),
+                plain("bob", "bob-key"),
+            ],
+            None,
+        );
+        let old = a.authenticate(&bearer("alice-old")).unwrap();
+        let new = a.authenticate(&bearer("alice-new")).unwrap();
+        assert_eq!(old.limits.as_deref(), Some(&rpm(5)));
+        // One budget: the very same limits.
+        assert!(Arc::ptr_eq(
+            old.limits.as_ref().unwrap(),
+            new.limits.as_ref().unwrap()
+        ));
+        assert_eq!(a.authenticate(&bearer("bob-key")).unwrap().limits, None);
+
+        let errors = Authenticator::from_settings(&AuthSettings {
+            api_keys: vec![
+                with("alice", "alice-old", rpm(5)),
+                with("alice", "alice-new", rpm(6)),
+                with("carol", "carol-key", rpm(0)),
+            ],
+            jwt: None,
+            limits_on_store_error: OnStoreError::Open,
+        })
+        .unwrap_err();
+        assert_eq!(
+            errors,
+            vec![
+                "auth.api_keys[1].limits: entries named `alice` share one budget, so they must \
+                 carry the same limits as auth.api_keys[0]"
+                    .to_string(),
+                "auth.api_keys[2].limits.requests_per_minute: must be greater than 0".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn jwt_subjects_get_limits_by_claim() {
+        let limits: JwtLimitsSetting = serde_json::from_value(json!({
+            "claim": "plan",
+            "by_value": {"pro": {"requests_per_minute": 100}, "internal": {}},
+            "default": {"requests_per_minute": 1}
+        }))
+        .unwrap();
+        let a = jwt_only(JwtSettings {
+            limits: Some(limits),
+            ..hs256_settings()
+        });
+        let rpm = |claims| {
+            a.authenticate(&bearer(&hs256(claims)))
+                .unwrap()
+                .limits
+                .and_then(|l| l.requests_per_minute)
+        };
+        let exp = now() + 300;
+        assert_eq!(
+            rpm(json!({"sub": "u", "exp": exp, "plan": "pro"})),
+            Some(100)
+        );
+        assert_eq!(
+            rpm(json!({"sub": "u", "exp": exp, "plan": "free"})),
+            Some(1)
+        );
+        assert_eq!(rpm(json!({"sub": "u", "exp": exp})), Some(1));
+        // Listed with nothing set: unlimited, not the default.
+        assert_eq!(
+            rpm(json!({"sub": "u", "exp": exp, "plan": "internal"})),
+            None
+        );
+        // Without limits by claim, tokens are read as before.
+        let plain = jwt_only(hs256_settings());
+        let p = plain
+            .authenticate(&bearer(&hs256(
+                json!({"sub": "u", "exp": exp, "plan": "pro"}),
+            )))
+            .unwrap();
+        assert_eq!(p, principal("jwt:u").unwrap());
+    }
+
+    #[test]
     fn key_files_must_be_public_keys_of_the_right_type() {
         let cases = [
             (
@@ -1207,6 +1400,7 @@ mod tests {
         ];
         for (jwt, want) in cases {
             let errors = Authenticator::from_settings(&AuthSettings {
+                limits_on_store_error: OnStoreError::Open,
                 api_keys: vec![],
                 jwt: Some(jwt),
             })
@@ -1219,6 +1413,7 @@ mod tests {
     #[test]
     fn empty_issuer_or_audience_is_an_error_not_a_disabled_check() {
         let errors = Authenticator::from_settings(&AuthSettings {
+            limits_on_store_error: OnStoreError::Open,
             api_keys: vec![],
             jwt: Some(JwtSettings {
                 issuer: Some(String::new()),

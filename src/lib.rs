@@ -37,6 +37,7 @@ pub mod common;
 pub mod config;
 pub mod engine;
 pub mod gateway;
+pub mod limits;
 pub mod logging;
 pub mod metrics;
 pub mod providers;

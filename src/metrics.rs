@@ -126,7 +126,7 @@ families! {
         "Tasks of a lost instance taken over here, by what was done (resumed, rerun, failed)",
         ["action"];
     store_errors: IntCounterVec = "switchyard_store_errors_total",
-        "Shared-store (Redis) calls that failed, by what needed them (request, task, sweep, health)",
+        "Shared-store (Redis) calls that failed, by what needed them (request, task, sweep, health, limits)",
         ["during"];
     shed: IntCounterVec = "switchyard_requests_shed_total",
         "Requests answered 503 overloaded, by entry point and cap (connections, in_flight)",
@@ -221,7 +221,7 @@ impl Metrics {
         });
     }
 
-    /// A shared-store call failed while serving `during` (`request`, `task`, `sweep`).
+    /// A shared-store call failed while serving `during` (`request`, `task`, `sweep`, `health`, `limits`).
     pub fn store_error(&self, during: &'static str) {
         self.with(|f| inc(&f.store_errors, &[during], 1));
     }

@@ -172,6 +172,69 @@ impl fmt::Display for UpstreamError {
     }
 }
 
+/// A caller's own limit (`auth.api_keys[].limits`, `auth.jwt.limits`) refused a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitRefusal {
+    /// The limit's name in the config: `requests_per_minute`, `concurrent`, `tokens_per_day`...
+    pub limit: &'static str,
+    pub quota: u64,
+    /// The window's length in seconds; `None` for `concurrent`.
+    pub window: Option<u64>,
+    /// What is left of the quota in this window (or of the concurrent slots).
+    pub remaining: u64,
+    /// Seconds until the window ends (`concurrent`: a guess, 1).
+    pub retry_after: u64,
+    /// The request's own known cost, when that is what does not fit (speech characters,
+    /// images asked for); 0 when the budget is simply spent.
+    pub cost: u64,
+}
+
+impl LimitRefusal {
+    fn message(&self) -> String {
+        match (self.window, self.cost) {
+            (None, _) => format!(
+                "rate limit reached: concurrent is {} requests at once for this caller; retry \
+                 when one has finished",
+                self.quota
+            ),
+            (Some(_), 0) => format!(
+                "rate limit reached: {} is {} for this caller; retry in {} s",
+                self.limit, self.quota, self.retry_after
+            ),
+            (Some(_), cost) => format!(
+                "rate limit reached: this request needs {cost} of {} ({}), and {} is left; \
+                 retry in {} s",
+                self.limit, self.quota, self.remaining, self.retry_after
+            ),
+        }
+    }
+
+    /// `Retry-After`, and the `RateLimit-Policy` and `RateLimit` fields of
+    /// draft-ietf-httpapi-ratelimit-headers-10 (§3, §4; structured-field lists whose items are
+    /// the policy's name as a string with `q` quota, `w` window, `qu` quota unit, and `r`
+    /// remaining, `t` seconds to the reset). <https://www.ietf.org/archive/id/draft-ietf-httpapi-ratelimit-headers-10.txt>
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        let policy = match self.window {
+            Some(w) => format!("\"{}\";q={};w={w}", self.limit, self.quota),
+            None => format!(
+                "\"{}\";q={};qu=\"concurrent-requests\"",
+                self.limit, self.quota
+            ),
+        };
+        vec![
+            ("retry-after", self.retry_after.max(1).to_string()),
+            ("ratelimit-policy", policy),
+            (
+                "ratelimit",
+                format!(
+                    "\"{}\";r={};t={}",
+                    self.limit, self.remaining, self.retry_after
+                ),
+            ),
+        ]
+    }
+}
+
 /// Every way a request can fail.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
@@ -203,6 +266,9 @@ pub enum GatewayError {
     /// The client sent its request body too slowly (`clients:` deadlines).
     #[error("the request body did not arrive in time: {0}")]
     RequestTimeout(String),
+    /// The caller's own limit refused the request.
+    #[error("rate limit reached: {}", .0.limit)]
+    RateLimited(LimitRefusal),
     /// This entry point is at its connection or in-flight request cap.
     #[error("the gateway is at capacity ({0}); retry shortly")]
     Overloaded(&'static str),
@@ -237,6 +303,7 @@ impl GatewayError {
             GatewayError::PayloadTooLarge { .. } | GatewayError::InputTooLong { .. } => 413,
             GatewayError::Validation(_) => 400,
             GatewayError::RequestTimeout(_) => 408,
+            GatewayError::RateLimited(_) => 429,
             GatewayError::ModelUnavailable { .. }
             | GatewayError::Store(_)
             | GatewayError::Overloaded(_) => 503,
@@ -269,6 +336,7 @@ impl GatewayError {
             GatewayError::Validation(_) => "validation_error",
             GatewayError::RequestTimeout(_) => "request_timeout",
             GatewayError::Overloaded(_) => "overloaded",
+            GatewayError::RateLimited(_) => "rate_limited",
             GatewayError::ModelUnavailable { .. } => "model_unavailable",
             GatewayError::Store(_) => "store_unavailable",
             GatewayError::Internal(_) => "internal_error",
@@ -334,9 +402,11 @@ impl GatewayError {
             // The backend and its error (addresses, OS errors) are the operator's business: logged
             // where the answer is written, not shown.
             GatewayError::Store(_) => {
-                "the gateway's shared store (hosted images, tasks) is unavailable; retry later"
+                "the gateway's shared store (hosted images, tasks, limits) is unavailable; retry \
+                 later"
                     .to_string()
             }
+            GatewayError::RateLimited(r) => r.message(),
             other => other.to_string(),
         }
     }
@@ -373,6 +443,7 @@ impl GatewayError {
             GatewayError::MethodNotAllowed { allowed } => vec![("allow", (*allowed).to_string())],
             // Capacity frees as requests finish, usually within a second.
             GatewayError::Overloaded(_) => vec![("retry-after", "1".to_string())],
+            GatewayError::RateLimited(r) => r.headers(),
             GatewayError::Upstream(u) if u.kind == UpstreamErrorKind::RateLimited => u
                 .retry_after
                 .map(|d| vec![("retry-after", d.as_secs().max(1).to_string())])
@@ -443,6 +514,34 @@ mod tests {
             let e = GatewayError::Upstream(UpstreamError::from_status("p", native, "m"));
             assert_eq!((e.status(), e.code()), (public, code), "native {native}");
         }
+    }
+
+    #[test]
+    fn a_limit_refusal_names_the_limit_and_carries_ratelimit_fields() {
+        let e = GatewayError::RateLimited(LimitRefusal {
+            limit: "requests_per_minute",
+            quota: 60,
+            window: Some(60),
+            remaining: 0,
+            retry_after: 12,
+            cost: 0,
+        });
+        assert_eq!((e.status(), e.code()), (429, "rate_limited"));
+        assert_eq!(
+            e.message(),
+            "rate limit reached: requests_per_minute is 60 for this caller; retry in 12 s"
+        );
+        assert_eq!(
+            e.extra_headers(),
+            vec![
+                ("retry-after", "12".to_string()),
+                (
+                    "ratelimit-policy",
+                    "\"requests_per_minute\";q=60;w=60".to_string()
+                ),
+                ("ratelimit", "\"requests_per_minute\";r=0;t=12".to_string()),
+            ]
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod body;
 pub mod client_conn;
 pub mod health_sync;
 pub mod image_tasks;
+pub mod limited;
 pub mod models;
 pub mod openapi;
 pub mod operations;
@@ -38,6 +39,7 @@ use crate::common::Operation;
 use crate::config::{GatewaySettings, Listener};
 use crate::engine::deliver::HostedFiles;
 use crate::engine::trace::{self, Trace};
+use crate::limits::{Lease, Limiter};
 use crate::metrics::{self, Metrics};
 use crate::store::files::valid_id;
 use crate::store::files::FileStore;
@@ -75,6 +77,9 @@ pub struct GatewayState {
     /// else shares state between instances (limits, ejections). A reload does not replace it: a
     /// changed `store:` needs a restart.
     pub redis: Option<crate::store::redis_conn::RedisConn>,
+    /// Per-caller limits: budgets and concurrent slots, by principal id (in Redis when one is
+    /// configured).
+    pub limits: Limiter,
 }
 
 impl GatewayState {
@@ -104,6 +109,7 @@ impl GatewayState {
                 Box::new(MemoryTaskStore::new()),
             ),
         };
+        let limits = Limiter::new(settings.redis.as_ref(), metrics.clone());
         let files = HostedFiles {
             store,
             ttl: settings.images.file_ttl,
@@ -118,6 +124,7 @@ impl GatewayState {
             jobs: task_job::Jobs::default(),
             metrics,
             redis,
+            limits,
         })
     }
 }
@@ -206,6 +213,8 @@ pub struct Ctx {
     ttfb: Option<std::time::Duration>,
     /// What the answer used.
     usage: access_log::Usage,
+    /// The caller's concurrent slot, given back as the context drops (after the answer).
+    lease: Option<Lease>,
 }
 
 /// An HTTP status as its three digits, without allocating (`000` when none was set).
@@ -300,6 +309,7 @@ impl Gateway {
             .authenticate(&session.req_header().headers)
             .map_err(GatewayError::Unauthorized)?;
         ctx.principal = Some(principal);
+        limited::admit(&self.state, ctx, op).await?;
         let body = body::read(session, settings.limits.body_limit(op), &settings.clients).await?;
         let body = if route == Route::ImageEdit {
             let content_type = session
@@ -465,6 +475,7 @@ impl ProxyHttp for Gateway {
             trace: Trace::default(),
             ttfb: None,
             usage: access_log::Usage::default(),
+            lease: None,
         }
     }
 
@@ -545,6 +556,8 @@ impl ProxyHttp for Gateway {
             clock.served();
         }
         let bytes_out = session.as_downstream().body_bytes_sent() as u64;
+        // Charged before it is counted: a scrape showing the usage shows it charged too.
+        limited::charge(&self.state, ctx).await;
         self.count(ctx, bytes_out);
         // Dropped here, not when Pingora drops the context: the gauge counts requests being served.
         ctx._gauge = None;

@@ -14,6 +14,7 @@ use crate::catalog::Target;
 use crate::common::authority;
 use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::config::GatewaySettings;
+use crate::common::Operation;
 use crate::engine::attempts;
 use crate::engine::attempts::AcceptFuture;
 use crate::engine::attempts::Reply;
@@ -71,6 +72,8 @@ pub async fn speech(
 ) -> Result<(), Failure> {
     let req = speech::parse(body, &s.catalog, s.retry.max_retries)?;
     ctx.model = Some(req.model.clone());
+    let characters = req.input.as_str().chars().count() as u64;
+    super::limited::cost(state, ctx, Operation::Speech, characters).await?;
     let upstream = &state.upstream;
     let adapters = &s.adapters;
     // Priming (reading up to the first audio) runs inside the attempt loop, so errors a provider
@@ -101,7 +104,7 @@ pub async fn speech(
     ctx.ttfb = Some(ctx.start.elapsed());
     match stream_speech::relay(session, primed, req.sse, req.input.as_str()).await {
         Ok(()) => {
-            ctx.usage.characters = req.input.as_str().chars().count() as u64;
+            ctx.usage.characters = characters;
             Ok(())
         }
         Err(StreamError::Client) => Err(Failure::ClientGone),
@@ -151,6 +154,7 @@ pub async fn images(
 ) -> Result<(), Failure> {
     let req = images::parse(&body, &s.catalog, s.retry.max_retries)?;
     ctx.model = Some(req.model.clone());
+    super::limited::cost(state, ctx, Operation::Images, req.n).await?;
     let base = public_base(s, session, req.response_format == "url")?;
     let owner = ctx
         .principal
@@ -159,8 +163,12 @@ pub async fn images(
         .unwrap_or_default();
     let model = req.model.name.clone();
     let result = if req.is_async {
+        let asked = req.n;
         drop(req);
-        image_tasks::start(state, s, region, owner, model, body, base).await?
+        let accepted = image_tasks::start(state, s, region, owner, model, body, base).await?;
+        // A task runs past this request: its images are charged as asked when it is accepted.
+        super::limited::charge_now(state, ctx, Operation::Images, asked).await;
+        accepted
     } else {
         let engine = state.images(s);
         let progress = Synchronous::new(&engine);

@@ -20,6 +20,7 @@ const LAYERS: &[&str] = &[
     "upstream",
     "stream",
     "store",
+    "limits",
     "catalog",
     "api",
     "providers",

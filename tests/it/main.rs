@@ -35,6 +35,7 @@ mod images_siliconflow;
 mod images_stability;
 mod images_zhipu;
 mod layers;
+mod limits;
 mod logs;
 mod metrics;
 mod models;

@@ -1,0 +1,215 @@
+//! Limits counted in Redis, shared by every instance on it: one script call per check.
+//!
+//! Keys (Redis Cluster: every key of one caller carries the hash tag `{<prefix>limits:<id>}`,
+//! so the script touches one slot):
+//! - `{switchyard:limits:key:alice}:requests_per_minute:28333333` — a window's counter (a
+//!   string holding an integer), expiring a minute after its window ends;
+//! - `{switchyard:limits:key:alice}:concurrent` — the caller's slots in use: a sorted set of
+//!   lease ids scored by when they expire (milliseconds since the epoch).
+//!
+//! A slot is a lease of [`LEASE`]: the instance holding it renews it every third of that while
+//! its request runs, and removes it when the request ends. An instance that dies (or is cut off
+//! from Redis) stops renewing, and its slots are free again within [`LEASE`] of their last
+//! renewal, since every check first removes the expired ones. The bound on a leak is thus
+//! [`LEASE`] (30 s), and it costs one small write per running request every 10 s.
+//!
+//! [`RedisConn::run`] may apply the script twice (a reply lost after Redis applied it): a lease
+//! already present is taken as granted (its id is unique), so a retry never refuses its own slot;
+//! a counter may be charged twice, which errs toward refusing a little early and only happens
+//! when a reply is lost.
+
+use std::time::Duration;
+
+use super::check::{Check, Outcome};
+use super::window::Now;
+use crate::store::files::StoreError;
+use crate::store::redis_conn::RedisConn;
+
+/// How long a concurrent slot lives without being renewed.
+pub const LEASE: Duration = Duration::from_secs(30);
+
+/// KEYS: the counters, then the slot set when a slot is asked for.
+/// ARGV: the number of counters n; per counter its quota, need, add and TTL (seconds); then the
+/// slot's quota (0: none), now, the lease's expiry (ms) and its id.
+/// Returns {0, 0} when everything fit (and was applied), else {i, used}: the 1-based counter
+/// (n + 1: the slots) that did not fit, and what was used of it. Nothing is applied then.
+const SCRIPT: &str = r"
+local n = tonumber(ARGV[1])
+for i = 1, n do
+  local b = 1 + (i - 1) * 4
+  local quota, need = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
+  local used = tonumber(redis.call('GET', KEYS[i]) or '0')
+  if need > 0 and used + need > quota then return {i, used} end
+end
+local s = 2 + n * 4
+local slots = tonumber(ARGV[s])
+if slots > 0 then
+  local set = KEYS[n + 1]
+  redis.call('ZREMRANGEBYSCORE', set, '-inf', ARGV[s + 1])
+  if not redis.call('ZSCORE', set, ARGV[s + 3]) then
+    local active = redis.call('ZCARD', set)
+    if active >= slots then return {n + 1, active} end
+  end
+  redis.call('ZADD', set, ARGV[s + 2], ARGV[s + 3])
+  redis.call('PEXPIREAT', set, ARGV[s + 2])
+end
+for i = 1, n do
+  local b = 1 + (i - 1) * 4
+  local add = tonumber(ARGV[b + 3])
+  if add > 0 then
+    redis.call('INCRBY', KEYS[i], add)
+    redis.call('EXPIRE', KEYS[i], ARGV[b + 4])
+  end
+end
+return {0, 0}
+";
+
+/// Renews a lease: only if it is still there (an expired one is not taken back, since its
+/// slot may be someone else's by now), and keeps the set alive as long as its newest lease.
+const RENEW: &str = r"
+if redis.call('ZADD', KEYS[1], 'XX', 'CH', ARGV[1], ARGV[2]) == 1 then
+  local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', KEYS[1], newest[2])
+end
+return 0
+";
+
+/// The counters of every caller, in one Redis.
+pub struct Counts {
+    conn: RedisConn,
+}
+
+/// A concurrent slot held in Redis: renewed while held, removed when dropped.
+pub struct Slot {
+    renew: tokio::task::JoinHandle<()>,
+    release: Option<(RedisConn, String, String)>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.renew.abort();
+        let Some((conn, set, id)) = self.release.take() else {
+            return;
+        };
+        // Dropped in a request's context, on the runtime; without one (shutting down) the lease
+        // simply expires.
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                // ZREM is idempotent: applying it twice is harmless.
+                let (set, id) = (&set, &id);
+                let removed = conn
+                    .run(|mut c| async move {
+                        redis::cmd("ZREM")
+                            .arg(set)
+                            .arg(id)
+                            .query_async::<i64>(&mut c)
+                            .await
+                    })
+                    .await;
+                if let Err(e) = removed {
+                    log::debug!("limits: a concurrent slot not given back (it expires): {e}");
+                }
+            });
+        }
+    }
+}
+
+impl Counts {
+    pub fn new(conn: RedisConn) -> Counts {
+        Counts { conn }
+    }
+
+    /// `{<prefix>limits:<scope>}`: every key of one caller in one hash slot.
+    fn tag(&self, scope: &str) -> String {
+        format!("{{{}limits:{scope}}}", self.conn.key_prefix())
+    }
+
+    /// Apply `check` for `scope` in one script call: `Ok(Ok(slot))` when it fit, `Ok(Err(..))`
+    /// refused with nothing applied, `Err` when Redis could not be asked.
+    pub async fn apply(
+        &self,
+        scope: &str,
+        check: &Check,
+        now: Now,
+    ) -> Result<Result<Option<Slot>, Outcome>, StoreError> {
+        let tag = self.tag(scope);
+        let mut keys: Vec<String> = check
+            .counters
+            .iter()
+            .map(|c| format!("{tag}:{}:{}", c.limit.name, c.window))
+            .collect();
+        let set = format!("{tag}:concurrent");
+        let lease_ms = u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX);
+        let expires = now.millis.saturating_add(lease_ms);
+        let id = if check.slot.is_some() {
+            keys.push(set.clone());
+            uuid::Uuid::new_v4().to_string()
+        } else {
+            String::new()
+        };
+        let (keys, id) = (&keys, &id);
+        let reply: Vec<u64> = self
+            .conn
+            .run(|mut conn| async move {
+                let mut cmd = redis::cmd("EVAL");
+                cmd.arg(SCRIPT).arg(keys.len()).arg(keys);
+                cmd.arg(check.counters.len());
+                for c in &check.counters {
+                    cmd.arg(c.limit.quota).arg(c.need).arg(c.add).arg(c.ttl);
+                }
+                cmd.arg(check.slot.unwrap_or(0))
+                    .arg(now.millis)
+                    .arg(expires)
+                    .arg(id);
+                cmd.query_async(&mut conn).await
+            })
+            .await?;
+        match reply.as_slice() {
+            [0, _] => {}
+            [at, used] => {
+                let at = usize::try_from(*at).unwrap_or(usize::MAX).saturating_sub(1);
+                return Ok(Err(Outcome::Refused { at, used: *used }));
+            }
+            _ => {
+                return Err(StoreError::Unavailable(format!(
+                    "limits script answered {reply:?}"
+                )))
+            }
+        }
+        if check.slot.is_none() {
+            return Ok(Ok(None));
+        }
+        let renew = tokio::spawn(renew(self.conn.clone(), set.clone(), id.clone()));
+        Ok(Ok(Some(Slot {
+            renew,
+            release: Some((self.conn.clone(), set, id.clone())),
+        })))
+    }
+}
+
+/// Keep a lease alive while its request runs (aborted when the slot drops).
+async fn renew(conn: RedisConn, set: String, id: String) {
+    let every = LEASE / 3;
+    let lease_ms = u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX);
+    let (set, id) = (&set, &id);
+    loop {
+        tokio::time::sleep(every).await;
+        let expires = Now::current().millis.saturating_add(lease_ms);
+        // Setting a lease's expiry is idempotent.
+        let renewed = conn
+            .run(|mut c| async move {
+                redis::cmd("EVAL")
+                    .arg(RENEW)
+                    .arg(1)
+                    .arg(set)
+                    .arg(expires)
+                    .arg(id)
+                    .query_async::<i64>(&mut c)
+                    .await
+            })
+            .await;
+        if let Err(e) = renewed {
+            log::debug!("limits: a concurrent slot not renewed: {e}");
+        }
+    }
+}
