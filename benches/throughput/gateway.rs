@@ -4,7 +4,10 @@
 //!
 //! Both get one Pingora worker thread and the same core; the gateway logs at `error` only
 //! (`RUST_LOG=error`, unless `SWITCHYARD_BENCH_GATEWAY_LOG` says otherwise), so no access log is
-//! written per request. `SWITCHYARD_BENCH_METRICS=1` gives it a metrics listener.
+//! written per request. `SWITCHYARD_BENCH_METRICS=1` gives it a metrics listener;
+//! `SWITCHYARD_BENCH_LIMITS=1` gives the bench's key limits on every meter (never reached, so every
+//! request is checked and charged), counted in process memory or, with
+//! `SWITCHYARD_BENCH_REDIS=redis://...`, in that Redis.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -16,11 +19,26 @@ use crate::workload::{KEY, PROVIDER_KEY};
 /// The gateway's config: one listener, one key, providers at the fake (path prefixes pick the
 /// fake's special answers: `/d100` 100 rerank results, `/big` 100 MiB audio, `/sse` timed SSE);
 /// with `metrics`, a metrics listener on that port (what metrics cost is then in the figures).
-pub fn config(port: u16, fake: SocketAddr, tag: &str, metrics: Option<u16>) -> String {
+pub fn config(port: u16, fake: SocketAddr, tag: &str, extra: &Extra) -> String {
     let f = format!("http://{fake}");
-    let metrics = metrics
+    let metrics = extra
+        .metrics
         .map(|m| format!("  metrics: {{address: \"127.0.0.1:{m}\"}}\n"))
         .unwrap_or_default();
+    let store = extra
+        .redis
+        .as_ref()
+        .map(|url| format!("  store: {{redis_url: \"{url}\", key_prefix: \"bench-{tag}:\"}}\n"))
+        .unwrap_or_default();
+    // Far above anything a run reaches: every request pays for its checks, none is refused.
+    let limits = if extra.limits {
+        ", limits: {requests_per_minute: 1000000000, concurrent: 1000000, \
+         tokens_per_minute: 1000000000000, tokens_per_day: 1000000000000, \
+         characters_per_minute: 1000000000000, characters_per_day: 1000000000000, \
+         images_per_minute: 1000000000, images_per_day: 1000000000}"
+    } else {
+        ""
+    };
     format!(
         r#"version: 1
 threads: 1
@@ -29,8 +47,8 @@ graceful_shutdown_timeout_seconds: 1
 pid_file: /tmp/switchyard-bench-{tag}.pid
 upgrade_sock: /tmp/switchyard-bench-{tag}.sock
 switchyard:
-{metrics}  listeners: [{{name: bench, address: "127.0.0.1:{port}"}}]
-  auth: {{api_keys: [{{name: bench, key: "{KEY}"}}]}}
+{metrics}{store}  listeners: [{{name: bench, address: "127.0.0.1:{port}"}}]
+  auth: {{api_keys: [{{name: bench, key: "{KEY}"{limits}}}]}}
   providers:
     cohere: {{kind: cohere, api_key: "{PROVIDER_KEY}", base_url: "{f}"}}
     cohere-d100: {{kind: cohere, api_key: "{PROVIDER_KEY}", base_url: "{f}/d100"}}
@@ -49,6 +67,18 @@ switchyard:
     eleven: {{family: elevenlabs-tts, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
 "#
     )
+}
+
+/// What the bench's gateway runs with beside its traffic (`SWITCHYARD_BENCH_METRICS`, `_LIMITS`,
+/// `_REDIS`), to measure what each costs.
+#[derive(Default)]
+pub struct Extra {
+    /// A metrics listener on this port.
+    pub metrics: Option<u16>,
+    /// Limits on the bench's key.
+    pub limits: bool,
+    /// Shared state (the limits' counters) in this Redis.
+    pub redis: Option<String>,
 }
 
 /// The `switchyard` binary: `SWITCHYARD_BIN` if set, else the one cargo built for this bench.
@@ -73,7 +103,12 @@ pub fn start(
         Ok("1") => Some(procs::free_port().map_err(|e| e.to_string())?),
         _ => None,
     };
-    std::fs::write(&file, config(port, fake, &tag, metrics)).map_err(|e| e.to_string())?;
+    let extra = Extra {
+        metrics,
+        limits: std::env::var("SWITCHYARD_BENCH_LIMITS").as_deref() == Ok("1"),
+        redis: std::env::var("SWITCHYARD_BENCH_REDIS").ok(),
+    };
+    std::fs::write(&file, config(port, fake, &tag, &extra)).map_err(|e| e.to_string())?;
     let log = std::fs::File::create(dir.join("gateway.log")).map_err(|e| e.to_string())?;
     let level = std::env::var("SWITCHYARD_BENCH_GATEWAY_LOG").unwrap_or_else(|_| "error".into());
     let conf = file.to_string_lossy().into_owned();
