@@ -65,11 +65,13 @@ pub async fn charge_now(state: &GatewayState, ctx: &Ctx, op: Operation, used: u6
     let Some(set) = &p.limits else {
         return;
     };
-    state.limits.charge(&p.id, set, meter(op), used).await;
+    state.limits.charge(&p.id, set, meter(op), used, None).await;
 }
 
-/// The answer is complete: what it used is charged.
-pub async fn charge(state: &GatewayState, ctx: &Ctx) {
+/// The answer is complete: what it used is charged, and its concurrent slot given back (one
+/// Redis call for both).
+pub async fn charge(state: &GatewayState, ctx: &mut Ctx) {
+    let lease = ctx.lease.take();
     let (Some(p), Some(op)) = (&ctx.principal, ctx.operation) else {
         return;
     };
@@ -82,5 +84,8 @@ pub async fn charge(state: &GatewayState, ctx: &Ctx) {
         Operation::Images => u.images,
         Operation::Rerank => u.tokens,
     };
-    state.limits.charge(&p.id, set, meter(op), used).await;
+    state
+        .limits
+        .charge(&p.id, set, meter(op), used, lease)
+        .await;
 }

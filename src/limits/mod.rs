@@ -143,24 +143,45 @@ impl Limiter {
         }
     }
 
-    /// What a finished request used: added to every window of `meter`. A store error is only
-    /// counted and logged (the answer has been sent; there is nobody left to refuse).
-    pub async fn charge(&self, scope: &str, set: &LimitSet, meter: Meter, used: u64) {
-        if used == 0 {
-            return;
-        }
+    /// What a finished request used: added to every window of `meter`. Its concurrent slot
+    /// (`lease`), if any, is given back in the same Redis call. A store error is only counted
+    /// and logged (the answer has been sent; there is nobody left to refuse).
+    pub async fn charge(
+        &self,
+        scope: &str,
+        set: &LimitSet,
+        meter: Meter,
+        used: u64,
+        lease: Option<Lease>,
+    ) {
         let now = Now::current();
         let check = Check {
-            counters: set
-                .limits_of(meter)
-                .map(|l| counter(now, l, 0, used))
-                .collect(),
+            counters: if used == 0 {
+                Vec::new()
+            } else {
+                set.limits_of(meter)
+                    .map(|l| counter(now, l, 0, used))
+                    .collect()
+            },
             slot: None,
         };
-        if check.counters.is_empty() {
-            return;
-        }
-        if let Err(e) = self.run(scope, &check, now).await {
+        let result = match (&self.backend, lease) {
+            // Nothing to charge: a slot is given back as it drops (one call of its own).
+            _ if check.counters.is_empty() => return,
+            (
+                Backend::Redis(counts),
+                Some(Lease {
+                    _slot: LeaseInner::Redis { _slot: slot },
+                }),
+            ) => counts.apply_and_return(scope, &check, now, slot).await,
+            // A memory slot is given back when dropped, after the charge.
+            (_, lease) => {
+                let charged = self.run(scope, &check, now).await;
+                drop(lease);
+                charged
+            }
+        };
+        if let Err(e) = result {
             self.metrics.store_error("limits");
             log::warn!("limits: usage of a request not counted: {e}");
         }

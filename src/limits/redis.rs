@@ -28,9 +28,10 @@ use crate::store::redis_conn::RedisConn;
 /// How long a concurrent slot lives without being renewed.
 pub const LEASE: Duration = Duration::from_secs(30);
 
-/// KEYS: the counters, then the slot set when a slot is asked for.
+/// KEYS: the counters, then the slot set when a slot is asked for or given back.
 /// ARGV: the number of counters n; per counter its quota, need, add and TTL (seconds); then the
-/// slot's quota (0: none), now, the lease's expiry (ms) and its id.
+/// slot's quota (0: none), now, the lease's expiry (ms) and its id; then the id of a lease to
+/// give back ("" for none: a request's end gives back its slot in the call that charges it).
 /// Returns {0, 0} when everything fit (and was applied), else {i, used}: the 1-based counter
 /// (n + 1: the slots) that did not fit, and what was used of it. Nothing is applied then.
 const SCRIPT: &str = r"
@@ -61,6 +62,9 @@ for i = 1, n do
     redis.call('EXPIRE', KEYS[i], ARGV[b + 4])
   end
 end
+if ARGV[s + 4] ~= '' then
+  redis.call('ZREM', KEYS[n + 1], ARGV[s + 4])
+end
 return {0, 0}
 ";
 
@@ -83,6 +87,15 @@ pub struct Counts {
 pub struct Slot {
     renew: tokio::task::JoinHandle<()>,
     release: Option<(RedisConn, String, String)>,
+}
+
+impl Slot {
+    /// The lease's id, for a call that gives it back itself; the slot then no longer renews it
+    /// nor removes it when dropped.
+    fn hand_back(mut self) -> Option<String> {
+        self.renew.abort();
+        self.release.take().map(|(_, _, id)| id)
+    }
 }
 
 impl Drop for Slot {
@@ -132,6 +145,36 @@ impl Counts {
         check: &Check,
         now: Now,
     ) -> Result<Result<Option<Slot>, Outcome>, StoreError> {
+        self.call(scope, check, now, None).await
+    }
+
+    /// Apply a check that asks for no slot (a charge at a request's end) and give back
+    /// `returned`, the request's slot, in the same call. When Redis cannot be asked, the slot is
+    /// given back as a dropped one is (or expires).
+    pub async fn apply_and_return(
+        &self,
+        scope: &str,
+        check: &Check,
+        now: Now,
+        returned: Slot,
+    ) -> Result<Outcome, StoreError> {
+        let result = self.call(scope, check, now, Some(&returned)).await;
+        if result.is_ok() {
+            let _ = returned.hand_back();
+        }
+        result.map(|r| match r {
+            Ok(_) => Outcome::Passed,
+            Err(outcome) => outcome,
+        })
+    }
+
+    async fn call(
+        &self,
+        scope: &str,
+        check: &Check,
+        now: Now,
+        returned: Option<&Slot>,
+    ) -> Result<Result<Option<Slot>, Outcome>, StoreError> {
         let tag = self.tag(scope);
         let mut keys: Vec<String> = check
             .counters
@@ -142,11 +185,16 @@ impl Counts {
         let lease_ms = u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX);
         let expires = now.millis.saturating_add(lease_ms);
         let id = if check.slot.is_some() {
-            keys.push(set.clone());
             uuid::Uuid::new_v4().to_string()
         } else {
             String::new()
         };
+        let returned = returned
+            .and_then(|slot| slot.release.as_ref())
+            .map_or("", |(_, _, id)| id.as_str());
+        if check.slot.is_some() || !returned.is_empty() {
+            keys.push(set.clone());
+        }
         let (keys, id) = (&keys, &id);
         let reply: Vec<u64> = self
             .conn
@@ -160,7 +208,8 @@ impl Counts {
                 cmd.arg(check.slot.unwrap_or(0))
                     .arg(now.millis)
                     .arg(expires)
-                    .arg(id);
+                    .arg(id)
+                    .arg(returned);
                 cmd.query_async(&mut conn).await
             })
             .await?;

@@ -145,7 +145,15 @@ fn a_third_concurrent_stream_is_refused_and_a_slot_comes_back_after_the_answer()
     ));
     let prefix = redis::run_prefix();
     let url = redis::redis_url();
-    let make = |ports| limited(&fake, ports, "{concurrent: 2}", Some((&url, &prefix)), "");
+    let make = |ports| {
+        limited(
+            &fake,
+            ports,
+            "{concurrent: 2, characters_per_day: 1000000}",
+            Some((&url, &prefix)),
+            "",
+        )
+    };
     let a = TestGateway::start_with(make);
     let b = TestGateway::start_with(make);
     let (addr_a, addr_b) = (a.addr, b.addr);
