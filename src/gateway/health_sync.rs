@@ -34,6 +34,7 @@ impl BackgroundService for HealthSync {
         let Some(conn) = self.state.redis.clone() else {
             return;
         };
+        self.state.upstream.health.share();
         let mut tick = tokio::time::interval(PERIOD);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {

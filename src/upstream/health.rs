@@ -151,6 +151,9 @@ pub struct Health {
     accounts: RwLock<HashMap<String, Account>>,
     /// Ejections made here not yet shared: (account, native model, ejected until).
     outbox: Mutex<Vec<(String, String, u64)>>,
+    /// Whether anything drains the outbox ([`Health::share`]); without it nothing is put there,
+    /// or it would grow with every ejection for as long as the process runs.
+    shared: AtomicBool,
 }
 
 impl Health {
@@ -161,7 +164,14 @@ impl Health {
             metrics,
             accounts: RwLock::default(),
             outbox: Mutex::default(),
+            shared: AtomicBool::new(false),
         }
+    }
+
+    /// From now on, ejections made here go to the outbox for [`Health::take_outbox`] (called
+    /// by whatever shares them with other instances, before it starts draining).
+    pub fn share(&self) {
+        self.shared.store(true, Ordering::Relaxed);
     }
 
     /// Replace the thresholds (a configuration reload); targets' state is kept.
@@ -320,8 +330,10 @@ impl Health {
         self.metrics
             .target_ejected(&cell.account, &cell.native_model);
         self.gauge(cell, 1);
-        if let Ok(mut outbox) = self.outbox.lock() {
-            outbox.push((cell.account.clone(), cell.native_model.clone(), until));
+        if self.shared.load(Ordering::Relaxed) {
+            if let Ok(mut outbox) = self.outbox.lock() {
+                outbox.push((cell.account.clone(), cell.native_model.clone(), until));
+            }
         }
     }
 
@@ -396,6 +408,7 @@ mod tests {
     fn ejects_after_consecutive_failures_and_probes_after_the_cooldown() {
         let clock = Arc::new(AtomicU64::new(10_000));
         let h = table(&clock);
+        h.share();
         let c = h.cell("a", "m");
         h.failure(&c, FAIL);
         h.failure(&c, FAIL);
@@ -411,6 +424,18 @@ mod tests {
         h.success(&c);
         assert_eq!(h.admit(&c), Admission::Healthy);
         assert_eq!(h.take_outbox(), vec![("a".into(), "m".into(), 11_000)]);
+    }
+
+    #[test]
+    fn nothing_is_kept_to_share_when_nothing_shares() {
+        let clock = Arc::new(AtomicU64::new(0));
+        let h = table(&clock);
+        let c = h.cell("a", "m");
+        for _ in 0..3 {
+            h.failure(&c, FAIL);
+        }
+        assert!(matches!(h.admit(&c), Admission::Ejected(_)));
+        assert!(h.take_outbox().is_empty());
     }
 
     #[test]
@@ -491,6 +516,7 @@ mod tests {
     fn adopted_ejections_hold_until_their_time() {
         let clock = Arc::new(AtomicU64::new(100));
         let h = table(&clock);
+        h.share();
         h.adopt("a", "m", 5_000);
         h.adopt("a", "m", 50); // past: ignored
         let c = h.cell("a", "m");
