@@ -69,8 +69,11 @@ pub async fn charge_now(state: &GatewayState, ctx: &Ctx, op: Operation, used: u6
 }
 
 /// The answer is complete: what it used is charged, and its concurrent slot given back (one
-/// Redis call for both).
+/// Redis call for both). Once per request: later calls do nothing.
 pub async fn charge(state: &GatewayState, ctx: &mut Ctx) {
+    if std::mem::replace(&mut ctx.charged, true) {
+        return;
+    }
     let lease = ctx.lease.take();
     let (Some(p), Some(op)) = (&ctx.principal, ctx.operation) else {
         return;

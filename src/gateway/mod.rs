@@ -215,6 +215,8 @@ pub struct Ctx {
     usage: access_log::Usage,
     /// The caller's concurrent slot, given back as the context drops (after the answer).
     lease: Option<Lease>,
+    /// Whether its usage has been charged to its caller's limits (once only).
+    charged: bool,
 }
 
 /// An HTTP status as its three digits, without allocating (`000` when none was set).
@@ -476,6 +478,7 @@ impl ProxyHttp for Gateway {
             ttfb: None,
             usage: access_log::Usage::default(),
             lease: None,
+            charged: false,
         }
     }
 
@@ -487,6 +490,11 @@ impl ProxyHttp for Gateway {
         session.set_write_timeout(Some(ctx.settings.clients.write_timeout));
         let (handled, trace) = trace::traced(self.handle(session, ctx)).await;
         ctx.trace = trace;
+        // The answer is out (or is an error about to be written): its usage is charged and its
+        // concurrent slot given back now, not after Pingora's own end of request, so that a
+        // client sending its next request the moment it has this answer finds the slot free
+        // (short of a Redis round trip, when the limits live there).
+        limited::charge(&self.state, ctx).await;
         match handled {
             Ok(()) => Ok(true),
             Err(Failure::Answer(err)) => {
@@ -556,7 +564,8 @@ impl ProxyHttp for Gateway {
             clock.served();
         }
         let bytes_out = session.as_downstream().body_bytes_sent() as u64;
-        // Charged before it is counted: a scrape showing the usage shows it charged too.
+        // Charged before it is counted (a scrape showing the usage shows it charged too); a
+        // request whose `request_filter` did not run to its end is charged here.
         limited::charge(&self.state, ctx).await;
         self.count(ctx, bytes_out);
         // Dropped here, not when Pingora drops the context: the gauge counts requests being served.

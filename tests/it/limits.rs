@@ -477,3 +477,48 @@ fn an_async_image_task_is_charged_its_images_when_accepted() {
         .contains("needs 2 of images_per_day (3), and 1 is left"));
     assert_eq!(generate(1).status, 200);
 }
+
+/// A refusal by the caller's own limit on the rerank compatibility surfaces: the surface's error
+/// shape (Cohere's `message`, Jina's `detail`), with the same `Retry-After` and RateLimit fields.
+#[test]
+fn compat_surfaces_answer_a_caller_s_limit_in_their_own_shape_with_the_headers() {
+    let fake = FakeProvider::start();
+    let gw =
+        TestGateway::start_with(|ports| limited(&fake, ports, "{tokens_per_minute: 1}", None, ""));
+    let body = json!({"model": "local-bm25", "query": "a cat", "documents": ["a cat sat", "dogs"]});
+    let bearer = format!("Bearer {LIMITED}");
+    let post = |path: &str| client::post_json(gw.addr, path, &[("Authorization", &bearer)], &body);
+    early_in_a_minute();
+    // The first request spends the minute's one token (and more). Usage is charged as its answer
+    // goes out, so the client may already have the answer a moment before: wait for the charge.
+    assert_eq!(post("/compat/cohere/v2/rerank").status, 200);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while rerank(gw.addr, LIMITED).status != 429 {
+        assert!(
+            Instant::now() < deadline,
+            "the first request was never charged"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for (path, field) in [
+        ("/compat/cohere/v2/rerank", "message"),
+        ("/compat/cohere/v1/rerank", "message"),
+        ("/compat/jina/v1/rerank", "detail"),
+    ] {
+        let resp = post(path);
+        assert_eq!(resp.status, 429, "{path}: {}", resp.text());
+        let text = resp.json()[field].as_str().unwrap_or_default().to_string();
+        assert!(text.contains("tokens_per_minute"), "{path}: {text}");
+        assert!(resp.header("retry-after").is_some(), "{path}");
+        assert_eq!(
+            resp.header("ratelimit-policy"),
+            Some("\"tokens_per_minute\";q=1;w=60"),
+            "{path}"
+        );
+        assert!(
+            resp.header("ratelimit")
+                .is_some_and(|v| v.starts_with("\"tokens_per_minute\";r=0;")),
+            "{path}"
+        );
+    }
+}
