@@ -171,6 +171,9 @@ pub struct ImagesFile {
     pub file_ttl_seconds: u64,
     /// Most bytes of hosted images kept in memory (oldest go first).
     pub file_store_bytes: usize,
+    /// Without Redis: most bytes of tasks and synchronous answers kept in memory (the oldest
+    /// finished ones go first; running tasks are always kept).
+    pub task_store_bytes: usize,
     /// Seconds a finished asynchronous task can be read (404 after).
     pub task_ttl_seconds: u64,
     /// Scheme and host the links to hosted images start with (e.g. `https://ai.example.com`);
@@ -196,6 +199,7 @@ impl Default for ImagesFile {
             download_timeout_ms: 15_000,
             file_ttl_seconds: 3_600,
             file_store_bytes: 512 << 20,
+            task_store_bytes: 64 << 20,
             task_ttl_seconds: 86_400,
             public_base_url: None,
             poll_interval_ms: 2_000,

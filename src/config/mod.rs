@@ -110,6 +110,8 @@ pub struct ImageSettings {
     pub download: DownloadPolicy,
     pub file_ttl: Duration,
     pub file_store_bytes: usize,
+    /// Most bytes of tasks (and synchronous answers) kept in memory without Redis.
+    pub task_store_bytes: usize,
     pub task_ttl: Duration,
     /// Without a trailing `/`.
     pub public_base_url: Option<String>,
@@ -688,6 +690,7 @@ fn image_settings(f: &file::ImagesFile, errors: &mut Vec<String>) -> ImageSettin
         ("download_timeout_ms", f.download_timeout_ms == 0),
         ("file_ttl_seconds", f.file_ttl_seconds == 0),
         ("file_store_bytes", f.file_store_bytes == 0),
+        ("task_store_bytes", f.task_store_bytes == 0),
         ("task_ttl_seconds", f.task_ttl_seconds == 0),
         ("poll_interval_ms", f.poll_interval_ms == 0),
         ("sync_wait_seconds", f.sync_wait_seconds == 0),
@@ -732,6 +735,7 @@ fn image_settings(f: &file::ImagesFile, errors: &mut Vec<String>) -> ImageSettin
         },
         file_ttl: Duration::from_secs(f.file_ttl_seconds),
         file_store_bytes: f.file_store_bytes,
+        task_store_bytes: f.task_store_bytes,
         task_ttl: Duration::from_secs(f.task_ttl_seconds),
         public_base_url,
         poll_interval: Duration::from_millis(f.poll_interval_ms),

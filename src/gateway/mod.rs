@@ -106,7 +106,7 @@ impl GatewayState {
             ),
             None => (
                 Box::new(MemoryStore::new(settings.images.file_store_bytes)),
-                Box::new(MemoryTaskStore::new()),
+                Box::new(MemoryTaskStore::new(settings.images.task_store_bytes)),
             ),
         };
         let limits = Limiter::new(settings.redis.as_ref(), metrics.clone());

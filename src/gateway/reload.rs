@@ -104,5 +104,9 @@ pub fn restart_only(old: &GatewaySettings, new: &GatewaySettings) -> Vec<String>
         old.images.file_store_bytes != new.images.file_store_bytes,
         "switchyard.images.file_store_bytes".into(),
     );
+    note(
+        old.images.task_store_bytes != new.images.task_store_bytes,
+        "switchyard.images.task_store_bytes".into(),
+    );
     changed
 }

@@ -174,6 +174,8 @@ pub trait TaskStore: Send + Sync {
 struct Entry {
     task: TaskRecord,
     expires: Instant,
+    /// About what the entry holds in memory ([`approx_size`]), counted in `Inner::bytes`.
+    size: usize,
 }
 
 #[derive(Default)]
@@ -182,6 +184,8 @@ struct Inner {
     /// Every entry's expiry and id, soonest first: what goes when its time is up. Kept exactly
     /// in step with `tasks`.
     expiries: BTreeSet<(Instant, String)>,
+    /// The sum of the entries' sizes.
+    bytes: usize,
 }
 
 impl Inner {
@@ -192,17 +196,64 @@ impl Inner {
                 break;
             }
             if let Some((_, id)) = self.expiries.pop_first() {
-                self.tasks.remove(&id);
+                self.remove(&id);
             }
         }
     }
 
+    fn remove(&mut self, id: &str) -> Option<Entry> {
+        let old = self.tasks.remove(id)?;
+        self.bytes = self.bytes.saturating_sub(old.size);
+        Some(old)
+    }
+
     fn insert(&mut self, id: &str, task: TaskRecord, expires: Instant) {
-        if let Some(old) = self.tasks.remove(id) {
+        if let Some(old) = self.remove(id) {
             self.expiries.remove(&(old.expires, id.to_string()));
         }
+        let size = approx_size(id, &task);
+        self.bytes += size;
         self.expiries.insert((expires, id.to_string()));
-        self.tasks.insert(id.to_string(), Entry { task, expires });
+        self.tasks.insert(
+            id.to_string(),
+            Entry {
+                task,
+                expires,
+                size,
+            },
+        );
+    }
+
+    /// While over `budget`, forget finished tasks (results, synchronous answers), those whose
+    /// time ends soonest first — the oldest, as they share a TTL. Running tasks are never
+    /// dropped: their jobs still write to them.
+    fn shrink_to(&mut self, budget: usize) {
+        if self.bytes <= budget {
+            return;
+        }
+        let finished: Vec<(Instant, String)> = self
+            .expiries
+            .iter()
+            .filter(|(_, id)| {
+                self.tasks
+                    .get(id.as_str())
+                    .is_some_and(|e| e.task.status.finished())
+            })
+            .take_while({
+                let mut over = self.bytes - budget;
+                let tasks = &self.tasks;
+                move |(_, id)| {
+                    let before = over;
+                    over = over.saturating_sub(tasks.get(id.as_str()).map_or(0, |e| e.size));
+                    before > 0
+                }
+            })
+            .cloned()
+            .collect();
+        for key in finished {
+            self.expiries.remove(&key);
+            self.remove(&key.1);
+        }
     }
 
     /// The entry for `id`, unless its time is up.
@@ -211,15 +262,57 @@ impl Inner {
     }
 }
 
-/// The single-instance store: tasks in process memory, each until its expiry.
-#[derive(Default)]
+/// About how many bytes `task` under `id` holds in memory: its strings and JSON, and a fixed
+/// part for the record, its map entries and the allocator. An estimate, walked rather than
+/// serialized, since every synchronous image answer is kept.
+fn approx_size(id: &str, task: &TaskRecord) -> usize {
+    const FIXED: usize = 1024;
+    FIXED
+        + 2 * id.len()
+        + task.owner.len()
+        + task.model.len()
+        + task.instance.len()
+        + task.region.len()
+        + task.base.len()
+        + task.request.as_ref().map_or(0, String::len)
+        + task.data.iter().map(json_size).sum::<usize>()
+        + task.native.len() * 128
+}
+
+/// About what a JSON value holds: its strings and a node's worth per value.
+fn json_size(v: &serde_json::Value) -> usize {
+    const NODE: usize = 48;
+    NODE + match v {
+        serde_json::Value::String(s) => s.len(),
+        serde_json::Value::Array(items) => items.iter().map(json_size).sum(),
+        serde_json::Value::Object(map) => map.iter().map(|(k, v)| k.len() + json_size(v)).sum(),
+        _ => 0,
+    }
+}
+
+/// The single-instance store: tasks in process memory, each until its expiry, and at most
+/// about `budget` bytes of them (finished ones are forgotten oldest first past it).
 pub struct MemoryTaskStore {
     inner: Mutex<Inner>,
+    budget: usize,
+}
+
+impl Default for MemoryTaskStore {
+    fn default() -> MemoryTaskStore {
+        MemoryTaskStore::new(MemoryTaskStore::DEFAULT_BUDGET)
+    }
 }
 
 impl MemoryTaskStore {
-    pub fn new() -> MemoryTaskStore {
-        MemoryTaskStore::default()
+    /// The default budget: `images.task_store_bytes`' default.
+    pub const DEFAULT_BUDGET: usize = 64 << 20;
+
+    /// A store that keeps at most about `budget` bytes of tasks.
+    pub fn new(budget: usize) -> MemoryTaskStore {
+        MemoryTaskStore {
+            inner: Mutex::default(),
+            budget,
+        }
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Inner>, StoreError> {
@@ -236,6 +329,7 @@ impl TaskStore for MemoryTaskStore {
         let mut inner = self.lock()?;
         inner.purge(now);
         inner.insert(id, task.clone(), now + ttl);
+        inner.shrink_to(self.budget);
         Ok(())
     }
 
@@ -252,6 +346,7 @@ impl TaskStore for MemoryTaskStore {
             .is_some_and(|e| e.task.instance == task.instance && !e.task.status.finished());
         if owned {
             inner.insert(id, task.clone(), now + ttl);
+            inner.shrink_to(self.budget);
         }
         Ok(owned)
     }
@@ -661,7 +756,7 @@ mod tests {
 
     #[tokio::test]
     async fn keeps_tasks_until_they_expire() {
-        let s = MemoryTaskStore::new();
+        let s = MemoryTaskStore::default();
         let mut done = task(TaskStatus::Succeed, 5);
         done.data = vec![serde_json::json!({"url": "https://x/y.png"})];
         s.put("a", &done, MIN).await.unwrap();
@@ -686,8 +781,38 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn past_its_budget_the_oldest_finished_tasks_go_and_running_ones_stay() {
+        let one = approx_size("t0", &task(TaskStatus::Succeed, 1));
+        // Room for three.
+        let s = MemoryTaskStore::new(3 * one + one / 2);
+        s.put("r", &task(TaskStatus::Running, 1), MIN)
+            .await
+            .unwrap();
+        for i in 0..4u64 {
+            // Later puts expire later: `t0` is the oldest.
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            s.put(&format!("t{i}"), &task(TaskStatus::Succeed, 1), MIN)
+                .await
+                .unwrap();
+        }
+        assert!(
+            s.get("r").await.unwrap().is_some(),
+            "a running task is kept"
+        );
+        assert_eq!(s.get("t0").await.unwrap(), None);
+        assert_eq!(s.get("t1").await.unwrap(), None);
+        for kept in ["t2", "t3"] {
+            assert!(s.get(kept).await.unwrap().is_some(), "{kept}");
+        }
+        let inner = s.lock().unwrap();
+        assert_eq!(inner.tasks.len(), 3);
+        assert_eq!(inner.expiries.len(), 3);
+        assert!(inner.bytes <= 3 * one + one / 2, "{}", inner.bytes);
+    }
+
+    #[tokio::test]
     async fn lists_stale_unfinished_tasks_oldest_first() {
-        let s = MemoryTaskStore::new();
+        let s = MemoryTaskStore::default();
         s.put("old", &task(TaskStatus::Running, 100), MIN)
             .await
             .unwrap();
@@ -718,7 +843,7 @@ mod tests {
 
     #[tokio::test]
     async fn only_one_claim_on_the_same_heartbeat_wins() {
-        let s = MemoryTaskStore::new();
+        let s = MemoryTaskStore::default();
         s.put("t", &task(TaskStatus::Running, 100), MIN)
             .await
             .unwrap();
@@ -750,7 +875,7 @@ mod tests {
 
     #[tokio::test]
     async fn only_the_owner_updates_an_unfinished_task() {
-        let s = MemoryTaskStore::new();
+        let s = MemoryTaskStore::default();
         s.put("t", &task(TaskStatus::Running, 100), MIN)
             .await
             .unwrap();
