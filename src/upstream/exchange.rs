@@ -9,10 +9,10 @@
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use pingora::connectors::http::Connector;
+use pingora::connectors::http::{v1, Connector};
 use pingora::http::RequestHeader;
 use pingora::protocols::http::client::HttpSession;
-use pingora::upstreams::peer::{HttpPeer, PeerOptions};
+use pingora::upstreams::peer::{HttpPeer, Peer, PeerOptions};
 use pingora::{Error as PError, ErrorType};
 
 use crate::common::error::UpstreamError;
@@ -28,6 +28,10 @@ use crate::upstream::retry::RetryPolicy;
 
 /// The shared client side: connection pool, resolver and retry policy.
 pub struct Upstream {
+    /// HTTP/1.1-only peers (every provider today: no peer offers h2 in its ALPN): their pool is
+    /// looked up before a connection is made, see [`Upstream::session_for`].
+    h1: v1::Connector,
+    /// Peers that may speak HTTP/2.
     connector: Connector,
     resolver: Resolver,
     /// The back-off between attempts; a configuration reload replaces it (read once per retry).
@@ -56,6 +60,7 @@ impl Upstream {
     ) -> Upstream {
         Upstream {
             health: Health::new(ejection, Clock::System, metrics.clone()),
+            h1: v1::Connector::new(None),
             connector: Connector::new(None),
             resolver: Resolver::new(dns_ttl),
             retry: arc_swap::ArcSwap::from_pointee(retry),
@@ -181,8 +186,7 @@ impl Upstream {
         let mut fresh_retry_left = true;
         loop {
             let (mut session, reused) = self
-                .connector
-                .get_http_session(&peer)
+                .session_for(&peer)
                 .await
                 .map_err(|e| classify(provider, &e))?;
             // The connector applies only connect timeouts; reads and writes are the session's.
@@ -206,6 +210,34 @@ impl Upstream {
             }
         }
     }
+}
+
+impl Upstream {
+    /// A connection to `peer`: a pooled one when there is one, else a new one.
+    ///
+    /// Why not just the connector's `get_http_session`: its future holds the connect and TLS
+    /// handshake state (about 8.8 KB), and held inline it made every future around an exchange,
+    /// up to the request's own, that much bigger; those futures are moved (copied) several
+    /// times per request (about 60 KB of `memcpy` per request, callgrind, benches/README.md).
+    /// A pooled connection is found with a small future; only a new connection pays for the
+    /// connect, boxed.
+    async fn session_for(&self, peer: &HttpPeer) -> pingora::Result<(HttpSession, bool)> {
+        if !h1_only(peer) {
+            return Box::pin(self.connector.get_http_session(peer)).await;
+        }
+        if let Some(h1) = self.h1.reused_http_session(peer).await {
+            return Ok((HttpSession::H1(h1), true));
+        }
+        let (h1, reused) = Box::pin(self.h1.get_http_session(peer)).await?;
+        Ok((HttpSession::H1(h1), reused))
+    }
+}
+
+/// Whether `peer` speaks HTTP/1.x only (no h2 in its ALPN): its connections live in the
+/// [`v1::Connector`]'s pool, from the first connect to their release.
+fn h1_only(peer: &HttpPeer) -> bool {
+    peer.get_peer_options()
+        .is_none_or(|o| o.alpn.get_max_http_version() == 1)
 }
 
 /// A URL from a provider's answer (a result file, a polling URL), reached with the provider's
@@ -418,10 +450,23 @@ impl Response<'_> {
     pub async fn release(mut self) {
         if self.session.response_done() {
             let idle = self.peer.options.idle_timeout;
-            self.upstream
-                .connector
-                .release_http_session(self.session, &self.peer, idle)
-                .await;
+            match self.session {
+                HttpSession::H1(h1) if h1_only(&self.peer) => {
+                    self.upstream
+                        .h1
+                        .release_http_session(h1, &self.peer, idle)
+                        .await
+                }
+                // Boxed: the mixed connector's release future is big and rarely needed.
+                session => {
+                    Box::pin(
+                        self.upstream
+                            .connector
+                            .release_http_session(session, &self.peer, idle),
+                    )
+                    .await
+                }
+            }
         } else {
             self.session.shutdown().await;
         }
