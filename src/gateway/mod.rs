@@ -474,8 +474,12 @@ impl ProxyHttp for Gateway {
         }
         // A client that stops taking an answer's bytes is cut off; one that reads slowly is not.
         session.set_write_timeout(Some(ctx.settings.clients.write_timeout));
-        let (handled, trace) = trace::traced(self.handle(session, ctx)).await;
-        ctx.trace = trace;
+        let (handled, noted) = {
+            let mut traced = std::pin::pin!(trace::traced(self.handle(session, ctx)));
+            let handled = traced.as_mut().await;
+            (handled, trace::noted(traced))
+        };
+        ctx.trace = noted;
         match handled {
             Ok(()) => Ok(true),
             Err(Failure::Answer(err)) => {
