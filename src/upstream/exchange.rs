@@ -9,9 +9,11 @@
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use pingora::connectors::http::{v1, Connector};
+use pingora::connectors::http::Connector;
+use pingora::connectors::TransportConnector;
 use pingora::http::RequestHeader;
 use pingora::protocols::http::client::HttpSession;
+use pingora::protocols::http::v1::client::HttpSession as H1Session;
 use pingora::upstreams::peer::{HttpPeer, Peer, PeerOptions};
 use pingora::{Error as PError, ErrorType};
 
@@ -28,9 +30,10 @@ use crate::upstream::retry::RetryPolicy;
 
 /// The shared client side: connection pool, resolver and retry policy.
 pub struct Upstream {
-    /// HTTP/1.1-only peers (every provider today: no peer offers h2 in its ALPN): their pool is
-    /// looked up before a connection is made, see [`Upstream::session_for`].
-    h1: v1::Connector,
+    /// Connections to HTTP/1.1-only peers (every provider today: no peer offers h2 in its ALPN),
+    /// used directly (as Pingora's own `v1::Connector` does) so that the futures of the common
+    /// paths stay small: see [`Upstream::session_for`] and [`Response::release`].
+    h1: TransportConnector,
     /// Peers that may speak HTTP/2.
     connector: Connector,
     resolver: Resolver,
@@ -60,7 +63,7 @@ impl Upstream {
     ) -> Upstream {
         Upstream {
             health: Health::new(ejection, Clock::System, metrics.clone()),
-            h1: v1::Connector::new(None),
+            h1: TransportConnector::new(None),
             connector: Connector::new(None),
             resolver: Resolver::new(dns_ttl),
             retry: arc_swap::ArcSwap::from_pointee(retry),
@@ -216,25 +219,51 @@ impl Upstream {
     /// A connection to `peer`: a pooled one when there is one, else a new one.
     ///
     /// Why not just the connector's `get_http_session`: its future holds the connect and TLS
-    /// handshake state (about 8.8 KB), and held inline it made every future around an exchange,
-    /// up to the request's own, that much bigger; those futures are moved (copied) several
-    /// times per request (about 60 KB of `memcpy` per request, callgrind, benches/README.md).
-    /// A pooled connection is found with a small future; only a new connection pays for the
-    /// connect, boxed.
+    /// handshake state (8.8 KB), and held inline it made every future around an exchange, up
+    /// to the request's own, that much bigger; those futures are copied when they are boxed or
+    /// collected, several times per request (benches/README.md, "Profiling"). A pooled
+    /// connection is found with a small future; only a new connection pays for the connect,
+    /// boxed.
     async fn session_for(&self, peer: &HttpPeer) -> pingora::Result<(HttpSession, bool)> {
         if !h1_only(peer) {
             return Box::pin(self.connector.get_http_session(peer)).await;
         }
-        if let Some(h1) = self.h1.reused_http_session(peer).await {
-            return Ok((HttpSession::H1(h1), true));
+        if let Some(stream) = self.h1.reused_stream(peer).await {
+            return Ok((
+                HttpSession::H1(H1Session::new_with_options(stream, peer)),
+                true,
+            ));
         }
-        let (h1, reused) = Box::pin(self.h1.get_http_session(peer)).await?;
-        Ok((HttpSession::H1(h1), reused))
+        let (stream, reused) = Box::pin(self.h1.get_stream(peer)).await?;
+        Ok((
+            HttpSession::H1(H1Session::new_with_options(stream, peer)),
+            reused,
+        ))
+    }
+
+    /// Give back a connection whose answer was read: to the pool when it can be reused, closed
+    /// otherwise.
+    async fn release(&self, mut session: HttpSession, peer: HttpPeer) {
+        if !session.response_done() {
+            // Boxed, as below: rare, and a big future.
+            return Box::pin(async move { session.shutdown().await }).await;
+        }
+        let idle = peer.options.idle_timeout;
+        match session {
+            // What Pingora's `v1::Connector::release_http_session` does, one future less.
+            HttpSession::H1(mut h1) if h1_only(&peer) => {
+                h1.respect_keepalive();
+                if let Some(stream) = h1.reuse().await {
+                    self.h1.release_stream(stream, peer.reuse_hash(), idle);
+                }
+            }
+            session => Box::pin(self.connector.release_http_session(session, &peer, idle)).await,
+        }
     }
 }
 
 /// Whether `peer` speaks HTTP/1.x only (no h2 in its ALPN): its connections live in the
-/// [`v1::Connector`]'s pool, from the first connect to their release.
+/// `h1` transport's pool, from the first connect to their release.
 fn h1_only(peer: &HttpPeer) -> bool {
     peer.get_peer_options()
         .is_none_or(|o| o.alpn.get_max_http_version() == 1)
@@ -382,7 +411,7 @@ fn certificate_refusal(e: &PError) -> Option<String> {
     Some(plain)
 }
 
-impl Response<'_> {
+impl<'u> Response<'u> {
     /// The provider (by name) this answer came from.
     pub fn provider(&self) -> &str {
         &self.provider
@@ -446,30 +475,19 @@ impl Response<'_> {
         self.session.shutdown().await;
     }
 
-    /// Return the connection to the pool (only sound once the body was read to its end).
-    pub async fn release(mut self) {
-        if self.session.response_done() {
-            let idle = self.peer.options.idle_timeout;
-            match self.session {
-                HttpSession::H1(h1) if h1_only(&self.peer) => {
-                    self.upstream
-                        .h1
-                        .release_http_session(h1, &self.peer, idle)
-                        .await
-                }
-                // Boxed: the mixed connector's release future is big and rarely needed.
-                session => {
-                    Box::pin(
-                        self.upstream
-                            .connector
-                            .release_http_session(session, &self.peer, idle),
-                    )
-                    .await
-                }
-            }
-        } else {
-            self.session.shutdown().await;
-        }
+    /// Return the connection to the pool (only sound once the body was read to its end; else
+    /// it is closed).
+    ///
+    /// Not an `async fn`: that would hold the whole answer and then its parts again (5 KB, in
+    /// every future that releases a connection); this holds the parts once.
+    pub fn release(self) -> impl std::future::Future<Output = ()> + Send + 'u {
+        let Response {
+            upstream,
+            session,
+            peer,
+            ..
+        } = self;
+        upstream.release(session, peer)
     }
 }
 
