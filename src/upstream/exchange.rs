@@ -241,24 +241,30 @@ impl Upstream {
         ))
     }
 
-    /// Give back a connection whose answer was read: to the pool when it can be reused, closed
-    /// otherwise.
-    async fn release(&self, mut session: HttpSession, peer: HttpPeer) {
+    /// Give back an HTTP/1 connection: to the pool (under `key`, its peer's reuse hash) when
+    /// its answer was read to the end and it can be reused, closed otherwise. What Pingora's
+    /// `v1::Connector::release_http_session` does, holding only the session.
+    async fn release_h1(&self, mut h1: H1Session, key: u64, idle: Option<Duration>) {
+        if !h1.is_body_done() {
+            h1.shutdown().await;
+            return;
+        }
+        h1.respect_keepalive();
+        if let Some(stream) = h1.reuse().await {
+            self.h1.release_stream(stream, key, idle);
+        }
+    }
+
+    /// [`Upstream::release_h1`] for a connection of the mixed connector (HTTP/2 capable).
+    async fn release_other(&self, mut session: HttpSession, peer: HttpPeer) {
         if !session.response_done() {
-            // Boxed, as below: rare, and a big future.
-            return Box::pin(async move { session.shutdown().await }).await;
+            session.shutdown().await;
+            return;
         }
         let idle = peer.options.idle_timeout;
-        match session {
-            // What Pingora's `v1::Connector::release_http_session` does, one future less.
-            HttpSession::H1(mut h1) if h1_only(&peer) => {
-                h1.respect_keepalive();
-                if let Some(stream) = h1.reuse().await {
-                    self.h1.release_stream(stream, peer.reuse_hash(), idle);
-                }
-            }
-            session => Box::pin(self.connector.release_http_session(session, &peer, idle)).await,
-        }
+        self.connector
+            .release_http_session(session, &peer, idle)
+            .await
     }
 }
 
@@ -478,16 +484,25 @@ impl<'u> Response<'u> {
     /// Return the connection to the pool (only sound once the body was read to its end; else
     /// it is closed).
     ///
-    /// Not an `async fn`: that would hold the whole answer and then its parts again (5 KB, in
-    /// every future that releases a connection); this holds the parts once.
+    /// Not an `async fn`: that would hold the whole answer, then its parts again (5.3 KB, in
+    /// every future that releases a connection, up to the request's own); the HTTP/1 path's
+    /// future holds the session alone (the peer is only needed for its reuse hash), and the
+    /// rare other path is boxed.
     pub fn release(self) -> impl std::future::Future<Output = ()> + Send + 'u {
+        use futures_util::future::Either;
         let Response {
             upstream,
             session,
             peer,
             ..
         } = self;
-        upstream.release(session, peer)
+        match session {
+            HttpSession::H1(h1) if h1_only(&peer) => {
+                let (key, idle) = (peer.reuse_hash(), peer.options.idle_timeout);
+                Either::Left(upstream.release_h1(h1, key, idle))
+            }
+            session => Either::Right(Box::pin(upstream.release_other(session, peer))),
+        }
     }
 }
 
