@@ -132,10 +132,18 @@ pub fn start_baseline(fake: SocketAddr, core: Option<usize>) -> Result<(Proc, So
     let port = procs::free_port().map_err(|e| e.to_string())?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    // `SWITCHYARD_BENCH_BASELINE_WRAPPER`: a program given this executable as its first argument
+    // (a profiler wrapper, as `SWITCHYARD_BIN` is for the gateway), so both can be profiled alike.
+    let wrapper = std::env::var_os("SWITCHYARD_BENCH_BASELINE_WRAPPER").map(PathBuf::from);
+    let me_arg = me.to_string_lossy().into_owned();
+    let (program, args): (&Path, Vec<&str>) = match &wrapper {
+        Some(w) => (w, vec![me_arg.as_str()]),
+        None => (&me, vec![]),
+    };
     let mut p = procs::spawn(
         "baseline",
-        &me,
-        &[],
+        program,
+        &args,
         &[
             ("SWITCHYARD_BENCH_ROLE", "baseline".into()),
             ("SWITCHYARD_BENCH_LISTEN", addr.to_string()),

@@ -274,7 +274,10 @@ async fn try_once<'u>(
     }
     let status = resp.status;
     let headers = resp.headers().cloned().unwrap_or_default();
-    let body = match resp.read_all(ERROR_BODY_LIMIT).await {
+    // Boxed: reading a body is a big future (the connection and its release inside), and held
+    // inline it would make every attempt's future, and the request's around it, that much
+    // bigger, for an error path.
+    let body = match Box::pin(resp.read_all(ERROR_BODY_LIMIT)).await {
         Ok(b) => b,
         Err(_) => Bytes::new(),
     };

@@ -117,14 +117,9 @@ async fn convert(
         (ImageData::Base64(s), false) => item(None, Some(s)),
         (ImageData::Bytes(bytes), false) => item(None, Some(b64.encode(&bytes))),
         (ImageData::Url(u), false) => {
-            let resp = upstream
-                .fetch(provider, &u)
-                .await
-                .map_err(GatewayError::Upstream)?;
-            let bytes = resp
-                .read_all(provider.max_response_bytes)
-                .await
-                .map_err(GatewayError::Upstream)?;
+            // Boxed: a download is a big future (a connection, its body read and release), and
+            // inline it would make every image's conversion as big, links passed through too.
+            let bytes = Box::pin(download(upstream, provider, &u)).await?;
             item(None, Some(b64.encode(&bytes)))
         }
         (ImageData::Base64(s), true) => {
@@ -139,6 +134,21 @@ async fn convert(
             item(Some(url), None)
         }
     })
+}
+
+/// The image at a provider's `url`, whole.
+async fn download(
+    upstream: &Upstream,
+    provider: &Provider,
+    url: &str,
+) -> Result<Bytes, GatewayError> {
+    let resp = upstream
+        .fetch(provider, url)
+        .await
+        .map_err(GatewayError::Upstream)?;
+    resp.read_all(provider.max_response_bytes)
+        .await
+        .map_err(GatewayError::Upstream)
 }
 
 /// Host an image, labelled by what its bytes are (else by the format the caller asked for).

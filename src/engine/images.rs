@@ -193,7 +193,9 @@ async fn image_call<'s>(
         Reply::Remote(ImageAnswer::Images(images)) => Ok((images, target)),
         Reply::Remote(ImageAnswer::Task(task)) => {
             progress.submitted(slot, &task).await;
-            let images = poll::wait(
+            // Boxed: polling (its waits and exchanges) is a big future, and inline it would make
+            // every image call as big, for providers that answer at once too.
+            let images = Box::pin(poll::wait(
                 ctx.upstream,
                 (task_adapter(ctx, target)?, target),
                 region,
@@ -201,7 +203,7 @@ async fn image_call<'s>(
                 ctx.settings.poll_interval,
                 progress.deadline(),
                 progress,
-            )
+            ))
             .await?;
             Ok((images, target))
         }
@@ -244,9 +246,9 @@ async fn resolve_inputs(
     let policy = &ctx.settings.download;
     for (field, input) in [("image", &mut req.image), ("mask", &mut req.mask)] {
         if let Some(ImageInput::Url(url)) = input {
-            let fetched = ctx
-                .upstream
-                .fetch_input(url, policy)
+            // Boxed, here and below: a download is a big future, and inline it would make every
+            // generation's future as big, with no input to fetch too.
+            let fetched = Box::pin(ctx.upstream.fetch_input(url, policy))
                 .await
                 .map_err(|m| GatewayError::field(field, m))?;
             *input = Some(fetched);
@@ -254,9 +256,7 @@ async fn resolve_inputs(
     }
     for input in &mut req.more_images {
         if let ImageInput::Url(url) = input {
-            *input = ctx
-                .upstream
-                .fetch_input(url, policy)
+            *input = Box::pin(ctx.upstream.fetch_input(url, policy))
                 .await
                 .map_err(|m| GatewayError::field("image", m))?;
         }

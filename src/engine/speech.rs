@@ -17,6 +17,7 @@
 //! A failure after the first byte ends an SSE stream with `data: {"type":"error",…}` and cuts a raw
 //! audio answer off without its terminating chunk.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use base64::Engine;
@@ -152,25 +153,40 @@ fn first_bytes(chunks: &[Bytes]) -> Vec<u8> {
 
 /// Write the primed answer to the client. `input` is the caller's text, for usage the provider
 /// does not report.
-pub async fn relay(
-    session: &mut Session,
-    primed: Primed<'_>,
+///
+/// Not an `async fn`: that would hold the primed answer, then its parts, then the copy's future
+/// that holds them again (7.3 KB, in the request's future); the copy is picked here and its
+/// future returned as it is.
+pub fn relay<'a>(
+    session: &'a mut Session,
+    primed: Primed<'a>,
     sse: bool,
-    input: &str,
-) -> Result<(), StreamError> {
+    input: &'a str,
+) -> impl Future<Output = Result<(), StreamError>> + Send + 'a {
+    use futures_util::future::Either;
     let Primed {
-        mut resp,
+        resp,
         decoder,
         pending,
         done,
     } = primed;
-    let Some(mut decoder) = decoder else {
-        return if sse {
-            passthrough::events(session, resp, pending).await
-        } else {
-            passthrough::bytes(session, resp, pending).await
-        };
-    };
+    match decoder {
+        None if sse => Either::Left(Either::Left(passthrough::events(session, resp, pending))),
+        None => Either::Left(Either::Right(passthrough::bytes(session, resp, pending))),
+        Some(decoder) => Either::Right(decode(session, resp, decoder, pending, done, sse, input)),
+    }
+}
+
+/// [`relay`] through the decoder.
+async fn decode(
+    session: &mut Session,
+    mut resp: Response<'_>,
+    mut decoder: Box<dyn AudioDecoder>,
+    pending: Vec<Bytes>,
+    done: Option<SpeechUsage>,
+    sse: bool,
+    input: &str,
+) -> Result<(), StreamError> {
     let write = |piece: &Bytes| {
         if sse {
             delta_event(piece)

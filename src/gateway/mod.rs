@@ -488,8 +488,12 @@ impl ProxyHttp for Gateway {
         }
         // A client that stops taking an answer's bytes is cut off; one that reads slowly is not.
         session.set_write_timeout(Some(ctx.settings.clients.write_timeout));
-        let (handled, trace) = trace::traced(self.handle(session, ctx)).await;
-        ctx.trace = trace;
+        let (handled, noted) = {
+            let mut traced = std::pin::pin!(trace::traced(self.handle(session, ctx)));
+            let handled = traced.as_mut().await;
+            (handled, trace::noted(traced))
+        };
+        ctx.trace = noted;
         // The answer is out (or is an error about to be written): its usage is charged and its
         // concurrent slot given back now, not after Pingora's own end of request, so that a
         // client sending its next request the moment it has this answer finds the slot free

@@ -10,9 +10,11 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use pingora::connectors::http::Connector;
+use pingora::connectors::TransportConnector;
 use pingora::http::RequestHeader;
 use pingora::protocols::http::client::HttpSession;
-use pingora::upstreams::peer::{HttpPeer, PeerOptions};
+use pingora::protocols::http::v1::client::HttpSession as H1Session;
+use pingora::upstreams::peer::{HttpPeer, Peer, PeerOptions};
 use pingora::{Error as PError, ErrorType};
 
 use crate::common::error::UpstreamError;
@@ -26,8 +28,16 @@ use crate::upstream::health::{Clock, EjectionPolicy, Health};
 use crate::upstream::provider::Provider;
 use crate::upstream::retry::RetryPolicy;
 
+/// Makes a request's header again (see [`Upstream::exchange_at`]).
+pub(crate) type Rebuild<'a> = &'a (dyn Fn() -> pingora::Result<RequestHeader> + Sync);
+
 /// The shared client side: connection pool, resolver and retry policy.
 pub struct Upstream {
+    /// Connections to HTTP/1.1-only peers (every provider today: no peer offers h2 in its ALPN),
+    /// used directly (as Pingora's own `v1::Connector` does) so that the futures of the common
+    /// paths stay small: see [`Upstream::session_for`] and [`Response::release`].
+    h1: TransportConnector,
+    /// Peers that may speak HTTP/2.
     connector: Connector,
     resolver: Resolver,
     /// The back-off between attempts; a configuration reload replaces it (read once per retry).
@@ -56,6 +66,7 @@ impl Upstream {
     ) -> Upstream {
         Upstream {
             health: Health::new(ejection, Clock::System, metrics.clone()),
+            h1: TransportConnector::new(None),
             connector: Connector::new(None),
             resolver: Resolver::new(dns_ttl),
             retry: arc_swap::ArcSwap::from_pointee(retry),
@@ -77,9 +88,11 @@ impl Upstream {
                 "no base_url configured",
             )
         })?;
-        let header = build_header(provider, ep.authority.as_str(), &ep.path(&req.path), req)
-            .map_err(|e| classify(&provider.name, &e))?;
-        self.exchange(&provider.name, ep, header, &req.body).await
+        let path = ep.path(&req.path);
+        let build = || build_header(provider, ep.authority.as_str(), &path, req);
+        let header = build().map_err(|e| classify(&provider.name, &e))?;
+        self.exchange(&provider.name, ep, header, &build, &req.body)
+            .await
     }
 
     /// Read a provider task's state: a request to its API, or a `GET` of the polling URL its
@@ -98,9 +111,10 @@ impl Upstream {
                 };
                 let (ep, path) = result_endpoint(provider, region, url).map_err(bad)?;
                 let get = NativeRequest::get(path.clone());
-                let header = build_header(provider, ep.authority.as_str(), &path, &get)
-                    .map_err(|e| classify(&provider.name, &e))?;
-                self.exchange(&provider.name, &ep, header, &get.body).await
+                let build = || build_header(provider, ep.authority.as_str(), &path, &get);
+                let header = build().map_err(|e| classify(&provider.name, &e))?;
+                self.exchange(&provider.name, &ep, header, &build, &get.body)
+                    .await
             }
         }
     }
@@ -121,11 +135,15 @@ impl Upstream {
                 ep.host
             )));
         }
-        let mut h = RequestHeader::build(http::Method::GET, path.as_bytes(), Some(2))
-            .map_err(|e| classify(&provider.name, &e))?;
-        h.insert_header(http::header::HOST, ep.authority.as_str())
-            .map_err(|e| classify(&provider.name, &e))?;
-        let resp = self.exchange(&provider.name, &ep, h, &Bytes::new()).await?;
+        let build = || -> pingora::Result<RequestHeader> {
+            let mut h = RequestHeader::build(http::Method::GET, path.as_bytes(), Some(2))?;
+            h.insert_header(http::header::HOST, ep.authority.as_str())?;
+            Ok(h)
+        };
+        let h = build().map_err(|e| classify(&provider.name, &e))?;
+        let resp = self
+            .exchange(&provider.name, &ep, h, &build, &Bytes::new())
+            .await?;
         if !(200..300).contains(&resp.status) {
             let status = resp.status;
             resp.release_unread().await;
@@ -153,6 +171,7 @@ impl Upstream {
         provider: &str,
         ep: &Endpoint,
         header: RequestHeader,
+        rebuild: Rebuild<'_>,
         body: &Bytes,
     ) -> Result<Response<'_>, UpstreamError> {
         let addrs = self
@@ -160,16 +179,21 @@ impl Upstream {
             .resolve(&ep.host, ep.port)
             .await
             .map_err(|m| UpstreamError::new(UpstreamErrorKind::Connect, provider, m))?;
-        self.exchange_at(provider, ep, addrs[0], header, body).await
+        self.exchange_at(provider, ep, addrs[0], header, rebuild, body)
+            .await
     }
 
     /// One exchange with `ep` at an address already resolved (and, for caller-given URLs, checked).
+    /// `header` is sent; `rebuild` makes it again only for the one fresh try after a reused
+    /// connection failed (a header is consumed by sending, and copying it for every request in
+    /// case of that retry cost 3.4k instructions per request, callgrind).
     pub(crate) async fn exchange_at(
         &self,
         provider: &str,
         ep: &Endpoint,
         addr: std::net::SocketAddr,
         header: RequestHeader,
+        rebuild: Rebuild<'_>,
         body: &Bytes,
     ) -> Result<Response<'_>, UpstreamError> {
         let mut peer = HttpPeer::new(addr, ep.tls, ep.host.clone());
@@ -179,16 +203,20 @@ impl Upstream {
         // A pooled connection may have been closed by the provider while idle; a failure on a
         // reused connection before any answer is worth one immediate fresh try.
         let mut fresh_retry_left = true;
+        let mut header = Some(header);
         loop {
+            let header = match header.take() {
+                Some(h) => h,
+                None => rebuild().map_err(|e| classify(provider, &e))?,
+            };
             let (mut session, reused) = self
-                .connector
-                .get_http_session(&peer)
+                .session_for(&peer)
                 .await
                 .map_err(|e| classify(provider, &e))?;
             // The connector applies only connect timeouts; reads and writes are the session's.
             session.set_read_timeout(peer.options.read_timeout);
             session.set_write_timeout(peer.options.write_timeout);
-            match write_and_read_header(&mut session, header.clone(), body).await {
+            match write_and_read_header(&mut session, header, body).await {
                 Ok(status) => {
                     return Ok(Response {
                         upstream: self,
@@ -206,6 +234,66 @@ impl Upstream {
             }
         }
     }
+}
+
+impl Upstream {
+    /// A connection to `peer`: a pooled one when there is one, else a new one.
+    ///
+    /// Why not just the connector's `get_http_session`: its future holds the connect and TLS
+    /// handshake state (8.8 KB), and held inline it made every future around an exchange, up
+    /// to the request's own, that much bigger; those futures are copied when they are boxed or
+    /// collected, several times per request (benches/README.md, "Profiling"). A pooled
+    /// connection is found with a small future; only a new connection pays for the connect,
+    /// boxed.
+    async fn session_for(&self, peer: &HttpPeer) -> pingora::Result<(HttpSession, bool)> {
+        if !h1_only(peer) {
+            return Box::pin(self.connector.get_http_session(peer)).await;
+        }
+        if let Some(stream) = self.h1.reused_stream(peer).await {
+            return Ok((
+                HttpSession::H1(H1Session::new_with_options(stream, peer)),
+                true,
+            ));
+        }
+        let (stream, reused) = Box::pin(self.h1.get_stream(peer)).await?;
+        Ok((
+            HttpSession::H1(H1Session::new_with_options(stream, peer)),
+            reused,
+        ))
+    }
+
+    /// Give back an HTTP/1 connection: to the pool (under `key`, its peer's reuse hash) when
+    /// its answer was read to the end and it can be reused, closed otherwise. What Pingora's
+    /// `v1::Connector::release_http_session` does, holding only the session.
+    async fn release_h1(&self, mut h1: H1Session, key: u64, idle: Option<Duration>) {
+        if !h1.is_body_done() {
+            h1.shutdown().await;
+            return;
+        }
+        h1.respect_keepalive();
+        if let Some(stream) = h1.reuse().await {
+            self.h1.release_stream(stream, key, idle);
+        }
+    }
+
+    /// [`Upstream::release_h1`] for a connection of the mixed connector (HTTP/2 capable).
+    async fn release_other(&self, mut session: HttpSession, peer: HttpPeer) {
+        if !session.response_done() {
+            session.shutdown().await;
+            return;
+        }
+        let idle = peer.options.idle_timeout;
+        self.connector
+            .release_http_session(session, &peer, idle)
+            .await
+    }
+}
+
+/// Whether `peer` speaks HTTP/1.x only (no h2 in its ALPN): its connections live in the
+/// `h1` transport's pool, from the first connect to their release.
+fn h1_only(peer: &HttpPeer) -> bool {
+    peer.get_peer_options()
+        .is_none_or(|o| o.alpn.get_max_http_version() == 1)
 }
 
 /// A URL from a provider's answer (a result file, a polling URL), reached with the provider's
@@ -350,7 +438,7 @@ fn certificate_refusal(e: &PError) -> Option<String> {
     Some(plain)
 }
 
-impl Response<'_> {
+impl<'u> Response<'u> {
     /// The provider (by name) this answer came from.
     pub fn provider(&self) -> &str {
         &self.provider
@@ -414,16 +502,27 @@ impl Response<'_> {
         self.session.shutdown().await;
     }
 
-    /// Return the connection to the pool (only sound once the body was read to its end).
-    pub async fn release(mut self) {
-        if self.session.response_done() {
-            let idle = self.peer.options.idle_timeout;
-            self.upstream
-                .connector
-                .release_http_session(self.session, &self.peer, idle)
-                .await;
-        } else {
-            self.session.shutdown().await;
+    /// Return the connection to the pool (only sound once the body was read to its end; else
+    /// it is closed).
+    ///
+    /// Not an `async fn`: that would hold the whole answer, then its parts again (5.3 KB, in
+    /// every future that releases a connection, up to the request's own); the HTTP/1 path's
+    /// future holds the session alone (the peer is only needed for its reuse hash), and the
+    /// rare other path is boxed.
+    pub fn release(self) -> impl std::future::Future<Output = ()> + Send + 'u {
+        use futures_util::future::Either;
+        let Response {
+            upstream,
+            session,
+            peer,
+            ..
+        } = self;
+        match session {
+            HttpSession::H1(h1) if h1_only(&peer) => {
+                let (key, idle) = (peer.reuse_hash(), peer.options.idle_timeout);
+                Either::Left(upstream.release_h1(h1, key, idle))
+            }
+            session => Either::Right(Box::pin(upstream.release_other(session, peer))),
         }
     }
 }

@@ -140,13 +140,15 @@ impl Upstream {
                     }
                 }
             }
-            let mut h = RequestHeader::build(http::Method::GET, path.as_bytes(), Some(3))
-                .map_err(|e| format!("could not be requested: {e}"))?;
-            h.insert_header(http::header::HOST, ep.authority.as_str())
-                .and_then(|_| h.insert_header(http::header::ACCEPT, "image/*"))
-                .map_err(|e| format!("could not be requested: {e}"))?;
+            let build = || -> pingora::Result<RequestHeader> {
+                let mut h = RequestHeader::build(http::Method::GET, path.as_bytes(), Some(3))?;
+                h.insert_header(http::header::HOST, ep.authority.as_str())?;
+                h.insert_header(http::header::ACCEPT, "image/*")?;
+                Ok(h)
+            };
+            let h = build().map_err(|e| format!("could not be requested: {e}"))?;
             let resp = self
-                .exchange_at("image URL", &ep, addrs[0], h, &Bytes::new())
+                .exchange_at("image URL", &ep, addrs[0], h, &build, &Bytes::new())
                 .await
                 .map_err(|e| format!("could not be downloaded: {}", e.message))?;
             let status = resp.status;

@@ -129,3 +129,35 @@ fn speech_is_retried_before_the_first_byte() {
     assert_eq!(resp.body, b"ID3-audio");
     assert_eq!(fake.requests().len(), 2);
 }
+
+/// A pooled connection the provider closed when the request arrived is tried once more on a
+/// fresh connection, with the same request (its header is made again: sending consumes it), even
+/// with no retries asked for: nothing was answered.
+#[test]
+fn a_reused_connection_closed_by_the_provider_is_tried_once_fresh() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(cohere_ok());
+    fake.push(Reply::hangup());
+    fake.push(cohere_ok());
+    let body = json!({"model": "rerank-v3.5", "query": "q", "documents": ["a"]});
+    assert_eq!(post(&gw, "/api/v1/rerank", &body).status, 200);
+    let resp = post(&gw, "/api/v1/rerank", &body);
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let seen = fake.requests();
+    assert_eq!(seen.len(), 3);
+    assert_eq!(
+        fake.connections(),
+        2,
+        "the second request did not reuse the first connection"
+    );
+    let (dropped, fresh) = (&seen[1], &seen[2]);
+    assert_eq!(fresh.body, dropped.body);
+    for name in ["authorization", "content-type", "content-length", "host"] {
+        assert!(
+            fresh.header(name).is_some(),
+            "{name} missing on the fresh try"
+        );
+        assert_eq!(fresh.header(name), dropped.header(name), "{name}");
+    }
+}
