@@ -34,6 +34,21 @@ struct Conf<'a> {
     max_connections: usize,
 }
 
+impl<'a> Conf<'a> {
+    /// Fresh ports, the old key, nothing extra, a cap of 100 connections.
+    fn new(dir: &'a Path, models: &'a [(&'a str, &'a str)]) -> Conf<'a> {
+        Conf {
+            port: free_port(),
+            metrics: free_port(),
+            dir,
+            key: OLD_KEY,
+            models,
+            extra: "",
+            max_connections: 100,
+        }
+    }
+}
+
 fn yaml(c: &Conf) -> String {
     let mut providers = String::new();
     let mut models = String::new();
@@ -219,15 +234,8 @@ fn sighup_swaps_api_keys_and_models_and_warns_of_restart_only_fields() {
     b.set_default(Reply::bytes(200, "audio/mpeg", AUDIO.to_vec()));
     let dir = temp_dir("keys");
     let (au, bu) = (a.base_url(), b.base_url());
-    let mut conf = Conf {
-        port: free_port(),
-        metrics: free_port(),
-        dir: &dir,
-        key: OLD_KEY,
-        models: &[("voice", &au)],
-        extra: "",
-        max_connections: 100,
-    };
+    let voice = [("voice", au.as_str())];
+    let mut conf = Conf::new(&dir, &voice);
     let (proc, file, addr) = start(&conf);
     assert_eq!(models_status(addr, OLD_KEY), 200);
     assert_eq!(models_status(addr, NEW_KEY), 401);
@@ -294,15 +302,8 @@ fn an_invalid_file_keeps_the_running_config_and_logs_every_problem() {
     a.set_default(Reply::bytes(200, "audio/mpeg", AUDIO.to_vec()));
     let dir = temp_dir("invalid");
     let au = a.base_url();
-    let mut conf = Conf {
-        port: free_port(),
-        metrics: free_port(),
-        dir: &dir,
-        key: OLD_KEY,
-        models: &[("voice", &au)],
-        extra: "",
-        max_connections: 100,
-    };
+    let voice = [("voice", au.as_str())];
+    let mut conf = Conf::new(&dir, &voice);
     let (proc, file, addr) = start(&conf);
 
     // Two mistakes: an unknown key, and a model of a family that does not exist; a new key too.
@@ -411,15 +412,8 @@ fn a_stream_in_flight_finishes_from_its_provider_across_a_reload() {
     b.set_default(Reply::bytes(200, "audio/mpeg", AUDIO.to_vec()));
     let dir = temp_dir("stream");
     let (au, bu) = (a.base_url(), b.base_url());
-    let mut conf = Conf {
-        port: free_port(),
-        metrics: free_port(),
-        dir: &dir,
-        key: OLD_KEY,
-        models: &[("voice", &au)],
-        extra: "",
-        max_connections: 100,
-    };
+    let voice = [("voice", au.as_str())];
+    let mut conf = Conf::new(&dir, &voice);
     let (proc, file, addr) = start(&conf);
     let streaming = speech_in_background(addr, OLD_KEY);
     a.wait_requests(1, Duration::from_secs(10));
@@ -453,15 +447,8 @@ fn an_upgrade_hands_over_the_listener_while_the_old_process_finishes_its_stream(
     b.set_default(Reply::bytes(200, "audio/mpeg", AUDIO.to_vec()));
     let dir = temp_dir("upgrade");
     let (au, bu) = (a.base_url(), b.base_url());
-    let conf = Conf {
-        port: free_port(),
-        metrics: free_port(),
-        dir: &dir,
-        key: OLD_KEY,
-        models: &[("voice", &au)],
-        extra: "",
-        max_connections: 100,
-    };
+    let voice = [("voice", au.as_str())];
+    let conf = Conf::new(&dir, &voice);
     let (old, _, addr) = start(&conf);
     let streaming = speech_in_background(addr, OLD_KEY);
     a.wait_requests(1, Duration::from_secs(10));

@@ -28,12 +28,19 @@ impl RedisProc {
             std::env::temp_dir().join(format!("switchyard-redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let port_s = port.to_string();
-        let child = Command::new("redis-server")
-            .args(["--port", &port_s, "--bind", "127.0.0.1"])
+        let mut cmd = Command::new("redis-server");
+        cmd.args(["--port", &port_s, "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(&dir)
-            .args(args)
+            .args(args);
+        RedisProc::launch(cmd, port, dir)
+    }
+
+    /// Run `cmd` (a `redis-server` listening on `port`, its files in `dir`) and wait until it
+    /// answers `PING`.
+    fn launch(mut cmd: Command, port: u16, dir: PathBuf) -> RedisProc {
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -69,21 +76,9 @@ impl RedisProc {
             ),
         )
         .unwrap();
-        let child = Command::new("redis-server")
-            .arg(&file)
-            .arg("--sentinel")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start redis-server --sentinel: {e}"));
-        let mut server = RedisProc {
-            port,
-            child: Some(child),
-            dir,
-        };
-        server.wait_ping();
-        server
+        let mut cmd = Command::new("redis-server");
+        cmd.arg(&file).arg("--sentinel");
+        RedisProc::launch(cmd, port, dir)
     }
 
     pub fn url(&self) -> String {
