@@ -461,9 +461,10 @@ fn targets(r: &Results, s: &Settings) -> String {
     };
     let ratio_conns: Vec<usize> = s.conns.iter().copied().filter(|c| *c > 1).collect();
     for (w, min) in [
-        (Workload::Rerank10, 0.70),
-        (Workload::Speech, 0.80),
-        (Workload::Image, 0.80),
+        (Workload::Rerank10, 0.85),
+        (Workload::Rerank100, 0.60),
+        (Workload::Speech, 0.95),
+        (Workload::Image, 0.95),
     ] {
         for &c in &ratio_conns {
             let (ratio, lo, hi) = r.cpu_ratio(w, c);
@@ -503,9 +504,9 @@ fn targets(r: &Results, s: &Settings) -> String {
             x.rss_peak_kib as f64 / 1024.0
         });
         check(
-            peak <= 64.0,
+            peak <= base + 10.0,
             format!(
-                "{} with 512 connections: gateway peak RSS {peak:.1} MiB (target ≤ 64 MiB; the plain proxy: {base:.1} MiB)",
+                "{} with 512 connections: gateway peak RSS {peak:.1} MiB, the plain proxy's {base:.1} MiB (target: within 10 MiB of the proxy's)",
                 w.name()
             ),
         );
@@ -513,6 +514,11 @@ fn targets(r: &Results, s: &Settings) -> String {
     if let Some((_, b)) = r.big.iter().find(|(v, _)| *v == Via::Gateway) {
         let growth = b.rss_peak.saturating_sub(b.rss_before) as f64 / 1024.0;
         check(growth <= 8.0, format!("gateway RSS growth while streaming 100 MiB of audio {growth:.1} MiB (target ≤ 8 MiB)"));
+        let rate = |o: &stream::BigOutcome| o.bytes as f64 / o.secs;
+        if let Some((_, p)) = r.big.iter().find(|(v, _)| *v == Via::Baseline) {
+            let ratio = rate(b) / rate(p);
+            check(ratio >= 0.9, format!("100 MiB of audio through the gateway at {:.0}% of the proxy's throughput (target ≥ 90%)", ratio * 100.0));
+        }
     }
     for name in ["openai-sse", "elevenlabs-sse"] {
         if let Some(row) = r.sse_row(name, Via::Gateway) {
@@ -520,10 +526,15 @@ fn targets(r: &Results, s: &Settings) -> String {
             let direct_max = r
                 .sse_row(name, Via::Direct)
                 .map_or(f64::NAN, |d| stream::ms(&d.delays_ns, 1.0));
+            // The proxy's own delay, where it passes the same stream (OpenAI's SSE; ElevenLabs'
+            // raw audio is re-encoded by the gateway, so the proxy's figure is for the raw bytes).
+            let proxy_p99 = r
+                .sse_row(name, Via::Baseline)
+                .map_or(0.0, |b| stream::ms(&b.delays_ns, 0.99));
             check(
-                p99 <= 1.0 && row.missing == 0,
+                p99 <= proxy_p99 + 1.0 && row.missing == 0,
                 format!(
-                    "{name}: events through the gateway arrive within {p99:.3} ms of the fake's write at p99, {} missing (target ≤ 1 ms); max {:.3} ms, where the same events sent directly peak at {direct_max:.3} ms",
+                    "{name}: events through the gateway arrive within {p99:.3} ms of the fake's write at p99 (the proxy: {proxy_p99:.3} ms), {} missing (target ≤ 1 ms over the proxy's); max {:.3} ms, where the same events sent directly peak at {direct_max:.3} ms",
                     row.missing,
                     stream::ms(&row.delays_ns, 1.0),
                 ),

@@ -3,6 +3,9 @@
 
 use pingora::server::configuration::Opt;
 
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     // RUST_LOG as env_logger reads it (default `info`), credentials blanked at every level.
     if let Err(e) = switchyard::logging::init() {

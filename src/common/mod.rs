@@ -7,6 +7,7 @@ pub mod authority;
 pub mod error;
 pub mod image_input;
 pub mod images;
+pub mod io_wrap;
 pub mod json;
 pub mod native;
 

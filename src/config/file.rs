@@ -199,7 +199,7 @@ impl Default for ImagesFile {
             download_timeout_ms: 15_000,
             file_ttl_seconds: 3_600,
             file_store_bytes: 512 << 20,
-            task_store_bytes: 64 << 20,
+            task_store_bytes: 8 << 20,
             task_ttl_seconds: 86_400,
             public_base_url: None,
             poll_interval_ms: 2_000,

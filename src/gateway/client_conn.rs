@@ -16,16 +16,14 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use pingora::protocols::{
-    GetProxyDigest, GetSocketDigest, GetTimingDigest, Peek, Shutdown, Ssl, Stream, UniqueID,
-    UniqueIDType,
-};
+use pingora::protocols::Stream;
+
+use crate::common::io_wrap::Held;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -70,6 +68,9 @@ pub struct ConnClock {
     /// Milliseconds since `epoch`, or [`NONE`].
     deadline_ms: AtomicU64,
     changed: Notify,
+    /// The answer's head about to be written is followed at once by body bytes already in hand
+    /// ([`ConnClock::body_follows`]).
+    body_follows: AtomicBool,
 }
 
 impl ConnClock {
@@ -82,6 +83,7 @@ impl ConnClock {
             phase: AtomicU8::new(Phase::Idle as u8),
             deadline_ms: AtomicU64::new(NONE),
             changed: Notify::new(),
+            body_follows: AtomicBool::new(false),
         };
         clock.enter(Phase::Idle, Some(head_timeout));
         clock
@@ -108,6 +110,13 @@ impl ConnClock {
         if self.phase() == Phase::Idle {
             self.enter(Phase::Head, Some(self.head_timeout));
         }
+    }
+
+    /// The streamed answer whose head is written next has its first body bytes in hand: the head
+    /// may wait for them. (Pingora flushes the head of an answer without a length at once, as it
+    /// may be made in real time; [`Clocked`] keeps it through that one flush instead.)
+    pub fn body_follows(&self) {
+        self.body_follows.store(true, Ordering::Relaxed);
     }
 
     /// The gateway has the request's head and serves it.
@@ -147,16 +156,33 @@ impl ConnClock {
     }
 }
 
-/// A client stream that tells its [`ConnClock`] when bytes arrive.
+/// A client stream that tells its [`ConnClock`] when bytes arrive, and sends an answer's head
+/// with the answer's first body bytes.
+///
+/// Pingora writes a response head into its own write buffer (1,460 bytes) and, when the first
+/// body write does not fit beside it, sends the head alone: two `send`s for every streamed or
+/// larger answer. So the first write after a request's bytes arrive (an answer's head, or a
+/// `100 Continue`) is held here until the next write or flush, and goes out with it (one
+/// `writev`). Every flush still sends everything — nothing waits longer than Pingora asks — except
+/// the flush of a streamed answer's head whose first body bytes the gateway has in hand
+/// ([`ConnClock::body_follows`]). A read sends what is held first.
 #[derive(Debug)]
 pub struct Clocked {
     inner: Stream,
     clock: Arc<ConnClock>,
+    held: Held,
+    /// Bytes of a request arrived since the last write: the next write is an answer's head.
+    hold_next: bool,
 }
 
 impl Clocked {
     pub fn new(inner: Stream, clock: Arc<ConnClock>) -> Clocked {
-        Clocked { inner, clock }
+        Clocked {
+            inner,
+            clock,
+            held: Held::default(),
+            hold_next: false,
+        }
     }
 
     /// The clock of the connection a session's stream belongs to (HTTP/1.x only).
@@ -172,10 +198,14 @@ impl AsyncRead for Clocked {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        // Pingora flushes before it waits for the client; this only keeps a head from being
+        // stranded if it ever did not.
+        ready!(this.held.poll_drain(&mut this.inner, cx))?;
         let before = buf.filled().len();
         let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
         if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
             this.clock.bytes_arrived();
+            this.hold_next = true;
         }
         polled
     }
@@ -187,7 +217,7 @@ impl AsyncWrite for Clocked {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+        self.poll_write_vectored(cx, &[io::IoSlice::new(buf)])
     }
 
     fn poll_write_vectored(
@@ -195,7 +225,17 @@ impl AsyncWrite for Clocked {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        if this.hold_next && this.held.is_empty() {
+            this.hold_next = false;
+            let mut total = 0;
+            for buf in bufs {
+                this.held.hold(buf);
+                total += buf.len();
+            }
+            return Poll::Ready(Ok(total));
+        }
+        this.held.poll_write_after(&mut this.inner, cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -203,85 +243,119 @@ impl AsyncWrite for Clocked {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        let this = self.get_mut();
+        this.hold_next = false;
+        if !this.held.is_empty() && this.clock.body_follows.swap(false, Ordering::Relaxed) {
+            // The head's own flush, with its body in hand: it goes with the body's first write.
+            return Poll::Ready(Ok(()));
+        }
+        ready!(this.held.poll_drain(&mut this.inner, cx))?;
+        Pin::new(&mut this.inner).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+        let this = self.get_mut();
+        ready!(this.held.poll_drain(&mut this.inner, cx))?;
+        Pin::new(&mut this.inner).poll_shutdown(cx)
     }
 }
 
-#[async_trait]
-impl Shutdown for Clocked {
-    async fn shutdown(&mut self) {
-        self.inner.shutdown().await
-    }
-}
-
-impl UniqueID for Clocked {
-    fn id(&self) -> UniqueIDType {
-        self.inner.id()
-    }
-}
-
-impl Ssl for Clocked {
-    fn get_ssl(&self) -> Option<&pingora::protocols::tls::TlsRef> {
-        self.inner.get_ssl()
-    }
-
-    fn get_ssl_digest(&self) -> Option<Arc<pingora::protocols::tls::SslDigest>> {
-        self.inner.get_ssl_digest()
-    }
-
-    fn selected_alpn_proto(&self) -> Option<pingora::protocols::ALPN> {
-        self.inner.selected_alpn_proto()
-    }
-}
-
-impl GetTimingDigest for Clocked {
-    fn get_timing_digest(&self) -> Vec<Option<pingora::protocols::TimingDigest>> {
-        self.inner.get_timing_digest()
-    }
-
-    fn get_read_pending_time(&self) -> Duration {
-        self.inner.get_read_pending_time()
-    }
-
-    fn get_write_pending_time(&self) -> Duration {
-        self.inner.get_write_pending_time()
-    }
-}
-
-impl GetProxyDigest for Clocked {
-    fn get_proxy_digest(&self) -> Option<Arc<pingora::protocols::raw_connect::ProxyDigest>> {
-        self.inner.get_proxy_digest()
-    }
-
-    fn set_proxy_digest(&mut self, digest: pingora::protocols::raw_connect::ProxyDigest) {
-        self.inner.set_proxy_digest(digest)
-    }
-}
-
-impl GetSocketDigest for Clocked {
-    fn get_socket_digest(&self) -> Option<Arc<pingora::protocols::SocketDigest>> {
-        self.inner.get_socket_digest()
-    }
-
-    fn set_socket_digest(&mut self, digest: pingora::protocols::SocketDigest) {
-        self.inner.set_socket_digest(digest)
-    }
-}
-
-#[async_trait]
-impl Peek for Clocked {
-    async fn try_peek(&mut self, buf: &mut [u8]) -> io::Result<bool> {
-        self.inner.try_peek(buf).await
-    }
-}
+crate::common::io_wrap::delegate_stream_traits!(Clocked, inner);
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
+    use pingora::http::ResponseHeader;
+    use pingora::protocols::http::v1::server::HttpSession;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
     use super::*;
+    use crate::common::io_wrap::testing::Sends;
+
+    /// What a client gets from Pingora's server session over [`Clocked`], answering one request
+    /// with `body` in `pieces` writes (chunked when `streamed`, else with its length; the clock
+    /// told the body follows the head when `in_hand`, as `respond::stream_head` does), and the
+    /// sends it took.
+    async fn answer(
+        vectored: bool,
+        streamed: bool,
+        in_hand: bool,
+        body: &[u8],
+        pieces: usize,
+    ) -> (Vec<u8>, Vec<Vec<u8>>) {
+        let (ours, mut client) = tokio::io::duplex(1 << 20);
+        let sends = Arc::new(Mutex::new(Vec::new()));
+        let stream = Sends {
+            inner: Box::new(ours),
+            sends: sends.clone(),
+            vectored,
+        };
+        let clock = Arc::new(ConnClock::new(
+            Duration::from_secs(10),
+            Duration::from_secs(60),
+        ));
+        let mut session = HttpSession::new(Box::new(Clocked::new(Box::new(stream), clock.clone())));
+        client
+            .write_all(
+                b"POST /api/v1/audio/speech HTTP/1.1\r\nHost: gw\r\nContent-Length: 2\r\n\r\n{}",
+            )
+            .await
+            .unwrap();
+        session.read_request().await.unwrap();
+        let mut head = ResponseHeader::build(200, None).unwrap();
+        if streamed {
+            head.insert_header("Transfer-Encoding", "chunked").unwrap();
+        } else {
+            head.insert_header("Content-Length", body.len().to_string())
+                .unwrap();
+        }
+        if in_hand {
+            clock.body_follows();
+        }
+        session.write_response_header(Box::new(head)).await.unwrap();
+        for piece in body.chunks(body.len().div_ceil(pieces)) {
+            session.write_body(piece).await.unwrap();
+        }
+        session.finish_body().await.unwrap();
+        drop(session);
+        let mut got = Vec::new();
+        client.read_to_end(&mut got).await.unwrap();
+        let sends = sends.lock().unwrap().clone();
+        (got, sends)
+    }
+
+    #[tokio::test]
+    async fn an_answer_head_goes_out_with_the_first_body_bytes() {
+        for vectored in [true, false] {
+            // A streamed answer: the head with the first piece; each piece as it is written.
+            let audio: Vec<u8> = (0..8000u32).map(|i| (i % 251) as u8).collect();
+            let (got, sends) = answer(vectored, true, true, &audio, 2).await;
+            assert_eq!(sends.concat(), got, "every byte, in order");
+            assert!(sends[0].starts_with(b"HTTP/1.1 200 OK\r\n"));
+            let lens: Vec<usize> = sends.iter().map(Vec::len).collect();
+            let first_piece = [&audio[3990..4000], b"\r\n"].concat();
+            assert!(
+                sends[0].ends_with(&first_piece),
+                "vectored {vectored}: the head went alone: {lens:?}"
+            );
+            if vectored {
+                // (Without vectored writes Pingora writes a chunk's size, data and end apart,
+                // which the stream's own buffer joins; this test stream has none.)
+                assert_eq!(sends.len(), 3, "head + piece, piece, last chunk");
+            }
+            // A JSON answer bigger than Pingora's write buffer: one send.
+            let json = vec![b'x'; 5000];
+            let (got, sends) = answer(vectored, false, false, &json, 1).await;
+            assert_eq!(sends.len(), 1, "vectored {vectored}");
+            assert!(got.ends_with(&json));
+            // A streamed answer whose body is not in hand: its head goes at once, as Pingora
+            // flushes it.
+            let (got, sends) = answer(vectored, true, false, &audio, 1).await;
+            assert_eq!(sends.concat(), got);
+            assert!(sends[0].ends_with(b"\r\n\r\n"), "the head alone");
+        }
+    }
 
     #[tokio::test(start_paused = true)]
     async fn each_phase_has_its_deadline() {

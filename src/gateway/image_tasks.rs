@@ -22,6 +22,7 @@ use super::GatewayState;
 use crate::api::images::{self, ImageItem, ImageResult, TaskFailure};
 use crate::common::error::GatewayError;
 use crate::config::GatewaySettings;
+use crate::store::answers::KeptAnswer;
 use crate::store::files::StoreError;
 use crate::store::tasks::TaskError;
 use crate::store::tasks::TaskRecord;
@@ -83,19 +84,14 @@ const KEEP_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 pub async fn keep_finished(
     state: &GatewayState,
     settings: &GatewaySettings,
-    owner: String,
-    model: String,
+    owner: &str,
+    model: &str,
     result: &ImageResult,
 ) {
     if result.data.iter().any(|item| item.b64_json.is_some()) {
         return;
     }
-    let data = match result
-        .data
-        .iter()
-        .map(serde_json::to_value)
-        .collect::<Result<Vec<_>, _>>()
-    {
+    let data = match serde_json::to_vec(&result.data) {
         Ok(d) => d,
         Err(e) => {
             log::warn!("a synchronous answer could not be recorded: {e}");
@@ -103,19 +99,17 @@ pub async fn keep_finished(
         }
     };
     let settings = &settings.images;
-    let record = TaskRecord {
-        status: TaskStatus::Succeed,
-        data,
-        ..TaskRecord::started(
-            owner,
-            model,
-            state.instance.clone(),
-            result.created,
-            now_ms(),
-        )
+    let answer = KeptAnswer {
+        owner,
+        model,
+        instance: &state.instance,
+        created: result.created,
+        updated_ms: now_ms(),
+        data: &data,
     };
     let ttl = settings.file_ttl.min(settings.task_ttl);
-    match tokio::time::timeout(KEEP_WAIT, state.tasks.put(&result.task_id, &record, ttl)).await {
+    let keep = state.tasks.keep_answer(&result.task_id, &answer, ttl);
+    match tokio::time::timeout(KEEP_WAIT, keep).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => log::warn!("a synchronous answer could not be recorded for reading back: {e}"),
         Err(_) => log::warn!(

@@ -156,14 +156,10 @@ pub async fn images(
     ctx.model = Some(req.model.clone());
     super::limited::cost(state, ctx, Operation::Images, req.n).await?;
     let base = public_base(s, session, req.response_format == "url")?;
-    let owner = ctx
-        .principal
-        .as_ref()
-        .map(|p| p.id.clone())
-        .unwrap_or_default();
-    let model = req.model.name.clone();
+    let owner = ctx.principal.as_ref().map_or("", |p| p.id.as_str());
     let result = if req.is_async {
         let asked = req.n;
+        let (owner, model) = (owner.to_string(), req.model.name.clone());
         drop(req);
         let accepted = image_tasks::start(state, s, region, owner, model, body, base).await?;
         // A task runs past this request: its images are charged as asked when it is accepted.
@@ -172,8 +168,9 @@ pub async fn images(
     } else {
         let engine = state.images(s);
         let progress = Synchronous::new(&engine);
+        let model = req.model.clone();
         let result = generate(&engine, region, req, &base, &progress).await?;
-        image_tasks::keep_finished(state, s, owner, model, &result).await;
+        image_tasks::keep_finished(state, s, owner, &model.name, &result).await;
         ctx.usage.images = result.data.len() as u64;
         result
     };

@@ -5,6 +5,7 @@ use bytes::Bytes;
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
 
+use super::client_conn::Clocked;
 use crate::api::compat::Surface;
 use crate::common::error::GatewayError;
 
@@ -50,7 +51,13 @@ pub async fn error_as(
 /// client), so the body is delimited by closing the connection: no `Transfer-Encoding`, no
 /// `Content-Length`, and `Connection: close` (Pingora frames a body with neither header that
 /// way). HTTP/2 frames bodies itself and forbids `Transfer-Encoding`: nothing is added.
+///
+/// The caller has the first body bytes in hand, so the head goes out with them (one `send`;
+/// `gateway/client_conn.rs`).
 pub async fn stream_head(session: &mut Session, content_type: &str) -> pingora::Result<()> {
+    if let Some(clock) = session.stream().and_then(Clocked::clock_of) {
+        clock.body_follows();
+    }
     let mut h = ResponseHeader::build(200, Some(3))?;
     h.insert_header(http::header::CONTENT_TYPE, content_type)?;
     h.insert_header(http::header::CACHE_CONTROL, "no-cache")?;

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::images::Delivery;
 use crate::common::images::NativeTask;
+use crate::store::answers::{Answers, KeptAnswer};
 use crate::store::files::StoreError;
 use crate::store::redis_conn::InvalidRedisSettings;
 use crate::store::redis_conn::RedisConn;
@@ -134,6 +135,24 @@ impl TaskRecord {
         }
     }
 
+    /// A kept synchronous answer as the succeeded task it reads back as.
+    pub fn answered(answer: &KeptAnswer<'_>) -> Result<TaskRecord, StoreError> {
+        let data = serde_json::from_slice(answer.data).map_err(|e| {
+            StoreError::Unavailable(format!("a kept answer does not read back: {e}"))
+        })?;
+        Ok(TaskRecord {
+            status: TaskStatus::Succeed,
+            data,
+            ..TaskRecord::started(
+                answer.owner.to_string(),
+                answer.model.to_string(),
+                answer.instance.to_string(),
+                answer.created,
+                answer.updated_ms,
+            )
+        })
+    }
+
     /// Every native call was submitted as a provider task, so polling can resume anywhere.
     pub fn resumable(&self) -> bool {
         self.delivery.is_some()
@@ -147,6 +166,16 @@ impl TaskRecord {
 pub trait TaskStore: Send + Sync {
     /// Write `task` under `id` (replacing any), kept for `ttl` from now.
     async fn put(&self, id: &str, task: &TaskRecord, ttl: Duration) -> Result<(), StoreError>;
+    /// Keep a finished synchronous answer under `id` for `ttl`: `get` reads it as a succeeded
+    /// task. By default it is written as one ([`TaskRecord::answered`]).
+    async fn keep_answer(
+        &self,
+        id: &str,
+        answer: &KeptAnswer<'_>,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        self.put(id, &TaskRecord::answered(answer)?, ttl).await
+    }
     /// The task, if it exists and has not expired.
     async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreError>;
     /// Write `task` only if the stored task is still owned by `task.instance` and not finished
@@ -184,13 +213,16 @@ struct Inner {
     /// Every entry's expiry and id, soonest first: what goes when its time is up. Kept exactly
     /// in step with `tasks`.
     expiries: BTreeSet<(Instant, String)>,
-    /// The sum of the entries' sizes.
+    /// Synchronous answers, kept lean (`store::answers`).
+    answers: Answers,
+    /// The sum of the entries' and the answers' sizes.
     bytes: usize,
 }
 
 impl Inner {
     /// Forget the tasks whose time is up, so an instance running for months does not keep them.
     fn purge(&mut self, now: Instant) {
+        self.bytes = self.bytes.saturating_sub(self.answers.purge(now));
         while let Some((expires, _)) = self.expiries.first() {
             if *expires > now {
                 break;
@@ -228,6 +260,14 @@ impl Inner {
     /// time ends soonest first — the oldest, as they share a TTL. Running tasks are never
     /// dropped: their jobs still write to them.
     fn shrink_to(&mut self, budget: usize) {
+        // Synchronous answers first, oldest first: each is finished, and in number they are most
+        // of what is kept.
+        while self.bytes > budget {
+            let Some(freed) = self.answers.forget_oldest() else {
+                break;
+            };
+            self.bytes = self.bytes.saturating_sub(freed);
+        }
         if self.bytes <= budget {
             return;
         }
@@ -307,7 +347,7 @@ impl Default for MemoryTaskStore {
 
 impl MemoryTaskStore {
     /// The default budget: `images.task_store_bytes`' default.
-    pub const DEFAULT_BUDGET: usize = 64 << 20;
+    pub const DEFAULT_BUDGET: usize = 8 << 20;
 
     /// A store that keeps at most about `budget` bytes of tasks.
     pub fn new(budget: usize) -> MemoryTaskStore {
@@ -335,9 +375,32 @@ impl TaskStore for MemoryTaskStore {
         Ok(())
     }
 
+    async fn keep_answer(
+        &self,
+        id: &str,
+        answer: &KeptAnswer<'_>,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let now = Instant::now();
+        let mut inner = self.lock()?;
+        inner.purge(now);
+        let (size, replaced) = inner.answers.insert(id, answer, now + ttl);
+        inner.bytes = (inner.bytes + size).saturating_sub(replaced);
+        inner.shrink_to(self.budget);
+        Ok(())
+    }
+
     async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let now = Instant::now();
-        Ok(self.lock()?.live(id, now).map(|e| e.task.clone()))
+        let inner = self.lock()?;
+        if let Some(entry) = inner.live(id, now) {
+            return Ok(Some(entry.task.clone()));
+        }
+        inner
+            .answers
+            .get(id, now)
+            .map(|answer| TaskRecord::answered(&answer))
+            .transpose()
     }
 
     async fn update(&self, id: &str, task: &TaskRecord, ttl: Duration) -> Result<bool, StoreError> {
@@ -810,6 +873,51 @@ mod tests {
         assert_eq!(inner.tasks.len(), 3);
         assert_eq!(inner.expiries.len(), 3);
         assert!(inner.bytes <= 3 * one + one / 2, "{}", inner.bytes);
+    }
+
+    #[tokio::test]
+    async fn a_kept_answer_reads_back_and_goes_before_finished_tasks() {
+        let answer = |owner| KeptAnswer {
+            owner,
+            model: "gpt-image-2",
+            instance: "i-1",
+            created: 1_700_000_000,
+            updated_ms: 5,
+            data: br#"[{"url":"https://gw.example/files/a.png"}]"#,
+        };
+        let ids: Vec<String> = (0..3).map(|_| uuid::Uuid::new_v4().to_string()).collect();
+        let task_size = approx_size("t", &task(TaskStatus::Succeed, 1));
+        let s = MemoryTaskStore::new(task_size + 400);
+        s.put("t", &task(TaskStatus::Succeed, 1), MIN)
+            .await
+            .unwrap();
+        s.keep_answer(&ids[0], &answer("team-a"), MIN)
+            .await
+            .unwrap();
+        let read = s.get(&ids[0]).await.unwrap().expect("kept");
+        // The instance is not kept in memory: it is this one.
+        let expected = TaskRecord {
+            instance: String::new(),
+            ..TaskRecord::answered(&answer("team-a")).unwrap()
+        };
+        assert_eq!(read, expected);
+        assert_eq!(read.status, TaskStatus::Succeed);
+        assert_eq!(read.data[0]["url"], "https://gw.example/files/a.png");
+        // Past the budget, the oldest answers go; the finished task, older still, stays while
+        // answers remain to forget.
+        let per_answer = s.lock().unwrap().bytes - task_size;
+        for id in &ids[1..] {
+            s.keep_answer(id, &answer("team-a"), MIN).await.unwrap();
+        }
+        assert_eq!(
+            400 / per_answer,
+            2,
+            "the test needs the budget to be passed ({per_answer} bytes each)"
+        );
+        assert_eq!(s.get(&ids[0]).await.unwrap(), None);
+        assert!(s.get(&ids[2]).await.unwrap().is_some());
+        assert!(s.get("t").await.unwrap().is_some());
+        assert!(s.lock().unwrap().bytes <= task_size + 400);
     }
 
     #[tokio::test]

@@ -14,6 +14,7 @@ use pingora::connectors::TransportConnector;
 use pingora::http::RequestHeader;
 use pingora::protocols::http::client::HttpSession;
 use pingora::protocols::http::v1::client::HttpSession as H1Session;
+use pingora::protocols::Stream;
 use pingora::upstreams::peer::{HttpPeer, Peer, PeerOptions};
 use pingora::{Error as PError, ErrorType};
 
@@ -24,6 +25,7 @@ use crate::common::native::PollRequest;
 use crate::metrics::Metrics;
 use crate::upstream::dns::Resolver;
 use crate::upstream::endpoint::Endpoint;
+use crate::upstream::gather::Gathered;
 use crate::upstream::health::{Clock, EjectionPolicy, Health};
 use crate::upstream::provider::Provider;
 use crate::upstream::retry::RetryPolicy;
@@ -251,13 +253,13 @@ impl Upstream {
         }
         if let Some(stream) = self.h1.reused_stream(peer).await {
             return Ok((
-                HttpSession::H1(H1Session::new_with_options(stream, peer)),
+                HttpSession::H1(H1Session::new_with_options(gathered(stream), peer)),
                 true,
             ));
         }
         let (stream, reused) = Box::pin(self.h1.get_stream(peer)).await?;
         Ok((
-            HttpSession::H1(H1Session::new_with_options(stream, peer)),
+            HttpSession::H1(H1Session::new_with_options(gathered(stream), peer)),
             reused,
         ))
     }
@@ -286,6 +288,16 @@ impl Upstream {
         self.connector
             .release_http_session(session, &peer, idle)
             .await
+    }
+}
+
+/// `stream`, sending each request's head with its body ([`Gathered`]). A pooled connection is
+/// one already.
+fn gathered(stream: Stream) -> Stream {
+    if stream.as_any().is::<Gathered>() {
+        stream
+    } else {
+        Box::new(Gathered::new(stream))
     }
 }
 

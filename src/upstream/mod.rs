@@ -5,6 +5,7 @@
 pub mod dns;
 pub mod endpoint;
 pub mod exchange;
+pub mod gather;
 pub mod guard;
 pub mod health;
 pub mod provider;
