@@ -134,6 +134,22 @@ impl Held {
         Poll::Ready(Ok(()))
     }
 
+    /// Send what is held, then flush `inner`.
+    pub fn poll_flush(&mut self, inner: &mut Stream, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_drain(inner, cx))?;
+        Pin::new(inner).poll_flush(cx)
+    }
+
+    /// Send what is held, then shut `inner` down.
+    pub fn poll_shutdown(
+        &mut self,
+        inner: &mut Stream,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        ready!(self.poll_drain(inner, cx))?;
+        Pin::new(inner).poll_shutdown(cx)
+    }
+
     fn emptied(&mut self) {
         self.bytes.clear();
         self.sent = 0;

@@ -249,14 +249,12 @@ impl AsyncWrite for Clocked {
             // The head's own flush, with its body in hand: it goes with the body's first write.
             return Poll::Ready(Ok(()));
         }
-        ready!(this.held.poll_drain(&mut this.inner, cx))?;
-        Pin::new(&mut this.inner).poll_flush(cx)
+        this.held.poll_flush(&mut this.inner, cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        ready!(this.held.poll_drain(&mut this.inner, cx))?;
-        Pin::new(&mut this.inner).poll_shutdown(cx)
+        this.held.poll_shutdown(&mut this.inner, cx)
     }
 }
 

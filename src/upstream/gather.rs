@@ -86,7 +86,11 @@ impl AsyncWrite for Gathered {
                 }
                 Poll::Ready(Ok(n))
             }
-            Phase::Through => Pin::new(&mut this.inner).poll_write(cx, buf),
+            // (Behind anything still held, should a flush have been left unfinished.)
+            Phase::Through => {
+                this.held
+                    .poll_write_after(&mut this.inner, cx, &[io::IoSlice::new(buf)])
+            }
         }
     }
 
@@ -97,17 +101,15 @@ impl AsyncWrite for Gathered {
             this.phase = Phase::Body;
             return Poll::Ready(Ok(()));
         }
-        ready!(this.held.poll_drain(&mut this.inner, cx))?;
         if this.phase == Phase::Body {
             this.phase = Phase::Through;
         }
-        Pin::new(&mut this.inner).poll_flush(cx)
+        this.held.poll_flush(&mut this.inner, cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        ready!(this.held.poll_drain(&mut this.inner, cx))?;
-        Pin::new(&mut this.inner).poll_shutdown(cx)
+        this.held.poll_shutdown(&mut this.inner, cx)
     }
 }
 
