@@ -159,11 +159,12 @@ impl ConnClock {
 /// A client stream that tells its [`ConnClock`] when bytes arrive, and sends an answer's head
 /// with the answer's first body bytes.
 ///
-/// Pingora writes a response head into its own write buffer (1,460 bytes) and, when the first
-/// body write does not fit beside it, sends the head alone: two `send`s for every streamed or
-/// larger answer. So the first write after a request's bytes arrive (an answer's head, or a
-/// `100 Continue`) is held here until the next write or flush, and goes out with it (one
-/// `writev`). Every flush still sends everything — nothing waits longer than Pingora asks — except
+/// Pingora writes a response head into the connection's write buffer (16 KiB on our listeners,
+/// `server.rs`) and sends it alone when the first body write does not fit beside it, or at once
+/// when the answer has no length (it flushes such a head, as the body may be made in real time):
+/// two `send`s for every streamed or larger answer. So the first write after a request's bytes
+/// arrive (an answer's head, or a `100 Continue`) is held here until the next write or flush, and
+/// goes out with it (one `writev`). Every flush still sends everything — nothing waits longer than Pingora asks — except
 /// the flush of a streamed answer's head whose first body bytes the gateway has in hand
 /// ([`ConnClock::body_follows`]). A read sends what is held first.
 #[derive(Debug)]
