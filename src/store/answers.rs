@@ -4,12 +4,13 @@
 //! Every synchronous link answer is kept, so this is on the image hot path and holds most of the
 //! memory store's bytes. An answer is therefore kept as what reading it back needs and no more:
 //! its owner, model, times and the public `data[]` as the JSON bytes it was answered with, in one
-//! allocation, under its UUID's 16 bytes (about 0.3 KB for a one-image answer, where a task record
-//! with its JSON tree took 2.4 KB in a dozen allocations, and a
-//! quarter of the gateway's CPU per image request went into building and dropping those). It
-//! becomes a task record (`TaskRecord::answered`) only when read. All answers share one time to live, so the oldest
-//! is first both to expire and to go when the store is over its budget: a queue in insertion
-//! order serves both.
+//! allocation, under its UUID's 16 bytes: about 0.25 KB for a one-image answer. A task record
+//! with its JSON tree took 2.4 KB in a dozen allocations, and building and dropping those was a
+//! quarter of the gateway's CPU per image request. An answer becomes a task record
+//! (`TaskRecord::answered`) only when read.
+//!
+//! All answers share one time to live, so the oldest is first both to expire and to go when the
+//! store is over its budget: a queue in insertion order serves both.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
@@ -27,8 +28,8 @@ pub struct KeptAnswer<'a> {
     pub data: &'a [u8],
 }
 
-/// One answer: its strings in one allocation (`owner`, then `model`, then `data`), since glibc's
-/// malloc pays most for many small blocks freed long after they were taken.
+/// One answer: its strings in one allocation (`owner`, then `model`, then `data`): blocks kept
+/// for an hour and freed oldest first cost any allocator least when they are few.
 struct Kept {
     bytes: Box<[u8]>,
     owner_len: u32,
