@@ -60,6 +60,14 @@ fn speech(addr: SocketAddr, input: &str) -> Response {
     )
 }
 
+/// Two gateways sharing one Redis (a prefix of this run's own), the limited key given `limits`.
+fn two_instances_on_one_redis(fake: &FakeProvider, limits: &str) -> (TestGateway, TestGateway) {
+    let prefix = redis::run_prefix();
+    let url = redis::redis_url();
+    let make = |ports| limited(fake, ports, limits, Some((&url, &prefix)), "");
+    (TestGateway::start_with(make), TestGateway::start_with(make))
+}
+
 /// Request counts restart with each UTC minute: a test counting requests starts early in one,
 /// so that its requests all fall in the same window even on a slow machine. (Waiting for the
 /// clock itself, the one thing that cannot be polled for.)
@@ -92,19 +100,7 @@ fn assert_refused(resp: &Response, limit: &str, policy: &str) {
 #[test]
 fn a_request_budget_spent_through_one_instance_is_refused_through_the_other() {
     let fake = FakeProvider::start();
-    let prefix = redis::run_prefix();
-    let url = redis::redis_url();
-    let make = |ports| {
-        limited(
-            &fake,
-            ports,
-            "{requests_per_minute: 3}",
-            Some((&url, &prefix)),
-            "",
-        )
-    };
-    let a = TestGateway::start_with(make);
-    let b = TestGateway::start_with(make);
+    let (a, b) = two_instances_on_one_redis(&fake, "{requests_per_minute: 3}");
     early_in_a_minute();
     for gw in [&a, &b, &a] {
         let resp = rerank(gw.addr, LIMITED);
@@ -143,19 +139,7 @@ fn a_third_concurrent_stream_is_refused_and_a_slot_comes_back_after_the_answer()
         ],
         false,
     ));
-    let prefix = redis::run_prefix();
-    let url = redis::redis_url();
-    let make = |ports| {
-        limited(
-            &fake,
-            ports,
-            "{concurrent: 2, characters_per_day: 1000000}",
-            Some((&url, &prefix)),
-            "",
-        )
-    };
-    let a = TestGateway::start_with(make);
-    let b = TestGateway::start_with(make);
+    let (a, b) = two_instances_on_one_redis(&fake, "{concurrent: 2, characters_per_day: 1000000}");
     let (addr_a, addr_b) = (a.addr, b.addr);
     let first = std::thread::spawn(move || speech(addr_a, "one"));
     let second = std::thread::spawn(move || speech(addr_b, "two"));
