@@ -12,7 +12,8 @@
 //! background plate and transparent layers, all in one answer; each `data[]` item then says where it
 //! sits (`z_index`, `bounding_box`, `name`, `description`), which reaches the caller as the item's
 //! `layer`. Ark's rules for it (one reference image, a resolution tier as the size, no set) are
-//! checked in [`check`] with the other values only this adapter knows, before anything is sent.
+//! checked in `check_extra_body` with the other values only this adapter knows, before anything
+//! is sent.
 //!
 //! A set can come back partly refused, with an `error` in place of some `data[]` items. The gateway
 //! cannot answer with part of a set, so any such item fails the whole call: a moderation code is a
@@ -152,7 +153,7 @@ pub fn image_request(
     req: &ImageRequest<'_>,
     _n: u64,
 ) -> Result<NativeRequest, GatewayError> {
-    check(req)?;
+    check_extra_body(req)?;
     let image = req.image.as_ref().map(|first| {
         if req.more_images.is_empty() {
             References::One(first.url_or_data_url())
@@ -202,12 +203,12 @@ fn output_format(req: &ImageRequest<'_>) -> Result<Option<&'static str>, Gateway
     }
 }
 
-/// Ark's own rules for a request the public validation accepted: the values of the `extra_body`
-/// settings (validation only checked their names against the family), a sequential set not
+/// Ark's own rules for what `extra_body` asks, in a request the public validation accepted: the
+/// settings' values (validation only checked their names against the family), a sequential set not
 /// combined with a public `n` above 1 and holding at most 15 images with the references, and
 /// layer decomposition's conditions. A refusal here is the caller's 400 with `details`; it needs
 /// nothing but the request, so it can run before an asynchronous task is accepted.
-pub fn check(req: &ImageRequest<'_>) -> Result<(), GatewayError> {
+fn check_extra_body(req: &ImageRequest<'_>) -> Result<(), GatewayError> {
     let mut errors = ValidationErrors::default();
     let mut sequential = false;
     let mut layers = false;
