@@ -446,6 +446,7 @@ fn seedream_5_chooses_its_output_format_and_3_takes_seeds() {
     let fake = FakeProvider::start();
     let base = fake.base_url();
     let gw = TestGateway::start_with(|ports| config_with_more_families(&base, ports));
+    fake.set_handler(ark_contract);
     fake.push(b64_answer(&[png(64, 1)], &fake));
     let resp = generate(
         &gw,
@@ -474,6 +475,7 @@ fn each_seedream_takes_the_pixel_sizes_its_range_allows() {
     let fake = FakeProvider::start();
     let base = fake.base_url();
     let gw = TestGateway::start_with(|ports| config_with_more_families(&base, ports));
+    fake.set_handler(ark_contract);
     // Inside each model's total-pixel range and 1:16–16:1: sent as asked.
     for (model, size) in [
         ("seedream-4", "1280x720"),
