@@ -149,6 +149,7 @@ fn public(native: NativeImages) -> ImageResult {
                 url: Some(url),
                 b64_json: None,
                 revised_prompt: i.revised_prompt,
+                layer: i.layer,
             },
             other => panic!("the workload answers with URLs, not {other:?}"),
         })

@@ -13,6 +13,7 @@ use crate::caps::{Caps, ImageCaps};
 use crate::catalog::{Catalog, Model};
 use crate::common::error::GatewayError;
 use crate::common::image_input::ImageInput;
+use crate::common::images::ImageLayer;
 use crate::common::json::{Fields, Str};
 use crate::common::Operation;
 
@@ -128,6 +129,10 @@ pub struct ImageItem {
     pub b64_json: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revised_prompt: Option<String>,
+    /// For one layer of a decomposed image (Seedream's `extra_body.layer_decomposition`): its
+    /// stacking order, bounding box, name and description, as the provider gave them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<ImageLayer>,
 }
 
 /// Unix time in seconds, for `created` when the provider gives none.
@@ -625,7 +630,7 @@ mod tests {
             "{msg}"
         );
         // Families that take one: a list of two is refused, naming the bound.
-        let c = catalog("seedream", "{}");
+        let c = catalog("kolors", "{}");
         let msg = refusal(
             &format!(r#"{{"model": "m", "prompt": "p", "image": ["{png}", "{png}"]}}"#),
             &c,

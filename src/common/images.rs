@@ -1,5 +1,6 @@
 //! Images between the provider and the gateway: what an adapter read from a native answer
-//! ([`NativeImages`]: each image as the provider gave it, a URL, base64 or raw bytes), a natively
+//! ([`NativeImages`]: each image as the provider gave it, a URL, base64 or raw bytes, with what
+//! the provider said about it, such as a decomposed image's [`ImageLayer`]), a natively
 //! asynchronous provider's task, and how the caller asked to receive them ([`Delivery`]).
 //!
 //! Natively asynchronous providers (DashScope Wan, Black Forest Labs FLUX, Kling): a submission
@@ -59,6 +60,9 @@ pub enum ImageData {
 pub struct NativeImage {
     pub data: ImageData,
     pub revised_prompt: Option<String>,
+    /// Where the image sits when it is one layer of a decomposed image (Ark Seedream's layer
+    /// decomposition); `None` for an ordinary image.
+    pub layer: Option<ImageLayer>,
 }
 
 impl NativeImage {
@@ -66,8 +70,42 @@ impl NativeImage {
         NativeImage {
             data,
             revised_prompt: None,
+            layer: None,
         }
     }
+}
+
+/// What a provider says about one layer of a decomposed image: its place in the stack, where it
+/// sits on the canvas, and what it shows. Public as each `data[]` item's `layer`, with Ark's own
+/// field names; every part is optional because the provider may leave any out.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageLayer {
+    /// Stacking order: 0 is the bottom (the background plate), higher values lie above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub z_index: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounding_box: Option<BoundingBox>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+impl ImageLayer {
+    /// Whether the provider said nothing about a layer (an ordinary image).
+    pub fn is_empty(&self) -> bool {
+        *self == ImageLayer::default()
+    }
+}
+
+/// Where a layer sits, as four integers each way (Ark: `left, top, right, bottom`): `absolute` in
+/// the output's pixels, `normalized` on the provider's fixed scale.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BoundingBox {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub absolute: Option<Vec<i64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normalized: Option<Vec<i64>>,
 }
 
 /// A native image answer, translated: its images in order, and the provider's creation time.

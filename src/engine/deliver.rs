@@ -105,11 +105,13 @@ async fn convert(
     let NativeImage {
         data,
         revised_prompt,
+        layer,
     } = image;
     let item = |url: Option<String>, b64: Option<String>| ImageItem {
         url,
         b64_json: b64,
         revised_prompt: revised_prompt.clone(),
+        layer: layer.clone(),
     };
     let b64 = base64::engine::general_purpose::STANDARD;
     Ok(match (data, want_url) {

@@ -1,11 +1,19 @@
 //! Volcengine Ark images: Seedream and SeedEdit through `POST /images/generations`.
 //!
-//! Ark speaks an OpenAI-like JSON dialect. The reference image goes as the caller gave it (a URL,
-//! or a `data:` URL for bytes), the caller's `response_format` is asked for natively (Ark answers
-//! both `url` and `b64_json`), and `watermark` is always sent because Ark's default is on while the
-//! gateway's is off. Ark has no `n`: each call makes one image and the gateway fans out, unless the
-//! caller asks Ark for a set with `extra_body.sequential_image_generation: auto`, whose images all
-//! come back from the one call. The `extra_body` settings sit at the top level of the native body.
+//! Ark speaks an OpenAI-like JSON dialect. A reference image goes as the caller gave it (a URL,
+//! or a `data:` URL for bytes): one as a string, several (Seedream 4.0–5.0 fuse up to 14) as an
+//! array. The caller's `response_format` is asked for natively (Ark answers both `url` and
+//! `b64_json`), and `watermark` is always sent because Ark's default is on while the gateway's is
+//! off. Ark has no `n`: each call makes one image and the gateway fans out, unless the caller asks
+//! Ark for a set with `extra_body.sequential_image_generation: auto`, whose images all come back
+//! from the one call. The `extra_body` settings sit at the top level of the native body.
+//!
+//! Seedream 5.0 Pro's `extra_body.layer_decomposition` splits the one reference image into a
+//! background plate and transparent layers, all in one answer; each `data[]` item then says where it
+//! sits (`z_index`, `bounding_box`, `name`, `description`), which reaches the caller as the item's
+//! `layer`. Ark's rules for it (one reference image, a resolution tier as the size, no set) are
+//! checked in `check_extra_body` with the other values only this adapter knows, before anything
+//! is sent.
 //!
 //! A set can come back partly refused, with an `error` in place of some `data[]` items. The gateway
 //! cannot answer with part of a set, so any such item fails the whole call: a moderation code is a
@@ -28,7 +36,9 @@ use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
 use crate::common::error::ValidationErrors;
+use crate::common::images::BoundingBox;
 use crate::common::images::ImageData;
+use crate::common::images::ImageLayer;
 use crate::common::images::NativeImage;
 use crate::common::images::NativeImages;
 use crate::common::json::Str;
@@ -41,6 +51,9 @@ const IMAGES_PATH: &str = "/images/generations";
 /// Most images in one sequential set, reference images included.
 const MAX_SET_IMAGES: u64 = 15;
 
+/// The `extra_body` key that asks Seedream 5.0 Pro to decompose the reference image into layers.
+const LAYER_DECOMPOSITION: &str = "layer_decomposition";
+
 // ---- wire types ------------------------------------------------------------------------------
 
 #[derive(Serialize)]
@@ -49,11 +62,19 @@ struct ImageBody<'a> {
     prompt: &'a str,
     size: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    image: Option<Cow<'a, str>>,
+    image: Option<References<'a>>,
     response_format: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     output_format: Option<&'static str>,
     watermark: bool,
+}
+
+/// Ark's `image`: a string for one reference image, an array for several.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum References<'a> {
+    One(Cow<'a, str>),
+    Many(Vec<Cow<'a, str>>),
 }
 
 #[derive(Deserialize)]
@@ -64,8 +85,9 @@ struct ImagesAnswer {
     data: Vec<AnswerItem>,
 }
 
-/// One `data[]` item: an image, or the reason it was not made. Layer-decomposition items carry
-/// layer metadata too, which the public result has no place for.
+/// One `data[]` item: an image, or the reason it was not made. Layer-decomposition items also say
+/// where the layer sits; those fields are read leniently (a shape Ark may change must not fail a
+/// paid generation), and what cannot be read is left out.
 #[derive(Deserialize)]
 struct AnswerItem {
     #[serde(default)]
@@ -74,6 +96,37 @@ struct AnswerItem {
     b64_json: Option<String>,
     #[serde(default)]
     error: Option<ErrorBody>,
+    #[serde(default)]
+    z_index: Option<Value>,
+    #[serde(default)]
+    bounding_box: Option<Value>,
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(default)]
+    description: Option<Value>,
+}
+
+impl AnswerItem {
+    /// The layer metadata the item carries, if any.
+    fn layer(&self) -> Option<ImageLayer> {
+        let text = |v: &Option<Value>| {
+            v.as_ref()
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        };
+        let layer = ImageLayer {
+            z_index: self.z_index.as_ref().and_then(Value::as_i64),
+            bounding_box: self
+                .bounding_box
+                .clone()
+                .and_then(|v| serde_json::from_value::<BoundingBox>(v).ok())
+                .filter(|b| b.absolute.is_some() || b.normalized.is_some()),
+            name: text(&self.name),
+            description: text(&self.description),
+        };
+        (!layer.is_empty()).then_some(layer)
+    }
 }
 
 #[derive(Deserialize)]
@@ -101,11 +154,23 @@ pub fn image_request(
     _n: u64,
 ) -> Result<NativeRequest, GatewayError> {
     check_extra_body(req)?;
+    let image = req.image.as_ref().map(|first| {
+        if req.more_images.is_empty() {
+            References::One(first.url_or_data_url())
+        } else {
+            References::Many(
+                std::iter::once(first)
+                    .chain(&req.more_images)
+                    .map(|i| i.url_or_data_url())
+                    .collect(),
+            )
+        }
+    });
     let body = ImageBody {
         model: &target.native_model,
         prompt: req.prompt.as_str(),
         size: &req.size,
-        image: req.image.as_ref().map(|i| i.url_or_data_url()),
+        image,
         response_format: req.response_format,
         output_format: output_format(req)?,
         watermark: req.watermark,
@@ -138,11 +203,17 @@ fn output_format(req: &ImageRequest<'_>) -> Result<Option<&'static str>, Gateway
     }
 }
 
-/// Check the values of the `extra_body` settings (validation only checked their names), and that a
-/// sequential set is not combined with a public `n` above 1.
+/// Ark's own rules for what `extra_body` asks, in a request the public validation accepted: the
+/// settings' values (validation only checked their names against the family), a sequential set not
+/// combined with a public `n` above 1 and holding at most 15 images with the references, and
+/// layer decomposition's conditions. A refusal here is the caller's 400 with `details`; it needs
+/// nothing but the request, so it can run before an asynchronous task is accepted.
 fn check_extra_body(req: &ImageRequest<'_>) -> Result<(), GatewayError> {
     let mut errors = ValidationErrors::default();
     let mut sequential = false;
+    let mut layers = false;
+    // Every reference image counts towards Ark's limit on a set.
+    let refs = req.image.iter().count() as u64 + req.more_images.len() as u64;
     for (key, raw) in &req.extra_body {
         let key = key.as_str();
         let field = format!("extra_body.{key}");
@@ -165,12 +236,10 @@ fn check_extra_body(req: &ImageRequest<'_>) -> Result<(), GatewayError> {
                     continue;
                 };
                 if let Some(max) = options.get("max_images") {
-                    // The reference image counts towards Ark's limit on a set.
-                    let refs = u64::from(req.image.is_some());
-                    let top = MAX_SET_IMAGES - refs;
+                    let top = MAX_SET_IMAGES.saturating_sub(refs);
                     if !max.as_u64().is_some_and(|m| (1..=top).contains(&m)) {
                         let why = if refs > 0 {
-                            " (a set holds at most 15 images, the reference image included)"
+                            " (a set holds at most 15 images, the reference images included)"
                         } else {
                             ""
                         };
@@ -181,16 +250,15 @@ fn check_extra_body(req: &ImageRequest<'_>) -> Result<(), GatewayError> {
                     }
                 }
             }
-            "layer_decomposition" => match value.as_bool() {
-                Some(true) if req.image.is_none() => errors.add(
-                    field,
-                    "needs a reference `image`: layer decomposition splits that image into layers",
-                ),
-                Some(_) => {}
+            LAYER_DECOMPOSITION => match value.as_bool() {
+                Some(on) => layers = on,
                 None => errors.add(field, "must be a boolean"),
             },
             _ => {}
         }
+    }
+    if layers {
+        check_layers(req, refs, sequential, &mut errors);
     }
     if sequential && req.n > 1 {
         errors.add(
@@ -201,6 +269,51 @@ fn check_extra_body(req: &ImageRequest<'_>) -> Result<(), GatewayError> {
         );
     }
     errors.into_result()
+}
+
+/// Seedream 5.0 Pro's conditions for layer decomposition: it splits exactly one reference image,
+/// takes its size only as a resolution tier (`1K`, `2K`), and makes no sequential set.
+fn check_layers(
+    req: &ImageRequest<'_>,
+    refs: u64,
+    sequential: bool,
+    errors: &mut ValidationErrors,
+) {
+    let field = format!("extra_body.{LAYER_DECOMPOSITION}");
+    if refs != 1 {
+        errors.add(
+            field.clone(),
+            format!(
+                "needs exactly one reference `image` (layer decomposition splits that image into \
+                 layers); {refs} were given"
+            ),
+        );
+    }
+    if crate::caps::schema::parse_size(&req.size).is_some() {
+        let tiers: Vec<&str> = req
+            .caps
+            .sizes
+            .iter()
+            .copied()
+            .filter(|s| crate::caps::schema::parse_size(s).is_none())
+            .collect();
+        // On `size`, so that a request wrong in both ways hears of both.
+        errors.add(
+            "size",
+            format!(
+                "must be a resolution tier ({}) with extra_body.{LAYER_DECOMPOSITION}, not the \
+                 pixel size {} (an `aspect_ratio` means a pixel size; leave it out)",
+                tiers.join(", "),
+                req.size
+            ),
+        );
+    }
+    if sequential {
+        errors.add(
+            field,
+            "cannot be combined with extra_body.sequential_image_generation `auto`",
+        );
+    }
 }
 
 // ---- translation back ------------------------------------------------------------------------
@@ -215,9 +328,10 @@ pub fn image_response(
     let total = answer.data.len();
     let mut images = Vec::with_capacity(total);
     for (i, item) in answer.data.into_iter().enumerate() {
-        if let Some(e) = item.error {
-            return Err(item_error(provider, &e, i + 1, total));
+        if let Some(e) = &item.error {
+            return Err(item_error(provider, e, i + 1, total));
         }
+        let layer = item.layer();
         let data = match (item.b64_json, item.url) {
             (Some(b64), _) => ImageData::Base64(b64),
             (None, Some(url)) => ImageData::Url(url),
@@ -228,7 +342,10 @@ pub fn image_response(
                 ))
             }
         };
-        images.push(NativeImage::new(data));
+        images.push(NativeImage {
+            layer,
+            ..NativeImage::new(data)
+        });
     }
     if images.is_empty() {
         return Err(crate::upstream::provider::bad_answer(
@@ -488,12 +605,10 @@ mod tests {
         let body = native(
             "seedream-5",
             five,
-            &json!({"model": "m", "prompt": "p", "output_format": "jpg", "size": "3K",
-                    "extra_body": {"layer_decomposition": false}}),
+            &json!({"model": "m", "prompt": "p", "output_format": "jpg", "size": "3K"}),
         );
         assert_eq!(body["output_format"], "jpeg");
         assert_eq!(body["size"], "3K");
-        assert_eq!(body["layer_decomposition"], false);
         let body = native(
             "seedream",
             SEEDREAM_4,
@@ -537,6 +652,24 @@ mod tests {
             br#"{"model":"m","prompt":"p","extra_body":{"layer_decomposition":true}}"#,
         );
         assert!(d.get("extra_body.layer_decomposition").is_some(), "{d}");
+        // Seedream 5.0 lite has no layer decomposition (5.0 Pro has), and Pro makes no sets.
+        let d = support::image_refusal(
+            "m",
+            "seedream-5",
+            t(),
+            br#"{"model":"m","prompt":"p","image":"https://img.example/a.png","extra_body":{"layer_decomposition":true}}"#,
+        );
+        assert!(d.get("extra_body.layer_decomposition").is_some(), "{d}");
+        let d = support::image_refusal(
+            "m",
+            "seedream-5-pro",
+            t(),
+            br#"{"model":"m","prompt":"p","tools":[{"type":"web_search"}],"extra_body":{"sequential_image_generation":"auto"}}"#,
+        );
+        assert!(
+            d.get("extra_body.sequential_image_generation").is_some() && d.get("tools").is_some(),
+            "{d}"
+        );
         let d = support::image_refusal(
             "m",
             "seedream-3",
@@ -614,18 +747,155 @@ mod tests {
             .get("extra_body.sequential_image_generation_options")
             .is_some());
         let d = refusal(
-            "seedream-5",
+            "seedream-5-pro",
             &json!({"model": "m", "prompt": "p", "extra_body": {"layer_decomposition": "yes"}}),
         );
         assert_eq!(d["extra_body.layer_decomposition"], "must be a boolean");
-        let d = refusal(
-            "seedream-5",
-            &json!({"model": "m", "prompt": "p", "extra_body": {"layer_decomposition": true}}),
+    }
+
+    const PRO: &str = "doubao-seedream-5-0-pro-260628";
+
+    #[test]
+    fn seedream_5_pro_decomposes_one_image_at_a_resolution_tier() {
+        let body = native(
+            "seedream-5-pro",
+            PRO,
+            &json!({"model": "m", "prompt": "separate every element", "image": "https://img.example/poster.png",
+                    "size": "1K", "response_format": "b64_json",
+                    "extra_body": {"layer_decomposition": true}}),
         );
-        assert!(d["extra_body.layer_decomposition"]
-            .as_str()
-            .unwrap()
-            .contains("reference `image`"));
+        assert_eq!(
+            body,
+            json!({
+                "model": PRO,
+                "prompt": "separate every element",
+                "size": "1K",
+                "image": "https://img.example/poster.png",
+                "response_format": "b64_json",
+                "output_format": "png",
+                "watermark": false,
+                "layer_decomposition": true
+            })
+        );
+        // Pro's default size is the `2K` tier, so a request naming no size decomposes too.
+        let body = native(
+            "seedream-5-pro",
+            PRO,
+            &json!({"model": "m", "prompt": "p", "image": "https://img.example/poster.png",
+                    "extra_body": {"layer_decomposition": true}}),
+        );
+        assert_eq!(body["size"], "2K");
+        // Without layers Pro takes pixel sizes and up to 10 references, like any Seedream.
+        let body = native(
+            "seedream-5-pro",
+            PRO,
+            &json!({"model": "m", "prompt": "p", "aspect_ratio": "16:9",
+                    "image": ["https://img.example/a.png", "https://img.example/b.png"],
+                    "extra_body": {"layer_decomposition": false}}),
+        );
+        assert_eq!(body["size"], "2816x1584");
+        assert_eq!(
+            body["image"],
+            json!(["https://img.example/a.png", "https://img.example/b.png"])
+        );
+    }
+
+    #[test]
+    fn layer_decomposition_refuses_what_pro_refuses() {
+        let layer = |extra: Value| {
+            let mut body = json!({"model": "m", "prompt": "p",
+                                  "extra_body": {"layer_decomposition": true}});
+            for (k, v) in extra.as_object().unwrap() {
+                body[k] = v.clone();
+            }
+            refusal("seedream-5-pro", &body)["extra_body.layer_decomposition"]
+                .as_str()
+                .unwrap_or_else(|| panic!("accepted: {extra}"))
+                .to_string()
+        };
+        let m = layer(json!({}));
+        assert!(
+            m.contains("exactly one reference `image`") && m.contains("0 were given"),
+            "{m}"
+        );
+        let m = layer(json!({"image": ["https://img.example/a.png", "https://img.example/b.png"]}));
+        assert!(m.contains("2 were given"), "{m}");
+        for (sized, pixels) in [
+            (json!({"size": "2048x2048"}), "2048x2048"),
+            (json!({"aspect_ratio": "16:9"}), "2816x1584"),
+        ] {
+            let mut body = json!({"model": "m", "prompt": "p", "image": "https://img.example/a.png",
+                                  "extra_body": {"layer_decomposition": true}});
+            for (k, v) in sized.as_object().unwrap() {
+                body[k] = v.clone();
+            }
+            let d = refusal("seedream-5-pro", &body);
+            let m = d["size"].as_str().unwrap_or_else(|| panic!("{sized}: {d}"));
+            assert!(
+                m.contains("resolution tier (1K, 2K)") && m.contains(pixels),
+                "{sized}: {m}"
+            );
+            assert!(d.get("extra_body.layer_decomposition").is_none(), "{d}");
+        }
+        // Wrong in both ways: both are named.
+        let d = refusal(
+            "seedream-5-pro",
+            &json!({"model": "m", "prompt": "p", "size": "2048x2048",
+                    "extra_body": {"layer_decomposition": true}}),
+        );
+        assert!(
+            d.get("size").is_some() && d.get("extra_body.layer_decomposition").is_some(),
+            "{d}"
+        );
+    }
+
+    #[test]
+    fn several_references_go_as_an_array_and_count_towards_a_set() {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(PNG);
+        let body = native(
+            "seedream",
+            SEEDREAM_4,
+            &json!({"model": "m", "prompt": "p",
+                    "image": ["https://img.example/a.png", b64]}),
+        );
+        assert_eq!(
+            body["image"],
+            json!([
+                "https://img.example/a.png",
+                format!("data:image/png;base64,{b64}")
+            ])
+        );
+        // One reference stays a string, as before.
+        let body = native(
+            "seedream-5",
+            "doubao-seedream-5-0-260128",
+            &json!({"model": "m", "prompt": "p", "image": ["https://img.example/a.png"]}),
+        );
+        assert_eq!(body["image"], "https://img.example/a.png");
+        // 14 references leave room for one generated image in a set; 15 are too many.
+        let refs: Vec<String> = (0..14)
+            .map(|i| format!("https://img.example/{i}.png"))
+            .collect();
+        let d = refusal(
+            "seedream",
+            &json!({"model": "m", "prompt": "p", "image": refs,
+                    "extra_body": {"sequential_image_generation": "auto",
+                                   "sequential_image_generation_options": {"max_images": 2}}}),
+        );
+        assert_eq!(
+            d["extra_body.sequential_image_generation_options.max_images"],
+            "must be an integer from 1 to 1 (a set holds at most 15 images, the reference \
+             images included)"
+        );
+        let mut fifteen = refs.clone();
+        fifteen.push("https://img.example/14.png".into());
+        let d = support::image_refusal(
+            "m",
+            "seedream",
+            target(SEEDREAM_4),
+            &serde_json::to_vec(&json!({"model": "m", "prompt": "p", "image": fifteen})).unwrap(),
+        );
+        assert!(d["image"].as_str().unwrap().contains("at most 14"), "{d}");
     }
 
     #[test]
@@ -656,17 +926,49 @@ mod tests {
     }
 
     #[test]
-    fn layer_metadata_is_dropped() {
+    fn layer_metadata_is_kept_per_image() {
         let got = answer(&json!({
             "created": 1,
             "data": [
-                {"url": "https://x.volces.com/base.png", "size": "1024x1024"},
-                {"url": "https://x.volces.com/l1.png", "z_index": 1, "name": "sky",
-                 "bounding_box": [0, 0, 10, 10], "description": "the sky"}
+                {"url": "https://x.volces.com/base.png", "size": "2048x2048", "output_format": "png",
+                 "z_index": 0, "name": "background", "description": "the beach, inpainted",
+                 "bounding_box": {"absolute": [0, 0, 2048, 2048], "normalized": [0, 0, 1000, 1000]}},
+                {"url": "https://x.volces.com/l1.png", "size": "2048x2048", "z_index": 1,
+                 "name": "sky", "description": "the sky",
+                 "bounding_box": {"absolute": [0, 0, 2048, 600]}},
+                // A shape this adapter does not know is left out, not a failed answer.
+                {"url": "https://x.volces.com/l2.png", "z_index": 2, "bounding_box": [1, 2, 3, 4]}
             ]
         }))
         .unwrap();
-        assert_eq!(got.images.len(), 2);
+        let layers: Vec<Option<ImageLayer>> = got.images.iter().map(|i| i.layer.clone()).collect();
+        assert_eq!(
+            layers,
+            vec![
+                Some(ImageLayer {
+                    z_index: Some(0),
+                    bounding_box: Some(BoundingBox {
+                        absolute: Some(vec![0, 0, 2048, 2048]),
+                        normalized: Some(vec![0, 0, 1000, 1000]),
+                    }),
+                    name: Some("background".into()),
+                    description: Some("the beach, inpainted".into()),
+                }),
+                Some(ImageLayer {
+                    z_index: Some(1),
+                    bounding_box: Some(BoundingBox {
+                        absolute: Some(vec![0, 0, 2048, 600]),
+                        normalized: None,
+                    }),
+                    name: Some("sky".into()),
+                    description: Some("the sky".into()),
+                }),
+                Some(ImageLayer {
+                    z_index: Some(2),
+                    ..ImageLayer::default()
+                }),
+            ]
+        );
         assert_eq!(
             got.images[1].data,
             ImageData::Url("https://x.volces.com/l1.png".into())

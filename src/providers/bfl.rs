@@ -5,7 +5,8 @@
 //! body: `prompt`, the size — `width`/`height` in pixels for the `flux` and `flux-2*` families,
 //! `aspect_ratio` for `flux-kontext` and `flux-ultra` (the size's ratio from the family's table) —,
 //! `output_format` (`jpeg`|`png`; the public `jpg` is `jpeg`), `input_image` (the reference image
-//! of Kontext and FLUX.2: the caller's URL unchanged, or plain base64 without a `data:` prefix) and
+//! of Kontext and FLUX.2: the caller's URL unchanged, or plain base64 without a `data:` prefix;
+//! FLUX.2's further references, up to 8 in all, as `input_image_2` … `input_image_8`) and
 //! the caller's pass-through fields (`seed`, `safety_tolerance`, `prompt_upsampling`,
 //! `disable_pup`, `raw`, `steps`, `guidance`, as each family lists). BFL makes one image per task:
 //! the families' `per_call_n` is 1 and the gateway fans out. A request with a reference image and
@@ -55,6 +56,7 @@
 //! 404 and 429. The provider ledger (`docs/providers/bfl.md`) lists each fact and its source.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -71,6 +73,7 @@ use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
 use crate::common::error::UpstreamErrorKind;
+use crate::common::image_input::ImageInput;
 use crate::common::images::ImageAnswer;
 use crate::common::images::ImageData;
 use crate::common::images::NativeImage;
@@ -110,8 +113,22 @@ struct SubmitBody<'a> {
     aspect_ratio: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     input_image: Option<Cow<'a, str>>,
+    /// FLUX.2's further references, `input_image_2` to `input_image_8`.
+    #[serde(flatten)]
+    more_inputs: BTreeMap<&'static str, Cow<'a, str>>,
     output_format: &'static str,
 }
+
+/// The native names of FLUX.2's references after the first (`input_image`), in order.
+const MORE_INPUTS: [&str; 7] = [
+    "input_image_2",
+    "input_image_3",
+    "input_image_4",
+    "input_image_5",
+    "input_image_6",
+    "input_image_7",
+    "input_image_8",
+];
 
 /// The submit answer; `detail` is read so an error body that came with HTTP 200 can say why.
 #[derive(Deserialize)]
@@ -170,22 +187,40 @@ pub fn image_request(
         let (w, h) = pixels(&req.size)?;
         (Some(w), Some(h), None)
     };
-    let input_image = req.image.as_ref().map(|i| match i.base64() {
-        Some(b64) => Cow::Owned(b64),
-        None => i.url_or_data_url(),
-    });
+    let input_image = req.image.as_ref().map(native_input);
+    // Validation holds `more_images` to the family's `max_images` (8 for FLUX.2, 1 elsewhere).
+    if req.more_images.len() > MORE_INPUTS.len() {
+        return Err(GatewayError::Internal(format!(
+            "bfl takes at most {} reference images; {} reached the adapter",
+            MORE_INPUTS.len() + 1,
+            req.more_images.len() + 1
+        )));
+    }
+    let more_inputs = MORE_INPUTS
+        .into_iter()
+        .zip(req.more_images.iter().map(native_input))
+        .collect();
     let body = SubmitBody {
         prompt: req.prompt.as_str(),
         width,
         height,
         aspect_ratio,
         input_image,
+        more_inputs,
         output_format: native_format(req.output_format),
     };
     Ok(NativeRequest::post_json(
         format!("{SUBMIT_PREFIX}{}", target.native_model),
         json_with_extra(&body, &req.passthrough)?,
     ))
+}
+
+/// A reference image as BFL takes it: the caller's URL unchanged, or plain base64.
+fn native_input(i: &ImageInput) -> Cow<'_, str> {
+    match i.base64() {
+        Some(b64) => Cow::Owned(b64),
+        None => i.url_or_data_url(),
+    }
 }
 
 /// Whether `caps` come from a family whose endpoints take `aspect_ratio` and no pixel size:
@@ -715,6 +750,31 @@ mod tests {
         assert_eq!(
             native(&req).1,
             json!({"prompt": "make it blue", "input_image": "https://img.example/a.png", "output_format": "png"})
+        );
+        // Several references: the first is `input_image`, the rest `input_image_2` onwards, each a
+        // URL as given or plain base64.
+        let req = flux2(
+            br#"{"model":"flux-2-pro","prompt":"person 1 in the outfit of 2 at 3","image":["https://img.example/1.png","iVBORw0KGgo=","https://img.example/3.png"]}"#,
+        );
+        assert_eq!(
+            native(&req).1,
+            json!({"prompt": "person 1 in the outfit of 2 at 3",
+                   "input_image": "https://img.example/1.png",
+                   "input_image_2": "iVBORw0KGgo=",
+                   "input_image_3": "https://img.example/3.png",
+                   "output_format": "png"})
+        );
+        let nine: Vec<String> = (0..9)
+            .map(|i| format!("https://img.example/{i}.png"))
+            .collect();
+        let body =
+            serde_json::to_vec(&json!({"model": "flux-2-pro", "prompt": "p", "image": nine}))
+                .unwrap();
+        let target = support::target(bfl(), "flux-2-pro");
+        let refused = support::image_refusal("flux-2-pro", "flux-2", target, &body);
+        assert!(
+            refused["image"].as_str().unwrap().contains("at most 8"),
+            "{refused}"
         );
         // With a size, the edit is sent at that size.
         let req = flux2(br#"{"model":"flux-2-pro","prompt":"p","image":"https://img.example/a.png","size":"1024x1024"}"#);

@@ -8,7 +8,9 @@
 //!
 //! Stability has no `size`: text-to-image sends the `aspect_ratio` the public size means in the
 //! family table, and image-to-image keeps the input's shape, so a size chosen together with an
-//! image is refused rather than silently ignored. One call makes one image; the gateway fans out
+//! image is refused rather than silently ignored. The public `strength` (the reference image's
+//! influence) is sent inverted, as Stability's own `strength` is how far to move away from the image.
+//! One call makes one image; the gateway fans out
 //! for `n > 1`. `Accept: application/json` makes the answer base64 JSON whose `finish_reason`
 //! reports a filtered result: that image is a blurred placeholder and is never delivered.
 //!
@@ -45,6 +47,14 @@ const SUCCESS: &str = "SUCCESS";
 /// Stability requires `strength` with `image`; the spec's default, should a family ever allow an
 /// image without honouring strength.
 const DEFAULT_STRENGTH: f64 = 0.5;
+
+/// Stability's `strength` for the public one. The public `strength` is the reference image's
+/// influence (1 = follow it closely, as Kling's `image_fidelity`); Stability's runs the other way
+/// (0 = an image identical to the input, 1 = as if no image were given), so it gets `1 − strength`,
+/// rounded to six decimals so that `0.7` goes as `0.3`, not `0.30000000000000004`.
+fn stability_strength(public: f64) -> String {
+    (((1.0 - public) * 1e6).round() / 1e6).to_string()
+}
 
 /// The generate endpoint a native model is served by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,7 +172,7 @@ pub fn image_request(
         Some(_) => None,
         None => Some(req.required_aspect_ratio()?),
     };
-    let strength = image.map(|_| req.strength.unwrap_or(DEFAULT_STRENGTH).to_string());
+    let strength = image.map(|_| stability_strength(req.strength.unwrap_or(DEFAULT_STRENGTH)));
     let filename = image.map(|(_, mime)| format!("image.{}", image_input::extension(mime)));
     let extra: Vec<(&str, String)> = req
         .passthrough
@@ -548,7 +558,8 @@ mod tests {
                 ("prompt", "p"),
                 ("model", "sd3.5-medium"),
                 ("mode", "image-to-image"),
-                ("strength", "0.25"),
+                // The public 0.25 (a loose reference) is Stability's 0.75 (far from the input).
+                ("strength", "0.75"),
                 ("output_format", "png"),
             ])
         );
@@ -574,6 +585,21 @@ mod tests {
                 ("output_format", "png")
             ])
         );
+    }
+
+    #[test]
+    fn strength_is_inverted_onto_stabilitys_scale() {
+        for (public, native) in [
+            (0.0, "1"),
+            (0.1, "0.9"),
+            (0.4, "0.6"),
+            (0.5, "0.5"),
+            (0.7, "0.3"),
+            (0.9, "0.1"),
+            (1.0, "0"),
+        ] {
+            assert_eq!(stability_strength(public), native, "{public}");
+        }
     }
 
     #[test]

@@ -446,6 +446,7 @@ fn seedream_5_chooses_its_output_format_and_3_takes_seeds() {
     let fake = FakeProvider::start();
     let base = fake.base_url();
     let gw = TestGateway::start_with(|ports| config_with_more_families(&base, ports));
+    fake.set_handler(ark_contract);
     fake.push(b64_answer(&[png(64, 1)], &fake));
     let resp = generate(
         &gw,
@@ -474,6 +475,7 @@ fn each_seedream_takes_the_pixel_sizes_its_range_allows() {
     let fake = FakeProvider::start();
     let base = fake.base_url();
     let gw = TestGateway::start_with(|ports| config_with_more_families(&base, ports));
+    fake.set_handler(ark_contract);
     // Inside each model's total-pixel range and 1:16–16:1: sent as asked.
     for (model, size) in [
         ("seedream-4", "1280x720"),
@@ -551,4 +553,309 @@ fn a_model_ark_does_not_serve_is_named() {
     assert!(message.contains("seedream-4"), "{message}");
     assert!(message.contains(SEEDREAM_4), "{message}");
     assert_eq!(fake.requests().len(), 1, "not retried");
+}
+
+// ---- Seedream 5.0 Pro, layer decomposition, several references --------------------------------
+
+const SEEDREAM_5_LITE: &str = "doubao-seedream-5-0-260128";
+const SEEDREAM_5_PRO: &str = "doubao-seedream-5-0-pro-260628";
+
+/// The test config plus Seedream 5.0 lite and Pro.
+fn config_with_seedream_5(fake_url: &str, ports: (u16, u16)) -> String {
+    let mut yaml = config(fake_url, ports);
+    yaml.push_str(&format!(
+        "    seedream-5: {{family: seedream-5, targets: [{{provider: ark, model: {SEEDREAM_5_LITE}}}]}}\n\
+         \x20   seedream-5-pro: {{family: seedream-5-pro, targets: [{{provider: ark, model: {SEEDREAM_5_PRO}}}]}}\n",
+    ));
+    yaml
+}
+
+/// Ark's current refusals, as the fake's first word on every request: a `400 InvalidParameter`
+/// where the real Ark refuses, `None` (the scripted answer) where it accepts. Layer decomposition
+/// exists only on 5.0 Pro and needs exactly one reference image and a resolution tier; Pro takes
+/// no sets or `tools` and at most 10 references, the others 14.
+fn ark_contract(req: &Recorded) -> Option<Reply> {
+    let body = req.json();
+    let model = body["model"].as_str().unwrap_or_default();
+    let pro = model.contains("-5-0-pro-");
+    let refs = match &body["image"] {
+        Value::Null => 0,
+        Value::String(_) => 1,
+        Value::Array(a) => a.len(),
+        _ => return Some(ark_error(400, "InvalidParameter")),
+    };
+    let refuse = |param: &str, why: &str| {
+        Some(Reply::json(
+            400,
+            json!({"error": {"code": "InvalidParameter",
+                             "message": format!("the parameter `{param}` {why}"),
+                             "param": param, "type": "BadRequest"}}),
+        ))
+    };
+    if refs > if pro { 10 } else { 14 } {
+        return refuse("image", "holds too many images");
+    }
+    if pro && (body.get("sequential_image_generation").is_some() || body.get("tools").is_some()) {
+        return refuse(
+            "sequential_image_generation",
+            "is not supported by the model",
+        );
+    }
+    if let Some(layers) = body.get("layer_decomposition") {
+        if !pro {
+            return refuse("layer_decomposition", "is not supported by the model");
+        }
+        let size = body["size"].as_str().unwrap_or_default();
+        if layers == &json!(true) && (refs != 1 || size.contains('x')) {
+            return refuse(
+                "layer_decomposition",
+                "needs one image and a resolution tier",
+            );
+        }
+    }
+    None
+}
+
+/// Ark's answer to a layer decomposition: the background plate, then each layer, every item
+/// saying where it sits.
+fn layers_answer(fake: &FakeProvider) -> Reply {
+    Reply::json(
+        200,
+        json!({
+            "model": SEEDREAM_5_PRO,
+            "created": 1784000000,
+            "data": [
+                {"url": fake_url(fake, "0.png"), "size": "2048x2048", "output_format": "png",
+                 "z_index": 0, "name": "background", "description": "the beach without the people",
+                 "bounding_box": {"absolute": [0, 0, 2048, 2048], "normalized": [0, 0, 1000, 1000]}},
+                {"url": fake_url(fake, "1.png"), "size": "2048x2048", "output_format": "png",
+                 "z_index": 1, "name": "umbrella", "description": "a red beach umbrella",
+                 "bounding_box": {"absolute": [120, 300, 900, 1400], "normalized": [59, 146, 439, 684]}},
+                {"url": fake_url(fake, "2.png"), "size": "2048x2048", "output_format": "png",
+                 "z_index": 2, "name": "title", "description": "the headline text",
+                 "bounding_box": {"absolute": [200, 80, 1850, 260], "normalized": [98, 39, 903, 127]}}
+            ],
+            "usage": {"generated_images": 3, "output_tokens": 49152, "total_tokens": 49152}
+        }),
+    )
+}
+
+/// The public `layer` of each `data[]` item `layers_answer` gives.
+fn expected_layers() -> Vec<Value> {
+    vec![
+        json!({"z_index": 0, "name": "background", "description": "the beach without the people",
+               "bounding_box": {"absolute": [0, 0, 2048, 2048], "normalized": [0, 0, 1000, 1000]}}),
+        json!({"z_index": 1, "name": "umbrella", "description": "a red beach umbrella",
+               "bounding_box": {"absolute": [120, 300, 900, 1400], "normalized": [59, 146, 439, 684]}}),
+        json!({"z_index": 2, "name": "title", "description": "the headline text",
+               "bounding_box": {"absolute": [200, 80, 1850, 260], "normalized": [98, 39, 903, 127]}}),
+    ]
+}
+
+#[test]
+fn layer_decomposition_on_5_pro_returns_each_layers_place() {
+    let fake = FakeProvider::start();
+    let base = fake.base_url();
+    let gw = TestGateway::start_with(|ports| config_with_seedream_5(&base, ports));
+    fake.set_handler(ark_contract);
+    fake.push(layers_answer(&fake));
+    let resp = generate(
+        &gw,
+        json!({"model": "seedream-5-pro", "prompt": "separate the umbrella and the title",
+               "image": "https://img.example/poster.png",
+               "extra_body": {"layer_decomposition": true}}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let data = resp.json()["data"].as_array().unwrap().clone();
+    let layers: Vec<Value> = data.iter().map(|d| d["layer"].clone()).collect();
+    assert_eq!(layers, expected_layers());
+    assert_eq!(
+        data[1]["url"],
+        fake_url(&fake, "1.png"),
+        "links passed through"
+    );
+    let sent = fake.requests();
+    assert_eq!(sent.len(), 1, "one call makes every layer");
+    assert_eq!(
+        sent[0].json(),
+        json!({
+            "model": SEEDREAM_5_PRO,
+            "prompt": "separate the umbrella and the title",
+            "size": "2K",
+            "image": "https://img.example/poster.png",
+            "response_format": "url",
+            "output_format": "png",
+            "watermark": false,
+            "layer_decomposition": true
+        })
+    );
+
+    // An ordinary image carries no `layer`.
+    fake.push(url_answer(&[png(64, 1)], &fake));
+    let resp = generate(
+        &gw,
+        json!({"model": "seedream-5-pro", "prompt": "p", "size": "1424x800"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert!(
+        resp.json()["data"][0].get("layer").is_none(),
+        "{}",
+        resp.text()
+    );
+    assert_eq!(fake.requests()[1].json()["size"], "1424x800");
+}
+
+#[test]
+fn an_async_decomposition_keeps_the_layers_in_the_task() {
+    let fake = FakeProvider::start();
+    let base = fake.base_url();
+    let gw = TestGateway::start_with(|ports| config_with_seedream_5(&base, ports));
+    fake.set_handler(ark_contract);
+    fake.push(layers_answer(&fake));
+    let id = support::tasks::start(
+        &gw,
+        json!({"model": "seedream-5-pro", "prompt": "separate every element", "async": true,
+               "image": "https://img.example/poster.png", "size": "1K",
+               "extra_body": {"layer_decomposition": true}}),
+    );
+    let done = support::tasks::finished(&gw, &id);
+    assert_eq!(done["task_status"], "succeed", "{done}");
+    let layers: Vec<Value> = done["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["layer"].clone())
+        .collect();
+    assert_eq!(layers, expected_layers());
+    assert_eq!(fake.requests()[0].json()["size"], "1K");
+}
+
+#[test]
+fn layer_decomposition_is_refused_where_ark_would_refuse_it() {
+    let fake = FakeProvider::start();
+    let base = fake.base_url();
+    let gw = TestGateway::start_with(|ports| config_with_seedream_5(&base, ports));
+    fake.set_handler(ark_contract);
+    let one = "https://img.example/poster.png";
+    let two = json!([one, "https://img.example/logo.png"]);
+    for (body, field, says) in [
+        // 5.0 lite has no layer decomposition, nor has 4.0.
+        (
+            json!({"model": "seedream-5", "image": one}),
+            "extra_body.layer_decomposition",
+            "accepts",
+        ),
+        (
+            json!({"model": "seedream-4", "image": one}),
+            "extra_body.layer_decomposition",
+            "accepts",
+        ),
+        // Pro: one reference image, a resolution tier.
+        (
+            json!({"model": "seedream-5-pro"}),
+            "extra_body.layer_decomposition",
+            "exactly one reference `image`",
+        ),
+        (
+            json!({"model": "seedream-5-pro", "image": two}),
+            "extra_body.layer_decomposition",
+            "2 were given",
+        ),
+        (
+            json!({"model": "seedream-5-pro", "image": one, "size": "2048x2048"}),
+            "size",
+            "resolution tier (1K, 2K)",
+        ),
+        (
+            json!({"model": "seedream-5-pro", "image": one, "aspect_ratio": "16:9"}),
+            "size",
+            "not the pixel size 2816x1584",
+        ),
+    ] {
+        let mut request = body.clone();
+        request["prompt"] = json!("separate every element");
+        request["extra_body"] = json!({"layer_decomposition": true});
+        let resp = generate(&gw, request);
+        assert_eq!(resp.status, 400, "{body}: {}", resp.text());
+        let answer = resp.json();
+        assert_eq!(answer["code"], "validation_error", "{body}");
+        let detail = answer["details"][field].as_str().unwrap_or_default();
+        assert!(detail.contains(says), "{body}: {answer}");
+    }
+    // Pro makes no sets, so a set is refused by name before any layer rule.
+    let resp = generate(
+        &gw,
+        json!({"model": "seedream-5-pro", "prompt": "p", "image": one,
+               "extra_body": {"layer_decomposition": true, "sequential_image_generation": "auto"}}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    assert!(resp.json()["details"]
+        .get("extra_body.sequential_image_generation")
+        .is_some());
+    assert!(fake.requests().is_empty(), "a refused request reached Ark");
+}
+
+#[test]
+fn several_reference_images_go_as_arks_image_array() {
+    let fake = FakeProvider::start();
+    let base = fake.base_url();
+    let gw = TestGateway::start_with(|ports| config_with_seedream_5(&base, ports));
+    fake.set_handler(ark_contract);
+    let img = png(300, 4);
+    let refs = json!([
+        "https://img.example/person.png",
+        b64(&img),
+        "https://img.example/room.png"
+    ]);
+    for model in ["seedream-4", "seedream-5", "seedream-5-pro"] {
+        let before = fake.requests().len();
+        fake.push(b64_answer(&[png(64, 5)], &fake));
+        let resp = generate(
+            &gw,
+            json!({"model": model, "prompt": "the person from image 1 in the room of image 3",
+                   "image": refs}),
+        );
+        assert_eq!(resp.status, 200, "{model}: {}", resp.text());
+        assert_eq!(
+            fake.requests()[before].json()["image"],
+            json!([
+                "https://img.example/person.png",
+                format!("data:image/png;base64,{}", b64(&img)),
+                "https://img.example/room.png"
+            ]),
+            "{model}"
+        );
+    }
+    let sent = fake.requests().len();
+    // Past each model's count (Pro 10, the others 14), and a set past 15 images with them.
+    let urls = |n: usize| -> Vec<String> {
+        (0..n)
+            .map(|i| format!("https://img.example/{i}.png"))
+            .collect()
+    };
+    for (model, n) in [("seedream-5-pro", 11), ("seedream-4", 15)] {
+        let resp = generate(
+            &gw,
+            json!({"model": model, "prompt": "p", "image": urls(n)}),
+        );
+        assert_eq!(resp.status, 400, "{model}: {}", resp.text());
+        assert!(resp.json()["details"]["image"]
+            .as_str()
+            .unwrap()
+            .contains("at most"));
+    }
+    let resp = generate(
+        &gw,
+        json!({"model": "seedream-5", "prompt": "p", "image": urls(12),
+               "extra_body": {"sequential_image_generation": "auto",
+                              "sequential_image_generation_options": {"max_images": 4}}}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    assert!(
+        resp.json()["details"]["extra_body.sequential_image_generation_options.max_images"]
+            .as_str()
+            .unwrap()
+            .contains("from 1 to 3")
+    );
+    assert_eq!(fake.requests().len(), sent, "refused requests reached Ark");
 }

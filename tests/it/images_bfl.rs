@@ -100,6 +100,9 @@ fn emulate(fake: &FakeProvider, script: Script) {
             if let Some(reply) = submit_errors.pop_front() {
                 return Some(reply);
             }
+            if let Some(reply) = refused_references(req) {
+                return Some(reply);
+            }
             created += 1;
             let id = format!("task-{created}");
             polls.insert(id.clone(), 0);
@@ -164,6 +167,26 @@ fn emulate(fake: &FakeProvider, script: Script) {
 }
 
 // ---- reading what the fake received ----------------------------------------------------------
+
+/// BFL's 422 for references its inputs do not have: FLUX.2 takes `input_image` and then
+/// `input_image_2` … `input_image_8`, the others nothing past `input_image` (FastAPI refuses unknown
+/// fields of these models as `extra_forbidden`).
+fn refused_references(req: &Recorded) -> Option<Reply> {
+    let body: Value = serde_json::from_slice(&req.body).ok()?;
+    let flux2 = req.path.starts_with("/v1/flux-2-");
+    let keys: Vec<&String> = body.as_object()?.keys().collect();
+    let bad = keys.iter().find(|k| match k.strip_prefix("input_image_") {
+        None => false,
+        Some(n) => {
+            !flux2 || !matches!(n.parse::<u32>(), Ok(2..=8)) || body.get("input_image").is_none()
+        }
+    })?;
+    Some(Reply::json(
+        422,
+        json!({"detail": [{"loc": ["body", bad], "msg": "Extra inputs are not permitted",
+                           "type": "extra_forbidden"}]}),
+    ))
+}
 
 fn submits(fake: &FakeProvider) -> Vec<Recorded> {
     fake.requests()
@@ -879,6 +902,52 @@ fn flux2_round_trip_sends_pixels_or_follows_the_reference_image() {
         resp.text()
     );
     assert_eq!(submits(&fake).len(), 3);
+}
+
+/// FLUX.2 fuses up to 8 references: the first goes as `input_image`, the rest as `input_image_2`
+/// onwards (URLs unchanged, bytes as plain base64); a ninth is the caller's 400, and Kontext keeps
+/// one.
+#[test]
+fn flux2_takes_up_to_eight_reference_images() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start_with(|ports| config_with_flux_models(&fake, ports));
+    emulate(&fake, Script::ready(1, 1));
+    let data = b64(&png(200, 3));
+    let mut refs: Vec<String> = (1..=7)
+        .map(|i| format!("https://img.example/{i}.png"))
+        .collect();
+    refs.insert(1, data.clone());
+    ok(&generate(
+        &gw,
+        json!({"model": "flux-2-pro", "prompt": "all eight, side by side", "image": refs}),
+    ));
+    let sent = submits(&fake)[0].json();
+    let mut want = json!({"prompt": "all eight, side by side", "output_format": "png",
+                          "input_image": "https://img.example/1.png", "input_image_2": data});
+    for (i, n) in (2..=7).zip(3..=8) {
+        want[format!("input_image_{n}")] = json!(format!("https://img.example/{i}.png"));
+    }
+    assert_eq!(sent, want);
+
+    let nine: Vec<String> = (0..9)
+        .map(|i| format!("https://img.example/{i}.png"))
+        .collect();
+    let resp = generate(
+        &gw,
+        json!({"model": "flux-2-pro", "prompt": "p", "image": nine}),
+    );
+    failed(&resp, 400, "validation_error");
+    assert!(resp.json()["details"]["image"]
+        .as_str()
+        .unwrap()
+        .contains("at most 8"));
+    let resp = generate(
+        &gw,
+        json!({"model": "flux-kontext-pro", "prompt": "p",
+               "image": ["https://img.example/1.png", "https://img.example/2.png"]}),
+    );
+    failed(&resp, 400, "validation_error");
+    assert_eq!(submits(&fake).len(), 1, "refused requests reached BFL");
 }
 
 /// BFL's guides show a failed task as `{"status": "Error", "error": code, "message": text}`: the

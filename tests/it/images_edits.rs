@@ -186,6 +186,36 @@ fn an_edit_reaches_a_json_provider_as_its_reference_image() {
     assert_eq!(data_url_bytes(sent["image"].as_str().unwrap()), image);
 }
 
+/// Seedream fuses several references: an SDK edit with `image[]` parts reaches Ark as its `image`
+/// array of data URLs, in order.
+#[test]
+fn several_edit_images_reach_ark_as_its_image_array() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let (a, b) = (png(3_000, 21), png(4_000, 22));
+    fake.push(Reply::json(
+        200,
+        json!({"created": 1, "data": [{"b64_json": b64(&png(64, 2))}]}),
+    ));
+    let body = form(&[
+        ("image[]", Some(("a.png", "image/png")), &a),
+        ("image[]", Some(("b.png", "image/png")), &b),
+        ("prompt", None, b"the cat of image 1 on the sofa of image 2"),
+        ("model", None, b"seedream-4"),
+        ("response_format", None, b"b64_json"),
+    ]);
+    let resp = edit(&gw, &body);
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let sent = fake.requests()[0].json();
+    let images: Vec<Vec<u8>> = sent["image"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {sent}"))
+        .iter()
+        .map(|i| data_url_bytes(i.as_str().unwrap()))
+        .collect();
+    assert_eq!(images, [a, b]);
+}
+
 #[test]
 fn a_model_that_cannot_edit_or_too_many_images_are_400s_naming_image() {
     let fake = FakeProvider::start();
@@ -215,13 +245,14 @@ fn a_model_that_cannot_edit_or_too_many_images_are_400s_naming_image() {
             ("image[]", Some(("a.png", "image/png")), &image),
             ("image[]", Some(("b.png", "image/png")), &image),
             ("prompt", None, b"p"),
-            ("model", None, b"seedream-4"),
+            // SeedEdit edits one image (Seedream 4.0 now takes up to 14).
+            ("model", None, b"seededit-3"),
         ]),
     );
     assert_eq!(resp.status, 400, "{}", resp.text());
     assert_eq!(
         resp.json()["details"]["image"],
-        "model seedream-4 takes at most 1 reference image(s); 2 were given"
+        "model seededit-3 takes at most 1 reference image(s); 2 were given"
     );
     // No image at all, or the wrong field types, are named too.
     let resp = edit(

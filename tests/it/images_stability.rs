@@ -125,8 +125,10 @@ fn reference(req: &Recorded) -> Reference {
     let parts = form_parts(req);
     let image = part(&parts, "image");
     assert!(image.filename.is_some(), "image is not a file part");
-    // Stability refuses an image without strength: the spec's default fills it in.
-    assert!(part(&parts, "strength").text().parse::<f64>().is_ok());
+    // Stability refuses an image without strength (a number in [0, 1]): the spec's default fills
+    // it in.
+    let strength: f64 = part(&parts, "strength").text().parse().unwrap();
+    assert!((0.0..=1.0).contains(&strength), "strength {strength}");
     assert!(
         !names(&parts).contains(&"aspect_ratio"),
         "aspect_ratio sent with an image"
@@ -193,7 +195,8 @@ fn check_sd3_full(req: &Recorded) {
             ("negative_prompt", "blurry"),
             ("model", "sd3.5-large"),
             ("mode", "image-to-image"),
-            ("strength", "0.35"),
+            // The public 0.35 (the reference's influence) on Stability's inverse scale.
+            ("strength", "0.65"),
             ("style_preset", "photographic"),
             ("output_format", "jpeg"),
             ("cfg_scale", "5.5"),
@@ -419,6 +422,39 @@ fn reference_images_are_file_parts_with_the_default_strength() {
         }
     }
     assert_eq!(host.requests().len(), 1, "the URL was downloaded once");
+}
+
+/// The public `strength` is the reference image's influence (higher = follow it more, as Kling's
+/// `image_fidelity`); Stability's `strength` is how far to move away from it (0 = the input
+/// unchanged, 1 = as if no image were given), so the fake must receive `1 − strength`.
+#[test]
+fn strength_is_sent_on_stabilitys_inverse_scale() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let image = b64(&png(200, 14));
+    for (model, path) in [
+        ("stable-image-ultra", ULTRA_PATH),
+        ("sd3.5-large", SD3_PATH),
+    ] {
+        for (public, native) in [("0.9", "0.1"), ("0.2", "0.8"), ("1", "0"), ("0", "1")] {
+            let before = fake.requests().len();
+            fake.push(Reply::json(200, success(&png(100, 15))));
+            let strength: f64 = public.parse().unwrap();
+            let resp = post(
+                &gw,
+                GENERATE,
+                &json!({"model": model, "prompt": "p", "image": image, "strength": strength}),
+            );
+            assert_eq!(resp.status, 200, "{model} {public}: {}", resp.text());
+            let sent = &fake.requests()[before];
+            check_common(sent, path);
+            assert_eq!(
+                part(&form_parts(sent), "strength").text(),
+                native,
+                "{model}: public strength {public}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -233,6 +233,7 @@ fn succeeded(provider: &Provider, output: Output) -> Result<Poll, UpstreamError>
             Some(url) => images.push(NativeImage {
                 data: ImageData::Url(url),
                 revised_prompt: item.actual_prompt.filter(|p| !p.trim().is_empty()),
+                layer: None,
             }),
             None => {
                 return Err(task_error(
@@ -394,8 +395,17 @@ mod tests {
         );
         let (_, sent) = native(&req, 1);
         assert_eq!(sent["parameters"]["size"], "768*2700");
-        // More than 1440x1440 pixels; narrower than 1:4.
-        for size in ["1600x1600", "500x2100"] {
+        // DashScope's recommended sizes, listed, pass even where they fall a little short of the
+        // floor; any other size needs 1280x1280 to 1440x1440 pixels in total.
+        for size in ["1104x1472", "1440x1440", "1280x1280", "1024x1600"] {
+            let body = format!(r#"{{"model":"wan2.5","prompt":"p","size":"{size}"}}"#);
+            let req = support::image_request("wan2.5", "wan-2.5", t(), body.as_bytes());
+            let (_, sent) = native(&req, 1);
+            assert_eq!(sent["parameters"]["size"], size.replace('x', "*"));
+        }
+        // More than 1440x1440 pixels; narrower than 1:4; fewer than 1280x1280 pixels (1024x1024
+        // was accepted before the floor was pinned, and failed at DashScope).
+        for size in ["1600x1600", "500x2100", "1024x1024", "768x768", "1200x1300"] {
             let body = format!(r#"{{"model":"wan2.5","prompt":"p","size":"{size}"}}"#);
             let refused = support::image_refusal("wan2.5", "wan-2.5", t(), body.as_bytes());
             assert!(refused.get("size").is_some(), "{size}: {refused}");
@@ -467,6 +477,7 @@ mod tests {
                     NativeImage {
                         data: ImageData::Url("https://a.oss.aliyuncs.com/1.png".into()),
                         revised_prompt: Some("p, in soft morning light".into()),
+                        layer: None,
                     },
                     NativeImage::new(ImageData::Url("https://a.oss.aliyuncs.com/2.png".into())),
                 ]

@@ -293,6 +293,7 @@ pub fn image_response(
             Ok(NativeImage {
                 data,
                 revised_prompt: item.revised_prompt.filter(|p| !p.is_empty()),
+                layer: None,
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -569,6 +570,7 @@ mod tests {
                     NativeImage {
                         data: ImageData::Url("https://x.blob.core.windows.net/a.png".into()),
                         revised_prompt: Some("a red fox".into()),
+                        layer: None,
                     },
                     NativeImage::new(ImageData::Base64("iVBORw0KGgo=".into())),
                 ],
