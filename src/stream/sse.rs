@@ -52,26 +52,23 @@ impl EventSplitter {
 /// Index just past the first blank line: a line terminator right after another one, where a
 /// terminator is `\r\n`, `\n` or `\r` (WHATWG HTML, "Server-sent events", the stream's
 /// grammar). So besides `\n\n`, `\r\n\r\n` and `\r\r`, the mixed `\n\r\n`, `\r\n\n` and
-/// `\n\r` end an event too. A lone `\r` at the end of what has arrived ends a blank line (a
-/// CR-only stream must not wait for the next event); a `\n` after it then begins the next
-/// event's text, where it is an empty line and changes nothing.
+/// `\n\r` end an event too. A `\r` that ends what has arrived may be the first half of a
+/// `\r\n`, so it is decided only when the next byte is there (or the stream ends): where an
+/// event ends never depends on how the stream was cut.
 fn find_event_end(buf: &[u8]) -> Option<usize> {
-    let terminator = |i: usize| match buf.get(i) {
-        Some(b'\n') => Some(1),
-        Some(b'\r') if buf.get(i + 1) == Some(&b'\n') => Some(2),
-        Some(b'\r') => Some(1),
-        _ => None,
+    // The terminator at `i` and its length; `Err` when it cannot be told yet (a `\r` last).
+    let terminator = |i: usize| match (buf.get(i), buf.get(i + 1)) {
+        (Some(b'\n'), _) => Ok(Some(1)),
+        (Some(b'\r'), Some(b'\n')) => Ok(Some(2)),
+        (Some(b'\r'), Some(_)) => Ok(Some(1)),
+        (Some(b'\r'), None) => Err(()),
+        _ => Ok(None),
     };
     let mut i = 0;
     while i < buf.len() {
-        match terminator(i) {
+        match terminator(i).ok()? {
             Some(first) => {
-                // A `\r` ending what has arrived may be half of a `\r\n`: wait for the next byte
-                // before taking it as a whole line's end followed by more.
-                if first == 1 && buf[i] == b'\r' && i + 1 == buf.len() {
-                    return None;
-                }
-                if let Some(second) = terminator(i + first) {
+                if let Some(second) = terminator(i + first).ok()? {
                     return Some(i + first + second);
                 }
                 i += first;
@@ -164,6 +161,13 @@ mod tests {
         assert_eq!(&s.next_event().unwrap()[..], b"data: a\n\r\n");
         assert_eq!(&s.next_event().unwrap()[..], b"data: b\r\n\n");
         assert_eq!(s.next_event(), None);
+        // A `\r` last is decided by the byte after it: here half of a `\r\n`.
+        let mut s = EventSplitter::new();
+        s.push(b"data: a\n\r");
+        assert_eq!(s.next_event(), None);
+        s.push(b"\ndata: b");
+        assert_eq!(&s.next_event().unwrap()[..], b"data: a\n\r\n");
+        assert_eq!(&s.remainder().unwrap()[..], b"data: b");
         // A single line break is not a blank line, whichever it is.
         for one in [
             &b"data: a\r\ndata: b"[..],
