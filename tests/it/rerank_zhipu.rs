@@ -198,4 +198,23 @@ fn a_document_over_4096_characters_is_refused() {
     assert!(why.contains("4097") && why.contains("4096"), "{why}");
     assert!(body["details"].get("documents[1]").is_none(), "{body}");
     assert_eq!(fake.requests().len(), 1, "nothing sent");
+
+    // The models listing shows the limit requests meet; a model without one shows none.
+    let models = support::client::request(gw.addr, "GET", "/api/v1/models", &support::auth(), b"");
+    assert_eq!(models.status, 200, "{}", models.text());
+    let listed = models.json();
+    let caps = |id: &str| {
+        listed["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("{id} not listed"))["capabilities"]
+            .clone()
+    };
+    assert_eq!(
+        caps("zhipu-rerank")["document_limit"],
+        json!({"max": 4096, "unit": "characters"})
+    );
+    assert!(caps("rerank-v3.5").get("document_limit").is_none());
 }
