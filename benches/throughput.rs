@@ -341,7 +341,7 @@ async fn streams(setup: &Setup, s: &Settings, results: &mut Results) -> Result<(
                     ),
                     _ => (
                         http_post(
-                            "/v1/text-to-speech/21m00Tcm4TlvDq8ikWAM/stream?output_format=mp3_44100_128",
+                            "/v1/text-to-speech/JBFqnCBsd6RMkjVDRZzb/stream?output_format=mp3_44100_128",
                             r#"{"text":"Timed stream.","model_id":"eleven_multilingual_v2"}"#,
                             false,
                         ),

@@ -18,7 +18,11 @@
 //!   `name: value` at the start of a line (a request head, raw or as escaped bytes), and
 //!   `name=value` (query strings, signed-header parameters);
 //! - the token after an HTTP authentication scheme (`Bearer …`, `Basic …`) anywhere, and
-//!   `sk-…`-shaped words (the form most providers' keys take).
+//!   `sk-…`-shaped words (the form most providers' keys take);
+//! - a hosted file's id, the only credential its link needs: whatever follows `/files/` in a
+//!   path (`/api/v1/files/<id>`: the request line Pingora dumps at `trace`, a link in a body),
+//!   and an id-shaped word after `file:` (its key in the shared store). Image task ids are not
+//!   blanked: a task is read only with the caller's own credentials.
 //!
 //! One more thing it does: Pingora's `ERROR` for a client that went away (or stalled) before its
 //! request head was complete is logged at `debug` (`info` for a stall) instead: there was no
@@ -163,7 +167,43 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     if let Some(s) = scheme_tokens(&out) {
         out = Cow::Owned(s);
     }
+    if let Some(s) = file_ids(&out) {
+        out = Cow::Owned(s);
+    }
     out
+}
+
+/// Blank hosted-file ids: the path segment after `/files/` (any length: whatever a client asked
+/// for may be a real id), and a 32-character id after `file:` (a store key, `<prefix>file:<id>`);
+/// `None` when there are none.
+fn file_ids(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let id_end = |mut i: usize| {
+        while i < b.len() && (b[i].is_ascii_alphanumeric() || matches!(b[i], b'-' | b'_' | b'%')) {
+            i += 1;
+        }
+        i
+    };
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for (marker, exact) in [("/files/", None), ("file:", Some(32))] {
+        let mut from = 0;
+        while let Some(found) = text[from..].find(marker) {
+            let start = from + found + marker.len();
+            let end = id_end(start);
+            from = start;
+            let fits = end > start && exact.is_none_or(|n| end - start == n);
+            if fits && !text[start..].starts_with(MARK) {
+                spans.push((start, end));
+                from = end;
+            }
+        }
+    }
+    if spans.is_empty() {
+        return None;
+    }
+    spans.sort_unstable();
+    spans.dedup_by(|later, earlier| later.0 < earlier.1);
+    Some(splice(text, &spans))
 }
 
 /// Whether a header or parameter of this name carries a credential.
@@ -448,6 +488,25 @@ mod tests {
         let out = redact("body: {\"echo\":\"xreg1stered-secret-valuex\"} short");
         assert!(!out.contains("reg1stered-secret-value"), "{out}");
         assert!(out.contains("short"), "{out}");
+    }
+
+    #[test]
+    fn hosted_file_ids_are_blanked_wherever_they_appear() {
+        let id = "AbCdEfGhIjKlMnOpQrStUvWxYz012-_9";
+        for line in [
+            format!("Request header: Parts {{ method: GET, uri: /api/v1/files/{id}, version: HTTP/1.1 }}"),
+            format!(r#"Writing request header: b"HEAD /api/v1/files/{id} HTTP/1.1\r\nHost: gw\r\n""#),
+            format!(r#"answer: {{"data":[{{"url":"https://gw.example/api/v1/files/{id}"}}]}}"#),
+            format!("redis: GET sy:file:{id}"),
+        ] {
+            let out = redact(&line);
+            assert!(!out.contains(id), "{out}");
+            assert!(out.contains("files/[redacted]") || out.contains("file:[redacted]"), "{out}");
+        }
+        // A shorter id a client made up is blanked in a path too; prose is not.
+        let out = redact("GET /api/v1/files/guess?x=1");
+        assert_eq!(out, "GET /api/v1/files/[redacted]?x=1");
+        assert_eq!(redact("config file: missing"), "config file: missing");
     }
 
     #[test]

@@ -283,6 +283,8 @@ impl Serialize for RuleView {
 struct RerankView {
     max_documents: usize,
     query_limit: LimitView,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    document_limit: Option<LimitView>,
     native_fields: &'static [&'static str],
 }
 
@@ -291,6 +293,7 @@ impl RerankView {
         RerankView {
             max_documents: c.max_documents,
             query_limit: c.query_limit.into(),
+            document_limit: c.document_limit.map(Into::into),
             native_fields: c.native_fields,
         }
     }

@@ -241,9 +241,22 @@ pub fn parse<'a>(
                 );
             }
         }
+        let document_limit = model.as_ref().zip(caps.and_then(|c| c.document_limit));
         for (i, d) in docs.iter().enumerate() {
             if d.as_str().trim().is_empty() {
                 f.error(&format!("documents[{i}]"), "must not be empty");
+            } else if let Some((m, limit)) = document_limit {
+                if let Some(length) = common::over_limit(d.as_str(), limit) {
+                    f.error(
+                        &format!("documents[{i}]"),
+                        format!(
+                            "is {length} {}; model {} accepts documents of at most {}",
+                            limit.unit.as_str(),
+                            m.name,
+                            limit.max
+                        ),
+                    );
+                }
             }
         }
     }

@@ -24,6 +24,9 @@ pub struct SpeechRequest<'a> {
     pub input: Str<'a>,
     /// The caller's voice, or the model's default: a voice name, or a custom voice's id.
     pub voice: Str<'a>,
+    /// `voice` is the model's default, filled in by the gateway (the caller named none): a
+    /// provider refusing it refuses the operator's configuration, not the caller's request.
+    pub default_voice: bool,
     /// `voice` is a custom voice's id, given as `{"id": …}` (only for models with
     /// `custom_voices`); adapters send it in that shape.
     pub custom_voice: bool,
@@ -211,12 +214,14 @@ pub fn parse<'a>(
         });
     }
     // The model's own default when it has one in the config, which is part of its capabilities.
+    let default_voice = voice.is_none();
     let voice = voice.unwrap_or(Str(std::borrow::Cow::Borrowed(caps.default_voice)));
     Ok(SpeechRequest {
         model,
         caps,
         input,
         voice,
+        default_voice,
         custom_voice,
         response_format,
         sse,

@@ -176,6 +176,11 @@ impl Checker<'_> {
     fn rerank(&mut self, p: &RerankPatch, family: &'static str) -> Option<RerankCaps> {
         let max_documents = self.need("max_documents", &p.max_documents).copied();
         let query_limit = self.limit("query_limit", &p.query_limit);
+        // Optional: only where the provider refuses (or cuts) a long document and says how long.
+        let document_limit = match &p.document_limit {
+            Some(_) => self.limit("document_limit", &p.document_limit),
+            None => None,
+        };
         let native_fields = self.need("native_fields", &p.native_fields);
         if max_documents == Some(0) {
             self.error("max_documents", "must be at least 1");
@@ -190,6 +195,7 @@ impl Checker<'_> {
             family,
             max_documents: max_documents?,
             query_limit: query_limit?,
+            document_limit,
             native_fields: strs(native_fields?),
         })
     }

@@ -240,6 +240,7 @@ impl ImagePatch {
 pub(crate) struct RerankPatch {
     pub max_documents: Option<usize>,
     pub query_limit: Option<LimitPatch>,
+    pub document_limit: Option<LimitPatch>,
     pub native_fields: Option<Vec<String>>,
 }
 
@@ -247,6 +248,7 @@ impl RerankPatch {
     fn merge(&mut self, over: RerankPatch) {
         set(&mut self.max_documents, over.max_documents);
         merge_limit(&mut self.query_limit, over.query_limit);
+        merge_limit(&mut self.document_limit, over.document_limit);
         set(&mut self.native_fields, over.native_fields);
     }
 }

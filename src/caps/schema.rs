@@ -290,6 +290,8 @@ pub struct RerankCaps {
     pub max_documents: usize,
     /// Longest `query`.
     pub query_limit: Limit,
+    /// Longest document, each checked (optional key; `None`: the provider truncates or judges).
+    pub document_limit: Option<Limit>,
     pub native_fields: &'static [&'static str],
 }
 

@@ -445,3 +445,46 @@ retired:
     assert_eq!(table.retired("a"), None);
     assert!(table.get("old").is_none());
 }
+
+#[test]
+fn a_document_limit_is_optional_overridable_and_checked() {
+    let table = load(SYNTHETIC).unwrap();
+    let rerank = |c: Caps| match c {
+        Caps::Rerank(r) => r,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(rerank(table.get("rank").unwrap()).document_limit, None);
+    let c = rerank(
+        table
+            .with_overrides(
+                "rank",
+                &yaml("{document_limit: {max: 512, unit: tokens}}"),
+                "m",
+            )
+            .unwrap_or_else(|e| panic!("{e:#?}")),
+    );
+    assert_eq!(
+        c.document_limit,
+        Some(Limit {
+            max: 512,
+            unit: Unit::Tokens
+        })
+    );
+    let all = errors_of(
+        "families:\n  r: {operation: rerank, max_documents: 1, query_limit: {max: 1, unit: bytes}, document_limit: {max: 0, unit: characters}, native_fields: []}\n",
+    );
+    assert_has(&all, &["families.r.document_limit.max: must be at least 1"]);
+    // The built-in table: Zhipu's 4,096 characters, and none where no provider states one.
+    let builtin = builtin().unwrap();
+    assert_eq!(
+        rerank(builtin.get("zhipu-rerank").unwrap()).document_limit,
+        Some(Limit {
+            max: 4096,
+            unit: Unit::Characters
+        })
+    );
+    assert_eq!(
+        rerank(builtin.get("cohere-rerank").unwrap()).document_limit,
+        None
+    );
+}

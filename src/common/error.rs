@@ -70,6 +70,12 @@ pub enum UpstreamErrorKind {
     /// misspelt, or not enabled for the account). An operator problem: the engine turns it into
     /// `model_unavailable` naming the public and the native model.
     UnknownModel,
+    /// The provider does not know the voice it was sent (retired, misspelt, or not open to the
+    /// account). The caller's fault when the caller named the voice (a 400, like
+    /// [`InvalidRequest`](Self::InvalidRequest)); the operator's when the gateway filled in the
+    /// model's default voice, which the speech path turns into `model_unavailable`
+    /// ([`GatewayError::default_voice_refused`]).
+    UnknownVoice,
     /// The provider failed (5xx, a native server error code).
     Failure,
     /// The provider answered something we could not understand (bad JSON, missing fields, too large).
@@ -138,6 +144,7 @@ impl UpstreamError {
             | UpstreamErrorKind::ContentPolicy
             | UpstreamErrorKind::AuthRejected
             | UpstreamErrorKind::UnknownModel
+            | UpstreamErrorKind::UnknownVoice
             | UpstreamErrorKind::BadResponse => false,
         }
     }
@@ -284,6 +291,27 @@ pub enum GatewayError {
 }
 
 impl GatewayError {
+    /// A provider's "no such voice" for a voice the gateway filled in (the model's default, the
+    /// caller named none): the operator's configuration names a voice the provider no longer
+    /// offers (or not to this account), so it is a 503 naming the model and the voice, never the
+    /// caller's 400. Every other error is returned as it is.
+    pub fn default_voice_refused(self, model: &str, voice: &str) -> GatewayError {
+        match self {
+            GatewayError::Upstream(u) if u.kind == UpstreamErrorKind::UnknownVoice => {
+                GatewayError::ModelUnavailable {
+                    model: model.to_string(),
+                    reason: format!(
+                        "provider {} does not offer its configured default voice {voice} (it \
+                         answered: {}); the gateway's configuration must name a voice the \
+                         provider offers, or the request a `voice`",
+                        u.provider, u.message
+                    ),
+                }
+            }
+            other => other,
+        }
+    }
+
     /// Shortcut for a validation error about one field.
     pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
         let mut v = ValidationErrors::default();
@@ -309,7 +337,9 @@ impl GatewayError {
             | GatewayError::Overloaded(_) => 503,
             GatewayError::Internal(_) => 500,
             GatewayError::Upstream(u) => match u.kind {
-                UpstreamErrorKind::InvalidRequest | UpstreamErrorKind::ContentPolicy => 400,
+                UpstreamErrorKind::InvalidRequest
+                | UpstreamErrorKind::ContentPolicy
+                | UpstreamErrorKind::UnknownVoice => 400,
                 UpstreamErrorKind::RateLimited => 429,
                 UpstreamErrorKind::Timeout => 504,
                 UpstreamErrorKind::UnknownModel => 503,
@@ -341,7 +371,9 @@ impl GatewayError {
             GatewayError::Store(_) => "store_unavailable",
             GatewayError::Internal(_) => "internal_error",
             GatewayError::Upstream(u) => match u.kind {
-                UpstreamErrorKind::InvalidRequest => "invalid_request",
+                UpstreamErrorKind::InvalidRequest | UpstreamErrorKind::UnknownVoice => {
+                    "invalid_request"
+                }
                 UpstreamErrorKind::ContentPolicy => "content_policy_violation",
                 UpstreamErrorKind::RateLimited => "rate_limited",
                 UpstreamErrorKind::Timeout => "upstream_timeout",
@@ -360,7 +392,9 @@ impl GatewayError {
     pub fn message(&self) -> String {
         match self {
             GatewayError::Upstream(u) => match u.kind {
-                UpstreamErrorKind::InvalidRequest | UpstreamErrorKind::ContentPolicy => {
+                UpstreamErrorKind::InvalidRequest
+                | UpstreamErrorKind::ContentPolicy
+                | UpstreamErrorKind::UnknownVoice => {
                     format!(
                         "provider {} rejected the request: {}",
                         u.provider, u.message
@@ -542,6 +576,31 @@ mod tests {
                 ("ratelimit", "\"requests_per_minute\";r=0;t=12".to_string()),
             ]
         );
+    }
+
+    #[test]
+    fn an_unknown_voice_is_the_callers_unless_the_gateway_chose_it() {
+        let refused = || {
+            GatewayError::Upstream(UpstreamError::new(
+                UpstreamErrorKind::UnknownVoice,
+                "elevenlabs",
+                "A voice with the voice_id v1 was not found.",
+            ))
+        };
+        let e = refused();
+        assert_eq!((e.status(), e.code()), (400, "invalid_request"));
+        let e = refused().default_voice_refused("eleven", "v1");
+        assert_eq!((e.status(), e.code()), (503, "model_unavailable"));
+        let message = e.message();
+        assert!(
+            message.contains("eleven") && message.contains("default voice v1"),
+            "{message}"
+        );
+        assert!(message.contains("was not found"), "{message}");
+        // Any other error passes through unchanged.
+        let other = GatewayError::Upstream(UpstreamError::from_status("p", 400, "bad"))
+            .default_voice_refused("eleven", "v1");
+        assert_eq!((other.status(), other.code()), (400, "invalid_request"));
     }
 
     #[test]

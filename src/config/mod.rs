@@ -935,6 +935,35 @@ mod tests {
         assert!(s.gateway.catalog.get("tts-1").is_some());
     }
 
+    /// The default configuration offers the dated gpt-4o-mini-tts snapshot (instructions, SSE)
+    /// and a current ElevenLabs default voice (George; Rachel is retired).
+    #[test]
+    fn the_default_speech_models_and_voices_are_current() {
+        use crate::caps::Caps;
+        let s = load_str(DEFAULT_CONFIG, &no_env).unwrap_or_else(|e| panic!("{e:#?}"));
+        let snapshot = s
+            .gateway
+            .catalog
+            .get("gpt-4o-mini-tts-2025-12-15")
+            .expect("the dated snapshot is offered");
+        assert_eq!(
+            snapshot.targets[0].native_model,
+            "gpt-4o-mini-tts-2025-12-15"
+        );
+        let Caps::Speech(c) = snapshot.caps else {
+            panic!("not a speech model");
+        };
+        assert_eq!(c.family, "openai-tts-instruct");
+        assert!(c.instructions && !c.sse_formats.is_empty());
+        for name in ["eleven-multilingual-v2", "eleven-flash-v2.5", "eleven-v3"] {
+            let model = s.gateway.catalog.get(name).expect(name);
+            let Caps::Speech(c) = model.caps else {
+                panic!("{name} is not a speech model");
+            };
+            assert_eq!(c.default_voice, "JBFqnCBsd6RMkjVDRZzb", "{name}");
+        }
+    }
+
     #[test]
     fn every_credential_the_file_holds_is_kept_out_of_logs() {
         let yaml = r#"

@@ -7,9 +7,11 @@
 //! targets that keep failing. Retryable failures (connect errors, timeouts, 429, 5xx) are retried
 //! up to the request's `retries`, spaced by the retry policy. A provider account whose TLS
 //! certificate or API key was refused is not tried again in the request (it would be refused
-//! again): the next attempt goes to another account at once, or the request fails. Nothing has
-//! been sent to the client
-//! while this loop runs, which is what makes retrying safe.
+//! again): the next attempt goes to another account at once, or the request fails. Such a
+//! refusal is the operator's broken account, not a failure of the caller's request, so moving
+//! past it does not spend the caller's `retries` (with the default of none, the request still
+//! reaches a healthy account). Nothing has been sent to the client while this loop runs, which
+//! is what makes retrying safe.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -94,7 +96,10 @@ where
             reason: format!("provider {} has no API key configured", names.join(", ")),
         });
     }
+    // Retries spent (the caller's budget) and attempts made (for the log): a refused account
+    // costs an attempt but no retry.
     let mut attempt: u32 = 0;
+    let mut made: u32 = 0;
     // Where this request starts in the model's weighted schedule.
     let start = model.start();
     // Targets tried in this request (bit `index % 64`): retries prefer the others.
@@ -107,6 +112,7 @@ where
             return Err(GatewayError::Internal("target list changed".into()));
         };
         tried |= 1 << (index % 64);
+        made += 1;
         let native = match build(target)? {
             Prepared::Http(native) => native,
             Prepared::Local(answer) => {
@@ -133,7 +139,7 @@ where
         log::warn!(
             "model {}: attempt {} via {} failed: {err}",
             model.name,
-            attempt + 1,
+            made,
             target.provider.name
         );
         if err.kind == UpstreamErrorKind::UnknownModel {
@@ -141,15 +147,16 @@ where
         }
         if err.certificate_refused || err.kind == UpstreamErrorKind::AuthRejected {
             // The same certificate (or key) would be refused again: move to another account, at
-            // once (nothing to wait for), or stop when every account was refused.
+            // once (nothing to wait for), or stop when every account was refused. The account is
+            // the operator's, so this does not count against the caller's `retries`; each
+            // account is refused at most once, so the loop still ends.
             refused.push(target.provider.id);
             let other = model
                 .enabled_targets()
                 .any(|t| !refused.contains(&t.provider.id));
-            if attempt >= retries || !other {
+            if !other {
                 return Err(GatewayError::Upstream(err));
             }
-            attempt += 1;
             retried(upstream, target, &err);
             continue;
         }
@@ -240,6 +247,7 @@ fn class(kind: UpstreamErrorKind) -> &'static str {
         UpstreamErrorKind::ContentPolicy => "content_policy",
         UpstreamErrorKind::AuthRejected => "auth_rejected",
         UpstreamErrorKind::UnknownModel => "unknown_model",
+        UpstreamErrorKind::UnknownVoice => "unknown_voice",
         UpstreamErrorKind::Failure => "failure",
         UpstreamErrorKind::BadResponse => "bad_response",
         UpstreamErrorKind::WrongAnswer => "wrong_answer",

@@ -282,6 +282,7 @@ mod tests {
             (GatewayError::Internal("i".into()), "InternalError"),
             (up(K::InvalidRequest), "ProviderRejection"),
             (up(K::ContentPolicy), "ProviderRejection"),
+            (up(K::UnknownVoice), "ProviderRejection"),
             (up(K::RateLimited), "RateLimited"),
             (up(K::Timeout), "UpstreamTimeout"),
             (up(K::UnknownModel), "Unavailable"),

@@ -86,7 +86,14 @@ pub async fn speech(
         |t| adapters.speech(&t.provider)?.request(t, &req),
         |t, resp| prime_speech(upstream, adapters, t, &req, resp),
     )
-    .await?;
+    .await
+    .map_err(|e| {
+        if req.default_voice {
+            e.default_voice_refused(&req.model.name, req.voice.as_str())
+        } else {
+            e
+        }
+    })?;
     let Reply::Remote(primed) = reply else {
         return Err(unexpected());
     };

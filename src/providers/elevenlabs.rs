@@ -138,9 +138,10 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         // The target's `model_id` is unknown or not open to this account ("A model with model ID
         // … does not exist"): the operator's configuration, not the caller's request.
         "model_not_found" => err.kind = UpstreamErrorKind::UnknownModel,
-        "voice_not_found" | "max_character_limit_exceeded" => {
-            err.kind = UpstreamErrorKind::InvalidRequest
-        }
+        // A 404 (400 in older answers) for a voice id that does not exist or was retired: the
+        // caller's when it named the voice, the operator's when it is the configured default.
+        "voice_not_found" => err.kind = UpstreamErrorKind::UnknownVoice,
+        "max_character_limit_exceeded" => err.kind = UpstreamErrorKind::InvalidRequest,
         "too_many_concurrent_requests" | "system_busy" => err.kind = UpstreamErrorKind::RateLimited,
         _ => {}
     }
@@ -198,7 +199,7 @@ mod tests {
     #[test]
     fn builds_the_native_request() {
         let n = native(
-            r#"{"model":"eleven","input":"Hello \"world\"","voice":"pNInz6obpgDQGcFmaJgB","response_format":"pcm","speed":1,"language_code":"en","seed":7,"voice_settings":{"stability":0.5,"speed":1.1}}"#,
+            r#"{"model":"eleven","input":"Hello \"world\"","voice":"pNInz6obpgDQGcFmaJgB","response_format":"pcm","speed":1,"previous_text":"Before.","seed":7,"voice_settings":{"stability":0.5,"speed":1.1}}"#,
         );
         assert_eq!(
             n.path,
@@ -208,7 +209,7 @@ mod tests {
         assert!(n.headers.is_empty());
         assert_eq!(
             std::str::from_utf8(&n.body).unwrap(),
-            r#"{"text":"Hello \"world\"","model_id":"eleven_multilingual_v2","language_code":"en","seed":7,"voice_settings":{"stability":0.5,"speed":1.1}}"#
+            r#"{"text":"Hello \"world\"","model_id":"eleven_multilingual_v2","previous_text":"Before.","seed":7,"voice_settings":{"stability":0.5,"speed":1.1}}"#
         );
     }
 
@@ -227,7 +228,7 @@ mod tests {
             assert_eq!(
                 n.path,
                 format!(
-                    "/v1/text-to-speech/21m00Tcm4TlvDq8ikWAM{endpoint}?output_format={native_format}"
+                    "/v1/text-to-speech/JBFqnCBsd6RMkjVDRZzb{endpoint}?output_format={native_format}"
                 )
             );
             let body: Value = serde_json::from_slice(&n.body).unwrap();
@@ -298,18 +299,26 @@ mod tests {
         assert_eq!(e.status, Some(402));
         assert!(!e.retryable());
 
-        for status in ["voice_not_found", "max_character_limit_exceeded"] {
+        for (status, kind) in [
+            ("voice_not_found", UpstreamErrorKind::UnknownVoice),
+            (
+                "max_character_limit_exceeded",
+                UpstreamErrorKind::InvalidRequest,
+            ),
+        ] {
             let body = format!(r#"{{"detail":{{"status":"{status}","message":"nope"}}}}"#);
             let e = error_response(&p, 400, body.as_bytes());
-            assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest, "{status}");
+            assert_eq!(e.kind, kind, "{status}");
             assert_eq!(e.message, "nope");
         }
+        // Today's answer for a voice id that does not exist (or was retired) is a 404.
         let e = error_response(
             &p,
             404,
-            br#"{"detail":{"status":"voice_not_found","message":"A voice with that ID does not exist."}}"#,
+            br#"{"detail":{"status":"voice_not_found","message":"A voice with the voice_id 21m00Tcm4TlvDq8ikWAM was not found."}}"#,
         );
-        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+        assert_eq!(e.kind, UpstreamErrorKind::UnknownVoice);
+        assert!(!e.retryable());
 
         // Both the older `{status, message}` detail and the newer one (`type`, `code`, …) carry
         // `status`.

@@ -306,8 +306,13 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
         .details
         .iter()
         .any(|d| d.reason.as_deref() == Some("API_KEY_INVALID"));
+    // "Voice 'en-US-Nope' does not exist.": the voice is unknown, which is the operator's
+    // problem when it is the model's configured default (the speech path decides).
+    let unknown_voice =
+        detail.message.starts_with("Voice '") && detail.message.contains("does not exist");
     match detail.status.as_str() {
         _ if bad_key => err.kind = UpstreamErrorKind::AuthRejected,
+        "INVALID_ARGUMENT" if unknown_voice => err.kind = UpstreamErrorKind::UnknownVoice,
         "INVALID_ARGUMENT" | "FAILED_PRECONDITION" | "OUT_OF_RANGE" => {
             err.kind = UpstreamErrorKind::InvalidRequest
         }
@@ -507,7 +512,7 @@ mod tests {
             400,
             br#"{"error":{"code":400,"message":"Voice 'en-US-Nope' does not exist.","status":"INVALID_ARGUMENT"}}"#,
         );
-        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+        assert_eq!(e.kind, UpstreamErrorKind::UnknownVoice);
         assert_eq!(e.message, "Voice 'en-US-Nope' does not exist.");
 
         let e = error_response(

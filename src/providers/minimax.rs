@@ -16,8 +16,8 @@
 //! 1041 connection limit are rate limits; 1004 and 2049 reject the gateway's key; 1008 (and 1028,
 //! 1030, which MiniMax's own CLI treats as exhausted quota) mean the account cannot pay, which a
 //! retry does not fix; 1026/1027 are the sensitive-content filter; 1042 (invisible characters)
-//! and the 2xxx parameter family (2013 invalid params, 20132 unknown voice) are the caller's
-//! request; anything else (1000 unknown, 1001 timeout, 1024 internal, 1033 system…) is a
+//! and the 2xxx parameter family (2013 invalid params) are the caller's request, 20132 (unknown
+//! voice) too unless the voice was the model's default, which makes it the operator's; anything else (1000 unknown, 1001 timeout, 1024 internal, 1033 system…) is a
 //! provider failure worth retrying. No token counts are reported.
 
 use std::sync::Arc;
@@ -289,6 +289,7 @@ fn classify(code: i64) -> Option<(UpstreamErrorKind, Option<u16>)> {
         // The account cannot pay: an operator problem a retry does not fix.
         1008 | 1028 | 1030 => (K::Failure, Some(402)),
         1026 | 1027 => (K::ContentPolicy, None),
+        20132 => (K::UnknownVoice, None),
         1042 | 2000..=2999 | 20000..=29999 => (K::InvalidRequest, None),
         1000 | 1001 | 1013 | 1024 | 1033 => (K::Failure, None),
         _ => return None,
@@ -543,7 +544,7 @@ mod tests {
             (1026, UpstreamErrorKind::ContentPolicy, false),
             (1027, UpstreamErrorKind::ContentPolicy, false),
             (2013, UpstreamErrorKind::InvalidRequest, false),
-            (20132, UpstreamErrorKind::InvalidRequest, false),
+            (20132, UpstreamErrorKind::UnknownVoice, false),
             (1000, UpstreamErrorKind::Failure, true),
             (1024, UpstreamErrorKind::Failure, true),
             (9999, UpstreamErrorKind::Failure, true),

@@ -23,7 +23,8 @@
 //! (`…_lifetime`, `text_words…`) means the account cannot pay (not retried), and 45000010
 //! (`load grant: requested grant not found`) rejects the gateway's credentials; 55xxxxxx are
 //! server failures worth retrying, except `resource ID is mismatched with speaker related
-//! resource`, which says the caller's voice does not belong to the configured resource, and
+//! resource`, which says the voice does not belong to the configured resource (an unknown voice:
+//! the caller's 400 when it named it, the operator's 503 when it is the model's default), and
 //! 45000030 (`[resource_id=…] requested resource not granted`, an HTTP 403), which says the account
 //! has no such resource: the configured model is unavailable.
 //! Other 4xxxxxxx codes are treated as the caller's request and anything else as a failure.
@@ -335,7 +336,7 @@ fn classify(code: i64, message: &str) -> Option<(UpstreamErrorKind, Option<u16>)
         return Some((K::AuthRejected, None));
     }
     if m.contains("mismatched with speaker") {
-        return Some((K::InvalidRequest, None));
+        return Some((K::UnknownVoice, None));
     }
     Some(match code {
         45_000_000..=45_999_999 => (K::InvalidRequest, None),
@@ -620,7 +621,7 @@ mod tests {
             (
                 55000000,
                 "resource ID is mismatched with speaker related resource",
-                K::InvalidRequest,
+                K::UnknownVoice,
                 false,
             ),
             (40402003, "TTSExceededTextLimit", K::InvalidRequest, false),

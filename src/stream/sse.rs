@@ -49,24 +49,43 @@ impl EventSplitter {
     }
 }
 
-/// Index just past the first blank line (`\n\n`, `\r\n\r\n` or `\r\r`).
+/// Index just past the first blank line: a line terminator right after another one, where a
+/// terminator is `\r\n`, `\n` or `\r` (WHATWG HTML, "Server-sent events", the stream's
+/// grammar). So besides `\n\n`, `\r\n\r\n` and `\r\r`, the mixed `\n\r\n`, `\r\n\n` and
+/// `\n\r` end an event too. A `\r` that ends what has arrived may be the first half of a
+/// `\r\n`, so it is decided only when the next byte is there (or the stream ends): where an
+/// event ends never depends on how the stream was cut.
 fn find_event_end(buf: &[u8]) -> Option<usize> {
+    // The terminator at `i` and its length; `Err` when it cannot be told yet (a `\r` last).
+    let terminator = |i: usize| match (buf.get(i), buf.get(i + 1)) {
+        (Some(b'\n'), _) => Ok(Some(1)),
+        (Some(b'\r'), Some(b'\n')) => Ok(Some(2)),
+        (Some(b'\r'), Some(_)) => Ok(Some(1)),
+        (Some(b'\r'), None) => Err(()),
+        _ => Ok(None),
+    };
     let mut i = 0;
-    while i + 1 < buf.len() {
-        match (buf[i], buf[i + 1]) {
-            (b'\n', b'\n') | (b'\r', b'\r') => return Some(i + 2),
-            (b'\r', b'\n') if buf.get(i + 2..i + 4) == Some(b"\r\n") => return Some(i + 4),
-            _ => i += 1,
+    while i < buf.len() {
+        match terminator(i).ok()? {
+            Some(first) => {
+                if let Some(second) = terminator(i + first).ok()? {
+                    return Some(i + first + second);
+                }
+                i += first;
+            }
+            None => i += 1,
         }
     }
     None
 }
 
-/// The payload of the `data:` lines of one event, joined by `\n` (None when it has none).
+/// The payload of the `data:` lines of one event, joined by `\n` (None when it has none). Lines
+/// end at `\r\n`, `\n` or `\r` (splitting at either byte only adds empty lines, which carry no
+/// field).
 pub fn data_of(event: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(event).ok()?;
     let mut out: Option<String> = None;
-    for line in text.lines() {
+    for line in text.split(['\r', '\n']) {
         if let Some(rest) = line.strip_prefix("data:") {
             let rest = rest.strip_prefix(' ').unwrap_or(rest);
             match &mut out {
@@ -111,6 +130,53 @@ mod tests {
             assert_eq!(data_of(&events[1]).unwrap(), "{\"b\":2}");
             assert_eq!(data_of(&events[2]).unwrap(), "x\ny");
             assert_eq!(&s.remainder().unwrap()[..], b"trailing");
+        }
+    }
+
+    /// Every blank line the WHATWG grammar allows ends an event, the mixed ones included, however
+    /// the stream is cut.
+    #[test]
+    fn mixed_blank_lines_end_events() {
+        let stream = b"data: a\n\r\ndata: b\r\n\ndata: c\n\rdata: d\r\rdata: e\r\n\r\ndata: f\n\n";
+        for cut in 1..stream.len() {
+            let mut s = EventSplitter::new();
+            let mut events = Vec::new();
+            for piece in stream.chunks(cut) {
+                s.push(piece);
+                while let Some(e) = s.next_event() {
+                    events.push(e);
+                }
+            }
+            let data: Vec<String> = events.iter().filter_map(|e| data_of(e)).collect();
+            assert_eq!(
+                data,
+                ["a", "b", "c", "d", "e", "f"],
+                "cut {cut}: {events:?}"
+            );
+            assert_eq!(s.remainder(), None, "cut {cut}");
+        }
+        // Each event is cut just past its own blank line.
+        let mut s = EventSplitter::new();
+        s.push(b"data: a\n\r\ndata: b\r\n\n");
+        assert_eq!(&s.next_event().unwrap()[..], b"data: a\n\r\n");
+        assert_eq!(&s.next_event().unwrap()[..], b"data: b\r\n\n");
+        assert_eq!(s.next_event(), None);
+        // A `\r` last is decided by the byte after it: here half of a `\r\n`.
+        let mut s = EventSplitter::new();
+        s.push(b"data: a\n\r");
+        assert_eq!(s.next_event(), None);
+        s.push(b"\ndata: b");
+        assert_eq!(&s.next_event().unwrap()[..], b"data: a\n\r\n");
+        assert_eq!(&s.remainder().unwrap()[..], b"data: b");
+        // A single line break is not a blank line, whichever it is.
+        for one in [
+            &b"data: a\r\ndata: b"[..],
+            b"data: a\ndata: b",
+            b"data: a\rdata: b",
+        ] {
+            let mut s = EventSplitter::new();
+            s.push(one);
+            assert_eq!(s.next_event(), None, "{one:?}");
         }
     }
 

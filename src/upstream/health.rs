@@ -90,6 +90,7 @@ impl Verdict {
             | UpstreamErrorKind::InvalidRequest
             | UpstreamErrorKind::ContentPolicy
             | UpstreamErrorKind::UnknownModel
+            | UpstreamErrorKind::UnknownVoice
             | UpstreamErrorKind::BadResponse => Verdict::Neutral,
         }
     }

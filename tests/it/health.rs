@@ -356,3 +356,70 @@ fn with_redis_down_targets_are_still_ejected_here() {
         },
     );
 }
+
+/// An account whose key the provider rejects is the operator's problem, not the caller's: with
+/// no `retries` at all (the default, 0) the request moves on to the model's other account and is
+/// served, and the rejected account is not tried again.
+#[test]
+fn a_rejected_key_moves_to_another_account_without_spending_retries() {
+    let (a, b) = (FakeProvider::start(), FakeProvider::start());
+    a.set_default(Reply::json(401, json!({"message": "invalid api token"})));
+    b.set_default(ok());
+    // `acct-b` is a standby (weight 0): the first attempt is certainly `acct-a`'s.
+    let gw = TestGateway::start_with(|p| {
+        config(
+            p,
+            &a,
+            &b,
+            (1, 0),
+            "{consecutive_failures: 3}",
+            free_port(),
+            "",
+        )
+    });
+    let resp = client::post_json(
+        gw.addr,
+        "/api/v1/rerank",
+        &support::auth(),
+        &json!({"model": "pool", "query": "q", "documents": ["a"]}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(resp.json()["results"][0]["index"], 0);
+    assert_eq!(
+        a.requests().len(),
+        1,
+        "the rejected account was tried again"
+    );
+    assert_eq!(b.requests().len(), 1);
+    assert_eq!(
+        b.requests()[0].header("authorization"),
+        Some("Bearer key-b")
+    );
+
+    // Every account refused: then it is the operator's 502, still without a retry to spend.
+    b.set_default(Reply::json(401, json!({"message": "invalid api token"})));
+    let gw = TestGateway::start_with(|p| {
+        config(
+            p,
+            &a,
+            &b,
+            (1, 1),
+            "{consecutive_failures: 3}",
+            free_port(),
+            "",
+        )
+    });
+    let resp = client::post_json(
+        gw.addr,
+        "/api/v1/rerank",
+        &support::auth(),
+        &json!({"model": "pool", "query": "q", "documents": ["a"]}),
+    );
+    assert_eq!(resp.status, 502, "{}", resp.text());
+    assert_eq!(resp.json()["code"], "upstream_auth_failed");
+    assert_eq!(
+        (a.requests().len(), b.requests().len()),
+        (2, 2),
+        "each tried once"
+    );
+}

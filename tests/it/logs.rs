@@ -554,6 +554,84 @@ fn json_access_lines_parse_have_every_field_and_hold_no_credential() {
     }
 }
 
+// ---- hosted-file ids -----------------------------------------------------------------------------
+
+/// A hosted file's id is its link's only credential: at `trace`, where Pingora dumps every
+/// request line (`GET /api/v1/files/<id>`), neither the link the answer carries nor reading it
+/// (`GET` and `HEAD`, an id that exists and one that does not) puts the id in any log line.
+#[test]
+fn no_hosted_file_id_reaches_the_log_at_trace() {
+    let fake = FakeProvider::start();
+    fake.set_handler(|req: &Recorded| {
+        (req.path == "/oa/v1/images/generations").then(|| {
+            Reply::json(
+                200,
+                json!({"created": 1, "data": [{"b64_json": "iVBORw0KGgo="}]}),
+            )
+        })
+    });
+    let base = fake.base_url();
+    let gw = Binary::start(
+        |port| {
+            format!(
+                r#"
+version: 1
+threads: 2
+grace_period_seconds: 0
+graceful_shutdown_timeout_seconds: 1
+switchyard:
+  listeners: [{{name: main, address: "127.0.0.1:{port}"}}]
+  auth:
+    api_keys: [{{name: caller, key: "{CLIENT_KEY}"}}]
+  providers:
+    openai: {{kind: openai, api_key: "{OPENAI_KEY}", base_url: "{base}/oa/v1"}}
+  models:
+    gpt-image-2: {{family: gpt-image-2, targets: [{{provider: openai, model: gpt-image-2}}]}}
+"#
+            )
+        },
+        "trace",
+    );
+    let image = crate::support::client::post_json(
+        gw.addr,
+        "/api/v1/images/generations",
+        &[("Service-API-Key", CLIENT_KEY)],
+        &json!({"model": "gpt-image-2", "prompt": "a fox", "response_format": "url"}),
+    );
+    assert_eq!(image.status, 200, "{}", image.text());
+    let url = image.json()["data"][0]["url"].as_str().unwrap().to_string();
+    let file_path = url[url.find("/api/v1/files/").unwrap()..].to_string();
+    let file_id = file_path.rsplit('/').next().unwrap().to_string();
+    assert_eq!(file_id.len(), 32, "{url}");
+    for method in ["GET", "HEAD"] {
+        let file = crate::support::client::request(gw.addr, method, &file_path, &[], b"");
+        assert_eq!(file.status, 200, "{method}");
+    }
+    // An id that does not exist (an expired link, a guess) is kept out as well.
+    let unknown = "ZZZZyyyyXXXXwwwwVVVVuuuuTTTTssss";
+    let missing = crate::support::client::request(
+        gw.addr,
+        "GET",
+        &format!("/api/v1/files/{unknown}"),
+        &[],
+        b"",
+    );
+    assert_eq!(missing.status, 404);
+    let text = gw.output_when("four access lines", |t| access_lines(t).len() >= 4);
+    // The request lines were dumped, with the id blanked: the test looks where it would be.
+    assert!(
+        text.contains("/api/v1/files/[redacted]"),
+        "no blanked file path in the trace log:\n{text}"
+    );
+    for id in [file_id.as_str(), unknown] {
+        if let Some(at) = text.find(id) {
+            let from = text[..at].rfind('\n').map_or(0, |n| n + 1);
+            let to = text[at..].find('\n').map_or(text.len(), |n| at + n);
+            panic!("the file id {id} is in the log:\n{}", &text[from..to]);
+        }
+    }
+}
+
 // ---- a client that goes away -------------------------------------------------------------------
 
 fn streaming_config(fake: &str, port: u16) -> String {

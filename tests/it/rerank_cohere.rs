@@ -157,3 +157,41 @@ fn ten_thousand_documents_reach_cohere() {
     let sent = fake.requests().pop().unwrap();
     assert_eq!(sent.json()["documents"].as_array().unwrap().len(), n);
 }
+
+/// Cohere's query limit is 2,048 tokens, and it cuts a longer query rather than refuse it: the
+/// gateway refuses one over 2,048 tokens (a 400 naming `query` and the unit), and sends one under
+/// it even when it is far over 2,048 characters.
+#[test]
+fn a_query_over_2048_tokens_is_refused() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let long = "rerank ".repeat(900);
+    assert!(long.chars().count() > 2048);
+    assert!(switchyard::tokens::count(&long) <= 2048);
+    fake.push(success(&[(0, 0.9)], &["a"]));
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "rerank-v3.5", "query": long, "documents": ["a"]}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(fake.requests().pop().unwrap().json()["query"], long);
+
+    let too_long = "rerank ".repeat(2100);
+    assert!(switchyard::tokens::count(&too_long) > 2048);
+    assert!(
+        too_long.chars().count() < 32_000,
+        "refused below the old limit"
+    );
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "rerank-v3.5", "query": too_long, "documents": ["a"]}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "validation_error");
+    let why = body["details"]["query"].as_str().unwrap();
+    assert!(why.contains("tokens") && why.contains("2048"), "{why}");
+    assert_eq!(fake.requests().len(), 1, "nothing sent");
+}

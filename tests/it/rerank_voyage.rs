@@ -2,8 +2,9 @@
 
 use crate::support;
 use serde_json::json;
-use support::fake::{Recorded, Reply};
+use support::fake::{FakeProvider, Recorded, Reply};
 use support::rerank_conformance::{rerank_conformance, QueryCounting, RerankCase};
+use support::{post, TestGateway};
 
 /// The billed total the fake reports (Voyage counts the query once per document, so it is larger
 /// than query + documents); the public `total_tokens` must be exactly this.
@@ -137,3 +138,41 @@ rerank_conformance!(
         errors,
     }
 );
+
+/// rerank-2.5's query limit is 8,000 tokens, and with `truncation` on (its default) Voyage cuts a
+/// longer query: the gateway refuses one over 8,000 tokens (a 400 naming `query`), a CJK one
+/// among them though it is far under the old 32,000 characters, and sends one under the limit.
+#[test]
+fn a_query_over_8000_tokens_is_refused() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let long = "rerank ".repeat(3500);
+    assert!(switchyard::tokens::count(&long) <= 8000);
+    fake.push(success(&[(0, 0.9)], &["a"]));
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "voyage-rerank-2.5", "query": long, "documents": ["a"]}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(fake.requests().pop().unwrap().json()["query"], long);
+
+    // Short pieces (the comma splits them), as real text has: one long run of ideographs is
+    // slow to count in a debug build.
+    let cjk = "重新排序文档，".repeat(1500);
+    assert!(cjk.chars().count() < 32_000, "refused below the old limit");
+    for too_long in ["rerank ".repeat(8100), cjk] {
+        assert!(switchyard::tokens::count(&too_long) > 8000);
+        let resp = post(
+            &gw,
+            "/api/v1/rerank",
+            &json!({"model": "voyage-rerank-2.5", "query": too_long, "documents": ["a"]}),
+        );
+        assert_eq!(resp.status, 400, "{}", resp.text());
+        let body = resp.json();
+        assert_eq!(body["code"], "validation_error");
+        let why = body["details"]["query"].as_str().unwrap();
+        assert!(why.contains("tokens") && why.contains("8000"), "{why}");
+    }
+    assert_eq!(fake.requests().len(), 1, "nothing sent");
+}

@@ -169,3 +169,52 @@ fn zhipu_native_fields_pass_through() {
     assert_eq!(out["metadata"]["request_id"], "my-req-1");
     assert_eq!(out["results"][0]["relevance_score"], 3.2);
 }
+
+/// Zhipu takes documents of at most 4,096 characters: a longer one is refused before sending (a
+/// 400 naming that document), one of exactly 4,096 goes through.
+#[test]
+fn a_document_over_4096_characters_is_refused() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let longest = "文".repeat(4096);
+    fake.push(success(&[(0, 0.9), (1, 0.1)], &["a", "b"]));
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "zhipu-rerank", "query": "q", "documents": ["a", longest]}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(fake.requests().len(), 1);
+
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "zhipu-rerank", "query": "q", "documents": ["a", "b", "文".repeat(4097)]}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "validation_error");
+    let why = body["details"]["documents[2]"].as_str().unwrap();
+    assert!(why.contains("4097") && why.contains("4096"), "{why}");
+    assert!(body["details"].get("documents[1]").is_none(), "{body}");
+    assert_eq!(fake.requests().len(), 1, "nothing sent");
+
+    // The models listing shows the limit requests meet; a model without one shows none.
+    let models = support::client::request(gw.addr, "GET", "/api/v1/models", &support::auth(), b"");
+    assert_eq!(models.status, 200, "{}", models.text());
+    let listed = models.json();
+    let caps = |id: &str| {
+        listed["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("{id} not listed"))["capabilities"]
+            .clone()
+    };
+    assert_eq!(
+        caps("zhipu-rerank")["document_limit"],
+        json!({"max": 4096, "unit": "characters"})
+    );
+    assert!(caps("rerank-v3.5").get("document_limit").is_none());
+}

@@ -29,8 +29,32 @@ fn native_content_type(format: &str) -> &'static str {
     }
 }
 
+/// "Rachel", the default voice until ElevenLabs retired it.
+const RETIRED_VOICE: &str = "21m00Tcm4TlvDq8ikWAM";
+/// "George", a current premade voice (the SDK README's), the families' default now.
+const DEFAULT_VOICE: &str = "JBFqnCBsd6RMkjVDRZzb";
+
+/// ElevenLabs' answer for a voice id it does not know (or no longer has): a 404 with the
+/// FastAPI-style `detail`, as its API answers today.
+fn voice_not_found(voice: &str) -> Reply {
+    Reply::json(
+        404,
+        json!({"detail": {"status": "voice_not_found", "message": format!("A voice with the voice_id {voice} was not found.")}}),
+    )
+}
+
+/// Refuse the retired voice the way ElevenLabs does, whatever else the test queued.
+fn refuse_retired_voices(fake: &FakeProvider) {
+    fake.set_handler(|req| {
+        req.path
+            .starts_with(&format!("/v1/text-to-speech/{RETIRED_VOICE}"))
+            .then(|| voice_not_found(RETIRED_VOICE))
+    });
+}
+
 /// The `/stream` endpoint answers the audio itself, chunked, whatever the public stream format.
-fn answer(pieces: &[Vec<u8>], format: &str, _sse: bool, _fake: &FakeProvider) -> Vec<Reply> {
+fn answer(pieces: &[Vec<u8>], format: &str, _sse: bool, fake: &FakeProvider) -> Vec<Reply> {
+    refuse_retired_voices(fake);
     let chunks = pieces.iter().map(|p| (Duration::ZERO, p.clone())).collect();
     vec![Reply::chunked(
         200,
@@ -98,14 +122,12 @@ fn errors() -> Vec<(Vec<Reply>, u16, &'static str)> {
             502,
             "upstream_error",
         ),
+        // The conformance request names no voice, so the refused voice is the configured
+        // default: the operator's problem, not the caller's.
         (
-            vec![detail(
-                400,
-                "voice_not_found",
-                "A voice with voice_id v-x does not exist.",
-            )],
-            400,
-            "invalid_request",
+            vec![voice_not_found(DEFAULT_VOICE)],
+            503,
+            "model_unavailable",
         ),
         (
             vec![detail(
@@ -166,7 +188,7 @@ speech_conformance!(
         rejected_speeds: &[0.25, 0.5, 2.0, 4.0],
         instructions: false,
         voice: "pNInz6obpgDQGcFmaJgB",
-        default_voice: "21m00Tcm4TlvDq8ikWAM",
+        default_voice: DEFAULT_VOICE,
         max_input_chars: 10_000,
         answer,
         check_request: check,
@@ -191,7 +213,7 @@ fn voice_ids_are_path_encoded_and_native_fields_pass_through() {
             "model": MODEL,
             "input": "Bonjour",
             "voice": "my voice/../x?y=1",
-            "language_code": "fr",
+            "previous_text": "Avant.",
             "seed": 42,
             "voice_settings": {"stability": 0.3, "similarity_boost": 0.8, "speed": 1.1},
             "apply_text_normalization": "off",
@@ -207,7 +229,7 @@ fn voice_ids_are_path_encoded_and_native_fields_pass_through() {
     // Verbatim, in the order the client sent them (`json!` sorts keys), after the known fields.
     assert_eq!(
         sent.text(),
-        r#"{"text":"Bonjour","model_id":"eleven_multilingual_v2","apply_text_normalization":"off","language_code":"fr","seed":42,"voice_settings":{"similarity_boost":0.8,"speed":1.1,"stability":0.3}}"#
+        r#"{"text":"Bonjour","model_id":"eleven_multilingual_v2","apply_text_normalization":"off","previous_text":"Avant.","seed":42,"voice_settings":{"similarity_boost":0.8,"speed":1.1,"stability":0.3}}"#
     );
 }
 
@@ -416,4 +438,111 @@ fn a_model_elevenlabs_does_not_serve_is_named() {
     assert!(message.contains(MODEL), "{message}");
     assert!(message.contains("eleven_multilingual_v2"), "{message}");
     assert_eq!(fake.requests().len(), 1, "not retried");
+}
+
+/// A default voice ElevenLabs no longer has is the operator's configuration failing (503 naming
+/// the model and the voice, not retried), while the same refusal of a voice the caller named is
+/// the caller's 400; the built-in default is a current voice.
+#[test]
+fn a_refused_default_voice_is_the_operators_problem_not_the_callers() {
+    let fake = FakeProvider::start();
+    refuse_retired_voices(&fake);
+    let gw = TestGateway::start_with(|ports| {
+        support::config(&fake.base_url(), ports)
+            + &format!("    eleven-rachel: {{family: elevenlabs-tts, default_voice: {RETIRED_VOICE}, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}\n")
+    });
+
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "eleven-rachel", "input": "hi", "retries": 2}),
+    );
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "model_unavailable", "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("eleven-rachel"), "{message}");
+    assert!(message.contains(RETIRED_VOICE), "{message}");
+    assert!(message.contains("default voice"), "{message}");
+    assert!(!resp.text().contains(PROVIDER_KEY));
+    assert_eq!(fake.requests().len(), 1, "a refused voice is not retried");
+
+    // The caller named the retired voice: its own request is at fault.
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": MODEL, "input": "hi", "voice": RETIRED_VOICE}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "invalid_request", "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("was not found"),
+        "{body}"
+    );
+
+    // Without a voice, the built-in default is one ElevenLabs serves.
+    fake.push(Reply::bytes(200, "audio/mpeg", audio(32)));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": MODEL, "input": "hi"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert!(resp.body == audio(32));
+    assert_eq!(
+        fake.requests()[2].path,
+        format!("/v1/text-to-speech/{DEFAULT_VOICE}/stream?output_format=mp3_44100_128")
+    );
+}
+
+/// Eleven v3 refuses `previous_text`/`next_text` and Multilingual v2 ignores `language_code`:
+/// the gateway refuses each where the model cannot honour it (a 400 naming the field, nothing
+/// sent), and passes them where it can.
+#[test]
+fn fields_a_model_cannot_honour_are_refused_before_sending() {
+    let fake = FakeProvider::start();
+    let gw = with_current_models(&fake);
+    for (model, field, value) in [
+        ("eleven-v3", "previous_text", json!("Before.")),
+        ("eleven-v3", "next_text", json!("After.")),
+        (MODEL, "language_code", json!("fr")),
+    ] {
+        let mut body = json!({"model": model, "input": "hi"});
+        body[field] = value;
+        let resp = post(&gw, "/api/v1/audio/speech", &body);
+        assert_eq!(resp.status, 400, "{model} {field}: {}", resp.text());
+        let b = resp.json();
+        assert_eq!(b["code"], "validation_error", "{b}");
+        let detail = b["details"][field].as_str().unwrap_or_default();
+        assert!(detail.contains(model), "{model} {field}: {b}");
+    }
+    assert!(fake.requests().is_empty(), "nothing was sent");
+
+    for (model, native, extra) in [
+        (
+            "eleven-flash-v2.5",
+            "eleven_flash_v2_5",
+            json!({"language_code": "fr", "previous_text": "Avant."}),
+        ),
+        ("eleven-v3", "eleven_v3", json!({"language_code": "fr"})),
+        (
+            MODEL,
+            "eleven_multilingual_v2",
+            json!({"previous_text": "Before."}),
+        ),
+    ] {
+        fake.push(Reply::bytes(200, "audio/mpeg", audio(8)));
+        let mut body = json!({"model": model, "input": "hi"});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let resp = post(&gw, "/api/v1/audio/speech", &body);
+        assert_eq!(resp.status, 200, "{model}: {}", resp.text());
+        let sent = fake.requests().pop().unwrap().json();
+        assert_eq!(sent["model_id"], native);
+        for (k, v) in extra.as_object().unwrap() {
+            assert_eq!(&sent[k], v, "{model}: {k}");
+        }
+    }
 }

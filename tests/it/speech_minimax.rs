@@ -180,7 +180,7 @@ speech_conformance!(
         instructions: false,
         voice: "female-shaonv",
         default_voice: "male-qn-qingse",
-        max_input_chars: 10_000,
+        max_input_chars: 9_999,
         answer,
         check_request: check,
         errors,

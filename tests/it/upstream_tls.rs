@@ -219,12 +219,14 @@ fn a_refused_certificate_moves_to_the_next_target_and_is_not_tried_again() {
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert_eq!(good_fake.requests().len(), 1);
 
-    // The good target failing too: its retries go to it alone, never back to the refused one.
+    // The good target failing too: its retries go to it alone, never back to the refused one,
+    // and the refused account (the operator's) spends none of them: the first try and all
+    // three retries reach the good one.
     good_fake.set_default(Reply::json(503, json!({"message": "overloaded"})));
     let resp = post(&gw, "/api/v1/rerank", &rerank("rerank-failover", 3));
     assert_eq!(resp.status, 502, "{}", resp.text());
     assert_eq!(resp.json()["code"], "upstream_error");
-    assert_eq!(good_fake.requests().len(), 1 + 3);
+    assert_eq!(good_fake.requests().len(), 1 + 1 + 3);
     assert_eq!(
         bad.wait_connections(2),
         2,
