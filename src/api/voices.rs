@@ -94,7 +94,8 @@ pub struct VoiceList {
 }
 
 /// The listing of `model`'s voices: its default and listed voices, its mapped names, then the
-/// provider's voices (`provider`, when asked) not already there.
+/// provider's voices (`provider`, when asked) not already there, unless the model lists its
+/// voices (then the provider's list only names them).
 pub fn list(
     model: &Model,
     caps: &SpeechCaps,
@@ -139,7 +140,8 @@ pub fn list(
         });
     }
     for l in provider {
-        if data.iter().any(|v| v.id == l.id) {
+        // A model with a voice list takes no other voice: the provider's others are not offered.
+        if !caps.voices.is_empty() || data.iter().any(|v| v.id == l.id) {
             continue;
         }
         data.push(Voice {

@@ -389,7 +389,8 @@ fn trouble(p: &Provider, ep: Option<String>, what: &str, err: &UpstreamError) ->
             (
                 Status::KeyRefused,
                 format!(
-                    "the provider refused the key ({status_text}{})",
+                    "the provider refused the key for its {what} ({status_text}{}); a key \
+                     restricted to fewer endpoints is refused here too",
                     err.message
                 ),
             )

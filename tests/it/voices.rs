@@ -24,6 +24,10 @@ fn gateway(fake: &FakeProvider) -> TestGateway {
       default_voice: VOICE_DEFAULT
       voice_map: {alloy: VOICE_ALLOY, nova: VOICE_NOVA}
       targets: [{provider: elevenlabs, model: eleven_multilingual_v2}]
+    eleven-listed:
+      family: elevenlabs-tts
+      capabilities: {voices: [VOICE_DEFAULT, VOICE_SECOND], default_voice: VOICE_DEFAULT}
+      targets: [{provider: elevenlabs, model: eleven_multilingual_v2}]
     tts-listed:
       family: openai-tts
       capabilities: {voices: [alloy, echo], default_voice: echo}
@@ -134,6 +138,20 @@ fn the_provider_list_is_added_and_kept() {
         assert_eq!(list["data"][1]["voice"], "VOICE_ALLOY");
     }
     assert_eq!(calls.load(Ordering::SeqCst), 1, "the list is kept");
+
+    // A model with a voice list offers only those: the provider's names fill them in, its other
+    // voices (which the model would refuse) are not offered.
+    let list = voices(&gw, "?model=eleven-listed").json();
+    assert_eq!(
+        ids(&list),
+        [
+            ("VOICE_DEFAULT".to_string(), "builtin".to_string()),
+            ("VOICE_SECOND".into(), "builtin".into()),
+        ]
+    );
+    assert_eq!(list["data"][0]["name"], "George");
+    assert_eq!(list["provider_voices"], "listed");
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "one list per account");
 }
 
 #[test]
