@@ -37,8 +37,11 @@ pub struct Page {
 #[derive(Clone, Copy)]
 pub struct ListFns {
     pub request: fn(Option<&str>) -> NativeRequest,
-    pub response: fn(&[u8]) -> Result<Page, String>,
+    pub response: ReadList,
 }
+
+/// Reads a 2xx list answer.
+pub type ReadList = fn(&[u8]) -> Result<Page, String>;
 
 /// The list endpoints of one provider kind.
 #[derive(Clone, Copy, Default)]

@@ -1,7 +1,8 @@
 //! Quick property tests of the parsers of untrusted bytes, the same ones `fuzz/` fuzzes for
 //! minutes: request validation, the SSE and NDJSON splitters, every speech decoder, key and JWT
-//! authentication, the config loader, and the readers of providers' model and voice lists. Each runs a bounded number of generated cases (a few
-//! seconds in a debug build) against the default config's catalog and providers.
+//! authentication, the config loader, and the readers of providers' model and voice lists. Each
+//! runs a bounded number of generated cases (a few seconds in a debug build) against the default
+//! config's catalog and providers.
 
 use std::sync::OnceLock;
 
@@ -427,7 +428,7 @@ proptest! {
 }
 
 /// Every list reader of every configured account (`api::discovery`): models and voices.
-fn list_readers() -> Vec<fn(&[u8]) -> Result<switchyard::api::discovery::Page, String>> {
+fn list_readers() -> Vec<switchyard::api::discovery::ReadList> {
     let s = settings();
     let mut out = Vec::new();
     for model in s.catalog.models() {
