@@ -113,8 +113,8 @@ fn usage(problem: &str) -> i32 {
 }
 
 /// What the configuration expects of one account: its native models (with the public models
-/// that name them) and the voices its speech models send without the caller naming one
-/// (defaults) or in place of a mapped name.
+/// that name them) and the voices its speech models name: their defaults, the voices their
+/// `capabilities.voices` lists, and the voices their `voice_map`s send.
 struct Expected {
     provider: Arc<Provider>,
     models: BTreeMap<String, Vec<String>>,
@@ -148,6 +148,12 @@ fn expectations(settings: &GatewaySettings) -> BTreeMap<String, Expected> {
                     .entry(default.to_string())
                     .or_default()
                     .push(format!("default voice of {}", model.name));
+                for voice in caps.voices {
+                    e.voices
+                        .entry(voice.to_string())
+                        .or_default()
+                        .push(format!("capabilities.voices of {}", model.name));
+                }
                 for (name, voice) in &model.voice_map {
                     e.voices
                         .entry(voice.clone())

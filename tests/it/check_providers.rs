@@ -235,7 +235,7 @@ fn a_world_as_configured_is_all_well() {
 #[test]
 fn a_model_and_a_default_voice_the_provider_does_not_list_are_problems() {
     let world = World::start();
-    let models = "    eleven-v3: {family: elevenlabs-v3, default_voice: 21m00Tcm4TlvDq8ikWAM, targets: [{provider: elevenlabs, model: eleven_v3}]}\n    tts-gone: {family: openai-tts, targets: [{provider: openai, model: tts-0-retired}]}\n";
+    let models = "    eleven-v3: {family: elevenlabs-v3, default_voice: 21m00Tcm4TlvDq8ikWAM, targets: [{provider: elevenlabs, model: eleven_v3}]}\n    eleven-listed: {family: elevenlabs-tts, capabilities: {voices: [JBFqnCBsd6RMkjVDRZzb, gone-voice-id], default_voice: JBFqnCBsd6RMkjVDRZzb}, targets: [{provider: elevenlabs, model: eleven_multilingual_v2}]}\n    tts-gone: {family: openai-tts, targets: [{provider: openai, model: tts-0-retired}]}\n";
     let (code, out, err) = check(&world.config(models, ""), COHERE_KEY, false);
     assert_eq!(code, 1, "{out}\n{err}");
     let missing = lines(&out, "model_unknown", "elevenlabs");
@@ -250,26 +250,30 @@ fn a_model_and_a_default_voice_the_provider_does_not_list_are_problems() {
         "{out}"
     );
     let voice = lines(&out, "voice_unknown", "elevenlabs");
-    assert_eq!(voice.len(), 1, "{out}");
+    assert_eq!(voice.len(), 2, "{out}");
     assert!(
         voice[0].contains("voice `21m00Tcm4TlvDq8ikWAM` (default voice of eleven-v3)"),
+        "{out}"
+    );
+    assert!(
+        voice[1].contains("voice `gone-voice-id` (capabilities.voices of eleven-listed)"),
         "{out}"
     );
     // The accounts without a problem are still said to be fine.
     assert_eq!(lines(&out, "ok", "cohere").len(), 1, "{out}");
     assert!(lines(&out, "ok", "elevenlabs").is_empty(), "{out}");
-    assert!(out.contains("3 problem(s) found in 4 account(s)"), "{out}");
+    assert!(out.contains("4 problem(s) found in 4 account(s)"), "{out}");
 
     // The same as JSON.
     let (code, out, _) = check(&world.config(models, ""), COHERE_KEY, true);
     assert_eq!(code, 1);
     let doc: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(doc["ok"], false);
-    assert_eq!(doc["problems"], 3);
+    assert_eq!(doc["problems"], 4);
     let findings = doc["findings"].as_array().unwrap();
     let voice = findings
         .iter()
-        .find(|f| f["status"] == "voice_unknown")
+        .find(|f| f["status"] == "voice_unknown" && f["voice"] == "21m00Tcm4TlvDq8ikWAM")
         .unwrap();
     assert_eq!(voice["account"], "elevenlabs");
     assert_eq!(voice["voice"], "21m00Tcm4TlvDq8ikWAM");
