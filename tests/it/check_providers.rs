@@ -350,3 +350,51 @@ fn usage_and_an_invalid_configuration_exit_2_and_the_gateway_options_still_work(
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("configuration is valid"), "{out}");
 }
+
+#[test]
+fn a_kind_without_a_list_endpoint_is_reached_and_said_to_be_not_checked() {
+    let minimax = FakeProvider::start();
+    minimax.set_default(Reply::json(404, json!({"base_resp": {"status_code": 404}})));
+    let (port, _held) = refused_port();
+    let config = format!(
+        r#"
+switchyard:
+  listeners: [{{name: a, address: "127.0.0.1:1"}}]
+  providers:
+    minimax: {{kind: minimax, api_key: "${{CHECK_COHERE_KEY}}", base_url: "{mm}", region_base_urls: {{cn: "http://127.0.0.1:{port}"}}}}
+  models:
+    speech-2.8-hd: {{family: minimax-tts, targets: [{{provider: minimax, model: speech-2.8-hd}}]}}
+"#,
+        mm = minimax.base_url()
+    );
+    let (code, out, err) = check(&config, COHERE_KEY, false);
+    assert_eq!(code, 1, "{out}\n{err}");
+    let notes = lines(&out, "not_checked", "minimax");
+    assert!(
+        notes
+            .iter()
+            .any(|l| l.contains("answers (HTTP 404 at the base URL)")
+                && l.contains("1 configured model(s) not checked")),
+        "{out}"
+    );
+    assert_eq!(lines(&out, "unreachable", "minimax").len(), 1, "{out}");
+    let reqs = minimax.requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(
+        (reqs[0].method.as_str(), reqs[0].path.as_str()),
+        ("GET", "/")
+    );
+
+    // Without the unreachable region, nothing is a problem: what cannot be checked is said, not
+    // counted.
+    let config = config.replace(
+        &format!(", region_base_urls: {{cn: \"http://127.0.0.1:{port}\"}}"),
+        "",
+    );
+    let (code, out, err) = check(&config, COHERE_KEY, false);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("no problem found: 0 of 1 account(s) answered as configured"),
+        "{out}"
+    );
+}
