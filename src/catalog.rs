@@ -3,7 +3,7 @@
 //! targets (provider + native model name), with their weights and the schedule that spreads
 //! first attempts over them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -58,6 +58,9 @@ pub struct Model {
     schedule: Vec<u16>,
     /// Position in `schedule` of the next request.
     next: AtomicUsize,
+    /// Speech: voice names a client may send (OpenAI's `alloy`, …) → the provider's voice sent
+    /// instead (`voice_map` in the config; empty: none).
+    pub voice_map: BTreeMap<String, String>,
 }
 
 impl Model {
@@ -69,7 +72,14 @@ impl Model {
             targets,
             schedule,
             next: AtomicUsize::new(0),
+            voice_map: BTreeMap::new(),
         }
+    }
+
+    /// This model with a voice map (speech; checked by the config).
+    pub fn with_voice_map(mut self, voice_map: BTreeMap<String, String>) -> Model {
+        self.voice_map = voice_map;
+        self
     }
 
     /// Where this request's first attempt starts looking: an index into `targets`, then the

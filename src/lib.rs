@@ -33,6 +33,7 @@ pub mod api;
 pub mod auth;
 pub mod caps;
 pub mod catalog;
+pub mod check;
 pub mod common;
 pub mod config;
 pub mod engine;

@@ -1,5 +1,6 @@
 //! The `switchyard` binary: Pingora's standard options (`-c`, `-t`, `-d`, `-u`), the gateway's
-//! configuration, and the server.
+//! configuration, and the server; or, as `switchyard check-providers [-c FILE] [--json]`, the live
+//! check of the configured providers (`switchyard::check`).
 
 use pingora::server::configuration::Opt;
 
@@ -10,6 +11,12 @@ fn main() {
     // RUST_LOG as env_logger reads it (default `info`), credentials blanked at every level.
     if let Err(e) = switchyard::logging::init() {
         eprintln!("could not install the logger: {e}");
+    }
+    // A subcommand of its own: Pingora's options take no positional argument, so nothing that
+    // parsed before is read differently.
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("check-providers") {
+        std::process::exit(switchyard::check::main(&args[2..]));
     }
     let opt = Opt::parse_args();
     let loaded = match &opt.conf {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use http::HeaderMap;
 
+use super::discovery::Discovery;
 use super::images::ImageRequest;
 use super::rerank::{RerankRequest, RerankResult};
 use super::speech::SpeechRequest;
@@ -118,6 +119,8 @@ impl Adapters {
 #[derive(Default)]
 pub struct Registry {
     accounts: Vec<Adapters>,
+    /// Each account's list endpoints (`api::discovery`), by the same index.
+    discovery: Vec<Discovery>,
 }
 
 impl Registry {
@@ -129,6 +132,19 @@ impl Registry {
 
     pub fn get(&self, provider: &Provider) -> Option<&Adapters> {
         self.accounts.get(provider.id)
+    }
+
+    /// Record the list endpoints of the account `push` numbered `id`.
+    pub fn discover(&mut self, id: usize, discovery: Discovery) {
+        if self.discovery.len() <= id {
+            self.discovery.resize(id + 1, Discovery::default());
+        }
+        self.discovery[id] = discovery;
+    }
+
+    /// The account's list endpoints (none when its kind has none).
+    pub fn discovery(&self, provider: &Provider) -> Discovery {
+        self.discovery.get(provider.id).copied().unwrap_or_default()
     }
 
     pub fn speech(&self, provider: &Provider) -> Result<&dyn SpeechAdapter, GatewayError> {

@@ -4,8 +4,10 @@
 pub mod adapter;
 pub mod common;
 pub mod compat;
+pub mod discovery;
 pub mod image_edit;
 pub mod images;
 pub mod models;
 pub mod rerank;
 pub mod speech;
+pub mod voices;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 
 use crate::api::common;
+use crate::api::voices;
 use crate::caps::{Caps, SpeechCaps};
 use crate::catalog::{one_of, Catalog, Model};
 use crate::common::error::GatewayError;
@@ -182,14 +183,14 @@ pub fn parse<'a>(
                     ),
                 );
             }
-        } else if !c.voices.is_empty() && !c.voices.contains(&v.as_str()) {
+        } else if let Some(m) = model
+            .as_deref()
+            .filter(|_| !c.voices.is_empty() && !c.voices.contains(&v.as_str()))
+            .filter(|m| !voices::is_mapped(m, v.as_str()))
+        {
             f.error(
                 "voice",
-                format!(
-                    "model {} accepts: {}",
-                    model_name(&model),
-                    c.voices.join(", ")
-                ),
+                format!("model {} accepts: {}", m.name, voices::accepted(m, c)),
             );
         }
     }
@@ -216,6 +217,12 @@ pub fn parse<'a>(
     // The model's own default when it has one in the config, which is part of its capabilities.
     let default_voice = voice.is_none();
     let voice = voice.unwrap_or(Str(std::borrow::Cow::Borrowed(caps.default_voice)));
+    // A name the operator maps (`voice_map`) goes to the provider as the voice it stands for.
+    let voice = if custom_voice {
+        voice
+    } else {
+        voices::resolve(&model, voice)
+    };
     Ok(SpeechRequest {
         model,
         caps,

@@ -368,6 +368,10 @@ pub struct ModelFile {
     /// `capabilities.max_documents`.
     #[serde(default)]
     pub max_documents: Option<usize>,
+    /// Speech: voice names clients send (`alloy`, `nova`, …) → the provider's voice sent instead
+    /// (checked by `config::voice_map`).
+    #[serde(default)]
+    pub voice_map: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]

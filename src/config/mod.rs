@@ -9,6 +9,7 @@
 pub mod env;
 pub mod file;
 pub mod tls;
+pub mod voice_map;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -425,6 +426,7 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
                 .unwrap_or_else(|| kind.result_hosts.iter().map(|h| h.to_string()).collect()),
         };
         let id = adapters.push(kind.adapters);
+        adapters.discover(id, registry::discovery(&config));
         let provider = Provider::new(account, id, kind.auth, kind.errors);
         if !provider.enabled() {
             log::warn!("provider {name} has no api_key: its models will answer 503");
@@ -835,7 +837,8 @@ fn build_catalog(
                 )),
             }
         }
-        catalog.insert(Model::new(name.clone(), caps, targets));
+        let voice_map = voice_map::check(&m.voice_map, caps, &at, errors);
+        catalog.insert(Model::new(name.clone(), caps, targets).with_voice_map(voice_map));
     }
     catalog
 }

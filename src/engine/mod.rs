@@ -3,6 +3,7 @@
 
 pub mod attempts;
 pub mod deliver;
+pub mod discovery;
 pub mod images;
 pub mod passthrough;
 pub mod poll;

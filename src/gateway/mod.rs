@@ -20,6 +20,7 @@ pub mod respond;
 pub mod route;
 pub mod task_job;
 pub mod task_supervisor;
+pub mod voices;
 
 use std::sync::Arc;
 
@@ -80,6 +81,8 @@ pub struct GatewayState {
     /// Per-caller limits: budgets and concurrent slots, by principal id (in Redis when one is
     /// configured).
     pub limits: Limiter,
+    /// Providers' voice lists, kept a while (`GET /api/v1/audio/voices`).
+    pub voices: crate::engine::discovery::VoiceCache,
 }
 
 impl GatewayState {
@@ -125,6 +128,7 @@ impl GatewayState {
             metrics,
             redis,
             limits,
+            voices: Default::default(),
         })
     }
 }
@@ -300,6 +304,7 @@ impl Gateway {
             Route::File => return self.file(session, ctx).await,
             Route::Task => return self.task(session, ctx).await,
             Route::Models | Route::Model => return models::serve(route, session, ctx).await,
+            Route::Voices => return voices::serve(&self.state, &self.region, session, ctx).await,
             Route::Operation(op) => op,
             Route::ImageEdit => crate::common::Operation::Images,
             Route::Compat(_) => crate::common::Operation::Rerank,

@@ -41,7 +41,7 @@ pub async fn serve(route: Route, session: &mut Session, ctx: &mut Ctx) -> Result
 
 /// A path segment with its `%XX` escapes decoded (an SDK escapes a `/` in a model name as `%2F`);
 /// `None` if an escape is malformed or the result is not UTF-8, which names no model.
-fn percent_decoded(raw: &str) -> Option<String> {
+pub(super) fn percent_decoded(raw: &str) -> Option<String> {
     if !raw.contains('%') {
         return Some(raw.to_string());
     }

@@ -156,6 +156,7 @@ mod tests {
             Route::Compat(Surface::Jina),
             Route::Models,
             Route::Model,
+            Route::Voices,
         ];
         for kind in kinds {
             let entries: &[(&str, &str)] = match kind {
@@ -168,6 +169,7 @@ mod tests {
                 Route::Task => &[("/api/v1/images/{task_id}", "get")],
                 Route::Models => &[("/api/v1/models", "get")],
                 Route::Model => &[("/api/v1/models/{id}", "get")],
+                Route::Voices => &[("/api/v1/audio/voices", "get")],
                 Route::Operation(op) => match op {
                     Operation::Speech => &[("/api/v1/audio/speech", "post")],
                     Operation::Images => &[("/api/v1/images/generations", "post")],

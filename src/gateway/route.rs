@@ -23,6 +23,8 @@ pub enum Route {
     Models,
     /// `GET /api/v1/models/{id}`: one of them (the id is read from the path).
     Model,
+    /// `GET /api/v1/audio/voices?model=…`: a speech model's voices (`gateway/voices.rs`).
+    Voices,
 }
 
 /// Path prefix of image tasks.
@@ -43,6 +45,7 @@ pub fn route(method: &http::Method, path: &str) -> Result<Route, GatewayError> {
         "/api/v1/models" => (Route::Models, "GET"),
         p if p.len() > MODELS_PREFIX.len() && p.starts_with(MODELS_PREFIX) => (Route::Model, "GET"),
         "/api/v1/audio/speech" => (Route::Operation(Operation::Speech), "POST"),
+        "/api/v1/audio/voices" => (Route::Voices, "GET"),
         "/api/v1/images/generations" => (Route::Operation(Operation::Images), "POST"),
         // Before the task route, which would read `edits` as a task id.
         "/api/v1/images/edits" => (Route::ImageEdit, "POST"),
@@ -72,7 +75,9 @@ pub fn route(method: &http::Method, path: &str) -> Result<Route, GatewayError> {
     };
     let ok = match route {
         Route::Health | Route::File => method == http::Method::GET || method == http::Method::HEAD,
-        Route::Task | Route::OpenApi | Route::Models | Route::Model => method == http::Method::GET,
+        Route::Task | Route::OpenApi | Route::Models | Route::Model | Route::Voices => {
+            method == http::Method::GET
+        }
         Route::Operation(_) | Route::ImageEdit | Route::Compat(_) => method == http::Method::POST,
     };
     if ok {
@@ -158,6 +163,16 @@ mod tests {
         assert_eq!(
             route(&Method::GET, "/api/v1/models").unwrap(),
             Route::Models
+        );
+        assert_eq!(
+            route(&Method::GET, "/api/v1/audio/voices").unwrap(),
+            Route::Voices
+        );
+        assert_eq!(
+            route(&Method::POST, "/api/v1/audio/voices")
+                .unwrap_err()
+                .status(),
+            405
         );
         for id in ["tts-1", "BAAI/bge-reranker-v2-m3", "a%2Fb"] {
             let path = format!("/api/v1/models/{id}");

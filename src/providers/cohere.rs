@@ -136,6 +136,58 @@ fn unknown_model(message: &str) -> bool {
     message.starts_with("model '") && message.contains("' not found")
 }
 
+// ---- what the account serves -----------------------------------------------------------------
+
+/// `GET /v1/models?endpoint=rerank` (cohere-python `ModelsClient.list`): the models usable on the
+/// rerank endpoint, `{"models": [{"name": …}], "next_page_token": …}`, up to 1,000 a page.
+pub const DISCOVERY: crate::api::discovery::Discovery = crate::api::discovery::Discovery {
+    models: Some(crate::api::discovery::ListFns {
+        request: models_request,
+        response: read_models,
+    }),
+    voices: None,
+};
+
+fn models_request(page: Option<&str>) -> NativeRequest {
+    let mut path = String::from("/v1/models?endpoint=rerank&page_size=1000");
+    if let Some(token) = page {
+        path.push_str("&page_token=");
+        for b in token.bytes() {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+                path.push(b as char);
+            } else {
+                path.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    NativeRequest::get(path)
+}
+
+#[derive(Deserialize)]
+struct ModelList {
+    models: Vec<ListedModel>,
+    #[serde(default)]
+    next_page_token: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ListedModel {
+    name: String,
+}
+
+fn read_models(body: &[u8]) -> Result<crate::api::discovery::Page, String> {
+    let list: ModelList = serde_json::from_slice(body)
+        .map_err(|e| format!("model list is not the expected JSON: {e}"))?;
+    Ok(crate::api::discovery::Page {
+        items: list
+            .models
+            .into_iter()
+            .map(|m| crate::api::discovery::Listed::new(m.name, None))
+            .collect(),
+        next: list.next_page_token.filter(|t| !t.is_empty()),
+    })
+}
+
 // ---- registration ----------------------------------------------------------------------------
 
 /// The Cohere v2 kind: Bearer key, rerank only.
@@ -161,6 +213,26 @@ mod tests {
     fn answer(meta: &str) -> Vec<u8> {
         format!(r#"{{"id":"x","results":[{{"index":1,"relevance_score":0.9}},{{"index":0,"relevance_score":0.1}}]{meta}}}"#)
             .into_bytes()
+    }
+
+    #[test]
+    fn the_model_list_is_read_page_by_page() {
+        assert_eq!(
+            models_request(None).path,
+            "/v1/models?endpoint=rerank&page_size=1000"
+        );
+        assert_eq!(
+            models_request(Some("a b/c")).path,
+            "/v1/models?endpoint=rerank&page_size=1000&page_token=a%20b%2Fc"
+        );
+        let page = read_models(
+            br#"{"models":[{"name":"rerank-v3.5","endpoints":["rerank"]}],"next_page_token":"t2"}"#,
+        )
+        .unwrap();
+        assert_eq!(page.items[0].id, "rerank-v3.5");
+        assert_eq!(page.next.as_deref(), Some("t2"));
+        let last = read_models(br#"{"models":[],"next_page_token":""}"#).unwrap();
+        assert!(last.next.is_none());
     }
 
     #[test]

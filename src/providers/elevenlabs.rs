@@ -148,6 +148,66 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
     err
 }
 
+// ---- what the account serves -----------------------------------------------------------------
+
+/// `GET /v1/models` (a JSON array of `{model_id, name, …}`) and `GET /v1/voices` (`{"voices":
+/// [{voice_id, name, …}]}`, every voice of the account's library, legacy premade voices left out
+/// unless `show_legacy` is asked). Neither is paginated.
+pub const DISCOVERY: crate::api::discovery::Discovery = crate::api::discovery::Discovery {
+    models: Some(crate::api::discovery::ListFns {
+        request: |_| NativeRequest::get("/v1/models"),
+        response: read_models,
+    }),
+    voices: Some(crate::api::discovery::ListFns {
+        request: |_| NativeRequest::get("/v1/voices"),
+        response: read_voices,
+    }),
+};
+
+#[derive(Deserialize)]
+struct ListedModel {
+    model_id: String,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct VoiceList {
+    voices: Vec<ListedVoice>,
+}
+
+#[derive(Deserialize)]
+struct ListedVoice {
+    voice_id: String,
+    #[serde(default)]
+    name: Option<String>,
+}
+
+fn read_models(body: &[u8]) -> Result<crate::api::discovery::Page, String> {
+    let models: Vec<ListedModel> = serde_json::from_slice(body)
+        .map_err(|e| format!("model list is not the expected JSON: {e}"))?;
+    Ok(crate::api::discovery::Page {
+        items: models
+            .into_iter()
+            .map(|m| crate::api::discovery::Listed::new(m.model_id, m.name))
+            .collect(),
+        next: None,
+    })
+}
+
+fn read_voices(body: &[u8]) -> Result<crate::api::discovery::Page, String> {
+    let list: VoiceList = serde_json::from_slice(body)
+        .map_err(|e| format!("voice list is not the expected JSON: {e}"))?;
+    Ok(crate::api::discovery::Page {
+        items: list
+            .voices
+            .into_iter()
+            .map(|v| crate::api::discovery::Listed::new(v.voice_id, v.name))
+            .collect(),
+        next: None,
+    })
+}
+
 // ---- registration ----------------------------------------------------------------------------
 
 /// The ElevenLabs kind: `xi-api-key`, speech only.
@@ -194,6 +254,22 @@ mod tests {
         let catalog = catalog();
         let req = parse(body.as_bytes(), &catalog, 3).unwrap();
         speech_request(&req.model.targets[0], &req).unwrap()
+    }
+
+    #[test]
+    fn reads_the_model_and_voice_lists() {
+        let models = read_models(
+            br#"[{"model_id":"eleven_multilingual_v2","name":"Eleven Multilingual v2","can_do_text_to_speech":true}]"#,
+        )
+        .unwrap();
+        assert_eq!(models.items[0].id, "eleven_multilingual_v2");
+        let voices = read_voices(
+            br#"{"voices":[{"voice_id":"JBFqnCBsd6RMkjVDRZzb","name":"George","category":"premade"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(voices.items[0].id, "JBFqnCBsd6RMkjVDRZzb");
+        assert_eq!(voices.items[0].name.as_deref(), Some("George"));
+        assert!(read_voices(b"[]").is_err());
     }
 
     #[test]

@@ -13,6 +13,7 @@ use serde::Deserialize;
 // Every provider module: the registry is where they are all named.
 use super::*;
 use crate::api::adapter::{Adapters, ImageAdapter, RerankAdapter, SpeechAdapter, TaskAdapter};
+use crate::api::discovery::Discovery;
 use crate::api::images::ImageRequest;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::api::speech::SpeechRequest;
@@ -111,6 +112,34 @@ pub fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> {
         ProviderConfig::Stability(_) => stability::kind(key),
         ProviderConfig::Bfl(_) => bfl::kind(key),
         ProviderConfig::Kling(s) => kling::kind(s, key),
+    }
+}
+
+/// The list endpoints (`api::discovery`) of a provider kind: what `switchyard check-providers`
+/// and the voice listing may ask the account. A kind without any says so here, by name.
+pub fn discovery(config: &ProviderConfig) -> Discovery {
+    match config {
+        ProviderConfig::OpenAi(_) => openai::discovery::DISCOVERY,
+        ProviderConfig::Cohere(_) | ProviderConfig::CohereV1(_) => cohere::DISCOVERY,
+        ProviderConfig::DashScope(_) => dashscope::discovery::DISCOVERY,
+        ProviderConfig::ElevenLabs(_) => elevenlabs::DISCOVERY,
+        // No list endpoint is sourced for these yet (docs/providers/*.md): the check reports
+        // them as not checked rather than guessing.
+        ProviderConfig::AzureOpenAi(_)
+        | ProviderConfig::Jina(_)
+        | ProviderConfig::Voyage(_)
+        | ProviderConfig::SiliconFlow(_)
+        | ProviderConfig::Zhipu(_)
+        | ProviderConfig::Mixedbread(_)
+        | ProviderConfig::Tei(_)
+        | ProviderConfig::Local(_)
+        | ProviderConfig::MiniMax(_)
+        | ProviderConfig::Volcengine(_)
+        | ProviderConfig::Google(_)
+        | ProviderConfig::Ark(_)
+        | ProviderConfig::Stability(_)
+        | ProviderConfig::Bfl(_)
+        | ProviderConfig::Kling(_) => Discovery::default(),
     }
 }
 

@@ -170,6 +170,13 @@ impl Provider {
             .or(self.default_endpoint.as_ref())
     }
 
+    /// The regions with an endpoint of their own (`region_base_urls`), sorted.
+    pub fn regions(&self) -> Vec<&str> {
+        let mut regions: Vec<&str> = self.region_endpoints.keys().map(String::as_str).collect();
+        regions.sort_unstable();
+        regions
+    }
+
     /// Remove the provider key from text that came from the provider before it reaches a caller.
     pub fn redact(&self, text: &str) -> String {
         let mut s = if self.key.len() >= 4 && text.contains(&self.key) {

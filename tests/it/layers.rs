@@ -28,6 +28,7 @@ const LAYERS: &[&str] = &[
     "engine",
     "gateway",
     "server",
+    "check",
 ];
 
 /// A source file's module path (`src/a/b.rs` → `[a, b]`, `src/a/mod.rs` → `[a]`).

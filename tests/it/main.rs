@@ -16,6 +16,7 @@
 mod support;
 
 mod auth;
+mod check_providers;
 mod cli;
 mod edge_clients;
 mod edge_tls;
@@ -75,3 +76,4 @@ mod task_store;
 mod task_takeover;
 mod upstream_tls;
 mod validation;
+mod voices;

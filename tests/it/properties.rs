@@ -1,7 +1,8 @@
 //! Quick property tests of the parsers of untrusted bytes, the same ones `fuzz/` fuzzes for
 //! minutes: request validation, the SSE and NDJSON splitters, every speech decoder, key and JWT
-//! authentication, and the config loader. Each runs a bounded number of generated cases (a few
-//! seconds in a debug build) against the default config's catalog and providers.
+//! authentication, the config loader, and the readers of providers' model and voice lists. Each
+//! runs a bounded number of generated cases (a few seconds in a debug build) against the default
+//! config's catalog and providers.
 
 use std::sync::OnceLock;
 
@@ -422,6 +423,38 @@ proptest! {
     fn config_loader_never_panics(text in config_text()) {
         if let Err(errors) = config::load_str(&text, &lookup) {
             prop_assert!(!errors.is_empty());
+        }
+    }
+}
+
+/// Every list reader of every configured account (`api::discovery`): models and voices.
+fn list_readers() -> Vec<switchyard::api::discovery::ReadList> {
+    let s = settings();
+    let mut out = Vec::new();
+    for model in s.catalog.models() {
+        for t in &model.targets {
+            let d = s.adapters.discovery(&t.provider);
+            out.extend(d.models.iter().chain(d.voices.iter()).map(|f| f.response));
+        }
+    }
+    assert!(
+        out.len() >= 4,
+        "the default config's accounts list something"
+    );
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// A provider's list answer, whatever its bytes, is read or refused with a message, never a
+    /// panic (`check-providers` and the voice listing read them).
+    #[test]
+    fn list_readers_never_panic(body in json_value(), raw in vec(any::<u8>(), 0..64)) {
+        let json = serde_json::to_vec(&body).unwrap();
+        for read in list_readers() {
+            let _ = read(&json);
+            let _ = read(&raw);
         }
     }
 }

@@ -6,6 +6,7 @@
 //! inside an SSE event); its `code` says more than the status, so the kind comes from the code when
 //! this module knows it.
 
+pub mod discovery;
 pub mod images;
 pub mod rerank;
 pub mod speech;

@@ -2,5 +2,6 @@
 
 pub mod errors;
 pub mod fastapi;
+pub mod model_list;
 pub mod multipart;
 pub mod rerank;

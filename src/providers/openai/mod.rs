@@ -1,5 +1,6 @@
 //! OpenAI: speech and image generation, sharing one error envelope.
 
+pub mod discovery;
 pub mod images;
 pub mod speech;
 

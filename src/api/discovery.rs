@@ -1,0 +1,53 @@
+//! What a provider account can say about itself: the models and the voices it serves, read from
+//! the provider's own list endpoints. `switchyard check-providers` compares them with the
+//! configuration; `GET /api/v1/audio/voices` adds a provider's voices to a model's list.
+//!
+//! A provider without such an endpoint has `None` here: nothing is guessed. Each provider's list
+//! requests and answers live in its own module; which kind has which is decided in the providers'
+//! registry (`providers::registry::discovery`), like its adapters.
+
+use crate::common::native::NativeRequest;
+
+/// One entry of a provider's list: its id (what a configuration or a request names) and, when the
+/// provider gives one, a display name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub id: String,
+    pub name: Option<String>,
+}
+
+impl Listed {
+    pub fn new(id: impl Into<String>, name: Option<String>) -> Listed {
+        Listed {
+            id: id.into(),
+            name,
+        }
+    }
+}
+
+/// One page of a list, and the token that asks for the next one (`None`: the last page).
+#[derive(Debug, Default)]
+pub struct Page {
+    pub items: Vec<Listed>,
+    pub next: Option<String>,
+}
+
+/// A list endpoint: its request (given the token the previous page's answer named, `None` for the
+/// first page) and how a 2xx answer reads. An answer that does not read is a message saying why.
+#[derive(Clone, Copy)]
+pub struct ListFns {
+    pub request: fn(Option<&str>) -> NativeRequest,
+    pub response: ReadList,
+}
+
+/// Reads a 2xx list answer.
+pub type ReadList = fn(&[u8]) -> Result<Page, String>;
+
+/// The list endpoints of one provider kind.
+#[derive(Clone, Copy, Default)]
+pub struct Discovery {
+    /// The models the account may use.
+    pub models: Option<ListFns>,
+    /// The voices the account may use (speech providers with a voice library).
+    pub voices: Option<ListFns>,
+}

@@ -1,0 +1,414 @@
+//! `switchyard check-providers [-c FILE] [--json]`: a live check of the configured world. With
+//! the operator's keys (the configuration loaded exactly as the gateway loads it, `${ENV}` and
+//! all), every provider account a model uses is asked what it serves, at its base URL and at each
+//! of its regional ones: its model list, and its voice list where it has one
+//! (`api::discovery`, read by `engine::discovery`). The report names configured models and
+//! voices the provider does not list, keys it refuses, and endpoints that do not answer; an
+//! account whose kind has no list endpoint is only reached, and reported as not checked.
+//!
+//! One line per finding (or, with `--json`, one JSON document); the exit status is
+//! [`EXIT_OK`], [`EXIT_PROBLEMS`] or [`EXIT_USAGE`]. No key is ever printed: provider messages are
+//! redacted by the provider's error map, and every line goes through the logger's filter
+//! (`logging::redact`), which blanks every credential the configuration holds.
+
+pub mod report;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::api::discovery::{Discovery, ListFns, Listed};
+use crate::caps::Caps;
+use crate::common::error::{UpstreamError, UpstreamErrorKind};
+use crate::common::native::NativeRequest;
+use crate::config::GatewaySettings;
+use crate::engine::discovery;
+use crate::metrics::Metrics;
+use crate::upstream::exchange::Upstream;
+use crate::upstream::provider::Provider;
+use report::{Finding, Report, Status};
+
+/// Every account answered as configured (notes about what could not be checked allowed).
+pub const EXIT_OK: i32 = 0;
+/// At least one problem: a model or voice the provider does not list, a refused key, an endpoint
+/// that does not answer, or an answer the check could not read.
+pub const EXIT_PROBLEMS: i32 = 1;
+/// Bad arguments, or a configuration that does not load (its problems are printed).
+pub const EXIT_USAGE: i32 = 2;
+
+/// Longest the check waits for one answer (connecting included), whatever the account's own
+/// read timeout (made for long syntheses) says.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+
+const USAGE: &str = "usage: switchyard check-providers [-c FILE] [--json]\n\
+\n\
+Asks every provider account the configuration's models use what it serves, with the configured\n\
+keys, and reports configured models and voices it does not list, refused keys and endpoints\n\
+that do not answer. Without -c, the built-in default configuration is checked.\n\
+\n\
+Exit status: 0 all well, 1 problems found, 2 bad arguments or an invalid configuration.\n";
+
+/// The command: `args` are those after `check-providers`. Returns the exit status.
+pub fn main(args: &[String]) -> i32 {
+    let mut conf: Option<String> = None;
+    let mut json = false;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match arg.as_str() {
+            "-c" | "--conf" => match rest.next() {
+                Some(path) => conf = Some(path.clone()),
+                None => return usage(&format!("{arg} needs a file")),
+            },
+            "--json" => json = true,
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                return EXIT_OK;
+            }
+            other => match other.strip_prefix("--conf=") {
+                Some(path) => conf = Some(path.to_string()),
+                None => return usage(&format!("unknown argument `{other}`")),
+            },
+        }
+    }
+    let (source, loaded) = match &conf {
+        Some(path) => (path.clone(), crate::config::load_file(path)),
+        None => (
+            "built-in default configuration".to_string(),
+            crate::config::load_str(crate::config::DEFAULT_CONFIG, &|name| {
+                std::env::var(name).ok()
+            }),
+        ),
+    };
+    let settings = match loaded {
+        Ok(s) => s,
+        Err(problems) => {
+            eprintln!("{source}: {} problem(s):", problems.len());
+            for p in &problems {
+                eprintln!("  {}", crate::logging::redact(p));
+            }
+            return EXIT_USAGE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("check-providers: cannot start the async runtime: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let report = runtime.block_on(run(&settings.gateway));
+    let out = if json { report.json() } else { report.text() };
+    // Every credential the configuration holds is blanked, whatever carried it here.
+    print!("{}", crate::logging::redact(&out));
+    report.exit_code()
+}
+
+fn usage(problem: &str) -> i32 {
+    eprint!("check-providers: {problem}\n\n{USAGE}");
+    EXIT_USAGE
+}
+
+/// What the configuration expects of one account: its native models (with the public models
+/// that name them) and the voices its speech models name: their defaults, the voices their
+/// `capabilities.voices` lists, and the voices their `voice_map`s send.
+struct Expected {
+    provider: Arc<Provider>,
+    models: BTreeMap<String, Vec<String>>,
+    /// Voice → why it is configured (`default voice of m`, `voice_map.alloy of m`).
+    voices: BTreeMap<String, Vec<String>>,
+}
+
+/// The accounts the catalog's models use, by name.
+fn expectations(settings: &GatewaySettings) -> BTreeMap<String, Expected> {
+    let mut out: BTreeMap<String, Expected> = BTreeMap::new();
+    for model in settings.catalog.models() {
+        for target in &model.targets {
+            let e = out
+                .entry(target.provider.name.clone())
+                .or_insert_with(|| Expected {
+                    provider: target.provider.clone(),
+                    models: BTreeMap::new(),
+                    voices: BTreeMap::new(),
+                });
+            let publics = e.models.entry(target.native_model.clone()).or_default();
+            if !publics.contains(&model.name) {
+                publics.push(model.name.clone());
+            }
+            if let Caps::Speech(caps) = model.caps {
+                let default = model
+                    .voice_map
+                    .get(caps.default_voice)
+                    .map(String::as_str)
+                    .unwrap_or(caps.default_voice);
+                e.voices
+                    .entry(default.to_string())
+                    .or_default()
+                    .push(format!("default voice of {}", model.name));
+                for voice in caps.voices {
+                    e.voices
+                        .entry(voice.to_string())
+                        .or_default()
+                        .push(format!("capabilities.voices of {}", model.name));
+                }
+                for (name, voice) in &model.voice_map {
+                    e.voices
+                        .entry(voice.clone())
+                        .or_default()
+                        .push(format!("voice_map.{name} of {}", model.name));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Check every account the configuration's models use; accounts are asked concurrently.
+pub async fn run(settings: &GatewaySettings) -> Report {
+    let upstream = Upstream::new(
+        settings.retry,
+        settings.dns_ttl,
+        settings.ejection,
+        Metrics::off(),
+    );
+    let expected = expectations(settings);
+    let checks = expected.values().map(|e| {
+        let discovery = settings.adapters.discovery(&e.provider);
+        check_account(&upstream, e, discovery)
+    });
+    let findings = futures_util::future::join_all(checks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    Report { findings }
+}
+
+async fn check_account(upstream: &Upstream, e: &Expected, discovery: Discovery) -> Vec<Finding> {
+    let p = &e.provider;
+    let mut out = Vec::new();
+    let at = |status: Status, endpoint: Option<String>, message: String| {
+        Finding::new(status, p, endpoint, message)
+    };
+    if p.endpoint("").is_none() {
+        out.push(at(
+            Status::NotChecked,
+            None,
+            "runs in-process; nothing to reach".into(),
+        ));
+        return out;
+    }
+    if !p.enabled() {
+        out.push(at(
+            Status::NotChecked,
+            None,
+            format!(
+                "no api_key configured: its {} model(s) answer 503 until one is",
+                e.models.len()
+            ),
+        ));
+        return out;
+    }
+    // The base URL, then each region's, each once.
+    let mut endpoints: Vec<(Option<&str>, String)> = Vec::new();
+    for region in std::iter::once(None).chain(p.regions().into_iter().map(Some)) {
+        let Some(ep) = p.endpoint(region.unwrap_or_default()) else {
+            continue;
+        };
+        let url = format!(
+            "{}://{}{}",
+            if ep.tls { "https" } else { "http" },
+            ep.authority,
+            ep.base_path
+        );
+        if !endpoints.iter().any(|(_, u)| *u == url) {
+            endpoints.push((region, url));
+        }
+    }
+    for (region, url) in endpoints {
+        let region = region.unwrap_or_default();
+        let ep = Some(url);
+        let Some(models) = discovery.models else {
+            out.push(reach(upstream, p, region, ep, e).await);
+            continue;
+        };
+        let listed = match ask(upstream, p, region, models).await {
+            Ok(listed) => listed,
+            Err(err) => {
+                out.push(trouble(p, ep, "model list", &err));
+                continue;
+            }
+        };
+        let mut problems = 0;
+        for (native, publics) in &e.models {
+            if !listed.iter().any(|l| l.id == *native) {
+                problems += 1;
+                let mut f = at(
+                    Status::ModelUnknown,
+                    ep.clone(),
+                    format!(
+                        "model `{native}` (configured for {}) is not among the {} model(s) the account lists",
+                        publics.join(", "),
+                        listed.len()
+                    ),
+                );
+                f.model = Some(native.clone());
+                f.public_models = publics.clone();
+                out.push(f);
+            }
+        }
+        let mut said = format!(
+            "key accepted; {} of {} configured model(s) listed",
+            e.models.len() - problems,
+            e.models.len()
+        );
+        match discovery.voices {
+            Some(voices) if !e.voices.is_empty() => {
+                match ask(upstream, p, region, voices).await {
+                    Ok(listed) => {
+                        let mut missing = 0;
+                        for (voice, why) in &e.voices {
+                            if !listed.iter().any(|l| l.id == *voice) {
+                                missing += 1;
+                                let mut f = at(
+                                    Status::VoiceUnknown,
+                                    ep.clone(),
+                                    format!(
+                                        "voice `{voice}` ({}) is not among the {} voice(s) the account lists",
+                                        why.join(", "),
+                                        listed.len()
+                                    ),
+                                );
+                                f.voice = Some(voice.clone());
+                                out.push(f);
+                            }
+                        }
+                        problems += missing;
+                        said.push_str(&format!(
+                            "; {} of {} configured voice(s) listed",
+                            e.voices.len() - missing,
+                            e.voices.len()
+                        ));
+                    }
+                    Err(err) => {
+                        problems += 1;
+                        out.push(trouble(p, ep.clone(), "voice list", &err));
+                    }
+                }
+            }
+            None if !e.voices.is_empty() => out.push(at(
+                Status::NotChecked,
+                ep.clone(),
+                format!(
+                    "no voice-list endpoint is known for kind {}: {} configured voice(s) not checked",
+                    p.kind,
+                    e.voices.len()
+                ),
+            )),
+            _ => {}
+        }
+        if problems == 0 {
+            out.push(at(Status::Ok, ep, said));
+        }
+    }
+    out
+}
+
+/// A list, bounded by [`ANSWER_TIMEOUT`].
+async fn ask(
+    upstream: &Upstream,
+    p: &Provider,
+    region: &str,
+    fns: ListFns,
+) -> Result<Vec<Listed>, UpstreamError> {
+    match tokio::time::timeout(
+        ANSWER_TIMEOUT,
+        Box::pin(discovery::list(upstream, p, region, fns)),
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(_) => Err(UpstreamError::new(
+            UpstreamErrorKind::Timeout,
+            &p.name,
+            format!("no answer within {} s", ANSWER_TIMEOUT.as_secs()),
+        )),
+    }
+}
+
+/// For a kind without a list endpoint: whether the endpoint answers at all (a `GET` of its base
+/// URL; any HTTP answer will do), and a note that its models were not checked.
+async fn reach(
+    upstream: &Upstream,
+    p: &Provider,
+    region: &str,
+    ep: Option<String>,
+    e: &Expected,
+) -> Finding {
+    let base = p
+        .endpoint(region)
+        .map(|e| e.base_path.is_empty())
+        .unwrap_or(true);
+    let req = NativeRequest::get(if base { "/" } else { "" });
+    let answered = tokio::time::timeout(ANSWER_TIMEOUT, async {
+        let resp = upstream.send(p, region, &req).await?;
+        let status = resp.status;
+        resp.release_unread().await;
+        Ok::<u16, UpstreamError>(status)
+    })
+    .await;
+    match answered {
+        Ok(Ok(status)) => Finding::new(
+            Status::NotChecked,
+            p,
+            ep,
+            format!(
+                "answers (HTTP {status} at the base URL); no model-list endpoint is known for kind {}: {} configured model(s) not checked",
+                p.kind,
+                e.models.len()
+            ),
+        ),
+        Ok(Err(err)) => trouble(p, ep, "base URL", &err),
+        Err(_) => Finding::new(
+            Status::Unreachable,
+            p,
+            ep,
+            format!("no answer within {} s", ANSWER_TIMEOUT.as_secs()),
+        ),
+    }
+}
+
+/// A failed request as a finding: a refused key, an endpoint that does not answer, or an answer
+/// the check could not use.
+fn trouble(p: &Provider, ep: Option<String>, what: &str, err: &UpstreamError) -> Finding {
+    let status_text = err
+        .status
+        .map(|s| format!("HTTP {s}: "))
+        .unwrap_or_default();
+    let (status, message) = match err.kind {
+        _ if err.kind == UpstreamErrorKind::AuthRejected
+            || matches!(err.status, Some(401 | 403)) =>
+        {
+            (
+                Status::KeyRefused,
+                format!(
+                    "the provider refused the key for its {what} ({status_text}{}); a key \
+                     restricted to fewer endpoints is refused here too",
+                    err.message
+                ),
+            )
+        }
+        UpstreamErrorKind::Connect | UpstreamErrorKind::Timeout => (
+            Status::Unreachable,
+            format!("does not answer: {}", err.message),
+        ),
+        _ => (
+            Status::Error,
+            format!("{what}: unexpected answer ({status_text}{})", err.message),
+        ),
+    };
+    Finding::new(status, p, ep, p.redact(&message))
+}
