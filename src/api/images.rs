@@ -13,6 +13,7 @@ use crate::caps::{Caps, ImageCaps};
 use crate::catalog::{Catalog, Model};
 use crate::common::error::GatewayError;
 use crate::common::image_input::ImageInput;
+use crate::common::images::AnswerFacts;
 use crate::common::json::{Fields, Str};
 use crate::common::Operation;
 
@@ -111,6 +112,11 @@ pub struct ImageResult {
     /// Why a task failed (`failed` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<TaskFailure>,
+    /// What the provider reported about the answer (`usage`, `output_format`, `size`, `quality`,
+    /// `background`), each only when it did: additive top-level fields.
+    /// Boxed: rare, and results travel through the engine's futures.
+    #[serde(flatten)]
+    pub facts: Option<Box<AnswerFacts>>,
 }
 
 /// The Error object of a failed task.

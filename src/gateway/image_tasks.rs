@@ -66,6 +66,7 @@ pub async fn start(
         task_id: id,
         task_status: TaskStatus::Running.as_str(),
         error: None,
+        facts: None,
     })
 }
 
@@ -154,6 +155,7 @@ pub async fn get(
             code: e.code,
             message: e.message,
         }),
+        facts: record.facts,
     })
 }
 

@@ -249,6 +249,7 @@ impl Job {
                 Ok(data) => {
                     record.status = TaskStatus::Succeed;
                     record.data = data;
+                    record.facts = result.facts;
                 }
                 Err(e) => fail(&mut record, &GatewayError::Internal(format!("result: {e}"))),
             },

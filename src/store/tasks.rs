@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::common::images::AnswerFacts;
 use crate::common::images::Delivery;
 use crate::common::images::NativeTask;
 use crate::store::answers::{Answers, KeptAnswer};
@@ -85,6 +86,10 @@ pub struct TaskRecord {
     /// What went wrong, once it failed.
     #[serde(default)]
     pub error: Option<TaskError>,
+    /// What the provider reported about the result (usage, output format, ...), once it
+    /// succeeded; left out of the record when there is nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facts: Option<Box<AnswerFacts>>,
     /// The original public request body, kept until the first native call is sent: a task
     /// taken over before then is run again from it. Dropped afterwards (bodies can carry
     /// megabytes of images, and nothing re-runs a call that may have reached the provider).
@@ -126,6 +131,7 @@ impl TaskRecord {
             instance,
             data: Vec::new(),
             error: None,
+            facts: None,
             request: None,
             sent: false,
             native: Vec::new(),

@@ -247,6 +247,7 @@ fn succeeded(provider: &Provider, output: Output) -> Result<Poll, UpstreamError>
     Ok(Poll::Done(NativeImages {
         created: None,
         images,
+        ..Default::default()
     }))
 }
 
