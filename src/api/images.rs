@@ -124,6 +124,9 @@ pub struct ImageResult {
 pub struct TaskFailure {
     pub code: String,
     pub message: String,
+    /// Per-field problems, for a `validation_error` found while the task ran.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub details: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]

@@ -16,7 +16,7 @@
 //! the writer still owns the task, so an instance that was merely slow (not dead) and lost its
 //! task to a claim cannot overwrite the new owner's progress.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -64,6 +64,10 @@ impl TaskStatus {
 pub struct TaskError {
     pub code: String,
     pub message: String,
+    /// Per-field problems of a `validation_error` found only while the task ran (a reference
+    /// image or mask fetched from a URL that the provider cannot take).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub details: BTreeMap<String, String>,
 }
 
 /// One task as stored (serialized as JSON).

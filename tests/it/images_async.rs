@@ -277,3 +277,31 @@ fn an_async_tasks_result_carries_the_providers_usage() {
     assert_eq!(done["quality"], "low");
     assert_eq!(done["background"], "opaque");
 }
+
+/// A mask given as a URL can only be checked once the task has fetched it: a JPEG mask then fails
+/// the task with the same code and `details` the synchronous 400 has, and OpenAI is never called.
+#[test]
+fn a_url_mask_refused_once_fetched_fails_the_task_with_details() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let jpeg = [&[0xFF, 0xD8, 0xFF, 0xE0][..], &[1u8; 64][..]].concat();
+    fake.push(Reply::bytes(200, "image/jpeg", jpeg));
+    let id = start(
+        &gw,
+        json!({"model": "gpt-image-2", "prompt": "p", "async": true,
+               "image": ic::b64(&ic::png(100, 1)),
+               "mask": format!("{}/uploads/mask.jpg", fake.base_url())}),
+    );
+    let done = finished(&gw, &id);
+    assert_eq!(done["task_status"], "failed", "{done}");
+    assert_eq!(done["error"]["code"], "validation_error");
+    assert!(
+        done["error"]["details"]["mask"]
+            .as_str()
+            .is_some_and(|m| m.contains("PNG")),
+        "{done}"
+    );
+    let sent = fake.requests();
+    assert_eq!(sent.len(), 1, "only the mask's download");
+    assert_eq!(sent[0].method, "GET");
+}

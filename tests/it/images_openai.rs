@@ -677,3 +677,42 @@ fn input_fidelity_is_refused_where_the_model_ignores_it() {
         "a refused request reached OpenAI"
     );
 }
+
+/// Azure OpenAI answers in OpenAI's shape, so its usage and output facts reach the caller too.
+#[test]
+fn azure_answers_carry_the_same_usage() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(Reply::json(
+        200,
+        json!({"created": 5, "data": [{"b64_json": b64(&png(64, 1))}], "size": "1024x1024",
+               "output_format": "png", "quality": "low", "background": "opaque",
+               "usage": {"input_tokens": 9, "output_tokens": 272, "total_tokens": 281}}),
+    ));
+    let resp = generate(
+        &gw,
+        json!({"model": "azure-gpt-image-2", "prompt": "p", "quality": "low",
+               "response_format": "b64_json"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(
+        body["usage"],
+        json!({"input_tokens": 9, "output_tokens": 272, "total_tokens": 281})
+    );
+    assert_eq!(
+        (
+            &body["size"],
+            &body["output_format"],
+            &body["quality"],
+            &body["background"]
+        ),
+        (
+            &json!("1024x1024"),
+            &json!("png"),
+            &json!("low"),
+            &json!("opaque")
+        )
+    );
+    assert!(fake.requests()[0].path.contains("gpt-image-2-deployment"));
+}
