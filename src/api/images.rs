@@ -47,6 +47,9 @@ pub struct ImageRequest<'a> {
     pub response_format: &'static str,
     /// Public name: `png`, `jpg` or `webp`.
     pub output_format: &'static str,
+    /// Whether the caller spelled JPEG `jpeg` (OpenAI's spelling, what its SDKs send): the
+    /// answer's `output_format` then says `jpeg` too.
+    pub jpeg_spelled_jpeg: bool,
     pub mask: Option<ImageInput>,
     pub watermark: bool,
     /// Whether the caller named `watermark` (either value) rather than taking the default, for
@@ -419,6 +422,7 @@ pub fn parse<'a>(
         // cannot make PNG, unless the data names one.
         let default_output = caps.default_output_format;
         // `jpeg` (OpenAI's spelling, what its SDK sends) is `jpg`.
+        let jpeg_spelled_jpeg = output_format.as_ref().is_some_and(|v| v.as_str() == "jpeg");
         let output_format = match output_format {
             Some(v) if v.as_str() == "jpeg" => Some(Str(Cow::Borrowed("jpg"))),
             other => other,
@@ -479,6 +483,7 @@ pub fn parse<'a>(
             style_preset,
             response_format,
             output_format,
+            jpeg_spelled_jpeg,
             background,
             extra,
         ));
@@ -499,6 +504,7 @@ pub fn parse<'a>(
         style_preset,
         response_format,
         output_format,
+        jpeg_spelled_jpeg,
         background,
         extra_body,
     ) = v;
@@ -520,6 +526,7 @@ pub fn parse<'a>(
         style_preset,
         response_format,
         output_format,
+        jpeg_spelled_jpeg,
         mask,
         watermark: watermark.unwrap_or(false),
         watermark_given: watermark.is_some(),

@@ -89,8 +89,8 @@ pub struct NativeImages {
 
 /// What a provider reported about an image answer as a whole, each part only when it reported
 /// it: the public result's `usage`, `output_format`, `size`, `quality` and `background` (also kept
-/// with an asynchronous task's result). Values are the provider's, except `output_format`, which
-/// is in the public spelling (`jpg` for OpenAI's `jpeg`).
+/// with an asynchronous task's result). Values are the provider's, except that JPEG is `jpg` unless
+/// the caller spelled it `jpeg` (see the adapter).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AnswerFacts {
     #[serde(default, skip_serializing_if = "Option::is_none")]

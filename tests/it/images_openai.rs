@@ -601,8 +601,8 @@ fn the_default_config_offers_no_retired_openai_image_model() {
 }
 
 /// OpenAI's answer says what it billed (`usage`) and what it made (`output_format`, `size`,
-/// `quality`, `background`); the caller gets all of it, in the public spelling (`jpg`), and an
-/// answer that says none of it adds nothing.
+/// `quality`, `background`); the caller gets all of it, JPEG spelled as the caller spelled it
+/// (`jpg`, or `jpeg`), and an answer that says none of it adds nothing.
 #[test]
 fn the_answer_carries_openais_usage_and_what_it_made() {
     let fake = FakeProvider::start();
@@ -647,6 +647,19 @@ fn the_answer_carries_openais_usage_and_what_it_made() {
     for absent in ["usage", "output_format", "size", "quality", "background"] {
         assert!(body.get(absent).is_none(), "{absent}: {body}");
     }
+
+    // A caller that spells it `jpeg`, as OpenAI's SDKs do, reads `jpeg` back.
+    fake.push(Reply::json(
+        200,
+        json!({"created": 1, "data": [{"b64_json": b64(&png(64, 4))}], "output_format": "jpeg"}),
+    ));
+    let resp = generate(
+        &gw,
+        json!({"model": "gpt-image-2", "prompt": "p", "output_format": "jpeg",
+               "response_format": "b64_json"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(resp.json()["output_format"], "jpeg");
 }
 
 /// OpenAI's spec: "`gpt-image-2` and `gpt-image-2-2026-04-21` ignore" `input_fidelity`. A field

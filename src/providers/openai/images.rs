@@ -84,9 +84,10 @@ struct ImagesAnswer {
 }
 
 impl ImagesAnswer {
-    /// The answer's own facts, in the public spelling (`jpg` for `jpeg`); a value that is not a
-    /// non-empty string is left out.
-    fn facts(&self) -> AnswerFacts {
+    /// The answer's own facts; a value that is not a non-empty string is left out. OpenAI's
+    /// `jpeg` is said as the caller said it: `jpg` (the API's name), or `jpeg` when the caller
+    /// asked for `jpeg` (as OpenAI's SDKs do).
+    fn facts(&self, req: &ImageRequest<'_>) -> AnswerFacts {
         let text = |v: &Option<serde_json::Value>| {
             v.as_ref()
                 .and_then(serde_json::Value::as_str)
@@ -96,7 +97,7 @@ impl ImagesAnswer {
         AnswerFacts {
             usage: self.usage.as_ref().and_then(ImageUsage::from_json),
             output_format: text(&self.output_format).map(|f| match f.as_str() {
-                "jpeg" => "jpg".to_string(),
+                "jpeg" if !req.jpeg_spelled_jpeg => "jpg".to_string(),
                 _ => f,
             }),
             size: text(&self.size),
@@ -312,12 +313,12 @@ fn form_value(raw: &RawValue) -> Cow<'_, str> {
 
 pub fn image_response(
     provider: &Provider,
-    _req: &ImageRequest<'_>,
+    req: &ImageRequest<'_>,
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<NativeImages, UpstreamError> {
     let answer: ImagesAnswer = crate::providers::parse_answer(provider, body)?;
-    let facts = answer.facts();
+    let facts = answer.facts(req);
     let items = answer.data.unwrap_or_default();
     if items.is_empty() {
         return Err(crate::upstream::provider::bad_answer(
