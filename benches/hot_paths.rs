@@ -160,6 +160,7 @@ fn public(native: NativeImages) -> ImageResult {
         task_id: uuid::Uuid::new_v4().to_string(),
         task_status: "succeed",
         error: None,
+        facts: native.facts,
     }
 }
 

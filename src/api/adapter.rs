@@ -41,6 +41,16 @@ pub trait ImageAdapter: Send + Sync {
         n: u64,
     ) -> Result<Prepared, GatewayError>;
 
+    /// Refuse (400, naming the field) a request this provider cannot honour for `target`, for
+    /// reasons the family's capabilities cannot express (combinations of fields, input types,
+    /// `extra_body` values). The one place for those rules: run for every enabled target before
+    /// anything is started — before a synchronous request's first attempt and before an
+    /// asynchronous task is accepted — and by `request` itself, which sees references the gateway
+    /// has downloaded (a rule on a URL reference's bytes can only run then).
+    fn validate(&self, _target: &Target, _req: &ImageRequest<'_>) -> Result<(), GatewayError> {
+        Ok(())
+    }
+
     /// A 2xx answer: the images, or (natively asynchronous providers) the task to poll. An error
     /// the provider reports inside it is an `Err`, so the attempt loop classifies it.
     fn response(

@@ -14,6 +14,7 @@ use crate::catalog::{Catalog, Model};
 use crate::common::error::GatewayError;
 use crate::common::image_input::ImageInput;
 use crate::common::images::ImageLayer;
+use crate::common::images::AnswerFacts;
 use crate::common::json::{Fields, Str};
 use crate::common::Operation;
 
@@ -47,6 +48,9 @@ pub struct ImageRequest<'a> {
     pub response_format: &'static str,
     /// Public name: `png`, `jpg` or `webp`.
     pub output_format: &'static str,
+    /// Whether the caller spelled JPEG `jpeg` (OpenAI's spelling, what its SDKs send): the
+    /// answer's `output_format` then says `jpeg` too.
+    pub jpeg_spelled_jpeg: bool,
     pub mask: Option<ImageInput>,
     pub watermark: bool,
     /// Whether the caller named `watermark` (either value) rather than taking the default, for
@@ -112,6 +116,11 @@ pub struct ImageResult {
     /// Why a task failed (`failed` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<TaskFailure>,
+    /// What the provider reported about the answer (`usage`, `output_format`, `size`, `quality`,
+    /// `background`), each only when it did: additive top-level fields.
+    /// Boxed: rare, and results travel through the engine's futures.
+    #[serde(flatten)]
+    pub facts: Option<Box<AnswerFacts>>,
 }
 
 /// The Error object of a failed task.
@@ -119,6 +128,9 @@ pub struct ImageResult {
 pub struct TaskFailure {
     pub code: String,
     pub message: String,
+    /// Per-field problems, for a `validation_error` found while the task ran.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub details: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
@@ -415,6 +427,7 @@ pub fn parse<'a>(
         // cannot make PNG, unless the data names one.
         let default_output = caps.default_output_format;
         // `jpeg` (OpenAI's spelling, what its SDK sends) is `jpg`.
+        let jpeg_spelled_jpeg = output_format.as_ref().is_some_and(|v| v.as_str() == "jpeg");
         let output_format = match output_format {
             Some(v) if v.as_str() == "jpeg" => Some(Str(Cow::Borrowed("jpg"))),
             other => other,
@@ -475,6 +488,7 @@ pub fn parse<'a>(
             style_preset,
             response_format,
             output_format,
+            jpeg_spelled_jpeg,
             background,
             extra,
         ));
@@ -495,6 +509,7 @@ pub fn parse<'a>(
         style_preset,
         response_format,
         output_format,
+        jpeg_spelled_jpeg,
         background,
         extra_body,
     ) = v;
@@ -516,6 +531,7 @@ pub fn parse<'a>(
         style_preset,
         response_format,
         output_format,
+        jpeg_spelled_jpeg,
         mask,
         watermark: watermark.unwrap_or(false),
         watermark_given: watermark.is_some(),

@@ -6,6 +6,10 @@
 //! (so a 400 lists all of them), and whatever is left over is the set of fields the spec does not
 //! define, which the endpoint checks against what the chosen model accepts natively.
 //!
+//! A field whose value is JSON `null` is absent, whatever its name (OpenAI's SDKs send unset
+//! parameters as `null`): a typed getter sees nothing, a required field says it got `null`, and
+//! the leftovers never hold it, so a `null` is neither passed on nor refused as an unknown field.
+//!
 //! Strings the gateway only passes along (rerank documents) are read as [`JsonStr`]: the caller's
 //! literal is kept next to its decoded text, so forwarding it to a provider and echoing it in the
 //! answer copy the literal instead of escaping the text again.
@@ -271,9 +275,12 @@ impl<'a> Fields<'a> {
         self.errors.has(&self.path(name))
     }
 
-    /// The fields nobody took, in body order.
+    /// The fields nobody took, in body order; those whose value is `null` are absent, so they
+    /// are not among them.
     pub fn into_rest(self) -> (Vec<(Str<'a>, &'a RawValue)>, ValidationErrors) {
-        (self.entries, self.errors)
+        let mut entries = self.entries;
+        entries.retain(|(_, raw)| raw.get() != "null");
+        (entries, self.errors)
     }
 }
 
@@ -361,6 +368,24 @@ mod tests {
             let (_, errors) = f.into_rest();
             assert_eq!(errors.details()["d"], "must be an array of strings");
         }
+    }
+
+    #[test]
+    fn null_is_absent_whatever_the_name() {
+        let body = br#"{"model":"m","style":null,"n":null,"prompt":null,"extra":2,"x":null}"#;
+        let mut f = Fields::parse(body).unwrap();
+        assert!(f.unsigned("n").is_none());
+        assert!(f.required_string("prompt").is_none());
+        let (rest, errors) = f.into_rest();
+        let names: Vec<&str> = rest.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["model", "extra"]);
+        assert_eq!(errors.details()["prompt"], "is required (got null)");
+        assert!(!errors.has("n"));
+        // Nested objects (`extra_body`, a custom voice) read the same way.
+        let raw: &RawValue = serde_json::from_str(r#"{"seed":null,"a":1}"#).unwrap();
+        let (rest, _) = Fields::nested(raw, "extra_body").unwrap().into_rest();
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].0.as_str(), "a");
     }
 
     #[test]

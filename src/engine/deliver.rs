@@ -90,6 +90,7 @@ pub async fn deliver(
         task_id: uuid::Uuid::new_v4().to_string(),
         task_status: "succeed",
         error: None,
+        facts: native.facts,
     })
 }
 

@@ -66,6 +66,17 @@ impl Progress for Synchronous {
     }
 }
 
+/// Run every enabled target's provider refusals ([`crate::api::adapter::ImageAdapter::validate`])
+/// on `req`: any target may serve it, so each must be able to. Called before anything is started,
+/// for synchronous requests and asynchronous tasks alike, so a request the model cannot honour is
+/// a 400 at once on both paths (never an accepted task that fails later).
+pub fn validate(adapters: &Registry, req: &images::ImageRequest<'_>) -> Result<(), GatewayError> {
+    for target in req.model.enabled_targets() {
+        adapters.images(&target.provider)?.validate(target, req)?;
+    }
+    Ok(())
+}
+
 /// Generate the images `req` asks for and deliver them in its `response_format` (links under
 /// `base`). Shared by synchronous calls and background tasks.
 pub async fn generate(
@@ -136,6 +147,10 @@ async fn deliver_all(
 ) -> Result<images::ImageResult, GatewayError> {
     let mut native = NativeImages::default();
     let mut provider = None;
+    native.facts = crate::common::images::AnswerFacts::merge(
+        answers.iter().filter_map(|(p, _)| p.facts.as_deref()),
+    )
+    .boxed();
     for (part, target) in answers {
         native.created = native.created.or(part.created);
         native.images.extend(part.images);

@@ -66,6 +66,7 @@ pub async fn start(
         task_id: id,
         task_status: TaskStatus::Running.as_str(),
         error: None,
+        facts: None,
     })
 }
 
@@ -153,7 +154,9 @@ pub async fn get(
         error: record.error.map(|e| TaskFailure {
             code: e.code,
             message: e.message,
+            details: e.details,
         }),
+        facts: record.facts,
     })
 }
 
@@ -228,6 +231,7 @@ async fn claim_and_continue(
             message: "the gateway instance running this task stopped after calling the \
                       provider, which does not keep results: run the request again"
                 .into(),
+            details: Default::default(),
         });
         state.tasks.update(id, &record, ttl).await?;
     }

@@ -161,6 +161,8 @@ pub async fn images(
 ) -> Result<(), Failure> {
     let req = images::parse(&body, &s.catalog, s.retry.max_retries)?;
     ctx.model = Some(req.model.clone());
+    // The provider's own refusals, before a task is accepted or a call is sent.
+    crate::engine::images::validate(&s.adapters, &req)?;
     super::limited::cost(state, ctx, Operation::Images, req.n).await?;
     let base = public_base(s, session, req.response_format == "url")?;
     let owner = ctx.principal.as_ref().map_or("", |p| p.id.as_str());

@@ -249,6 +249,7 @@ impl Job {
                 Ok(data) => {
                     record.status = TaskStatus::Succeed;
                     record.data = data;
+                    record.facts = result.facts;
                 }
                 Err(e) => fail(&mut record, &GatewayError::Internal(format!("result: {e}"))),
             },
@@ -407,6 +408,11 @@ fn fail(record: &mut TaskRecord, e: &GatewayError) {
     record.error = Some(TaskError {
         code: e.code().to_string(),
         message: e.message(),
+        // What a synchronous 400 would have listed (a URL reference refused once fetched).
+        details: match e {
+            GatewayError::Validation(v) => v.details().clone(),
+            _ => Default::default(),
+        },
     });
 }
 

@@ -356,6 +356,7 @@ pub fn image_response(
     Ok(NativeImages {
         created: answer.created,
         images,
+        ..Default::default()
     })
 }
 
@@ -437,6 +438,7 @@ pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     let auth = crate::providers::registry::keyed(key, crate::upstream::provider::Auth::bearer)?;
     let images = crate::providers::registry::ImageFns {
         request: image_request,
+        validate: |_, req| check_extra_body(req),
         response: |p, r, h, b| crate::providers::registry::images(image_response(p, r, h, b)),
         input_as_bytes: false,
         tasks: None,
@@ -921,6 +923,7 @@ mod tests {
                     )),
                     NativeImage::new(ImageData::Base64("aGVsbG8=".into())),
                 ],
+                ..Default::default()
             }
         );
     }

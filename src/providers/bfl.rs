@@ -223,6 +223,17 @@ fn native_input(i: &ImageInput) -> Cow<'_, str> {
     }
 }
 
+/// BFL's refusal that the family table cannot express (a size a ratio-only endpoint has no
+/// ratio for), run by the adapter's validation step before anything is started; [`image_request`]
+/// meets the same rule when it picks the ratio.
+fn check(req: &ImageRequest<'_>) -> Result<(), GatewayError> {
+    let keep_input = req.image.is_some() && !req.size_given;
+    if !keep_input && sized_by_ratio(req.caps) {
+        req.required_aspect_ratio()?;
+    }
+    Ok(())
+}
+
 /// Whether `caps` come from a family whose endpoints take `aspect_ratio` and no pixel size:
 /// Kontext and FLUX1.1 [pro] Ultra (a model's overrides keep the family).
 fn sized_by_ratio(caps: &ImageCaps) -> bool {
@@ -429,6 +440,7 @@ fn ready(provider: &Provider, result: Option<&Value>) -> Result<Poll, UpstreamEr
         Some(url) => Ok(Poll::Done(NativeImages {
             created: None,
             images: vec![NativeImage::new(ImageData::Url(url.to_string()))],
+            ..Default::default()
         })),
         None => Err(crate::upstream::provider::bad_answer(
             provider,
@@ -570,6 +582,7 @@ pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     })?;
     let images = crate::providers::registry::ImageFns {
         request: image_request,
+        validate: |_, req| check(req),
         response: image_response,
         input_as_bytes: false,
         tasks: Some(crate::providers::registry::TaskFns {
@@ -1036,6 +1049,7 @@ mod tests {
                     images: vec![NativeImage::new(ImageData::Url(
                         "https://delivery-eu1.bfl.ai/results/a/sample.jpeg?se=1&sig=x".into()
                     ))],
+                    ..Default::default()
                 }
             ),
             other => panic!("{other:?}"),

@@ -183,6 +183,8 @@ impl SpeechAdapter for SpeechFns {
 /// An image adapter made of functions.
 pub struct ImageFns {
     pub request: fn(&Target, &ImageRequest<'_>, u64) -> Result<NativeRequest, GatewayError>,
+    /// The provider's own refusals ([`ImageAdapter::validate`]); [`no_checks`] when it has none.
+    pub validate: fn(&Target, &ImageRequest<'_>) -> Result<(), GatewayError>,
     pub response:
         fn(&Provider, &ImageRequest<'_>, &HeaderMap, &[u8]) -> Result<ImageAnswer, UpstreamError>,
     pub input_as_bytes: bool,
@@ -197,6 +199,10 @@ impl ImageAdapter for ImageFns {
         n: u64,
     ) -> Result<Prepared, GatewayError> {
         (self.request)(target, req, n).map(Prepared::Http)
+    }
+
+    fn validate(&self, target: &Target, req: &ImageRequest<'_>) -> Result<(), GatewayError> {
+        (self.validate)(target, req)
     }
 
     fn response(
@@ -216,6 +222,12 @@ impl ImageAdapter for ImageFns {
     fn tasks(&self) -> Option<&dyn TaskAdapter> {
         self.tasks.as_ref().map(|t| t as &dyn TaskAdapter)
     }
+}
+
+/// The validation step of an image adapter whose provider refuses nothing the family's
+/// capabilities do not already refuse.
+pub fn no_checks(_target: &Target, _req: &ImageRequest<'_>) -> Result<(), GatewayError> {
+    Ok(())
 }
 
 /// Task polling made of functions.

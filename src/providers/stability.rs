@@ -129,6 +129,30 @@ impl ErrorBody {
 
 // ---- translation to native -------------------------------------------------------------------
 
+/// Stability's refusals that the family table cannot express, in one place: the adapter's
+/// validation step runs them before anything is started, and [`image_request`] again.
+fn check(target: &Target, req: &ImageRequest<'_>) -> Result<(), GatewayError> {
+    if req.image.is_none() {
+        req.required_aspect_ratio()?;
+        return Ok(());
+    }
+    // A config pairing `core` with an image-capable family: Core has no image-to-image.
+    if Endpoint::of(&target.native_model) == Some(Endpoint::Core) {
+        return Err(GatewayError::field(
+            "image",
+            format!("model {} does not support image", req.model.name),
+        ));
+    }
+    if req.size_given {
+        return Err(GatewayError::field(
+            "size",
+            "cannot be chosen together with `image`: the result keeps the reference image's \
+             aspect ratio; omit size and aspect_ratio",
+        ));
+    }
+    Ok(())
+}
+
 pub fn image_request(
     target: &Target,
     req: &ImageRequest<'_>,
@@ -152,22 +176,7 @@ pub fn image_request(
             GatewayError::Internal("stability reference image was not downloaded".into())
         })?),
     };
-    if image.is_some() {
-        // A config pairing `core` with an image-capable family: Core has no image-to-image.
-        if endpoint == Endpoint::Core {
-            return Err(GatewayError::field(
-                "image",
-                format!("model {} does not support image", req.model.name),
-            ));
-        }
-        if req.size_given {
-            return Err(GatewayError::field(
-                "size",
-                "cannot be chosen together with `image`: the result keeps the reference image's \
-                 aspect ratio; omit size and aspect_ratio",
-            ));
-        }
-    }
+    check(target, req)?;
     let aspect_ratio = match image {
         Some(_) => None,
         None => Some(req.required_aspect_ratio()?),
@@ -241,6 +250,7 @@ pub fn image_response(
     let one = |data| NativeImages {
         created: None,
         images: vec![NativeImage::new(data)],
+        ..Default::default()
     };
     // Stability answers raw bytes (finish reason in a header) when `Accept` is not honoured.
     let is_image = headers
@@ -327,6 +337,7 @@ pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     let auth = crate::providers::registry::keyed(key, crate::upstream::provider::Auth::bearer)?;
     let images = crate::providers::registry::ImageFns {
         request: image_request,
+        validate: check,
         response: |p, r, h, b| crate::providers::registry::images(image_response(p, r, h, b)),
         input_as_bytes: true,
         tasks: None,
@@ -707,6 +718,7 @@ mod tests {
             NativeImages {
                 created: None,
                 images: vec![NativeImage::new(ImageData::Base64("iVBORw0KGgo=".into()))],
+                ..Default::default()
             }
         );
     }

@@ -16,13 +16,14 @@
 //! the writer still owns the task, so an instance that was merely slow (not dead) and lost its
 //! task to a claim cannot overwrite the new owner's progress.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::common::images::AnswerFacts;
 use crate::common::images::Delivery;
 use crate::common::images::NativeTask;
 use crate::store::answers::{Answers, KeptAnswer};
@@ -63,6 +64,10 @@ impl TaskStatus {
 pub struct TaskError {
     pub code: String,
     pub message: String,
+    /// Per-field problems of a `validation_error` found only while the task ran (a reference
+    /// image or mask fetched from a URL that the provider cannot take).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub details: BTreeMap<String, String>,
 }
 
 /// One task as stored (serialized as JSON).
@@ -85,6 +90,10 @@ pub struct TaskRecord {
     /// What went wrong, once it failed.
     #[serde(default)]
     pub error: Option<TaskError>,
+    /// What the provider reported about the result (usage, output format, ...), once it
+    /// succeeded; left out of the record when there is nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facts: Option<Box<AnswerFacts>>,
     /// The original public request body, kept until the first native call is sent: a task
     /// taken over before then is run again from it. Dropped afterwards (bodies can carry
     /// megabytes of images, and nothing re-runs a call that may have reached the provider).
@@ -126,6 +135,7 @@ impl TaskRecord {
             instance,
             data: Vec::new(),
             error: None,
+            facts: None,
             request: None,
             sent: false,
             native: Vec::new(),

@@ -171,3 +171,137 @@ fn without_the_store_async_fails_fast_and_sync_keeps_working() {
     );
     assert_eq!(resp.status, 200, "{}", resp.text());
 }
+
+/// `async: true` with a request its model cannot honour: the same 400 with `details` as without
+/// `async`, at once — no task id, and nothing reaches the provider.
+fn refused_at_once(gw: &TestGateway, fake: &FakeProvider, body: serde_json::Value, field: &str) {
+    for is_async in [true, false] {
+        let mut body = body.clone();
+        body["async"] = json!(is_async);
+        let resp = post(gw, "/api/v1/images/generations", &body);
+        assert_eq!(resp.status, 400, "async {is_async}: {}", resp.text());
+        let answer = resp.json();
+        assert_eq!(answer["code"], "validation_error", "{answer}");
+        assert!(answer["details"][field].is_string(), "{answer}");
+        assert!(
+            answer.get("task_id").is_none(),
+            "a task was accepted: {answer}"
+        );
+    }
+    // A task accepted anyway would call the provider in the background.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        fake.requests().is_empty(),
+        "a refused request reached the provider"
+    );
+}
+
+#[test]
+fn openai_refusals_come_before_a_task_is_accepted() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    // OpenAI: transparent backgrounds need PNG or WebP.
+    refused_at_once(
+        &gw,
+        &fake,
+        json!({"model": "gpt-image-2", "prompt": "p", "background": "transparent",
+               "output_format": "jpg"}),
+        "background",
+    );
+    // An edit whose mask (given as bytes) is not a PNG.
+    let jpeg = [&[0xFF, 0xD8, 0xFF, 0xE0][..], &[1u8; 64][..]].concat();
+    refused_at_once(
+        &gw,
+        &fake,
+        json!({"model": "gpt-image-2", "prompt": "p", "image": ic::b64(&ic::png(100, 1)),
+               "mask": format!("data:image/jpeg;base64,{}", ic::b64(&jpeg))}),
+        "mask",
+    );
+    // An image type the edits endpoint does not take.
+    refused_at_once(
+        &gw,
+        &fake,
+        json!({"model": "gpt-image-2", "prompt": "p", "image": ic::b64(b"GIF89a\x01\x00\x01\x00")}),
+        "image",
+    );
+}
+
+#[test]
+fn other_providers_refusals_come_before_a_task_is_accepted() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    // Ark: a sequential set is one call, so it does not combine with `n`.
+    refused_at_once(
+        &gw,
+        &fake,
+        json!({"model": "seedream-4", "prompt": "p", "n": 3,
+               "extra_body": {"sequential_image_generation": "auto"}}),
+        "n",
+    );
+    // Stability: with a reference image the result keeps its aspect ratio.
+    refused_at_once(
+        &gw,
+        &fake,
+        json!({"model": "stable-image-ultra", "prompt": "p", "image": ic::b64(&ic::png(100, 2)),
+               "size": "1024x1024"}),
+        "size",
+    );
+}
+
+/// OpenAI's usage and what it made reach the caller of an asynchronous task too.
+#[test]
+fn an_async_tasks_result_carries_the_providers_usage() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(Reply::json(
+        200,
+        json!({"created": 9, "data": [{"b64_json": "iVBORw0KGgo="}], "output_format": "webp",
+               "size": "1536x1024", "quality": "low", "background": "opaque",
+               "usage": {"input_tokens": 12, "output_tokens": 272, "total_tokens": 284,
+                         "input_tokens_details": {"text_tokens": 12, "image_tokens": 0}}}),
+    ));
+    let id = start(
+        &gw,
+        json!({"model": "gpt-image-2", "prompt": "a fox", "async": true, "size": "auto",
+               "quality": "low", "output_format": "webp", "response_format": "b64_json"}),
+    );
+    let done = finished(&gw, &id);
+    assert_eq!(done["task_status"], "succeed", "{done}");
+    assert_eq!(
+        done["usage"],
+        json!({"input_tokens": 12, "output_tokens": 272, "total_tokens": 284,
+               "input_tokens_details": {"image_tokens": 0, "text_tokens": 12}})
+    );
+    assert_eq!(done["output_format"], "webp");
+    assert_eq!(done["size"], "1536x1024");
+    assert_eq!(done["quality"], "low");
+    assert_eq!(done["background"], "opaque");
+}
+
+/// A mask given as a URL can only be checked once the task has fetched it: a JPEG mask then fails
+/// the task with the same code and `details` the synchronous 400 has, and OpenAI is never called.
+#[test]
+fn a_url_mask_refused_once_fetched_fails_the_task_with_details() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let jpeg = [&[0xFF, 0xD8, 0xFF, 0xE0][..], &[1u8; 64][..]].concat();
+    fake.push(Reply::bytes(200, "image/jpeg", jpeg));
+    let id = start(
+        &gw,
+        json!({"model": "gpt-image-2", "prompt": "p", "async": true,
+               "image": ic::b64(&ic::png(100, 1)),
+               "mask": format!("{}/uploads/mask.jpg", fake.base_url())}),
+    );
+    let done = finished(&gw, &id);
+    assert_eq!(done["task_status"], "failed", "{done}");
+    assert_eq!(done["error"]["code"], "validation_error");
+    assert!(
+        done["error"]["details"]["mask"]
+            .as_str()
+            .is_some_and(|m| m.contains("PNG")),
+        "{done}"
+    );
+    let sent = fake.requests();
+    assert_eq!(sent.len(), 1, "only the mask's download");
+    assert_eq!(sent[0].method, "GET");
+}

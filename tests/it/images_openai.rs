@@ -475,6 +475,28 @@ fn revised_prompts_reach_the_caller() {
     assert!(fake.requests()[0].json().get("response_format").is_none());
 }
 
+/// Image models OpenAI has shut down (deprecations page: gpt-image-1 on 2026-10-23; DALL·E 2
+/// and 3 on 2026-05-12): it answers them 404 `model_not_found`.
+const RETIRED: &[&str] = &["gpt-image-1", "dall-e-2", "dall-e-3"];
+
+/// Make `fake` refuse a generation naming a retired model, as OpenAI does, whatever is queued.
+fn refuse_retired_models(fake: &FakeProvider) {
+    fake.set_handler(|req| {
+        if req.method != "POST" || req.path != GENERATIONS {
+            return None;
+        }
+        let model = req.json()["model"].as_str().map(str::to_string)?;
+        RETIRED.contains(&model.as_str()).then(|| {
+            openai_error(
+                404,
+                "invalid_request_error",
+                json!("model_not_found"),
+                &format!("The model `{model}` does not exist or you do not have access to it."),
+            )
+        })
+    });
+}
+
 /// A retired model (the configuration still names it) is the operator's problem: the caller gets
 /// 503 `model_unavailable` naming the public and the native model and OpenAI's own reason, and the
 /// request is not retried into the same refusal.
@@ -482,12 +504,7 @@ fn revised_prompts_reach_the_caller() {
 fn a_model_the_provider_no_longer_serves_is_named() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
-    fake.push(openai_error(
-        404,
-        "invalid_request_error",
-        json!("model_not_found"),
-        "The model `gpt-image-1` does not exist or you do not have access to it.",
-    ));
+    refuse_retired_models(&fake);
     let resp = generate(
         &gw,
         json!({"model": "gpt-image-1", "prompt": "p", "retries": 2}),
@@ -547,4 +564,168 @@ fn a_config_naming_a_dall_e_family_says_it_was_retired() {
         assert!(errors.contains("12 May 2026"), "{errors}");
         assert!(errors.contains("`gpt-image-2`"), "{errors}");
     }
+}
+
+/// The default configuration offers no OpenAI image model that OpenAI has shut down or shuts
+/// down on 2026-12-01 (deprecations page), and every OpenAI image model it offers is served.
+#[test]
+fn the_default_config_offers_no_retired_openai_image_model() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/conf/switchyard.yaml"))
+            .unwrap();
+    let config: Value = serde_yaml::from_str(&text).unwrap();
+    let models = config["switchyard"]["models"]
+        .as_object()
+        .expect("the default config lists models");
+    let gone = [
+        "gpt-image-1",
+        "gpt-image-1.5",
+        "gpt-image-1-mini",
+        "chatgpt-image-latest",
+    ];
+    let mut openai_images = 0;
+    for (name, model) in models {
+        assert!(!gone.contains(&name.as_str()), "{name} is offered");
+        for target in model["targets"].as_array().into_iter().flatten() {
+            let native = target["model"].as_str().unwrap_or_default();
+            assert!(!gone.contains(&native), "{name} targets {native}");
+            if target["provider"] == "openai" && native.starts_with("gpt-image") {
+                openai_images += 1;
+            }
+        }
+    }
+    assert!(
+        openai_images >= 5,
+        "the current GPT image models are offered"
+    );
+}
+
+/// OpenAI's answer says what it billed (`usage`) and what it made (`output_format`, `size`,
+/// `quality`, `background`); the caller gets all of it, JPEG spelled as the caller spelled it
+/// (`jpg`, or `jpeg`), and an answer that says none of it adds nothing.
+#[test]
+fn the_answer_carries_openais_usage_and_what_it_made() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(Reply::json(
+        200,
+        json!({"created": 1713833628, "data": [{"b64_json": b64(&png(64, 1))}, {"b64_json": b64(&png(64, 2))}],
+               "background": "opaque", "output_format": "jpeg", "size": "1536x1024", "quality": "medium",
+               "usage": {"total_tokens": 2150, "input_tokens": 50, "output_tokens": 2100,
+                         "input_tokens_details": {"text_tokens": 10, "image_tokens": 40},
+                         "output_tokens_details": {"image_tokens": 2100}}}),
+    ));
+    let resp = generate(
+        &gw,
+        json!({"model": "gpt-image-2", "prompt": "p", "n": 2, "size": "auto", "output_format": "jpg",
+               "response_format": "b64_json"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["data"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        body["usage"],
+        json!({"total_tokens": 2150, "input_tokens": 50, "output_tokens": 2100,
+               "input_tokens_details": {"text_tokens": 10, "image_tokens": 40},
+               "output_tokens_details": {"image_tokens": 2100}})
+    );
+    assert_eq!(body["output_format"], "jpg");
+    assert_eq!(body["size"], "1536x1024");
+    assert_eq!(body["quality"], "medium");
+    assert_eq!(body["background"], "opaque");
+
+    fake.push(Reply::json(
+        200,
+        json!({"created": 1, "data": [{"b64_json": b64(&png(64, 3))}]}),
+    ));
+    let resp = generate(
+        &gw,
+        json!({"model": "gpt-image-2", "prompt": "p", "response_format": "b64_json"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let body = resp.json();
+    for absent in ["usage", "output_format", "size", "quality", "background"] {
+        assert!(body.get(absent).is_none(), "{absent}: {body}");
+    }
+
+    // A caller that spells it `jpeg`, as OpenAI's SDKs do, reads `jpeg` back.
+    fake.push(Reply::json(
+        200,
+        json!({"created": 1, "data": [{"b64_json": b64(&png(64, 4))}], "output_format": "jpeg"}),
+    ));
+    let resp = generate(
+        &gw,
+        json!({"model": "gpt-image-2", "prompt": "p", "output_format": "jpeg",
+               "response_format": "b64_json"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(resp.json()["output_format"], "jpeg");
+}
+
+/// OpenAI's spec: "`gpt-image-2` and `gpt-image-2-2026-04-21` ignore" `input_fidelity`. A field
+/// the model ignores is refused rather than silently without effect (on the 2.6 models too: no
+/// source says they honour it); the gpt-image family still takes it.
+#[test]
+fn input_fidelity_is_refused_where_the_model_ignores_it() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start_with(|ports| {
+        support::config(&fake.base_url(), ports)
+            + "    gpt-image-2.6-flare: {family: gpt-image-2.6, targets: [{provider: openai, model: gpt-image-2.6-flare}]}\n"
+    });
+    for model in ["gpt-image-2", "gpt-image-2.6-flare"] {
+        let resp = generate(
+            &gw,
+            json!({"model": model, "prompt": "p", "image": b64(&png(100, 1)), "input_fidelity": "high"}),
+        );
+        assert_eq!(resp.status, 400, "{}", resp.text());
+        let detail = resp.json()["details"]["input_fidelity"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(detail.contains("unknown field"), "{detail}");
+        assert!(!detail.contains("input_fidelity"), "{detail}");
+    }
+    assert!(
+        fake.requests().is_empty(),
+        "a refused request reached OpenAI"
+    );
+}
+
+/// Azure OpenAI answers in OpenAI's shape, so its usage and output facts reach the caller too.
+#[test]
+fn azure_answers_carry_the_same_usage() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    fake.push(Reply::json(
+        200,
+        json!({"created": 5, "data": [{"b64_json": b64(&png(64, 1))}], "size": "1024x1024",
+               "output_format": "png", "quality": "low", "background": "opaque",
+               "usage": {"input_tokens": 9, "output_tokens": 272, "total_tokens": 281}}),
+    ));
+    let resp = generate(
+        &gw,
+        json!({"model": "azure-gpt-image-2", "prompt": "p", "quality": "low",
+               "response_format": "b64_json"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(
+        body["usage"],
+        json!({"input_tokens": 9, "output_tokens": 272, "total_tokens": 281})
+    );
+    assert_eq!(
+        (
+            &body["size"],
+            &body["output_format"],
+            &body["quality"],
+            &body["background"]
+        ),
+        (
+            &json!("1024x1024"),
+            &json!("png"),
+            &json!("low"),
+            &json!("opaque")
+        )
+    );
+    assert!(fake.requests()[0].path.contains("gpt-image-2-deployment"));
 }

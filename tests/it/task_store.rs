@@ -98,6 +98,7 @@ async fn a_task_put_by_one_instance_is_read_by_another() {
     failed.error = Some(TaskError {
         code: "content_policy".into(),
         message: "refused".into(),
+        details: Default::default(),
     });
     a.put(&id, &failed, MIN).await.unwrap();
     assert_eq!(b.get(&id).await.unwrap(), Some(failed.clone()));

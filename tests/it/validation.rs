@@ -233,7 +233,7 @@ fn native_fields_pass_through_and_others_are_refused() {
         d["seed"]
             .as_str()
             .unwrap()
-            .contains("moderation, output_compression, input_fidelity, user"),
+            .contains("moderation, output_compression, user"),
         "{d:?}"
     );
 }
@@ -510,4 +510,72 @@ fn a_token_limit_counts_tokens() {
         "{d:?}"
     );
     assert_eq!(fake.requests().len(), 1);
+}
+
+/// OpenAI's SDKs send unset parameters as `null`, and the OpenAPI document says `null` means
+/// absent: a `null` under any name — one the API does not define, or one the model does not take
+/// natively — is accepted and never reaches the provider, and a known field sent as `null` gets
+/// its default. For every operation.
+#[test]
+fn null_is_absent_for_every_field() {
+    let (fake, gw) = setup();
+    let png = support::image_conformance::png(64, 1);
+    fake.push(Reply::json(
+        200,
+        json!({"created": 1, "data": [{"b64_json": support::image_conformance::b64(&png)}]}),
+    ));
+    let resp = post(
+        &gw,
+        "/api/v1/images/generations",
+        &json!({"model": "gpt-image-2", "prompt": "p", "style": null, "negative_prompt": null,
+                "n": null, "size": null, "quality": null, "response_format": "b64_json",
+                "output_format": null, "background": null, "extra_body": null, "async": null,
+                "complexity": null, "moderation": null, "user": null}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let sent = fake.requests()[0].json();
+    // The defaults, and nothing that was `null`.
+    assert_eq!(
+        sent,
+        json!({"model": "gpt-image-2", "prompt": "p", "n": 1, "size": "1024x1024",
+               "output_format": "png"})
+    );
+
+    fake.push(Reply::bytes(200, "audio/mpeg", b"ID3audio".to_vec()));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "tts-1", "input": "hi", "voice": null, "speed": null, "stream_format": null,
+                "instructions": null, "response_format": null, "retries": null,
+                "language_code": null}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let sent = fake.requests()[1].json();
+    assert_eq!(sent["voice"], "alloy", "{sent}");
+    assert_eq!(sent["response_format"], "mp3", "{sent}");
+    assert_eq!(sent["speed"], 1.0, "{sent}");
+    for absent in ["stream_format", "instructions", "language_code", "retries"] {
+        assert!(
+            sent.get(absent).is_none(),
+            "{absent} reached OpenAI: {sent}"
+        );
+    }
+
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "local-bm25", "query": "capital of France",
+                "documents": ["Paris is the capital of France", "pears"],
+                "top_n": null, "return_documents": null, "max_chunks_per_doc": null}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(resp.json()["results"].as_array().unwrap().len(), 2);
+
+    // A required field sent as `null` is still missing, and says so.
+    let resp = post(
+        &gw,
+        "/api/v1/rerank",
+        &json!({"model": "local-bm25", "query": null, "documents": ["a"]}),
+    );
+    assert_eq!(details(&resp)["query"], "is required (got null)");
 }

@@ -163,6 +163,11 @@ impl crate::api::adapter::ImageAdapter for Azure {
         images::image_request(self.api_version.as_deref(), target, req, n).map(Prepared::Http)
     }
 
+    fn validate(&self, _target: &Target, req: &ImageRequest<'_>) -> Result<(), GatewayError> {
+        // OpenAI's bodies, so OpenAI's refusals.
+        crate::providers::openai::images::check(req)
+    }
+
     fn response(
         &self,
         provider: &Provider,

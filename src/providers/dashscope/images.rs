@@ -248,6 +248,7 @@ fn succeeded(provider: &Provider, output: Output) -> Result<Poll, UpstreamError>
     Ok(Poll::Done(NativeImages {
         created: None,
         images,
+        ..Default::default()
     }))
 }
 

@@ -153,6 +153,7 @@ pub fn kind(key: &str) -> Result<Kind, String> {
             })),
             images: Some(Box::new(ImageFns {
                 request: images::image_request,
+                validate: crate::providers::registry::no_checks,
                 response: images::image_response,
                 input_as_bytes: false,
                 tasks: Some(TaskFns {

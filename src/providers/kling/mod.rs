@@ -194,14 +194,7 @@ pub fn image_request(
     req: &ImageRequest<'_>,
     n: u64,
 ) -> Result<NativeRequest, GatewayError> {
-    if req.negative_prompt.is_some() && req.image.is_some() {
-        return Err(GatewayError::field(
-            "negative_prompt",
-            "cannot be combined with `image`: Kling does not take a negative prompt with a \
-             reference image",
-        ));
-    }
-    check_reference_type(req)?;
+    check(req)?;
     let aspect_ratio = req.required_aspect_ratio()?;
     let image = req.image.as_ref().map(reference_image).transpose()?;
     let body = GenerationBody {
@@ -220,6 +213,35 @@ pub fn image_request(
         GENERATIONS_PATH,
         json_with_extra(&body, &req.passthrough)?,
     ))
+}
+
+/// Kling's refusals that the family table cannot express, in one place: the adapter's validation
+/// step runs them before anything is started, and [`image_request`] again.
+fn check(req: &ImageRequest<'_>) -> Result<(), GatewayError> {
+    if req.negative_prompt.is_some() && req.image.is_some() {
+        return Err(GatewayError::field(
+            "negative_prompt",
+            "cannot be combined with `image`: Kling does not take a negative prompt with a \
+             reference image",
+        ));
+    }
+    check_reference_type(req)?;
+    req.required_aspect_ratio()?;
+    if let Some(ImageInput::Data { mime, bytes }) = &req.image {
+        if !IMAGE_TYPES.contains(mime) {
+            return Err(GatewayError::field(
+                "image",
+                format!("is {mime}; Kling takes PNG or JPEG reference images"),
+            ));
+        }
+        if bytes.len() > MAX_IMAGE_BYTES {
+            return Err(GatewayError::field(
+                "image",
+                "is larger than the 10 MB Kling takes",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A family taking `image_reference` (kling-v1-5) takes a reference image only as a typed
@@ -256,23 +278,10 @@ fn check_reference_type(req: &ImageRequest<'_>) -> Result<(), GatewayError> {
 fn reference_image(input: &ImageInput) -> Result<Cow<'_, str>, GatewayError> {
     match input {
         ImageInput::Url(url) => Ok(Cow::Borrowed(url)),
-        ImageInput::Data { mime, bytes } => {
-            if !IMAGE_TYPES.contains(mime) {
-                return Err(GatewayError::field(
-                    "image",
-                    format!("is {mime}; Kling takes PNG or JPEG reference images"),
-                ));
-            }
-            if bytes.len() > MAX_IMAGE_BYTES {
-                return Err(GatewayError::field(
-                    "image",
-                    "is larger than the 10 MB Kling takes",
-                ));
-            }
-            input.base64().map(Cow::Owned).ok_or_else(|| {
-                GatewayError::Internal("reference image bytes could not be encoded".into())
-            })
-        }
+        // [`check`] has refused the types and sizes Kling does not take.
+        ImageInput::Data { .. } => input.base64().map(Cow::Owned).ok_or_else(|| {
+            GatewayError::Internal("reference image bytes could not be encoded".into())
+        }),
     }
 }
 
@@ -446,7 +455,11 @@ fn done(provider: &Provider, data: TaskData) -> Result<NativeImages, UpstreamErr
         .created_at
         .filter(|ms| ms.is_finite() && *ms > 0.0)
         .map(|ms| (ms / 1000.0) as i64);
-    Ok(NativeImages { created, images })
+    Ok(NativeImages {
+        created,
+        images,
+        ..Default::default()
+    })
 }
 
 /// A task Kling reports `failed`: refused content or a failure, told apart by its message (see the
@@ -624,6 +637,7 @@ pub fn kind(settings: &Settings, key: &str) -> Result<crate::providers::registry
     };
     let images = crate::providers::registry::ImageFns {
         request: image_request,
+        validate: |_, req| check(req),
         response: image_response,
         input_as_bytes: false,
         tasks: Some(crate::providers::registry::TaskFns {

@@ -24,6 +24,7 @@ use crate::common::image_input::ImageInput;
 use crate::common::images::ImageData;
 use crate::common::images::NativeImage;
 use crate::common::images::NativeImages;
+use crate::common::images::{AnswerFacts, ImageUsage};
 use crate::common::native::json_with_extra;
 use crate::common::native::NativeRequest;
 use crate::providers::formats::multipart::Form;
@@ -68,6 +69,42 @@ struct ImagesAnswer {
     created: Option<i64>,
     #[serde(default)]
     data: Option<Vec<AnswerItem>>,
+    /// GPT image models' token usage; read leniently (see [`ImageUsage::from_json`]).
+    #[serde(default)]
+    usage: Option<serde_json::Value>,
+    /// What the model made: `png`/`jpeg`/`webp`, `WxH`, `low`…`high`, `transparent`/`opaque`.
+    #[serde(default)]
+    output_format: Option<serde_json::Value>,
+    #[serde(default)]
+    size: Option<serde_json::Value>,
+    #[serde(default)]
+    quality: Option<serde_json::Value>,
+    #[serde(default)]
+    background: Option<serde_json::Value>,
+}
+
+impl ImagesAnswer {
+    /// The answer's own facts; a value that is not a non-empty string is left out. OpenAI's
+    /// `jpeg` is said as the caller said it: `jpg` (the API's name), or `jpeg` when the caller
+    /// asked for `jpeg` (as OpenAI's SDKs do).
+    fn facts(&self, req: &ImageRequest<'_>) -> AnswerFacts {
+        let text = |v: &Option<serde_json::Value>| {
+            v.as_ref()
+                .and_then(serde_json::Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+        };
+        AnswerFacts {
+            usage: self.usage.as_ref().and_then(ImageUsage::from_json),
+            output_format: text(&self.output_format).map(|f| match f.as_str() {
+                "jpeg" if !req.jpeg_spelled_jpeg => "jpg".to_string(),
+                _ => f,
+            }),
+            size: text(&self.size),
+            quality: text(&self.quality),
+            background: text(&self.background),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -90,6 +127,41 @@ pub fn image_request(
     build(&target.native_model, req, n, format!("/{}", operation(req)))
 }
 
+/// Every refusal of a GPT image request that the family table cannot express, in one place: the
+/// adapter's validation step (run before a synchronous call is sent and before an asynchronous
+/// task is accepted) and [`build`] (which sees downloaded references) both run it. A reference or
+/// mask given as a URL is checked once its bytes are in hand; the rest is checked at once.
+pub(crate) fn check(req: &ImageRequest<'_>) -> Result<(), GatewayError> {
+    check_family(req)?;
+    if req.background == Some("transparent") && req.output_format == "jpg" {
+        // OpenAI: "When using `transparent`, set the output format to `png` or `webp`."
+        return Err(GatewayError::field(
+            "background",
+            format!(
+                "`transparent` needs output_format png or webp for model {} (JPEG has no alpha)",
+                req.model.name
+            ),
+        ));
+    }
+    for input in req.image.iter().chain(&req.more_images) {
+        if let Some((_, mime)) = input.bytes() {
+            check_edit_image(&req.model.name, mime)?;
+        }
+    }
+    if let Some((_, mime)) = req.mask.as_ref().and_then(ImageInput::bytes) {
+        if mime != "image/png" {
+            return Err(GatewayError::field(
+                "mask",
+                format!(
+                    "must be a PNG image for model {} (this one is {mime})",
+                    req.model.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The operation `req` needs, [`GENERATIONS`] or [`EDITS`] (callers put it in their own URLs).
 pub(crate) fn operation(req: &ImageRequest<'_>) -> &'static str {
     if req.image.is_some() {
@@ -107,17 +179,7 @@ pub(crate) fn build(
     n: u64,
     path: String,
 ) -> Result<NativeRequest, GatewayError> {
-    check_family(req)?;
-    if req.background == Some("transparent") && req.output_format == "jpg" {
-        // OpenAI: "When using `transparent`, set the output format to `png` or `webp`."
-        return Err(GatewayError::field(
-            "background",
-            format!(
-                "`transparent` needs output_format png or webp for model {} (JPEG has no alpha)",
-                req.model.name
-            ),
-        ));
-    }
+    check(req)?;
     match &req.image {
         None => {
             let body = GenerationBody {
@@ -168,8 +230,8 @@ fn edit_request(
     // One image is OpenAI's `image`; several (up to 16) are `image[]` parts, as its SDKs send them.
     let mut images = Vec::with_capacity(1 + req.more_images.len());
     for (i, input) in std::iter::once(image).chain(&req.more_images).enumerate() {
+        // [`check`] has refused the types the edits endpoint does not take.
         let (bytes, mime) = downloaded(input, "image")?;
-        check_edit_image(&req.model.name, mime)?;
         let suffix = if i == 0 {
             String::new()
         } else {
@@ -180,19 +242,7 @@ fn edit_request(
     }
     let image_field = if images.len() > 1 { "image[]" } else { "image" };
     let mask = match &req.mask {
-        Some(mask) => {
-            let (bytes, mime) = downloaded(mask, "mask")?;
-            if mime != "image/png" {
-                return Err(GatewayError::field(
-                    "mask",
-                    format!(
-                        "must be a PNG image for model {} (this one is {mime})",
-                        req.model.name
-                    ),
-                ));
-            }
-            Some((bytes, mime))
-        }
+        Some(mask) => Some(downloaded(mask, "mask")?),
         None => None,
     };
     let mask_name = mask.map(|(_, mime)| format!("mask.{}", image_input::extension(mime)));
@@ -263,11 +313,12 @@ fn form_value(raw: &RawValue) -> Cow<'_, str> {
 
 pub fn image_response(
     provider: &Provider,
-    _req: &ImageRequest<'_>,
+    req: &ImageRequest<'_>,
     _headers: &http::HeaderMap,
     body: &[u8],
 ) -> Result<NativeImages, UpstreamError> {
     let answer: ImagesAnswer = crate::providers::parse_answer(provider, body)?;
+    let facts = answer.facts(req);
     let items = answer.data.unwrap_or_default();
     if items.is_empty() {
         return Err(crate::upstream::provider::bad_answer(
@@ -300,6 +351,7 @@ pub fn image_response(
     Ok(NativeImages {
         created: answer.created,
         images,
+        facts: facts.boxed(),
     })
 }
 
@@ -574,10 +626,43 @@ mod tests {
                     },
                     NativeImage::new(ImageData::Base64("iVBORw0KGgo=".into())),
                 ],
+                facts: Some(Box::new(AnswerFacts {
+                    usage: Some(ImageUsage {
+                        total_tokens: 3,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })),
             }
         );
         let got = answer(r#"{"data":[{"b64_json":"AAAA"}]}"#).unwrap();
         assert_eq!(got.created, None);
+        assert!(got.facts.is_none());
+    }
+
+    #[test]
+    fn the_answers_usage_and_output_are_read() {
+        let got = answer(
+            r#"{"data":[{"b64_json":"AAAA"}],"output_format":"jpeg","size":"1536x1024","quality":"medium",
+                "background":"opaque","usage":{"input_tokens":50,"output_tokens":1056,"total_tokens":1106,
+                "input_tokens_details":{"text_tokens":10,"image_tokens":40}}}"#,
+        )
+        .unwrap();
+        let f = got.facts.unwrap();
+        assert_eq!(f.output_format.as_deref(), Some("jpg"));
+        assert_eq!(f.size.as_deref(), Some("1536x1024"));
+        assert_eq!(f.quality.as_deref(), Some("medium"));
+        assert_eq!(f.background.as_deref(), Some("opaque"));
+        let u = f.usage.unwrap();
+        assert_eq!(
+            (u.input_tokens, u.output_tokens, u.total_tokens),
+            (50, 1056, 1106)
+        );
+        assert_eq!(u.input_tokens_details["image_tokens"], 40);
+        // Odd values are left out, never a failed answer.
+        let got =
+            answer(r#"{"data":[{"b64_json":"AAAA"}],"size":7,"quality":"","usage":"x"}"#).unwrap();
+        assert!(got.facts.is_none());
     }
 
     #[test]

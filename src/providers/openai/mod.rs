@@ -28,6 +28,7 @@ pub fn kind(key: &str) -> Result<Kind, String> {
             })),
             images: Some(Box::new(ImageFns {
                 request: images::image_request,
+                validate: |_, req| images::check(req),
                 response: |p, r, h, b| {
                     crate::providers::registry::images(images::image_response(p, r, h, b))
                 },

@@ -130,6 +130,7 @@ pub fn image_response(
     Ok(NativeImages {
         created: None,
         images,
+        ..Default::default()
     })
 }
 

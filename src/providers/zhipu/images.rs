@@ -121,6 +121,7 @@ pub fn image_response(
     Ok(NativeImages {
         created: parsed.created,
         images,
+        ..Default::default()
     })
 }
 
@@ -301,6 +302,7 @@ mod tests {
                 images: vec![NativeImage::new(ImageData::Url(
                     "https://aigc-files.bigmodel.cn/api/cogview/a.png".into()
                 ))],
+                ..Default::default()
             }
         );
 

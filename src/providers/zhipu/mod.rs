@@ -127,6 +127,7 @@ pub fn kind(key: &str) -> Result<Kind, String> {
         adapters: Adapters {
             images: Some(Box::new(ImageFns {
                 request: images::image_request,
+                validate: crate::providers::registry::no_checks,
                 response: |p, r, h, b| {
                     crate::providers::registry::images(images::image_response(p, r, h, b))
                 },
