@@ -368,6 +368,14 @@ pub struct ModelFile {
     /// `capabilities.max_documents`.
     #[serde(default)]
     pub max_documents: Option<usize>,
+    /// Lifecycle overrides for every target of the model (a target's own `lifecycle:` wins key by
+    /// key): dates, replacement, `still_available` (see `caps::lifecycle::Override`).
+    #[serde(default)]
+    pub lifecycle: Option<crate::caps::lifecycle::Override>,
+    /// The public model that serves this one's requests once every target of it is past its
+    /// shutdown.
+    #[serde(default)]
+    pub successor: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -379,6 +387,9 @@ pub struct TargetFile {
     /// only when every other target is ejected).
     #[serde(default = "d_weight")]
     pub weight: u32,
+    /// This target's lifecycle overrides (over the model's `lifecycle:`).
+    #[serde(default)]
+    pub lifecycle: Option<crate::caps::lifecycle::Override>,
 }
 
 fn d_weight() -> u32 {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use pingora::proxy::Session;
 
-use super::{image_tasks, respond};
+use super::{image_tasks, lifecycle, respond};
 use super::{Ctx, GatewayState};
 use crate::api::adapter::Registry;
 use crate::api::compat::Surface;
@@ -95,7 +95,7 @@ pub async fn speech(
     } else {
         speech::content_type(req.response_format)
     };
-    respond::stream_head(session, content_type)
+    respond::stream_head(session, content_type, &lifecycle::headers(&req.model))
         .await
         .map_err(|e| Failure::written("writing response head", e))?;
     ctx.status = 200;
@@ -154,6 +154,7 @@ pub async fn images(
 ) -> Result<(), Failure> {
     let req = images::parse(&body, &s.catalog, s.retry.max_retries)?;
     ctx.model = Some(req.model.clone());
+    let headers = lifecycle::headers(&req.model);
     super::limited::cost(state, ctx, Operation::Images, req.n).await?;
     let base = public_base(s, session, req.response_format == "url")?;
     let owner = ctx.principal.as_ref().map_or("", |p| p.id.as_str());
@@ -177,7 +178,7 @@ pub async fn images(
     let out = serde_json::to_vec(&result)
         .map_err(|e| GatewayError::Internal(format!("serializing result: {e}")))?;
     ctx.status = 200;
-    respond::json(session, 200, out.into(), &[])
+    respond::json(session, 200, out.into(), &headers)
         .await
         .map_err(|e| Failure::written("writing answer", e))
 }
@@ -279,7 +280,7 @@ pub async fn rerank(
     .map_err(GatewayError::Internal)?;
     ctx.usage.tokens = result.usage.total_tokens;
     ctx.status = 200;
-    respond::json(session, 200, out.into(), &[])
+    respond::json(session, 200, out.into(), &lifecycle::headers(&req.model))
         .await
         .map_err(|e| Failure::written("writing answer", e))
 }

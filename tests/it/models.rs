@@ -20,7 +20,7 @@ const EXTRA_MODELS: &str = r#"
     gpt-image-ruled:
       family: gpt-image
       capabilities: {sizes: {min_side: 512, max_side: 2048, multiple_of: 16, max_pixels: 2097152, max_aspect_ratio: "21:9"}, default_quality: high}
-      targets: [{provider: openai, model: gpt-image-1}]
+      targets: [{provider: openai, model: gpt-image-1, lifecycle: {still_available: true}}]
     team/tts:
       family: openai-tts
       targets: [{provider: disabled, model: tts-1}, {provider: openai, model: tts-1}, {provider: azure, model: tts-deployment}]
