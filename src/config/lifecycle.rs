@@ -93,6 +93,24 @@ pub(super) fn finish(
         match problem {
             Some(p) => errors.push(format!("{at}: {p}")),
             None => {
+                // A successor takes over once every target is gone: one that never goes (no date,
+                // or the account keeps it) holds it off for good, which the operator should know.
+                let lasting: Vec<String> = m
+                    .targets
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, t)| t.lifecycle.as_ref().is_none_or(|l| l.still_available))
+                    .map(|(i, _)| format!("targets[{i}]"))
+                    .collect();
+                if !lasting.is_empty() {
+                    warnings.push(format!(
+                        "{at}: `{s}` never takes over: {} of `{}` {} no shutdown date (or \
+                         `still_available`)",
+                        lasting.join(", "),
+                        m.name,
+                        if lasting.len() == 1 { "has" } else { "have" }
+                    ));
+                }
                 successors.insert(m.name.clone(), s.to_string());
             }
         }

@@ -394,6 +394,21 @@ fn a_model_past_its_shutdown_is_refused_at_load_unless_overridden() {
         s.gateway.warnings
     );
 
+    // A successor that can never take over (a target without a shutdown date) is warned of.
+    let s = load_at_test_now(
+        "    undated: {family: gpt-image-2, successor: gpt-image-2, targets: [{provider: openai, model: gpt-image-2}]}\n",
+    )
+    .unwrap_or_else(|e| panic!("{e:#?}"));
+    assert!(
+        s.gateway.warnings.iter().any(|w| {
+            w
+            == "switchyard.models.undated.successor: `gpt-image-2` never takes over: targets[0] of \
+                `undated` has no shutdown date (or `still_available`)"
+        }),
+        "{:#?}",
+        s.gateway.warnings
+    );
+
     // Bad overrides and successors are named by path.
     let errors = load_at_test_now(
         r#"
