@@ -128,7 +128,7 @@ fn the_list_is_openai_shaped_and_holds_every_configured_model() {
     assert_eq!(off["available"], false);
     // (tts-1's lifecycle, also listed per target, is `lifecycle.rs`'s subject.)
     assert_eq!(
-        targets_without_lifecycle(&off),
+        targets_without_lifecycle(off),
         json!([{"provider": "openai", "model": "tts-1", "available": false}])
     );
     assert_eq!(entry(models, "tts-1")["available"], true);
@@ -138,7 +138,7 @@ fn the_list_is_openai_shaped_and_holds_every_configured_model() {
     assert_eq!(team["available"], true);
     assert_eq!(team["owned_by"], "openai");
     assert_eq!(
-        targets_without_lifecycle(&team),
+        targets_without_lifecycle(team),
         json!([
             {"provider": "openai", "model": "tts-1", "available": true},
             {"provider": "azure-openai", "model": "tts-deployment", "available": true},
