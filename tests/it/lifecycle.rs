@@ -519,3 +519,63 @@ fn the_start_log_warns_of_a_near_shutdown() {
         "{out}"
     );
 }
+
+/// A reload is judged by the running gateway's clock: a model that crossed its shutdown since the
+/// start is refused on reload (the configuration in force stays), and taken over once a successor
+/// is named.
+#[test]
+fn a_reload_past_a_shutdown_is_refused_by_the_gateways_clock() {
+    use switchyard::server::reload::{ConfigSource, Reloader};
+    let ports = (free_port(), free_port());
+    let clock = Clock::manual(TEST_NOW);
+    let yaml = |successor: &str| {
+        support::config("http://127.0.0.1:9", ports)
+            + &format!(
+                "    gpt-image-1.5: {{family: gpt-image,{successor} targets: [{{provider: openai, model: gpt-image-1.5}}]}}\n"
+            )
+    };
+    let first = switchyard::config::load_str_at(&yaml(""), &|_| None, &clock)
+        .unwrap_or_else(|e| panic!("{e:#?}"));
+    assert!(
+        first.gateway.warnings.iter().any(|w| w.contains(
+            "switchyard.models.gpt-image-1.5.targets[0]: openai model `gpt-image-1.5` shuts down on 2026-12-01 (in 4 days)"
+        )),
+        "{:#?}",
+        first.gateway.warnings
+    );
+    let state = switchyard::GatewayState::new(first.gateway);
+    let dir = std::env::temp_dir().join(format!("switchyard-lifecycle-reload-{}", ports.0));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("c.yaml");
+    std::fs::write(&file, yaml("")).unwrap();
+    let reloader = Reloader {
+        state: state.clone(),
+        source: ConfigSource::File(file.to_str().unwrap().to_string()),
+        server: first.server,
+    };
+    // Midnight of the shutdown, by the gateway's clock (the wall clock says otherwise).
+    clock.set(DEC_1);
+    let problems = reloader.reload().err().expect("a shut-down model reloaded");
+    assert!(
+        problems.iter().any(
+            |p| p.contains("`gpt-image-1.5` was shut down on 2026-12-01")
+                && p.contains("gpt-image-2.6-sunburst or gpt-image-2.6-flare")
+        ),
+        "{problems:#?}"
+    );
+    // With a successor named, the reload goes through and the successor serves it.
+    std::fs::write(&file, yaml(" successor: gpt-image-2,")).unwrap();
+    reloader.reload().unwrap_or_else(|e| panic!("{e:#?}"));
+    let served = state
+        .settings()
+        .catalog
+        .serving("gpt-image-1.5")
+        .cloned()
+        .unwrap();
+    assert_eq!(served.name, "gpt-image-2");
+    assert_eq!(
+        served.lifecycle.taken_over_from.as_deref(),
+        Some("gpt-image-1.5")
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
