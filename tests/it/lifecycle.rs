@@ -132,6 +132,30 @@ fn answers_of_deprecated_models_carry_deprecation_sunset_and_link() {
         r.header("transfer-encoding").is_some(),
         "not a streamed answer"
     );
+    // Speech as server-sent events: the same, on the event stream's head.
+    let done = json!({"type": "speech.audio.done", "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}});
+    fake.push(Reply::sse(vec![
+        (
+            std::time::Duration::ZERO,
+            format!(
+                "data: {}\n\n",
+                json!({"type": "speech.audio.delta", "audio": "AAAA"})
+            ),
+        ),
+        (std::time::Duration::ZERO, format!("data: {done}\n\n")),
+    ]));
+    let r = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "gpt-4o-mini-tts", "input": "hi", "stream_format": "sse"}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert_eq!(r.header("sunset"), Some("Wed, 06 Jan 2027 00:00:00 GMT"));
+    assert_eq!(
+        r.header("deprecation"),
+        Some(format!("@{deprecated}").as_str())
+    );
 
     // Images: gpt-image-1.5 (OpenAI's dates), its successor linked.
     fake.push(image_answer());
