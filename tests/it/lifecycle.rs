@@ -579,7 +579,7 @@ fn a_reload_past_a_shutdown_is_refused_by_the_gateways_clock() {
     };
     // Midnight of the shutdown, by the gateway's clock (the wall clock says otherwise).
     clock.set(DEC_1);
-    let problems = reloader.reload().err().expect("a shut-down model reloaded");
+    let problems = reloader.reload().expect_err("a shut-down model reloaded");
     assert!(
         problems.iter().any(
             |p| p.contains("`gpt-image-1.5` was shut down on 2026-12-01")
