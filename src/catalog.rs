@@ -7,7 +7,7 @@
 
 mod lifecycle;
 
-pub use lifecycle::ModelLifecycle;
+pub use lifecycle::{header_safe, ModelLifecycle};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

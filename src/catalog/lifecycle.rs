@@ -141,12 +141,30 @@ fn headers(s: &Lifecycle, successor_link: Option<&str>) -> Vec<(&'static str, St
     }
     out.push(("sunset", s.shutdown.http_date()));
     let links: Vec<String> = successor_link
-        .map(|l| format!("<{l}>; rel=\"successor-version\""))
+        .map(|l| format!("<{}>; rel=\"successor-version\"", header_safe(l)))
         .into_iter()
-        .chain(s.source_url().map(|u| format!("<{u}>; rel=\"sunset\"")))
+        .chain(
+            s.source_url()
+                .map(|u| format!("<{}>; rel=\"sunset\"", header_safe(u))),
+        )
         .collect();
     if !links.is_empty() {
         out.push(("link", links.join(", ")));
+    }
+    out
+}
+
+/// `text` with every byte a header value or a URI reference cannot carry as is (controls, space,
+/// `<`, `>`, `"`, non-ASCII) percent-encoded: model names and sources come from the configuration.
+pub fn header_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        // `%` stays: a URL's own escapes are kept as they are.
+        if b.is_ascii_graphic() && !matches!(b, b'<' | b'>' | b'"') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
     }
     out
 }
@@ -178,6 +196,13 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn names_that_a_header_cannot_carry_are_percent_encoded() {
+        assert_eq!(header_safe("team/tts-1.5_a"), "team/tts-1.5_a");
+        assert_eq!(header_safe("https://x/a%20b"), "https://x/a%20b");
+        assert_eq!(header_safe("语音 <x>"), "%E8%AF%AD%E9%9F%B3%20%3Cx%3E");
     }
 
     #[test]

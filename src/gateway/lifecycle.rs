@@ -3,12 +3,13 @@
 //! `Switchyard-Served-Model` header when a successor served a model past its shutdown, and the
 //! shutdown-time gauge of every served target.
 
-use crate::catalog::Model;
+use crate::catalog::{header_safe, Model};
 use crate::config::GatewaySettings;
 use crate::metrics::Metrics;
 
 /// The header naming the public model that served a request, when it is not the one asked for
-/// (a successor that took over on the asked model's shutdown).
+/// (a successor that took over on the asked model's shutdown); percent-encoded where a header
+/// value cannot carry the name.
 pub const SERVED_MODEL: &str = "switchyard-served-model";
 
 /// The lifecycle headers of an answer served by `model` (empty for a model with no lifecycle).
@@ -16,7 +17,7 @@ pub fn headers(model: &Model) -> Vec<(&'static str, String)> {
     let l = &model.lifecycle;
     let mut out = l.headers.clone();
     if l.taken_over_from.is_some() {
-        out.push((SERVED_MODEL, model.name.clone()));
+        out.push((SERVED_MODEL, header_safe(&model.name)));
     }
     out
 }
