@@ -163,6 +163,11 @@ pub(super) fn finish(
             if days <= WARN_DAYS {
                 let then = match successor {
                     Some(s) => format!("model `{s}`, its successor, takes over on that day"),
+                    None if l.replacement.is_empty() => format!(
+                        "name a `successor:` for `{}` to take over on that day, or remove the \
+                         target; past it, the configuration is refused",
+                        m.name
+                    ),
                     None => format!(
                         "move `{}` to the replacement, or name a `successor:` to take over on \
                          that day; past it, the configuration is refused",
