@@ -4,7 +4,9 @@
 //!
 //! Loading reports every problem it can find, each with its key path: unknown keys anywhere,
 //! unset `${ENV}` variables, bad URLs, models pointing at unknown providers or families, model
-//! capability overrides the family cannot take, unreadable key and CA files. `switchyard -t -c FILE` prints them and exits non-zero.
+//! capability overrides the family cannot take, unreadable key and CA files, targets past their
+//! provider's shutdown (`config/lifecycle.rs`, which also collects the warnings of targets near
+//! it). `switchyard -t -c FILE` prints them and exits non-zero.
 
 pub mod env;
 pub mod file;
