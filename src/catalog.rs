@@ -1,12 +1,19 @@
 //! The public models: the [`Catalog`] maps each public model name from the config to what it can do
 //! (its family's capabilities with the model's overrides, see `crate::caps`) and its ordered
 //! targets (provider + native model name), with their weights and the schedule that spreads
-//! first attempts over them.
+//! first attempts over them. Each target's lifecycle (shutdown date, replacement) and what the
+//! model makes of it — the successor that takes over, the headers its answers carry — are in
+//! `catalog/lifecycle.rs`.
+
+mod lifecycle;
+
+pub use lifecycle::{header_safe, ModelLifecycle};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use crate::caps::lifecycle::{Clock, Lifecycle};
 use crate::caps::Caps;
 use crate::common::Operation;
 use crate::upstream::health::{Cell, Health};
@@ -23,6 +30,8 @@ pub struct Target {
     /// Its share of first attempts among the model's healthy targets; 0: standby, used only
     /// when every weighted target is ejected.
     pub weight: u32,
+    /// When its provider deprecates and shuts down the native model (`None`: nothing known).
+    pub lifecycle: Option<Arc<Lifecycle>>,
     /// Its health cell, fetched by name from the health table on first use (so it is the same
     /// cell across configuration reloads).
     health: OnceLock<Arc<Cell>>,
@@ -34,6 +43,18 @@ impl Target {
             provider,
             native_model: native_model.into(),
             weight,
+            lifecycle: None,
+            health: OnceLock::new(),
+        }
+    }
+
+    /// The same target (its health cell is found again by name, so it is the same cell).
+    pub fn copy(&self) -> Target {
+        Target {
+            provider: self.provider.clone(),
+            native_model: self.native_model.clone(),
+            weight: self.weight,
+            lifecycle: self.lifecycle.clone(),
             health: OnceLock::new(),
         }
     }
@@ -61,6 +82,8 @@ pub struct Model {
     /// Speech: voice names a client may send (OpenAI's `alloy`, …) → the provider's voice sent
     /// instead (`voice_map` in the config; empty: none).
     pub voice_map: BTreeMap<String, String>,
+    /// Its targets' shutdown dates and what follows from them (empty for most models).
+    pub lifecycle: ModelLifecycle,
 }
 
 impl Model {
@@ -73,6 +96,7 @@ impl Model {
             schedule,
             next: AtomicUsize::new(0),
             voice_map: BTreeMap::new(),
+            lifecycle: ModelLifecycle::default(),
         }
     }
 
@@ -111,9 +135,13 @@ impl Model {
         self.caps.operation()
     }
 
-    /// Targets whose provider has credentials; a disabled provider's targets are skipped.
+    /// Targets whose provider has credentials and still serves their model; a disabled
+    /// provider's targets, and targets past their shutdown, are skipped.
     pub fn enabled_targets(&self) -> impl Iterator<Item = &Target> {
-        self.targets.iter().filter(|t| t.provider.enabled())
+        let now = self.lifecycle_now();
+        self.targets
+            .iter()
+            .filter(move |t| t.provider.enabled() && !now.is_some_and(|n| t.gone(n)))
     }
 }
 
@@ -147,15 +175,63 @@ fn schedule(targets: &[Target]) -> Vec<u16> {
 #[derive(Debug, Default)]
 pub struct Catalog {
     models: HashMap<String, Arc<Model>>,
+    /// Model name → its successor serving as it, for models with a `successor`.
+    takeovers: HashMap<String, Arc<Model>>,
+    /// What decides which targets are past their shutdown.
+    clock: Clock,
 }
 
 impl Catalog {
+    /// An empty catalog whose models read `clock` for lifecycle decisions.
+    pub fn with_clock(clock: Clock) -> Catalog {
+        Catalog {
+            clock,
+            ..Catalog::default()
+        }
+    }
+
+    /// The catalog's clock.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
     pub fn insert(&mut self, model: Model) {
         self.models.insert(model.name.clone(), Arc::new(model));
     }
 
+    /// Let model `from`'s successor (already inserted) serve its requests once `from` is gone.
+    pub fn add_takeover(&mut self, from: &str) {
+        let Some(m) = self.models.get(from) else {
+            return;
+        };
+        let Some(successor) = m
+            .lifecycle
+            .successor
+            .as_ref()
+            .and_then(|s| self.models.get(s))
+        else {
+            return;
+        };
+        let takeover = Model::taking_over(from, successor);
+        self.takeovers.insert(from.to_string(), Arc::new(takeover));
+    }
+
+    /// The model named `name`, as configured (the model list's view).
     pub fn get(&self, name: &str) -> Option<&Arc<Model>> {
         self.models.get(name)
+    }
+
+    /// The model that serves a request naming `name` now: the model itself, or, once every one
+    /// of its targets is past its shutdown, its successor (a model whose
+    /// `lifecycle.taken_over_from` says so).
+    pub fn serving(&self, name: &str) -> Option<&Arc<Model>> {
+        let m = self.models.get(name)?;
+        if m.lifecycle.successor.is_some() && m.gone() {
+            if let Some(t) = self.takeovers.get(name) {
+                return Some(t);
+            }
+        }
+        Some(m)
     }
 
     /// Every model, sorted by name.

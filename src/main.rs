@@ -40,6 +40,14 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // Models near or past their shutdown: what the operator should act on soon.
+    for w in &settings.gateway.warnings {
+        if opt.test {
+            eprintln!("{source}: warning: {w}");
+        } else {
+            log::warn!("{source}: {w}");
+        }
+    }
     if opt.test {
         println!("{source}: configuration is valid");
         return;

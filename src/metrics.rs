@@ -149,6 +149,9 @@ families! {
     config_last_reload_success: IntGaugeVec = "switchyard_config_last_reload_success_timestamp_seconds",
         "When the configuration in force was loaded successfully last, in Unix seconds (the start counts)",
         [];
+    model_shutdown: IntGaugeVec = "switchyard_model_shutdown_timestamp_seconds",
+        "When a model's target (provider account and native model) is shut down by its provider, in Unix seconds (00:00 UTC of the shutdown date); only targets with a known date",
+        ["model", "provider", "native_model"];
 }
 
 /// The handle every part of the gateway records through; empty (and free) without a metrics
@@ -240,6 +243,24 @@ impl Metrics {
                     .map_or(0, |d| d.as_secs() as i64);
                 if let Some(g) = series(&f.config_last_reload_success, &[]) {
                     g.set(now);
+                }
+            }
+        });
+    }
+}
+
+impl Metrics {
+    /// Replace the shutdown-time series with `series` (public model, provider account, native
+    /// model, Unix seconds): at start and on every reload, so removed models leave no series.
+    pub fn set_model_shutdowns<'a>(
+        &self,
+        series_list: impl IntoIterator<Item = (&'a str, &'a str, &'a str, i64)>,
+    ) {
+        self.with(|f| {
+            f.model_shutdown.reset();
+            for (model, provider, native, secs) in series_list {
+                if let Some(g) = series(&f.model_shutdown, &[model, provider, native]) {
+                    g.set(secs);
                 }
             }
         });

@@ -10,10 +10,12 @@ use crate::catalog::{Catalog, Model};
 use crate::common::json::{Fields, Str};
 use crate::common::Operation;
 
-/// Resolve `model` for `op`, recording a problem when it is missing or unknown.
+/// Resolve `model` for `op`, recording a problem when it is missing or unknown. A model past its
+/// shutdown resolves to its successor, when it names one (`Catalog::serving`): the request is
+/// then validated against, and served by, the successor.
 pub fn model(fields: &mut Fields<'_>, catalog: &Catalog, op: Operation) -> Option<Arc<Model>> {
     let name = fields.required_string("model")?;
-    match catalog.get(name.as_str()) {
+    match catalog.serving(name.as_str()) {
         Some(m) if m.operation() == op => Some(m.clone()),
         Some(_) => {
             fields.error(

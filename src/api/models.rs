@@ -2,7 +2,9 @@
 //! (`{"object": "list", "data": [{"id", "object": "model", "created", "owned_by"}, …]}`), so the
 //! `models.list()` and `models.retrieve()` of OpenAI's SDKs read it, with the gateway's own fields
 //! alongside each model: its `operation`, `family`, whether it is `available`, its `targets`
-//! (provider kind and native model: never an account's name, key or URL) and its `capabilities`.
+//! (provider kind and native model: never an account's name, key or URL) and its `capabilities`;
+//! for a model being retired, its `lifecycle` (dates, replacement, source; also per target) and
+//! `successor`.
 //!
 //! The capabilities are rendered from the catalog's own values, the ones validation checks
 //! requests against, under the names `caps/families.yaml` and a model's `capabilities:` override
@@ -17,6 +19,7 @@ use bytes::Bytes;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
+use crate::caps::lifecycle::Lifecycle;
 use crate::caps::schema::MAX_N;
 use crate::caps::{Caps, ImageCaps, Limit, RerankCaps, SizeRule, SpeechCaps, Unit};
 use crate::catalog::{Catalog, Model};
@@ -77,6 +80,44 @@ struct Entry<'a> {
     available: bool,
     targets: Vec<TargetView<'a>>,
     capabilities: CapsView,
+    /// The model's deprecation and shutdown (when every target has them): when it is deprecated
+    /// (the last target's deprecation), shut down (the last target's shutdown), the provider's
+    /// recommended replacement and the source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lifecycle: Option<LifecycleView<'a>>,
+    /// The public model that serves this one's requests once it is shut down.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    successor: Option<&'a str>,
+}
+
+/// A lifecycle, as the list shows it: dates as `YYYY-MM-DD` (UTC).
+#[derive(Serialize)]
+struct LifecycleView<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deprecated: Option<String>,
+    shutdown: String,
+    /// The provider's own model ids, best first; empty when it names none (then `note` says why).
+    replacement: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'a str>,
+    /// The operator says the account still serves it past `shutdown`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    still_available: bool,
+}
+
+impl<'a> LifecycleView<'a> {
+    fn of(l: &'a Lifecycle) -> LifecycleView<'a> {
+        LifecycleView {
+            deprecated: l.deprecated.map(|d| d.to_string()),
+            shutdown: l.shutdown.to_string(),
+            replacement: &l.replacement,
+            note: l.note.as_deref(),
+            source: l.source.as_deref(),
+            still_available: l.still_available,
+        }
+    }
 }
 
 impl<'a> Entry<'a> {
@@ -94,6 +135,7 @@ impl<'a> Entry<'a> {
                     provider: &t.provider.kind,
                     model: &t.native_model,
                     available: enabled,
+                    lifecycle: t.lifecycle.as_deref().map(LifecycleView::of),
                 }),
             }
         }
@@ -107,6 +149,8 @@ impl<'a> Entry<'a> {
             available: targets.iter().any(|t| t.available),
             targets,
             capabilities: CapsView(model.caps),
+            lifecycle: model.lifecycle.summary.as_ref().map(LifecycleView::of),
+            successor: model.lifecycle.successor.as_deref(),
         }
     }
 }
@@ -119,6 +163,9 @@ struct TargetView<'a> {
     /// The provider's name for the model.
     model: &'a str,
     available: bool,
+    /// Its provider's deprecation and shutdown of the model, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lifecycle: Option<LifecycleView<'a>>,
 }
 
 /// A model's capabilities, under the capability table's names.

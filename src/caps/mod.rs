@@ -11,12 +11,15 @@
 //!   limits and size rules they use, and the public value sets capability lists come from;
 //! - `patch`: the same capabilities as written, every key optional, and how they merge;
 //! - `check`: the checks on a merged entry, and building (and leaking) the runtime values;
-//! - `load`: the table's `templates`/`families`, `extends` and `operation`.
+//! - `load`: the table's `templates`/`families`, `extends` and `operation`;
+//! - [`lifecycle`]: each native model's deprecation and shutdown dates, replacement and source
+//!   (`lifecycle.yaml`, built in the same way), and the clock lifecycle decisions read.
 //!
 //! It sits low in the layers: above `common` (whose `Operation` a family serves) and `tokens`
 //! (token limits), below everything that reads capabilities.
 
 mod check;
+pub mod lifecycle;
 mod load;
 mod patch;
 pub mod schema;

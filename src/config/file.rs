@@ -372,6 +372,14 @@ pub struct ModelFile {
     /// (checked by `config::voice_map`).
     #[serde(default)]
     pub voice_map: BTreeMap<String, String>,
+    /// Lifecycle overrides for every target of the model (a target's own `lifecycle:` wins key by
+    /// key): dates, replacement, `still_available` (see `caps::lifecycle::Override`).
+    #[serde(default)]
+    pub lifecycle: Option<crate::caps::lifecycle::Override>,
+    /// The public model that serves this one's requests once every target of it is past its
+    /// shutdown.
+    #[serde(default)]
+    pub successor: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -383,6 +391,9 @@ pub struct TargetFile {
     /// only when every other target is ejected).
     #[serde(default = "d_weight")]
     pub weight: u32,
+    /// This target's lifecycle overrides (over the model's `lifecycle:`).
+    #[serde(default)]
+    pub lifecycle: Option<crate::caps::lifecycle::Override>,
 }
 
 fn d_weight() -> u32 {

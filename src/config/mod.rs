@@ -4,10 +4,13 @@
 //!
 //! Loading reports every problem it can find, each with its key path: unknown keys anywhere,
 //! unset `${ENV}` variables, bad URLs, models pointing at unknown providers or families, model
-//! capability overrides the family cannot take, unreadable key and CA files. `switchyard -t -c FILE` prints them and exits non-zero.
+//! capability overrides the family cannot take, unreadable key and CA files, targets past their
+//! provider's shutdown (`config/lifecycle.rs`, which also collects the warnings of targets near
+//! it). `switchyard -t -c FILE` prints them and exits non-zero.
 
 pub mod env;
 pub mod file;
+mod lifecycle;
 pub mod tls;
 pub mod voice_map;
 
@@ -22,6 +25,7 @@ use serde_yaml::Value;
 use crate::api::adapter::Registry;
 use crate::api::models::Listing;
 use crate::auth::Authenticator;
+use crate::caps::lifecycle::Clock;
 use crate::caps::{self, Caps};
 use crate::catalog::{Catalog, Model, Target, MAX_WEIGHT};
 use crate::common::Operation;
@@ -150,6 +154,9 @@ pub struct GatewaySettings {
     pub access_log: AccessLogFormat,
     /// When failing targets are ejected (`routing.ejection`).
     pub ejection: EjectionPolicy,
+    /// What the operator should act on soon, found at load (models near or past their shutdown):
+    /// printed by `switchyard -t`, logged at start and on reload.
+    pub warnings: Vec<String>,
 }
 
 /// The shape of access lines (`access_log.format`).
@@ -169,14 +176,29 @@ pub struct Settings {
 
 /// Load and validate a configuration file, reading `${VAR}` from the process environment.
 pub fn load_file(path: &str) -> Result<Settings, Vec<String>> {
+    load_file_at(path, &Clock::System)
+}
+
+/// [`load_file`], with models' lifecycles judged (and later served) by `clock`.
+pub fn load_file_at(path: &str, clock: &Clock) -> Result<Settings, Vec<String>> {
     let text = std::fs::read_to_string(path).map_err(|e| vec![format!("{path}: {e}")])?;
-    load_str(&text, &|name| std::env::var(name).ok())
+    load_str_at(&text, &|name| std::env::var(name).ok(), clock)
 }
 
 /// Load and validate configuration text; `lookup` reads variables.
 pub fn load_str(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Settings, Vec<String>> {
+    load_str_at(text, lookup, &Clock::System)
+}
+
+/// [`load_str`], with models' lifecycles judged by `clock` now (a model past its shutdown is
+/// refused, one near it warned of) and, in the catalog, on every request.
+pub fn load_str_at(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    clock: &Clock,
 ) -> Result<Settings, Vec<String>> {
     let mut doc: Value =
         serde_yaml::from_str(text).map_err(|e| vec![format!("not valid YAML: {e}")])?;
@@ -206,7 +228,7 @@ pub fn load_str(
             return Err(errors);
         }
     };
-    let gateway = build(file, &mut errors);
+    let gateway = build(file, clock, &mut errors);
     match gateway {
         Some(g) if errors.is_empty() => Ok(Settings { server, gateway: g }),
         _ => Err(errors),
@@ -260,7 +282,7 @@ fn server_conf(top: serde_yaml::Mapping, errors: &mut Vec<String>) -> Option<Ser
     }
 }
 
-fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings> {
+fn build(file: GatewayFile, clock: &Clock, errors: &mut Vec<String>) -> Option<GatewaySettings> {
     keep_secrets_out_of_logs(&file);
     let mut listeners = Vec::new();
     if file.listeners.is_empty() {
@@ -434,7 +456,16 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
         providers.insert(name.clone(), Arc::new(provider));
     }
 
-    let catalog = build_catalog(&file.models, &file.providers, &providers, &adapters, errors);
+    let mut warnings = Vec::new();
+    let catalog = build_catalog(
+        &file.models,
+        &file.providers,
+        &providers,
+        &adapters,
+        clock,
+        errors,
+        &mut warnings,
+    );
     let models = Listing::build(&catalog, crate::api::images::now()).unwrap_or_else(|m| {
         errors.push(m);
         Listing::default()
@@ -469,6 +500,7 @@ fn build(file: GatewayFile, errors: &mut Vec<String>) -> Option<GatewaySettings>
         metrics,
         access_log,
         ejection,
+        warnings,
     })
 }
 
@@ -772,9 +804,12 @@ fn build_catalog(
     declared: &BTreeMap<String, file::ProviderFile>,
     providers: &HashMap<String, Arc<Provider>>,
     adapters: &Registry,
+    clock: &Clock,
     errors: &mut Vec<String>,
+    warnings: &mut Vec<String>,
 ) -> Catalog {
-    let mut catalog = Catalog::default();
+    let catalog = Catalog::with_clock(clock.clone());
+    let mut built = Vec::with_capacity(models.len());
     let table = match caps::builtin() {
         Ok(t) => t,
         Err(problems) => {
@@ -822,7 +857,9 @@ fn build_catalog(
                             t.weight
                         ));
                     }
-                    targets.push(Target::new(p.clone(), t.model.clone(), t.weight));
+                    let mut target = Target::new(p.clone(), t.model.clone(), t.weight);
+                    target.lifecycle = lifecycle::of_target(m, (i, t), &p.kind, &at, errors);
+                    targets.push(target);
                 }
                 Some(_) => errors.push(format!(
                     "{at}.targets[{i}].provider: {} does not serve {}",
@@ -838,9 +875,9 @@ fn build_catalog(
             }
         }
         let voice_map = voice_map::check(&m.voice_map, caps, &at, errors);
-        catalog.insert(Model::new(name.clone(), caps, targets).with_voice_map(voice_map));
+        built.push(Model::new(name.clone(), caps, targets).with_voice_map(voice_map));
     }
-    catalog
+    lifecycle::finish(built, models, clock, errors, warnings)
 }
 
 /// A model's `capabilities`, with the older per-model keys (`default_voice`, `max_input_chars`,

@@ -85,6 +85,13 @@ where
 {
     // Counted rather than collected: no allocation per request.
     let enabled = model.enabled_targets().count();
+    if enabled == 0 && model.gone() {
+        // Past its shutdown, with no successor (or a successor that is gone too).
+        return Err(GatewayError::ModelUnavailable {
+            model: model.name.clone(),
+            reason: model.gone_reason(),
+        });
+    }
     if enabled == 0 {
         let names: Vec<&str> = model
             .targets
@@ -184,7 +191,10 @@ fn pick<'m>(
     refused: &[usize],
 ) -> Option<(usize, &'m Target)> {
     let health = &upstream.health;
-    let usable = |t: &Target| t.provider.enabled() && !refused.contains(&t.provider.id);
+    let now = model.lifecycle_now();
+    let usable = |t: &Target| {
+        t.provider.enabled() && !refused.contains(&t.provider.id) && !now.is_some_and(|n| t.gone(n))
+    };
     // (ejected until, index) of the ejected target back soonest.
     let mut soonest: Option<(u64, usize)> = None;
     for fresh in [true, false] {

@@ -11,6 +11,7 @@ pub mod body;
 pub mod client_conn;
 pub mod health_sync;
 pub mod image_tasks;
+pub mod lifecycle;
 pub mod limited;
 pub mod models;
 pub mod openapi;
@@ -102,6 +103,7 @@ impl GatewayState {
             metrics.clone(),
         );
         make_health_cells(&settings, &upstream);
+        lifecycle::record_shutdowns(&metrics, &settings);
         let (store, tasks): (Box<dyn FileStore>, Box<dyn TaskStore>) = match &settings.redis {
             Some(conn) => (
                 Box::new(RedisFileStore::with_conn(conn.clone())),
@@ -522,7 +524,13 @@ impl ProxyHttp for Gateway {
                     }
                     _ => {}
                 }
-                match respond::error_as(session, &err, ctx.surface).await {
+                // An error about a deprecated model says so too (the lifecycle headers).
+                let extra = ctx
+                    .model
+                    .as_deref()
+                    .map(lifecycle::headers)
+                    .unwrap_or_default();
+                match respond::error_with(session, &err, ctx.surface, &extra).await {
                     Ok(()) => Ok(true),
                     Err(e) => Err(abandon(session, ctx, Failure::written("writing error", e))),
                 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use pingora::proxy::Session;
 
-use super::{image_tasks, respond};
+use super::{image_tasks, lifecycle, respond};
 use super::{Ctx, GatewayState};
 use crate::api::adapter::Registry;
 use crate::api::compat::Surface;
@@ -102,7 +102,7 @@ pub async fn speech(
     } else {
         speech::content_type(req.response_format)
     };
-    respond::stream_head(session, content_type)
+    respond::stream_head(session, content_type, &lifecycle::headers(&req.model))
         .await
         .map_err(|e| Failure::written("writing response head", e))?;
     ctx.status = 200;
@@ -163,6 +163,7 @@ pub async fn images(
     ctx.model = Some(req.model.clone());
     // The provider's own refusals, before a task is accepted or a call is sent.
     crate::engine::images::validate(&s.adapters, &req)?;
+    let headers = lifecycle::headers(&req.model);
     super::limited::cost(state, ctx, Operation::Images, req.n).await?;
     let base = public_base(s, session, req.response_format == "url")?;
     let owner = ctx.principal.as_ref().map_or("", |p| p.id.as_str());
@@ -186,7 +187,7 @@ pub async fn images(
     let out = serde_json::to_vec(&result)
         .map_err(|e| GatewayError::Internal(format!("serializing result: {e}")))?;
     ctx.status = 200;
-    respond::json(session, 200, out.into(), &[])
+    respond::json(session, 200, out.into(), &headers)
         .await
         .map_err(|e| Failure::written("writing answer", e))
 }
@@ -288,7 +289,7 @@ pub async fn rerank(
     .map_err(GatewayError::Internal)?;
     ctx.usage.tokens = result.usage.total_tokens;
     ctx.status = 200;
-    respond::json(session, 200, out.into(), &[])
+    respond::json(session, 200, out.into(), &lifecycle::headers(&req.model))
         .await
         .map_err(|e| Failure::written("writing answer", e))
 }

@@ -31,6 +31,7 @@ impl GatewayState {
         self.upstream.health.set_policy(new.ejection);
         super::make_health_cells(&new, &self.upstream);
         self.upstream.retry.store(Arc::new(new.retry));
+        super::lifecycle::record_shutdowns(&self.metrics, &new);
         self.live.store(Arc::new(new));
         self.metrics.config_loaded(true, true);
         ignored

@@ -37,13 +37,25 @@ pub async fn error_as(
     err: &GatewayError,
     surface: Surface,
 ) -> pingora::Result<()> {
+    error_with(session, err, surface, &[]).await
+}
+
+/// [`error_as`], with `extra` headers besides the error's own (a deprecated model's).
+pub async fn error_with(
+    session: &mut Session,
+    err: &GatewayError,
+    surface: Surface,
+    extra: &[(&'static str, String)],
+) -> pingora::Result<()> {
     // A body we did not read (or not completely) would be parsed as the next request on a
     // kept-alive connection, so such a connection is closed after the answer.
     if !session.is_body_done() {
         session.set_keepalive(None);
     }
     let body = surface.error_body(err);
-    json(session, err.status(), body, &err.extra_headers()).await
+    let mut headers = err.extra_headers();
+    headers.extend_from_slice(extra);
+    json(session, err.status(), body, &headers).await
 }
 
 /// Write the head of a streamed answer, whose length is not known in advance. HTTP/1.1 gets it
@@ -54,13 +66,21 @@ pub async fn error_as(
 ///
 /// The caller has the first body bytes in hand, so the head goes out with them (one `send`;
 /// `gateway/client_conn.rs`).
-pub async fn stream_head(session: &mut Session, content_type: &str) -> pingora::Result<()> {
+/// `extra` headers (a deprecated model's) go with it: they are known before the first byte.
+pub async fn stream_head(
+    session: &mut Session,
+    content_type: &str,
+    extra: &[(&'static str, String)],
+) -> pingora::Result<()> {
     if let Some(clock) = session.stream().and_then(Clocked::clock_of) {
         clock.body_follows();
     }
-    let mut h = ResponseHeader::build(200, Some(3))?;
+    let mut h = ResponseHeader::build(200, Some(3 + extra.len()))?;
     h.insert_header(http::header::CONTENT_TYPE, content_type)?;
     h.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
+    for (name, value) in extra {
+        h.insert_header(*name, value.as_str())?;
+    }
     let version = session.req_header().version;
     if version == http::Version::HTTP_11 {
         h.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;

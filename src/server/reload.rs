@@ -14,6 +14,7 @@ use pingora::server::configuration::ServerConf;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 
+use crate::caps::lifecycle::Clock;
 use crate::config::{self, Settings};
 use crate::gateway::GatewayState;
 
@@ -29,11 +30,18 @@ pub enum ConfigSource {
 impl ConfigSource {
     /// Read and validate the configuration; every problem, with its YAML path, on failure.
     pub fn load(&self) -> Result<Settings, Vec<String>> {
+        self.load_at(&Clock::System)
+    }
+
+    /// [`ConfigSource::load`], models' lifecycles judged by `clock` (the running gateway's).
+    pub fn load_at(&self, clock: &Clock) -> Result<Settings, Vec<String>> {
         match self {
-            ConfigSource::File(path) => config::load_file(path),
-            ConfigSource::Embedded => {
-                config::load_str(config::DEFAULT_CONFIG, &|name| std::env::var(name).ok())
-            }
+            ConfigSource::File(path) => config::load_file_at(path, clock),
+            ConfigSource::Embedded => config::load_str_at(
+                config::DEFAULT_CONFIG,
+                &|name| std::env::var(name).ok(),
+                clock,
+            ),
         }
     }
 
@@ -66,7 +74,8 @@ impl Reloader {
     /// force; each problem is logged (error) with a summary line, and returned.
     pub fn reload(&self) -> Result<Reloaded, Vec<String>> {
         let source = self.source.name();
-        let settings = match self.source.load() {
+        let clock = self.state.settings().catalog.clock().clone();
+        let settings = match self.source.load_at(&clock) {
             Ok(s) => s,
             Err(problems) => {
                 for p in &problems {
@@ -80,6 +89,9 @@ impl Reloader {
                 return Err(problems);
             }
         };
+        for w in &settings.gateway.warnings {
+            log::warn!("reload: {source}: {w}");
+        }
         let mut needs_restart = self.state.reload(settings.gateway);
         if settings.server != self.server {
             needs_restart.push("Pingora's top-level settings (threads, pid_file, ...)".into());

@@ -147,7 +147,7 @@ switchyard:
     eleven: {{family: elevenlabs-tts, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
     google-tts: {{family: google-tts, targets: [{{provider: google, model: default}}]}}
     doubao-tts: {{family: doubao-tts, targets: [{{provider: volcengine, model: seed-tts-1.0}}]}}
-    gpt-image-1: {{family: gpt-image, targets: [{{provider: openai, model: gpt-image-1}}]}}
+    gpt-image-1: {{family: gpt-image, targets: [{{provider: openai, model: gpt-image-1, lifecycle: {{still_available: true}}}}]}}
     kling-v2-1: {{family: kling, targets: [{{provider: kling, model: kling-v2-1}}]}}
     rerank-v3.5: {{family: cohere-rerank, targets: [{{provider: cohere, model: rerank-v3.5}}]}}
 "#

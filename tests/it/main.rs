@@ -36,6 +36,7 @@ mod images_siliconflow;
 mod images_stability;
 mod images_zhipu;
 mod layers;
+mod lifecycle;
 mod limits;
 mod logs;
 mod metrics;

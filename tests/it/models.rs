@@ -20,7 +20,7 @@ const EXTRA_MODELS: &str = r#"
     gpt-image-ruled:
       family: gpt-image
       capabilities: {sizes: {min_side: 512, max_side: 2048, multiple_of: 16, max_pixels: 2097152, max_aspect_ratio: "21:9"}, default_quality: high}
-      targets: [{provider: openai, model: gpt-image-1}]
+      targets: [{provider: openai, model: gpt-image-1, lifecycle: {still_available: true}}]
     team/tts:
       family: openai-tts
       targets: [{provider: disabled, model: tts-1}, {provider: openai, model: tts-1}, {provider: azure, model: tts-deployment}]
@@ -126,8 +126,9 @@ fn the_list_is_openai_shaped_and_holds_every_configured_model() {
     // A model whose provider has no key is listed, and says so.
     let off = entry(models, "tts-off");
     assert_eq!(off["available"], false);
+    // (tts-1's lifecycle, also listed per target, is `lifecycle.rs`'s subject.)
     assert_eq!(
-        off["targets"],
+        targets_without_lifecycle(off),
         json!([{"provider": "openai", "model": "tts-1", "available": false}])
     );
     assert_eq!(entry(models, "tts-1")["available"], true);
@@ -137,7 +138,7 @@ fn the_list_is_openai_shaped_and_holds_every_configured_model() {
     assert_eq!(team["available"], true);
     assert_eq!(team["owned_by"], "openai");
     assert_eq!(
-        team["targets"],
+        targets_without_lifecycle(team),
         json!([
             {"provider": "openai", "model": "tts-1", "available": true},
             {"provider": "azure-openai", "model": "tts-deployment", "available": true},
@@ -145,6 +146,17 @@ fn the_list_is_openai_shaped_and_holds_every_configured_model() {
     );
 
     assert!(fake.requests().is_empty(), "listing asks no provider");
+}
+
+/// A model's `targets`, each without its `lifecycle`.
+fn targets_without_lifecycle(model: &Value) -> Value {
+    let mut targets = model["targets"].clone();
+    for t in targets.as_array_mut().into_iter().flatten() {
+        if let Some(t) = t.as_object_mut() {
+            t.remove("lifecycle");
+        }
+    }
+    targets
 }
 
 /// The capabilities of a few models of each operation are their family's, from the built-in table.

@@ -348,7 +348,7 @@ fn setup_with_overrides() -> (FakeProvider, TestGateway) {
     gpt-image-ruled:
       family: gpt-image
       capabilities: {sizes: {min_side: 512, max_side: 2048, multiple_of: 16, max_pixels: 2097152}, default_quality: high}
-      targets: [{provider: openai, model: gpt-image-1}]
+      targets: [{provider: openai, model: gpt-image-1, lifecycle: {still_available: true}}]
     tts-bytes:
       family: openai-tts
       capabilities: {input_limit: {max: 10, unit: bytes}, voices: [alloy, echo], default_voice: echo}

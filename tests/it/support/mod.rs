@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use pingora::server::{RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
+use switchyard::caps::lifecycle::Clock;
 
 /// The API key every test config accepts.
 pub const KEY: &str = "test-key";
@@ -106,6 +107,10 @@ pub fn gateway_starting() -> RwLockReadGuard<'static, ()> {
     QUIET.read().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The time test gateways start at: 2026-11-27 12:00 UTC (the lifecycle data's date), so that no
+/// test depends on what the wall clock says of a model's shutdown.
+pub const TEST_NOW: i64 = 1_795_780_800;
+
 /// The standard test configuration: two entry points, every test provider pointing at `fake_url`,
 /// tiny backoff so retry tests are fast, and `extra_models` appended to the model table.
 pub fn config(fake_url: &str, ports: (u16, u16)) -> String {
@@ -191,7 +196,7 @@ switchyard:
     doubao-tts: {{family: doubao-tts, targets: [{{provider: volcengine, model: seed-tts-1.0}}]}}
     qwen3-tts-flash: {{family: qwen-tts, targets: [{{provider: dashscope, model: qwen3-tts-flash}}]}}
     google-tts: {{family: google-tts, targets: [{{provider: google, model: default}}]}}
-    gpt-image-1: {{family: gpt-image, targets: [{{provider: openai, model: gpt-image-1}}]}}
+    gpt-image-1: {{family: gpt-image, targets: [{{provider: openai, model: gpt-image-1, lifecycle: {{still_available: true}}}}]}}
     azure-gpt-image-2: {{family: gpt-image-2, targets: [{{provider: azure, model: gpt-image-2-deployment}}]}}
     azure-gpt-image: {{family: gpt-image, targets: [{{provider: azure-v1, model: gpt-image-deployment}}]}}
     cogview-4: {{family: cogview, targets: [{{provider: zhipu, model: cogview-4-250304}}]}}
@@ -246,12 +251,19 @@ impl TestGateway {
         Self::start_with(|ports| config(&fake.base_url(), ports))
     }
 
-    /// Start with a config built from the two listener ports.
+    /// Start with a config built from the two listener ports, on a clock standing at
+    /// [`TEST_NOW`] (models' shutdown dates are judged by it, never by the wall clock).
     pub fn start_with(make: impl FnOnce((u16, u16)) -> String) -> TestGateway {
+        Self::start_at(make, Clock::manual(TEST_NOW))
+    }
+
+    /// Start with a config built from the two listener ports, models' lifecycles judged by
+    /// `clock` (which the test may move).
+    pub fn start_at(make: impl FnOnce((u16, u16)) -> String, clock: Clock) -> TestGateway {
         let _starting = gateway_starting();
         let ports = (free_port(), free_port());
         let yaml = make(ports);
-        let settings = switchyard::config::load_str(&yaml, &|_| None)
+        let settings = switchyard::config::load_str_at(&yaml, &|_| None, &clock)
             .unwrap_or_else(|e| panic!("test config invalid: {e:#?}"));
         let (tx, rx) = tokio::sync::oneshot::channel();
         std::thread::spawn(move || {
