@@ -70,11 +70,12 @@ impl Model {
     }
 
     /// The model `successor` serving as `from`'s takeover: the successor's capabilities and
-    /// targets (same accounts, same health cells), its name (answers say which model served them),
-    /// and a note of the model asked for.
+    /// targets (same accounts, same health cells), its voice map, its name (answers say which model
+    /// served them), and a note of the model asked for.
     pub fn taking_over(from: &str, successor: &Model) -> Model {
         let targets = successor.targets.iter().map(Target::copy).collect();
-        let mut m = Model::new(successor.name.clone(), successor.caps, targets);
+        let mut m = Model::new(successor.name.clone(), successor.caps, targets)
+            .with_voice_map(successor.voice_map.clone());
         m.lifecycle = ModelLifecycle {
             clock: successor.lifecycle.clock.clone(),
             retiring: successor.lifecycle.retiring,
