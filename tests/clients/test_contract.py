@@ -48,7 +48,7 @@ PROVIDERS = """    openai: {kind: openai, api_key: "sk-fake", base_url: "{fake}/
     cohere-nokey: {kind: cohere, api_key: "", base_url: "{fake}"}
 """
 IMAGE_MODELS = {
-    "gpt-image-1": ("gpt-image", "openai"),
+    "gpt-image-2": ("gpt-image-2", "openai"),
     "gpt-image-nokey": ("gpt-image", "openai-nokey"),
     "gpt-image-refused": ("gpt-image", "openai-refusing"),
 }

@@ -28,6 +28,20 @@ def test_generate_b64_json(gateway, fake):
     assert "response_format" not in sent, "GPT image models refuse it; the gateway delivers"
 
 
+def test_parameters_sent_as_null_are_absent(gateway, fake):
+    """The SDK sends an explicit `None` as JSON `null`; the gateway reads it as absent, whether the
+    name is a public field (`quality`: its default) or one the model does not take (`style`)."""
+    gw, client = openai_gateway(gateway, fake)
+    fake.route("POST", "/v1/images/generations", images_response([png(4)]))
+    resp = client.images.generate(model="gpt-image-2", prompt="p", response_format="b64_json",
+                                  quality=None, style=None, user=None)
+    assert base64.b64decode(resp.data[0].b64_json) == png(4)
+    raw = fake.requests[0].body
+    sent = fake.requests[0].json()
+    assert b"null" not in raw, "a null reached the provider"
+    assert "quality" not in sent and "style" not in sent and "user" not in sent
+
+
 def test_generate_url(gateway, fake):
     gw, client = openai_gateway(gateway, fake)
     image = png(3)
@@ -82,9 +96,9 @@ def test_edit_with_a_model_that_cannot_edit_is_a_bad_request(gateway, fake):
     assert "does not support image" in e.value.body["details"]["image"]
     # Several images to a model that takes one: named too.
     with pytest.raises(openai.BadRequestError) as e:
-        client.images.edit(model="seedream-4", prompt="p",
+        client.images.edit(model="seededit-3", prompt="p",
                            image=[("a.png", png(1), "image/png"), ("b.png", png(2), "image/png")])
-    assert e.value.body["details"]["image"] == "model seedream-4 takes at most 1 reference image(s); 2 were given"
+    assert e.value.body["details"]["image"] == "model seededit-3 takes at most 1 reference image(s); 2 were given"
     assert fake.requests == [], "a refused edit reached a provider"
 
 

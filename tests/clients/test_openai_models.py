@@ -37,7 +37,12 @@ def test_models_retrieve(gateway, fake):
     model = client.models.retrieve("tts-1")
     assert (model.id, model.object, model.owned_by) == ("tts-1", "model", "openai")
     assert model.model_extra["family"] == "openai-tts"
-    assert model.model_extra["targets"] == [{"provider": "openai", "model": "tts-1", "available": True}]
+    [target] = model.model_extra["targets"]
+    # tts-1 is deprecated: its target carries the provider's dates (README, "Model lifecycles").
+    lifecycle = target.pop("lifecycle")
+    assert target == {"provider": "openai", "model": "tts-1", "available": True}
+    assert (lifecycle["shutdown"], lifecycle["replacement"]) == ("2027-01-06", [])
+    assert model.model_extra["lifecycle"]["shutdown"] == "2027-01-06"
     with pytest.raises(openai.NotFoundError) as err:
         client.models.retrieve("no-such-model")
     assert err.value.status_code == 404
