@@ -198,12 +198,7 @@ fn file_ids(text: &str) -> Option<String> {
             }
         }
     }
-    if spans.is_empty() {
-        return None;
-    }
-    spans.sort_unstable();
-    spans.dedup_by(|later, earlier| later.0 < earlier.1);
-    Some(splice(text, &spans))
+    splice(text, spans)
 }
 
 /// Whether a header or parameter of this name carries a credential.
@@ -228,17 +223,23 @@ fn is_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
 }
 
-/// Replace `text[start..end]` pieces, given in order, with [`MARK`].
-fn splice(text: &str, spans: &[(usize, usize)]) -> String {
+/// Replace the `text[start..end]` pieces with [`MARK`], overlapping ones once; `None` when there
+/// are none (the text stays as it is).
+fn splice(text: &str, mut spans: Vec<(usize, usize)>) -> Option<String> {
+    if spans.is_empty() {
+        return None;
+    }
+    spans.sort_unstable();
+    spans.dedup_by(|later, earlier| later.0 < earlier.1);
     let mut s = String::with_capacity(text.len());
     let mut at = 0;
-    for &(start, end) in spans {
+    for (start, end) in spans {
         s.push_str(&text[at..start]);
         s.push_str(MARK);
         at = end;
     }
     s.push_str(&text[at..]);
-    s
+    Some(s)
 }
 
 /// The end of a quoted value starting after its opening `"` at `i`: the next `"` not escaped
@@ -346,7 +347,7 @@ fn named_values(text: &str) -> Option<String> {
         }
         i = to.max(i + 1);
     }
-    (!spans.is_empty()).then(|| splice(text, &spans))
+    splice(text, spans)
 }
 
 /// The end of an unquoted value: a header value runs to the end of its line, a parameter to
@@ -416,12 +417,7 @@ fn scheme_tokens(text: &str) -> Option<String> {
             from = end;
         }
     }
-    if spans.is_empty() {
-        return None;
-    }
-    spans.sort_unstable();
-    spans.dedup_by(|later, earlier| later.0 < earlier.1);
-    Some(splice(text, &spans))
+    splice(text, spans)
 }
 
 #[cfg(test)]
