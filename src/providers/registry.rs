@@ -76,7 +76,8 @@ pub enum ProviderConfig {
 #[serde(deny_unknown_fields)]
 pub struct NoSettings {}
 
-/// What a provider kind contributes to an account.
+/// What a provider kind contributes to an account: what each built-in provider's `kind()` returns,
+/// and what a kind registered from outside the crate (`external::ProviderKinds`) builds.
 pub struct Kind {
     /// Credentials built from the account's key.
     pub auth: Auth,
@@ -86,6 +87,7 @@ pub struct Kind {
     pub remote: bool,
     /// Where its answers put result files when the config names no `result_hosts`.
     pub result_hosts: &'static [&'static str],
+    /// One adapter per operation the kind serves.
     pub adapters: Adapters,
 }
 
