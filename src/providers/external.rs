@@ -171,6 +171,8 @@ impl KindConfig<'_> {
         match parsed {
             Err(e) => Err(match unknown_field(&e.inner().to_string()) {
                 Some(key) => not_a_setting(&key, self.kind),
+                // A missing key is reported at the account itself (path `.`).
+                None if e.path().iter().next().is_none() => e.inner().to_string(),
                 None => format!("{}: {}", e.path(), e.inner()),
             }),
             Ok(_) if !unknown.is_empty() => Err(not_a_setting(&unknown.join(", "), self.kind)),
