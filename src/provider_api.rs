@@ -108,12 +108,13 @@ pub use crate::api::adapter::{Adapters, ImageAdapter, RerankAdapter, SpeechAdapt
 pub use crate::api::images::ImageRequest;
 pub use crate::api::rerank::{QueryCounting, RerankItem, RerankRequest, RerankResult, Usage};
 pub use crate::api::speech::SpeechRequest;
-pub use crate::caps::{ImageCaps, RerankCaps, SpeechCaps};
+pub use crate::caps::{Caps, ImageCaps, Limit, RerankCaps, SpeechCaps, Unit};
 pub use crate::catalog::{Model, Target};
 pub use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind, ValidationErrors};
 pub use crate::common::image_input::ImageInput;
 pub use crate::common::images::{
-    AnswerFacts, ImageAnswer, ImageData, ImageUsage, NativeImage, NativeImages, NativeTask, Poll,
+    AnswerFacts, BoundingBox, ImageAnswer, ImageData, ImageLayer, ImageUsage, NativeImage,
+    NativeImages, NativeTask, Poll,
 };
 pub use crate::common::json::{JsonStr, Str};
 pub use crate::common::native::{json_with_extra, NativeRequest, PollRequest, Prepared};
