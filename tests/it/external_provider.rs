@@ -1,10 +1,10 @@
-//! A provider kind defined outside the crate (here, in the test crate, through
-//! `switchyard::provider_api` only), bound to a model in the configuration and served end to end
-//! against a fake in-house rerank server that checks what it receives: the native request, the
-//! kind's own credentials header and setting, retries, and the kind's error classification
-//! deciding the caller's answer. And the configuration's side: an unknown kind is refused naming
-//! the known ones, a setting the kind does not take is refused by name, and a reload knows the
-//! kinds the configuration was loaded with.
+//! Provider kinds defined outside the crate (here, in the test crate, through
+//! `switchyard::provider_api` only: a rerank and a speech kind), bound to models in the
+//! configuration and served end to end against a fake in-house server that checks what it
+//! receives: the native request, the kind's own credentials header and setting, retries, and the
+//! kind's error classification deciding the caller's answer. And the configuration's side: an
+//! unknown kind is refused naming the known ones, a setting the kind does not take is refused by
+//! name, and a reload knows the kinds the configuration was loaded with.
 
 use serde_json::json;
 use switchyard::provider_api::ProviderKinds;
@@ -116,10 +116,45 @@ mod inhouse {
         err
     }
 
-    /// The host's registry: the one kind, `inhouse-rerank`.
+    /// A speech server of "our own": `POST /tts` with `{"voice", "text", "format", "rate"}` and
+    /// a Bearer key; it answers the audio itself. Stateless, so plain functions.
+    fn tts_request(
+        target: &Target,
+        req: &SpeechRequest<'_>,
+    ) -> Result<NativeRequest, GatewayError> {
+        let body = serde_json::json!({
+            "voice": format!("{}/{}", target.native_model, req.voice.as_str()),
+            "text": req.input.as_str(),
+            "format": req.response_format,
+            "rate": req.speed,
+        });
+        Ok(NativeRequest::post_json(
+            "/tts",
+            body.to_string().into_bytes(),
+        ))
+    }
+
+    /// The host's registry: `inhouse-rerank` and `inhouse-tts`.
     pub fn kinds() -> ProviderKinds {
         let mut kinds = ProviderKinds::new();
         kinds
+            .register("inhouse-tts", |account| {
+                Ok(Kind {
+                    auth: keyed(account.key(), Auth::bearer)?,
+                    errors: |p, status, _| UpstreamError::from_status(&p.name, status, "failed"),
+                    remote: true,
+                    result_hosts: &[],
+                    adapters: Adapters {
+                        speech: Some(Box::new(SpeechFns {
+                            request: tts_request,
+                            // The answer is the audio: passed through as it comes.
+                            decoding: None,
+                        })),
+                        ..Adapters::default()
+                    },
+                })
+            })
+            .unwrap()
             .register("inhouse-rerank", |account| {
                 let settings: Settings = account.settings()?;
                 let tenant = HeaderValue::from_str(&settings.tenant)
@@ -162,7 +197,9 @@ switchyard:
       tenant: search
       base_url: "{base_url}"
       timeouts: {{read_ms: 1500}}
+    voices: {{kind: inhouse-tts, api_key: "{INHOUSE_KEY}", base_url: "{base_url}/speech"}}
   models:
+    inhouse-voice: {{family: openai-tts, targets: [{{provider: voices, model: studio}}]}}
     inhouse-ranker:
       family: jina-rerank
       capabilities: {{max_documents: 64}}
@@ -348,7 +385,7 @@ fn an_unknown_kind_is_refused_at_load_naming_the_known_ones() {
     );
     assert!(errors.contains("kling"), "{errors}");
     assert!(
-        errors.contains("registered kinds: inhouse-rerank"),
+        errors.contains("registered kinds: inhouse-rerank, inhouse-tts"),
         "{errors}"
     );
 
@@ -410,4 +447,34 @@ fn a_reload_knows_the_kinds_the_configuration_was_loaded_with() {
         panic!("not a rerank model")
     };
     assert_eq!(caps.max_documents, 8);
+}
+
+#[test]
+fn a_speech_kind_defined_outside_the_crate_passes_its_audio_through_with_retries() {
+    let fake = FakeProvider::start();
+    let gw = start(&fake);
+    let audio: Vec<u8> = (0..40_000u32).map(|i| (i % 251) as u8).collect();
+    fake.push(Reply::json(503, json!({"error": "warming up"})));
+    fake.push(Reply::bytes(200, "audio/mpeg", audio.clone()));
+    let r = support::post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "inhouse-voice", "input": "Hello there", "voice": "nova", "retries": 1}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("content-type"), Some("audio/mpeg"));
+    assert!(r.body == audio, "the audio arrives as the server sent it");
+    let seen = fake.requests();
+    assert_eq!(seen.len(), 2, "one retry after the 503");
+    for req in &seen {
+        assert_eq!(req.path, "/speech/tts");
+        assert_eq!(
+            req.header("authorization"),
+            Some(format!("Bearer {INHOUSE_KEY}").as_str())
+        );
+        assert_eq!(
+            req.json(),
+            json!({"voice": "studio/nova", "text": "Hello there", "format": "mp3", "rate": 1.0})
+        );
+    }
 }
