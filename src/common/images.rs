@@ -37,7 +37,7 @@ pub struct NativeTask {
 pub enum ImageAnswer {
     /// The images themselves (a synchronous provider).
     Images(NativeImages),
-    /// The provider's task, to poll until it ends ([`crate::api::adapter::TaskAdapter`]).
+    /// The provider's task, to poll until it ends (with the image adapter's task adapter).
     Task(NativeTask),
 }
 
