@@ -25,7 +25,9 @@ pub const MAX_WEIGHT: u32 = 100;
 /// One place a model can be served from.
 #[derive(Debug)]
 pub struct Target {
+    /// The provider account.
     pub provider: Arc<Provider>,
+    /// The model name the account is sent (the target's `model` in the configuration).
     pub native_model: String,
     /// Its share of first attempts among the model's healthy targets; 0: standby, used only
     /// when every weighted target is ejected.
@@ -38,6 +40,7 @@ pub struct Target {
 }
 
 impl Target {
+    /// A target of `provider` serving `native_model`, with its share of first attempts.
     pub fn new(provider: Arc<Provider>, native_model: impl Into<String>, weight: u32) -> Target {
         Target {
             provider,
@@ -69,6 +72,7 @@ impl Target {
 /// A public model name, resolved.
 #[derive(Debug)]
 pub struct Model {
+    /// The public name callers ask for.
     pub name: String,
     /// The family's capabilities with this model's overrides from the config.
     pub caps: Caps,
@@ -87,6 +91,7 @@ pub struct Model {
 }
 
 impl Model {
+    /// A model served by `targets` (at least one).
     pub fn new(name: impl Into<String>, caps: Caps, targets: Vec<Target>) -> Model {
         let schedule = schedule(&targets);
         Model {

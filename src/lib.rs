@@ -18,6 +18,9 @@
 //! [`gateway::GatewayState::reload`] (requests in flight finish on the settings they started
 //! with), or let [`server::reload::Reloader`] re-read a file; the binary does so on `SIGHUP`.
 //!
+//! A host adds its own provider kinds (an in-house TTS or rerank server) without changing the
+//! crate: see [`provider_api`], and load the configuration with [`config::load_file_with`].
+//!
 //! ```no_run
 //! use pingora::server::Server;
 //! switchyard::logging::init().expect("no logger installed yet");
@@ -41,6 +44,7 @@ pub mod gateway;
 pub mod limits;
 pub mod logging;
 pub mod metrics;
+pub mod provider_api;
 pub mod providers;
 pub mod server;
 pub mod store;

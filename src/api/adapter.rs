@@ -109,8 +109,11 @@ pub trait RerankAdapter: Send + Sync {
 /// The adapters of one provider account: one per operation it serves.
 #[derive(Default)]
 pub struct Adapters {
+    /// Text to speech, when the kind serves it.
     pub speech: Option<Box<dyn SpeechAdapter>>,
+    /// Image generation (and edits), when the kind serves it.
     pub images: Option<Box<dyn ImageAdapter>>,
+    /// Rerank, when the kind serves it.
     pub rerank: Option<Box<dyn RerankAdapter>>,
 }
 

@@ -25,9 +25,13 @@ const RESPONSE_FORMATS: &[&str] = &["url", "b64_json"];
 /// A validated image generation request; strings borrow from the request body.
 #[derive(Debug)]
 pub struct ImageRequest<'a> {
+    /// The public model asked for (its name, capabilities and targets).
     pub model: Arc<Model>,
+    /// The model's capabilities, which the request was validated against.
     pub caps: &'static ImageCaps,
+    /// The prompt, decoded.
     pub prompt: Str<'a>,
+    /// What to keep out of the image (only for families with `negative_prompt`).
     pub negative_prompt: Option<Str<'a>>,
     /// The reference image; a URL is fetched by the gateway only for providers that need the bytes.
     pub image: Option<ImageInput>,
@@ -41,8 +45,11 @@ pub struct ImageRequest<'a> {
     pub size: Cow<'a, str>,
     /// Whether the caller chose the size (`size` or `aspect_ratio`) rather than the default.
     pub size_given: bool,
+    /// Images asked for in all (the engine fans out per the family's `per_call_n`).
     pub n: u64,
+    /// One of the family's `qualities`, or its default.
     pub quality: Option<&'static str>,
+    /// One of the family's `style_presets`.
     pub style_preset: Option<&'static str>,
     /// `url` or `b64_json`: what the caller gets, whatever the provider answers.
     pub response_format: &'static str,
@@ -51,18 +58,23 @@ pub struct ImageRequest<'a> {
     /// Whether the caller spelled JPEG `jpeg` (OpenAI's spelling, what its SDKs send): the
     /// answer's `output_format` then says `jpeg` too.
     pub jpeg_spelled_jpeg: bool,
+    /// The edit mask (only for families with `mask`).
     pub mask: Option<ImageInput>,
+    /// Whether to watermark (the caller's `watermark`; false when not given).
     pub watermark: bool,
     /// Whether the caller named `watermark` (either value) rather than taking the default, for
     /// providers whose own default differs and whose `false` needs an account privilege (Zhipu).
     pub watermark_given: bool,
+    /// One of the family's `backgrounds`.
     pub background: Option<&'static str>,
     /// `extra_body` keys, validated against the family's list.
     pub extra_body: Vec<(Str<'a>, &'a RawValue)>,
+    /// Retries the caller allows (already bounded by the configuration's `retries.max`).
     pub retries: u32,
     /// `async: true`: answer at once with a task id; the result is read from
     /// `GET /api/v1/images/{task_id}`.
     pub is_async: bool,
+    /// The family's `native_fields` the caller sent, as raw JSON, for the native body.
     pub passthrough: Vec<(Str<'a>, &'a RawValue)>,
 }
 

@@ -15,8 +15,11 @@ use crate::common::Operation;
 /// A validated rerank request; strings borrow from the request body.
 #[derive(Debug)]
 pub struct RerankRequest<'a> {
+    /// The public model asked for (its name, capabilities and targets).
     pub model: Arc<Model>,
+    /// The model's capabilities, which the request was validated against.
     pub caps: &'static RerankCaps,
+    /// The query, decoded.
     pub query: Str<'a>,
     /// Each document as the caller's JSON literal plus its text: adapters serialize the literals
     /// into the native body and the answer echoes them, so documents are never re-escaped.
@@ -27,7 +30,10 @@ pub struct RerankRequest<'a> {
     pub top_n_given: bool,
     /// Whether each result carries its `document` (default true).
     pub return_documents: bool,
+    /// Retries the caller allows (already bounded by the configuration's `retries.max`).
     pub retries: u32,
+    /// The family's `native_fields` the caller sent, as raw JSON, for the native body
+    /// ([`json_with_extra`](crate::common::native::json_with_extra) appends them).
     pub passthrough: Vec<(Str<'a>, &'a RawValue)>,
 }
 
@@ -35,9 +41,13 @@ pub struct RerankRequest<'a> {
 /// the caller sent).
 #[derive(Debug, Serialize)]
 pub struct RerankResult<'r> {
+    /// The public model's name.
     pub model: &'r str,
+    /// The ranked documents, best first, at most `top_n`.
     pub results: Vec<RerankItem<'r>>,
+    /// Token counts (see [`RerankRequest::usage`]).
     pub usage: Usage,
+    /// Provider facts beside usage (`tokenizer`, `total_tokens_source`, `query_tokens_counted`, ...).
     pub metadata: serde_json::Map<String, serde_json::Value>,
 }
 
@@ -45,9 +55,13 @@ pub struct RerankResult<'r> {
 /// shape); it is written out only when `with_document` (the caller's `return_documents`).
 #[derive(Debug)]
 pub struct RerankItem<'r> {
+    /// The document's position in the request.
     pub index: usize,
+    /// The provider's score (finite).
     pub relevance_score: f64,
+    /// The caller's document.
     pub document: &'r JsonStr<'r>,
+    /// Whether `document` is written out (the caller's `return_documents`).
     pub with_document: bool,
 }
 
@@ -64,10 +78,14 @@ impl Serialize for RerankItem<'_> {
     }
 }
 
+/// A rerank answer's token usage (the gateway's own counts, or the provider's billed total).
 #[derive(Debug, Serialize, PartialEq, Eq)]
 pub struct Usage {
+    /// The provider's billed figure when it gave one, else the sum of the two others.
     pub total_tokens: u64,
+    /// The query's tokens, as the provider counts the query ([`QueryCounting`]).
     pub query_tokens: u64,
+    /// The documents' tokens, each counted once.
     pub documents_tokens: u64,
 }
 

@@ -20,8 +20,11 @@ pub use crate::caps::schema::SPEEDS;
 /// A validated speech request; strings borrow from the request body.
 #[derive(Debug)]
 pub struct SpeechRequest<'a> {
+    /// The public model asked for (its name, capabilities and targets).
     pub model: Arc<Model>,
+    /// The model's capabilities, which the request was validated against.
     pub caps: &'static SpeechCaps,
+    /// The text to speak, decoded.
     pub input: Str<'a>,
     /// The caller's voice, or the model's default: a voice name, or a custom voice's id.
     pub voice: Str<'a>,
@@ -31,10 +34,15 @@ pub struct SpeechRequest<'a> {
     /// `voice` is a custom voice's id, given as `{"id": …}` (only for models with
     /// `custom_voices`); adapters send it in that shape.
     pub custom_voice: bool,
+    /// The audio format asked for (`mp3`, `opus`, `aac`, `flac`, `wav`, `pcm`).
     pub response_format: &'static str,
+    /// `stream_format: sse`: the audio is answered as SSE events.
     pub sse: bool,
+    /// Speed, one of the family's `speeds` (1 when the caller named none).
     pub speed: f64,
+    /// Voice instructions (only for families with `instructions`).
     pub instructions: Option<Str<'a>>,
+    /// Retries the caller allows (already bounded by the configuration's `retries.max`).
     pub retries: u32,
     /// Undeclared fields the model takes natively, copied verbatim.
     pub passthrough: Vec<(Str<'a>, &'a RawValue)>,

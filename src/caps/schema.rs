@@ -68,14 +68,18 @@ pub fn is_han(c: char) -> bool {
 /// The longest text a field may hold, in `unit`s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limit {
+    /// The most `unit`s.
     pub max: usize,
+    /// What is counted.
     pub unit: Unit,
 }
 
 /// An aspect ratio `W:H` (both positive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ratio {
+    /// Width's share.
     pub w: u32,
+    /// Height's share.
     pub h: u32,
 }
 
@@ -208,6 +212,7 @@ pub struct SpeechCaps {
     pub formats: &'static [&'static str],
     /// Public `speed` values this model can honour.
     pub speeds: &'static [f64],
+    /// Whether `instructions` is accepted.
     pub instructions: bool,
     /// Formats available with `stream_format: sse` (empty: the model cannot stream as SSE).
     pub sse_formats: &'static [&'static str],
@@ -235,9 +240,11 @@ pub struct ImageCaps {
     pub sizes: &'static [&'static str],
     /// Pixel sizes accepted beyond `sizes`.
     pub size_rule: Option<SizeRule>,
+    /// The size when the caller names none.
     pub default_size: &'static str,
     /// `aspect_ratio` values and the `size` each one means for this model.
     pub aspect_ratios: &'static [(&'static str, &'static str)],
+    /// The `quality` values accepted (empty: the field is refused).
     pub qualities: &'static [&'static str],
     /// `quality` used when the request names none (`None`: none is sent; the provider decides).
     pub default_quality: Option<&'static str>,
@@ -249,6 +256,7 @@ pub struct ImageCaps {
     pub output_formats: &'static [&'static str],
     /// `output_format` used when the request names none.
     pub default_output_format: &'static str,
+    /// Whether `negative_prompt` is accepted.
     pub negative_prompt: bool,
     /// Takes a reference `image`.
     pub reference_image: bool,
@@ -259,11 +267,15 @@ pub struct ImageCaps {
     pub image_required: bool,
     /// Honours `strength` (the reference image's influence).
     pub strength: bool,
+    /// Whether `mask` is accepted (image edits).
     pub mask: bool,
     /// Can add a watermark when asked (`watermark: true`).
     pub watermark: bool,
+    /// The `background` values accepted.
     pub backgrounds: &'static [&'static str],
+    /// The `style_preset` values accepted.
     pub style_presets: &'static [&'static str],
+    /// The `extra_body` keys accepted.
     pub extra_body_keys: &'static [&'static str],
     /// Longest `prompt`.
     pub prompt_limit: Limit,
@@ -292,14 +304,18 @@ pub struct RerankCaps {
     pub query_limit: Limit,
     /// Longest document, each checked (optional key; `None`: the provider truncates or judges).
     pub document_limit: Option<Limit>,
+    /// Fields outside the public spec that the provider takes natively and that pass through verbatim.
     pub native_fields: &'static [&'static str],
 }
 
 /// A model's capabilities, one variant per operation.
 #[derive(Debug, Clone, Copy)]
 pub enum Caps {
+    /// A text-to-speech model's.
     Speech(&'static SpeechCaps),
+    /// An image model's.
     Images(&'static ImageCaps),
+    /// A rerank model's.
     Rerank(&'static RerankCaps),
 }
 

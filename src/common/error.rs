@@ -28,14 +28,17 @@ impl ValidationErrors {
             .or_insert_with(|| message.into());
     }
 
+    /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
         self.details.is_empty()
     }
 
+    /// Whether `field` has a problem recorded.
     pub fn has(&self, field: &str) -> bool {
         self.details.contains_key(field)
     }
 
+    /// Each field's problem, by field.
     pub fn details(&self) -> &BTreeMap<String, String> {
         &self.details
     }
@@ -92,9 +95,13 @@ pub enum UpstreamErrorKind {
 /// human-readable reason in it (secrets redacted), never the raw body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UpstreamError {
+    /// What it means: retried or not, and the caller's answer.
     pub kind: UpstreamErrorKind,
+    /// The provider account's name.
     pub provider: String,
+    /// The HTTP status the provider answered, when there was one.
     pub status: Option<u16>,
+    /// The provider's reason, safe to show the caller (redacted).
     pub message: String,
     /// Provider's `Retry-After`, when it sent one.
     pub retry_after: Option<Duration>,
@@ -104,6 +111,7 @@ pub struct UpstreamError {
 }
 
 impl UpstreamError {
+    /// An error of `kind` from the account `provider`, with no status.
     pub fn new(kind: UpstreamErrorKind, provider: &str, message: impl Into<String>) -> Self {
         UpstreamError {
             kind,
@@ -122,6 +130,7 @@ impl UpstreamError {
         e
     }
 
+    /// The same error, with the HTTP status the provider answered.
     pub fn with_status(mut self, status: u16) -> Self {
         self.status = Some(status);
         self
@@ -245,29 +254,46 @@ impl LimitRefusal {
 /// Every way a request can fail.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
+    /// No route for the path (404).
     #[error("no such endpoint")]
     NotFound,
+    /// A hosted file that does not exist or has expired (404).
     #[error("no such file, or its link has expired")]
     FileNotFound,
+    /// A task that does not exist or has expired (404).
     #[error("no such task, or it has expired")]
     TaskNotFound,
     /// `GET /api/v1/models/{id}` of a name the catalog does not hold.
     #[error("no such model; GET /api/v1/models lists them")]
     ModelNotFound,
+    /// A method the route does not take (405).
     #[error("method not allowed; use {allowed}")]
-    MethodNotAllowed { allowed: &'static str },
+    MethodNotAllowed {
+        /// The methods it takes, for `Allow`.
+        allowed: &'static str,
+    },
+    /// The caller's credentials were missing or refused (401).
     #[error("{0}")]
     Unauthorized(#[from] AuthError),
+    /// The body is over the operation's limit (413).
     #[error("request body too large: the limit for this endpoint is {limit} bytes")]
-    PayloadTooLarge { limit: usize },
+    PayloadTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// The text is over the model's input limit (400).
     #[error("input is too long for model {model}: {length} {unit}, the limit is {limit}")]
     InputTooLong {
+        /// The public model.
         model: String,
         /// In `unit`s (the model's input limit's: characters, bytes or tokens).
         length: usize,
+        /// `characters`, `bytes` or `tokens`.
         unit: &'static str,
+        /// The model's limit, in `unit`s.
         limit: usize,
     },
+    /// Fields the request cannot have as they are (400 `validation_error`, per field).
     #[error("request validation failed")]
     Validation(ValidationErrors),
     /// The client sent its request body too slowly (`clients:` deadlines).
@@ -279,13 +305,21 @@ pub enum GatewayError {
     /// This entry point is at its connection or in-flight request cap.
     #[error("the gateway is at capacity ({0}); retry shortly")]
     Overloaded(&'static str),
+    /// No target of the model can serve it (503).
     #[error("model {model} is not available: {reason}")]
-    ModelUnavailable { model: String, reason: String },
+    ModelUnavailable {
+        /// The public model.
+        model: String,
+        /// Why, for the caller.
+        reason: String,
+    },
+    /// A provider's error, classified ([`UpstreamError`]).
     #[error("{0}")]
     Upstream(UpstreamError),
     /// The gateway's own state (hosted files, tasks) could not be read or written.
     #[error("{0}")]
     Store(String),
+    /// A defect of the gateway (500), never the caller's fault.
     #[error("internal error: {0}")]
     Internal(String),
 }

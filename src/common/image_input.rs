@@ -18,7 +18,12 @@ pub enum ImageInput {
     /// An `http(s)` URL, not yet fetched.
     Url(String),
     /// Decoded image bytes and their MIME type (from the data URL, else sniffed).
-    Data { mime: &'static str, bytes: Bytes },
+    Data {
+        /// The MIME type.
+        mime: &'static str,
+        /// The bytes.
+        bytes: Bytes,
+    },
 }
 
 /// Image types the gateway recognises by their first bytes.
@@ -132,6 +137,7 @@ impl ImageInput {
         }
     }
 
+    /// Whether it is a URL not yet fetched.
     pub fn is_url(&self) -> bool {
         matches!(self, ImageInput::Url(_))
     }

@@ -35,7 +35,9 @@ pub struct NativeTask {
 /// What a provider answered to an image request: the images, or its task to poll.
 #[derive(Debug)]
 pub enum ImageAnswer {
+    /// The images themselves (a synchronous provider).
     Images(NativeImages),
+    /// The provider's task, to poll until it ends (with the image adapter's task adapter).
     Task(NativeTask),
 }
 
@@ -64,7 +66,9 @@ pub enum ImageData {
 /// One generated image and what the provider said about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NativeImage {
+    /// The image: a URL to download or the bytes.
     pub data: ImageData,
+    /// The prompt as the provider rewrote it, when it says.
     pub revised_prompt: Option<String>,
     /// Where the image sits when it is one layer of a decomposed image (Ark Seedream's layer
     /// decomposition); `None` for an ordinary image.
@@ -72,6 +76,7 @@ pub struct NativeImage {
 }
 
 impl NativeImage {
+    /// An image with nothing else said about it.
     pub fn new(data: ImageData) -> NativeImage {
         NativeImage {
             data,
@@ -89,10 +94,13 @@ pub struct ImageLayer {
     /// Stacking order: 0 is the bottom (the background plate), higher values lie above.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub z_index: Option<i64>,
+    /// Where the layer sits in the whole image.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bounding_box: Option<BoundingBox>,
+    /// The provider's name for the layer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The provider's description of the layer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }
@@ -108,8 +116,10 @@ impl ImageLayer {
 /// the output's pixels, `normalized` on the provider's fixed scale.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BoundingBox {
+    /// In the output's pixels.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub absolute: Option<Vec<i64>>,
+    /// On the provider's fixed scale.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub normalized: Option<Vec<i64>>,
 }
@@ -119,6 +129,7 @@ pub struct BoundingBox {
 pub struct NativeImages {
     /// Unix seconds, when the provider reported it.
     pub created: Option<i64>,
+    /// The images, in the provider's order.
     pub images: Vec<NativeImage>,
     /// What the provider said about the answer as a whole (`None` when it said nothing; boxed,
     /// as it is rare and this travels through the engine's futures).
@@ -131,14 +142,19 @@ pub struct NativeImages {
 /// the caller spelled it `jpeg` (see the adapter).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AnswerFacts {
+    /// Token usage, when the provider bills in tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<ImageUsage>,
+    /// The format the images are in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_format: Option<String>,
+    /// The size the images are (`WxH`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<String>,
+    /// The quality the provider used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quality: Option<String>,
+    /// The background the provider used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background: Option<String>,
 }
@@ -147,15 +163,19 @@ pub struct AnswerFacts {
 /// the caller is billed for.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImageUsage {
+    /// Tokens of the prompt and input images.
     #[serde(default)]
     pub input_tokens: u64,
+    /// Tokens of the images made.
     #[serde(default)]
     pub output_tokens: u64,
+    /// All tokens billed.
     #[serde(default)]
     pub total_tokens: u64,
     /// E.g. `text_tokens`, `image_tokens`: whichever counts the provider itemised.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub input_tokens_details: BTreeMap<String, u64>,
+    /// Whichever output counts the provider itemised.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub output_tokens_details: BTreeMap<String, u64>,
 }

@@ -30,6 +30,7 @@ use crate::common::error::ValidationErrors;
 pub struct Str<'a>(pub Cow<'a, str>);
 
 impl<'a> Str<'a> {
+    /// The text.
     pub fn as_str(&self) -> &str {
         &self.0
     }

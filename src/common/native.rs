@@ -15,12 +15,15 @@ use crate::common::json::Str;
 /// A request in the provider's own wire format, ready to send.
 #[derive(Debug)]
 pub struct NativeRequest {
+    /// The HTTP method.
     pub method: Method,
     /// Path relative to the provider's base URL, with any query string.
     pub path: String,
+    /// The body's `Content-Type`.
     pub content_type: Cow<'static, str>,
     /// Provider-specific headers besides auth (e.g. `Accept`).
     pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The body, sent whole (with its length).
     pub body: Bytes,
 }
 
@@ -36,6 +39,7 @@ impl NativeRequest {
         }
     }
 
+    /// A `POST` of a JSON `body` to `path`.
     pub fn post_json(path: impl Into<String>, body: Vec<u8>) -> NativeRequest {
         NativeRequest {
             method: Method::POST,
@@ -51,7 +55,9 @@ impl NativeRequest {
 /// native answer itself.
 #[derive(Debug)]
 pub enum Prepared {
+    /// A request for the exchange to send (every remote provider).
     Http(NativeRequest),
+    /// The native answer itself, from a provider that runs in process.
     Local(Bytes),
 }
 

@@ -29,6 +29,7 @@ use crate::caps::lifecycle::Clock;
 use crate::caps::{self, Caps};
 use crate::catalog::{Catalog, Model, Target, MAX_WEIGHT};
 use crate::common::Operation;
+use crate::providers::external::{builtin_kinds, ProviderKinds};
 use crate::providers::registry;
 use crate::store::redis_conn::RedisConn;
 use crate::store::redis_conn::RedisSettings;
@@ -157,6 +158,9 @@ pub struct GatewaySettings {
     /// What the operator should act on soon, found at load (models near or past their shutdown):
     /// printed by `switchyard -t`, logged at start and on reload.
     pub warnings: Vec<String>,
+    /// The provider kinds registered from outside the crate that this was loaded with
+    /// ([`load_str_with`]); a reload reads the configuration with the same ones.
+    pub kinds: ProviderKinds,
 }
 
 /// The shape of access lines (`access_log.format`).
@@ -181,8 +185,32 @@ pub fn load_file(path: &str) -> Result<Settings, Vec<String>> {
 
 /// [`load_file`], with models' lifecycles judged (and later served) by `clock`.
 pub fn load_file_at(path: &str, clock: &Clock) -> Result<Settings, Vec<String>> {
+    load_file_at_with(path, clock, &ProviderKinds::new())
+}
+
+/// [`load_file`], knowing the provider kinds a host registered besides the built-in ones
+/// (`providers:` accounts may name them as their `kind:`).
+pub fn load_file_with(path: &str, kinds: &ProviderKinds) -> Result<Settings, Vec<String>> {
+    load_file_at_with(path, &Clock::System, kinds)
+}
+
+/// [`load_file_with`], models' lifecycles judged by `clock`.
+pub fn load_file_at_with(
+    path: &str,
+    clock: &Clock,
+    kinds: &ProviderKinds,
+) -> Result<Settings, Vec<String>> {
     let text = std::fs::read_to_string(path).map_err(|e| vec![format!("{path}: {e}")])?;
-    load_str_at(&text, &|name| std::env::var(name).ok(), clock)
+    load_str_at_with(&text, &|name| std::env::var(name).ok(), clock, kinds)
+}
+
+/// [`load_str`], knowing the provider kinds a host registered besides the built-in ones.
+pub fn load_str_with(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    kinds: &ProviderKinds,
+) -> Result<Settings, Vec<String>> {
+    load_str_at_with(text, lookup, &Clock::System, kinds)
 }
 
 /// Load and validate configuration text; `lookup` reads variables.
@@ -199,6 +227,16 @@ pub fn load_str_at(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
     clock: &Clock,
+) -> Result<Settings, Vec<String>> {
+    load_str_at_with(text, lookup, clock, &ProviderKinds::new())
+}
+
+/// [`load_str_at`] and [`load_str_with`] in one.
+pub fn load_str_at_with(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    clock: &Clock,
+    kinds: &ProviderKinds,
 ) -> Result<Settings, Vec<String>> {
     let mut doc: Value =
         serde_yaml::from_str(text).map_err(|e| vec![format!("not valid YAML: {e}")])?;
@@ -228,7 +266,7 @@ pub fn load_str_at(
             return Err(errors);
         }
     };
-    let gateway = build(file, clock, &mut errors);
+    let gateway = build(file, clock, kinds, &mut errors);
     match gateway {
         Some(g) if errors.is_empty() => Ok(Settings { server, gateway: g }),
         _ => Err(errors),
@@ -282,7 +320,12 @@ fn server_conf(top: serde_yaml::Mapping, errors: &mut Vec<String>) -> Option<Ser
     }
 }
 
-fn build(file: GatewayFile, clock: &Clock, errors: &mut Vec<String>) -> Option<GatewaySettings> {
+fn build(
+    file: GatewayFile,
+    clock: &Clock,
+    kinds: &ProviderKinds,
+    errors: &mut Vec<String>,
+) -> Option<GatewaySettings> {
     keep_secrets_out_of_logs(&file);
     let mut listeners = Vec::new();
     if file.listeners.is_empty() {
@@ -358,17 +401,10 @@ fn build(file: GatewayFile, clock: &Clock, errors: &mut Vec<String>) -> Option<G
     for (name, p) in &file.providers {
         let at = format!("switchyard.providers.{name}");
         let key = p.api_key.trim();
-        let config = match provider_config(&p.kind) {
-            Ok(config) => config,
-            Err((field, m)) => {
-                errors.push(format!("{at}.{field}: {m}"));
-                continue;
-            }
-        };
-        let kind = match registry::build(&config, key) {
-            Ok(kind) => kind,
+        let (kind, discovery) = match provider_kind(&p.kind, name, key, kinds) {
+            Ok(built) => built,
             Err(m) => {
-                errors.push(format!("{at}.api_key: {m}"));
+                errors.push(format!("{at}{m}"));
                 continue;
             }
         };
@@ -448,7 +484,7 @@ fn build(file: GatewayFile, clock: &Clock, errors: &mut Vec<String>) -> Option<G
                 .unwrap_or_else(|| kind.result_hosts.iter().map(|h| h.to_string()).collect()),
         };
         let id = adapters.push(kind.adapters);
-        adapters.discover(id, registry::discovery(&config));
+        adapters.discover(id, discovery);
         let provider = Provider::new(account, id, kind.auth, kind.errors);
         if !provider.enabled() {
             log::warn!("provider {name} has no api_key: its models will answer 503");
@@ -501,6 +537,7 @@ fn build(file: GatewayFile, clock: &Clock, errors: &mut Vec<String>) -> Option<G
         access_log,
         ejection,
         warnings,
+        kinds: kinds.clone(),
     })
 }
 
@@ -778,6 +815,31 @@ fn image_settings(f: &file::ImagesFile, errors: &mut Vec<String>) -> ImageSettin
         task_heartbeat: Duration::from_millis(f.task_heartbeat_ms),
         task_lost_after: Duration::from_millis(f.task_lost_after_ms),
     }
+}
+
+/// An account's kind, built in or registered by the host, with its list endpoints (a registered
+/// kind has none); an error starts with the key at fault (`.kind: …`, `.api_key: …`) or, from a
+/// registered kind's own build, with `: `.
+fn provider_kind(
+    raw: &serde_yaml::Mapping,
+    account: &str,
+    key: &str,
+    kinds: &ProviderKinds,
+) -> Result<(registry::Kind, crate::api::discovery::Discovery), String> {
+    let name = raw.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let mut own = raw.clone();
+    own.remove("kind");
+    if let Some(built) = kinds.build(name, account, key, &own) {
+        return built
+            .map(|k| (k, Default::default()))
+            .map_err(|m| format!(": {m}"));
+    }
+    if raw.contains_key("kind") && !builtin_kinds().contains(&name) {
+        return Err(format!(".kind: {}", kinds.unknown(name)));
+    }
+    let config = provider_config(raw).map_err(|(field, m)| format!(".{field}: {m}"))?;
+    let kind = registry::build(&config, key).map_err(|m| format!(".api_key: {m}"))?;
+    Ok((kind, registry::discovery(&config)))
 }
 
 /// A provider's typed config from its `kind` and the keys only that kind takes; an error names

@@ -1,6 +1,7 @@
 //! The provider adapters: one home per provider (a folder when it serves several operations, a
 //! file otherwise), the wire formats several providers share (`formats`), and the registry that
-//! turns a provider's typed config into its adapters.
+//! turns a provider's typed config into its adapters. Kinds a host adds from outside the crate
+//! are registered in `external` and built beside the registry's.
 //!
 //! An adapter implements the trait of each operation it serves (`crate::api::adapter`).
 //! Translation is a pure function of the validated request and the target, so the attempt loop
@@ -13,6 +14,7 @@ pub mod cohere;
 pub mod cohere_v1;
 pub mod dashscope;
 pub mod elevenlabs;
+pub mod external;
 pub mod formats;
 pub mod google;
 pub mod jina;

@@ -76,7 +76,8 @@ pub enum ProviderConfig {
 #[serde(deny_unknown_fields)]
 pub struct NoSettings {}
 
-/// What a provider kind contributes to an account.
+/// What a provider kind contributes to an account: what each built-in provider's `kind()` returns,
+/// and what a kind registered from outside the crate (`external::ProviderKinds`) builds.
 pub struct Kind {
     /// Credentials built from the account's key.
     pub auth: Auth,
@@ -86,6 +87,7 @@ pub struct Kind {
     pub remote: bool,
     /// Where its answers put result files when the config names no `result_hosts`.
     pub result_hosts: &'static [&'static str],
+    /// One adapter per operation the kind serves.
     pub adapters: Adapters,
 }
 
@@ -162,6 +164,7 @@ pub type SpeechRequestFn = fn(&Target, &SpeechRequest<'_>) -> Result<NativeReque
 
 /// A speech adapter made of functions.
 pub struct SpeechFns {
+    /// The native request for a target.
     pub request: SpeechRequestFn,
     /// `None`: the provider's body is the audio itself (passed through).
     pub decoding: Option<fn(&Arc<Provider>, &SpeechRequest<'_>) -> SpeechDecoding>,
@@ -182,12 +185,16 @@ impl SpeechAdapter for SpeechFns {
 
 /// An image adapter made of functions.
 pub struct ImageFns {
+    /// The native request for a target, asking for the given number of images.
     pub request: fn(&Target, &ImageRequest<'_>, u64) -> Result<NativeRequest, GatewayError>,
     /// The provider's own refusals ([`ImageAdapter::validate`]); [`no_checks`] when it has none.
     pub validate: fn(&Target, &ImageRequest<'_>) -> Result<(), GatewayError>,
+    /// A 2xx answer: the images ([`images`] wraps a synchronous answer), or the task to poll.
     pub response:
         fn(&Provider, &ImageRequest<'_>, &HeaderMap, &[u8]) -> Result<ImageAnswer, UpstreamError>,
+    /// Whether reference images travel as bytes ([`ImageAdapter::input_as_bytes`]).
     pub input_as_bytes: bool,
+    /// How tasks are polled, for a natively asynchronous provider.
     pub tasks: Option<TaskFns>,
 }
 
@@ -232,7 +239,9 @@ pub fn no_checks(_target: &Target, _req: &ImageRequest<'_>) -> Result<(), Gatewa
 
 /// Task polling made of functions.
 pub struct TaskFns {
+    /// The request that reads a task's state.
     pub poll_request: fn(&Provider, &NativeTask) -> Result<PollRequest, UpstreamError>,
+    /// One poll's 2xx answer: still waiting, or the images.
     pub poll_response: fn(&Provider, &HeaderMap, &[u8]) -> Result<Poll, UpstreamError>,
 }
 
@@ -265,7 +274,9 @@ pub type RerankResponseFn = for<'r> fn(
 
 /// An HTTP rerank adapter made of functions.
 pub struct RerankFns {
+    /// The native request for a target.
     pub request: fn(&Target, &RerankRequest<'_>) -> Result<NativeRequest, GatewayError>,
+    /// A 2xx answer as the public result ([`RerankRequest::build`] makes one from scores).
     pub response: RerankResponseFn,
 }
 

@@ -17,6 +17,7 @@ use pingora::services::background::BackgroundService;
 use crate::caps::lifecycle::Clock;
 use crate::config::{self, Settings};
 use crate::gateway::GatewayState;
+use crate::providers::external::ProviderKinds;
 
 /// Where the configuration is read from, again on each reload.
 #[derive(Debug, Clone)]
@@ -35,12 +36,23 @@ impl ConfigSource {
 
     /// [`ConfigSource::load`], models' lifecycles judged by `clock` (the running gateway's).
     pub fn load_at(&self, clock: &Clock) -> Result<Settings, Vec<String>> {
+        self.load_at_with(clock, &ProviderKinds::new())
+    }
+
+    /// [`ConfigSource::load_at`], knowing the provider kinds a host registered (a reload passes
+    /// those the running configuration was loaded with).
+    pub fn load_at_with(
+        &self,
+        clock: &Clock,
+        kinds: &ProviderKinds,
+    ) -> Result<Settings, Vec<String>> {
         match self {
-            ConfigSource::File(path) => config::load_file_at(path, clock),
-            ConfigSource::Embedded => config::load_str_at(
+            ConfigSource::File(path) => config::load_file_at_with(path, clock, kinds),
+            ConfigSource::Embedded => config::load_str_at_with(
                 config::DEFAULT_CONFIG,
                 &|name| std::env::var(name).ok(),
                 clock,
+                kinds,
             ),
         }
     }
@@ -74,8 +86,9 @@ impl Reloader {
     /// force; each problem is logged (error) with a summary line, and returned.
     pub fn reload(&self) -> Result<Reloaded, Vec<String>> {
         let source = self.source.name();
-        let clock = self.state.settings().catalog.clock().clone();
-        let settings = match self.source.load_at(&clock) {
+        let running = self.state.settings();
+        let clock = running.catalog.clock().clone();
+        let settings = match self.source.load_at_with(&clock, &running.kinds) {
             Ok(s) => s,
             Err(problems) => {
                 for p in &problems {

@@ -19,7 +19,9 @@ use crate::upstream::provider::Provider;
 /// Token counts a provider reported for a speech answer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SpeechUsage {
+    /// Input tokens, when reported.
     pub input_tokens: Option<u64>,
+    /// Output tokens, when reported.
     pub output_tokens: Option<u64>,
 }
 

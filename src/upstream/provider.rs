@@ -18,6 +18,7 @@ pub type ErrorMap = fn(&Provider, u16, &[u8]) -> UpstreamError;
 
 /// Signs a credential per request, for providers whose tokens expire (Kling's JWTs).
 pub trait Signer: Send + Sync {
+    /// The `Authorization` value for a request sent now (an `Err` fails the attempt).
     fn authorization(&self) -> Result<HeaderValue, String>;
 }
 
@@ -59,6 +60,7 @@ impl Auth {
 
 /// Where and how to reach one provider account, as the config gives it.
 pub struct Account {
+    /// The account's name in the configuration (`providers.<name>`).
     pub name: String,
     /// The provider's kind as the config names it (`openai`, `cohere`, …): which API it speaks.
     /// Public, unlike the account's name, key and URLs (`GET /api/v1/models` shows it).
@@ -77,6 +79,7 @@ pub struct Account {
 
 /// A configured provider account: credentials and where to reach it.
 pub struct Provider {
+    /// The account's name in the configuration (`providers.<name>`).
     pub name: String,
     /// The kind (`Account::kind`).
     pub kind: String,
@@ -87,6 +90,7 @@ pub struct Provider {
     key: String,
     default_endpoint: Option<Endpoint>,
     region_endpoints: HashMap<String, Endpoint>,
+    /// Largest non-streamed answer accepted from this account.
     pub max_response_bytes: usize,
     result_hosts: Vec<String>,
 }
@@ -102,6 +106,7 @@ impl fmt::Debug for Provider {
 }
 
 impl Provider {
+    /// An account numbered `id`, with its kind's credentials and error classification.
     pub fn new(account: Account, id: usize, auth: Auth, errors: ErrorMap) -> Provider {
         Provider {
             name: account.name,

@@ -29,6 +29,7 @@ const LAYERS: &[&str] = &[
     "gateway",
     "server",
     "check",
+    "provider_api",
 ];
 
 /// A source file's module path (`src/a/b.rs` → `[a, b]`, `src/a/mod.rs` → `[a]`).

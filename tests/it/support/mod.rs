@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use pingora::server::{RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
 use switchyard::caps::lifecycle::Clock;
+use switchyard::provider_api::ProviderKinds;
 
 /// The API key every test config accepts.
 pub const KEY: &str = "test-key";
@@ -260,10 +261,27 @@ impl TestGateway {
     /// Start with a config built from the two listener ports, models' lifecycles judged by
     /// `clock` (which the test may move).
     pub fn start_at(make: impl FnOnce((u16, u16)) -> String, clock: Clock) -> TestGateway {
+        Self::start_at_with(make, clock, &ProviderKinds::new())
+    }
+
+    /// [`TestGateway::start_with`], the config loaded knowing the provider `kinds` a host
+    /// registered besides the built-in ones.
+    pub fn start_with_kinds(
+        make: impl FnOnce((u16, u16)) -> String,
+        kinds: &ProviderKinds,
+    ) -> TestGateway {
+        Self::start_at_with(make, Clock::manual(TEST_NOW), kinds)
+    }
+
+    fn start_at_with(
+        make: impl FnOnce((u16, u16)) -> String,
+        clock: Clock,
+        kinds: &ProviderKinds,
+    ) -> TestGateway {
         let _starting = gateway_starting();
         let ports = (free_port(), free_port());
         let yaml = make(ports);
-        let settings = switchyard::config::load_str_at(&yaml, &|_| None, &clock)
+        let settings = switchyard::config::load_str_at_with(&yaml, &|_| None, &clock, kinds)
             .unwrap_or_else(|e| panic!("test config invalid: {e:#?}"));
         let (tx, rx) = tokio::sync::oneshot::channel();
         std::thread::spawn(move || {
