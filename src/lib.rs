@@ -36,6 +36,7 @@ pub mod catalog;
 pub mod check;
 pub mod common;
 pub mod config;
+pub mod embed;
 pub mod engine;
 pub mod gateway;
 pub mod limits;
@@ -48,4 +49,5 @@ pub mod stream;
 pub mod tokens;
 pub mod upstream;
 
+pub use embed::{Embedded, RequestCtx};
 pub use gateway::{Gateway, GatewayState};

@@ -174,6 +174,18 @@ pub struct Settings {
     pub gateway: GatewaySettings,
 }
 
+/// Who owns the sockets the gateway is reached on, which decides whether `switchyard.listeners`
+/// may be empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sockets {
+    /// The gateway's own listeners (the binary, `server::build`): at least one entry point is
+    /// required.
+    Own,
+    /// A Pingora server the gateway is embedded in owns them (the `embed` module): `listeners`
+    /// may be absent or empty.
+    Host,
+}
+
 /// Load and validate a configuration file, reading `${VAR}` from the process environment.
 pub fn load_file(path: &str) -> Result<Settings, Vec<String>> {
     load_file_at(path, &Clock::System)
@@ -181,8 +193,28 @@ pub fn load_file(path: &str) -> Result<Settings, Vec<String>> {
 
 /// [`load_file`], with models' lifecycles judged (and later served) by `clock`.
 pub fn load_file_at(path: &str, clock: &Clock) -> Result<Settings, Vec<String>> {
+    load_file_for(path, clock, Sockets::Own)
+}
+
+/// [`load_file`] for a gateway embedded in another Pingora server: `switchyard.listeners` may be
+/// absent (the host owns the sockets).
+pub fn load_hosted_file(path: &str) -> Result<Settings, Vec<String>> {
+    load_file_for(path, &Clock::System, Sockets::Host)
+}
+
+/// [`load_str`] for a gateway embedded in another Pingora server: `switchyard.listeners` may be
+/// absent (the host owns the sockets).
+pub fn load_hosted_str(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Settings, Vec<String>> {
+    load_str_for(text, lookup, &Clock::System, Sockets::Host)
+}
+
+/// [`load_file_at`], with the listeners required or not as `sockets` says.
+pub fn load_file_for(path: &str, clock: &Clock, sockets: Sockets) -> Result<Settings, Vec<String>> {
     let text = std::fs::read_to_string(path).map_err(|e| vec![format!("{path}: {e}")])?;
-    load_str_at(&text, &|name| std::env::var(name).ok(), clock)
+    load_str_for(&text, &|name| std::env::var(name).ok(), clock, sockets)
 }
 
 /// Load and validate configuration text; `lookup` reads variables.
@@ -199,6 +231,16 @@ pub fn load_str_at(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
     clock: &Clock,
+) -> Result<Settings, Vec<String>> {
+    load_str_for(text, lookup, clock, Sockets::Own)
+}
+
+/// [`load_str_at`], with the listeners required or not as `sockets` says.
+pub fn load_str_for(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    clock: &Clock,
+    sockets: Sockets,
 ) -> Result<Settings, Vec<String>> {
     let mut doc: Value =
         serde_yaml::from_str(text).map_err(|e| vec![format!("not valid YAML: {e}")])?;
@@ -228,7 +270,7 @@ pub fn load_str_at(
             return Err(errors);
         }
     };
-    let gateway = build(file, clock, &mut errors);
+    let gateway = build(file, clock, sockets, &mut errors);
     match gateway {
         Some(g) if errors.is_empty() => Ok(Settings { server, gateway: g }),
         _ => Err(errors),
@@ -282,10 +324,15 @@ fn server_conf(top: serde_yaml::Mapping, errors: &mut Vec<String>) -> Option<Ser
     }
 }
 
-fn build(file: GatewayFile, clock: &Clock, errors: &mut Vec<String>) -> Option<GatewaySettings> {
+fn build(
+    file: GatewayFile,
+    clock: &Clock,
+    sockets: Sockets,
+    errors: &mut Vec<String>,
+) -> Option<GatewaySettings> {
     keep_secrets_out_of_logs(&file);
     let mut listeners = Vec::new();
-    if file.listeners.is_empty() {
+    if file.listeners.is_empty() && sockets == Sockets::Own {
         errors.push("switchyard.listeners: at least one entry point is required".into());
     }
     for (i, l) in file.listeners.iter().enumerate() {

@@ -17,6 +17,23 @@ pub fn document() -> Bytes {
     Bytes::from_static(DOCUMENT)
 }
 
+/// The document as a gateway mounted under `prefix` serves it (`gateway/mount.rs`): its paths
+/// unchanged, its one server's URL the prefix, so a client or generator that joins the server URL
+/// and a path reaches the mount. Built once per mount; `""` is the committed document.
+pub fn mounted(prefix: &str) -> Bytes {
+    if prefix.is_empty() {
+        return document();
+    }
+    let Ok(mut doc) = serde_json::from_slice::<serde_json::Value>(DOCUMENT) else {
+        return document();
+    };
+    doc["servers"] = serde_json::json!([{
+        "url": prefix,
+        "description": "The gateway, mounted under this path prefix of its host server.",
+    }]);
+    serde_json::to_vec_pretty(&doc).map_or_else(|_| document(), Bytes::from)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,6 +68,14 @@ mod tests {
     }
 
     const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
+
+    #[test]
+    fn a_mounted_document_names_its_prefix_as_server() {
+        assert_eq!(mounted(""), document());
+        let d: Value = serde_json::from_slice(&mounted("/ai")).unwrap();
+        assert_eq!(d["servers"][0]["url"], "/ai");
+        assert_eq!(d["paths"], doc()["paths"]);
+    }
 
     #[test]
     fn is_openapi_3_1_with_auth_schemes() {

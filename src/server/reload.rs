@@ -25,6 +25,9 @@ pub enum ConfigSource {
     File(String),
     /// The configuration compiled into the binary, `${VAR}` read from the environment.
     Embedded,
+    /// A YAML file of a gateway hosted in another Pingora server: as [`ConfigSource::File`],
+    /// but `switchyard.listeners` may be absent (the host owns the sockets).
+    HostedFile(String),
 }
 
 impl ConfigSource {
@@ -37,6 +40,9 @@ impl ConfigSource {
     pub fn load_at(&self, clock: &Clock) -> Result<Settings, Vec<String>> {
         match self {
             ConfigSource::File(path) => config::load_file_at(path, clock),
+            ConfigSource::HostedFile(path) => {
+                config::load_file_for(path, clock, config::Sockets::Host)
+            }
             ConfigSource::Embedded => config::load_str_at(
                 config::DEFAULT_CONFIG,
                 &|name| std::env::var(name).ok(),
@@ -48,7 +54,7 @@ impl ConfigSource {
     /// How logs name the source.
     pub fn name(&self) -> &str {
         match self {
-            ConfigSource::File(path) => path,
+            ConfigSource::File(path) | ConfigSource::HostedFile(path) => path,
             ConfigSource::Embedded => "embedded conf/switchyard.yaml",
         }
     }

@@ -1,0 +1,320 @@
+//! Switchyard embedded in a host's Pingora server, end to end: the set-up of
+//! `examples/host_delegation.rs` (compiled in here from the example's own file) on one listener.
+//! The host's routes go through Pingora's proxy path to the host's upstream; under `/ai`,
+//! Switchyard answers speech (raw and SSE), rerank and a synchronous image with hosted links, its
+//! OpenAPI document names the prefix; an unknown `/ai/...` path is Switchyard's 404 and an
+//! unknown host path the host's answer; access lines and metrics exist only for Switchyard's
+//! requests.
+//!
+//! The host runs in a child process (this test binary again, running
+//! [`host_process`] alone): its logger is process-wide, and the access lines are read from its
+//! output.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::support::fake::{FakeProvider, Reply};
+use crate::support::image_conformance::{b64, png};
+use crate::support::speech_conformance::{decoded_audio, public_events};
+use crate::support::{auth, client, config, free_port, gateway_starting, wait_listening, TEST_NOW};
+use switchyard::caps::lifecycle::Clock;
+
+#[allow(dead_code)]
+#[path = "../../examples/host_delegation.rs"]
+mod host_delegation;
+
+const CONF: &str = "SWITCHYARD_EMBED_TEST_CONF";
+const LISTEN: &str = "SWITCHYARD_EMBED_TEST_LISTEN";
+const UPSTREAM: &str = "SWITCHYARD_EMBED_TEST_UPSTREAM";
+
+/// The host server of the example, run by [`Host::start`] in a child process; does nothing in
+/// a test run of its own.
+#[test]
+#[ignore = "the host process of delegation_end_to_end"]
+fn host_process() {
+    let (Ok(conf), Ok(listen), Ok(upstream)) = (
+        std::env::var(CONF),
+        std::env::var(LISTEN),
+        std::env::var(UPSTREAM),
+    ) else {
+        return;
+    };
+    switchyard::logging::init().unwrap();
+    let clock = Clock::manual(TEST_NOW);
+    let settings =
+        switchyard::config::load_file_for(&conf, &clock, switchyard::config::Sockets::Host)
+            .unwrap_or_else(|e| panic!("{e:#?}"));
+    host_delegation::server(settings, &listen, upstream.parse().unwrap())
+        .unwrap()
+        .run_forever();
+}
+
+/// The host process; killed when dropped.
+struct Host {
+    child: Child,
+    addr: SocketAddr,
+    metrics: SocketAddr,
+    dir: PathBuf,
+}
+
+impl Host {
+    fn start(fake: &FakeProvider, upstream: SocketAddr) -> Host {
+        let _starting = gateway_starting();
+        let (port, metrics_port) = (free_port(), free_port());
+        // The standard test configuration without its listeners (the host owns the socket),
+        // with a metrics listener.
+        let yaml: String = config(&fake.base_url(), (0, 0))
+            .lines()
+            .filter(|l| {
+                !l.contains("listeners:")
+                    && !l.contains("{name: domestic")
+                    && !l.contains("{name: overseas")
+            })
+            .map(|l| {
+                if l == "switchyard:" {
+                    format!("switchyard:\n  metrics: {{address: \"127.0.0.1:{metrics_port}\"}}")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(!yaml.contains("listeners"));
+        let dir =
+            std::env::temp_dir().join(format!("switchyard-embed-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let conf = dir.join("embedded.yaml");
+        std::fs::write(&conf, yaml).unwrap();
+        let child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "embedding::host_process",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env(CONF, &conf)
+            .env(LISTEN, format!("127.0.0.1:{port}"))
+            .env(UPSTREAM, upstream.to_string())
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::from(
+                std::fs::File::create(dir.join("stdout")).unwrap(),
+            ))
+            .stderr(Stdio::from(
+                std::fs::File::create(dir.join("stderr")).unwrap(),
+            ))
+            .spawn()
+            .unwrap();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let metrics: SocketAddr = format!("127.0.0.1:{metrics_port}").parse().unwrap();
+        wait_listening(addr);
+        wait_listening(metrics);
+        Host {
+            child,
+            addr,
+            metrics,
+            dir,
+        }
+    }
+
+    fn output(&self) -> String {
+        let read = |f: &str| std::fs::read(self.dir.join(f)).unwrap_or_default();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&read("stdout")),
+            String::from_utf8_lossy(&read("stderr"))
+        )
+    }
+
+    /// The access lines of the example's entry point (`edge`), once there are `n` of them.
+    fn access_lines(&self, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = self.output();
+            let lines: Vec<String> = text
+                .lines()
+                .filter(|l| l.contains(" access] "))
+                .map(str::to_string)
+                .collect();
+            if lines.len() >= n {
+                return lines;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited for {n} access lines:\n{text}"
+            );
+            std::thread::park_timeout(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn get(addr: SocketAddr, path: &str) -> client::Response {
+    client::request(addr, "GET", path, &auth(), b"")
+}
+
+fn post(addr: SocketAddr, path: &str, body: serde_json::Value) -> client::Response {
+    client::post_json(addr, path, &auth(), &body)
+}
+
+/// The sum of `switchyard_requests_total` samples whose labels hold `filter`.
+fn requests_counted(metrics: &str, filter: &str) -> u64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("switchyard_requests_total{") && l.contains(filter))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum()
+}
+
+#[test]
+fn delegation_end_to_end() {
+    let fake = FakeProvider::start();
+    // The host's own upstream: one page, and its own answer for every other path.
+    let upstream = FakeProvider::start();
+    upstream.set_handler(|r| {
+        Some(if r.path == "/hello" {
+            Reply::bytes(200, "text/plain", b"hello from the host".to_vec())
+        } else {
+            Reply::bytes(404, "text/plain", b"the host has no such page".to_vec())
+        })
+    });
+    let host = Host::start(&fake, upstream.addr());
+    let mut ours = 0; // Switchyard's requests so far
+
+    // The host's routes: through Pingora's proxy path to the host's upstream.
+    let page = get(host.addr, "/hello");
+    assert_eq!(page.status, 200, "{}", page.text());
+    assert_eq!(page.text(), "hello from the host");
+    let missing = get(host.addr, "/no/such/page");
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.text(), "the host has no such page");
+    // A path that only looks like Switchyard's outside its mount is the host's too.
+    let outside = get(host.addr, "/api/v1/models");
+    assert_eq!(outside.text(), "the host has no such page");
+    let seen: Vec<String> = upstream.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(seen, ["/hello", "/no/such/page", "/api/v1/models"]);
+
+    // An unknown path under the mount: Switchyard's 404, in its error shape.
+    let unknown = get(host.addr, "/ai/no/such/route");
+    assert_eq!(unknown.status, 404);
+    assert_eq!(unknown.json()["code"], "not_found", "{}", unknown.text());
+    ours += 1;
+
+    // Speech, raw audio.
+    let audio = b"ID3 raw audio from the fake".to_vec();
+    fake.push(Reply::bytes(200, "audio/mpeg", audio.clone()));
+    let raw = post(
+        host.addr,
+        "/ai/api/v1/audio/speech",
+        json!({"model": "tts-1", "input": "hello", "voice": "alloy"}),
+    );
+    assert_eq!(raw.status, 200, "{}", raw.text());
+    assert_eq!(raw.header("content-type"), Some("audio/mpeg"));
+    assert_eq!(raw.body, audio);
+    ours += 1;
+    let sent = fake.requests().pop().unwrap();
+    assert_eq!(sent.path, "/v1/audio/speech");
+    assert_eq!(sent.json()["input"], "hello");
+
+    // Speech as SSE: a provider's raw audio, one event per piece.
+    let pieces: Vec<Vec<u8>> = (0..3u8).map(|i| vec![i + 1; 500]).collect();
+    fake.push(Reply::chunked(
+        200,
+        "audio/mpeg",
+        pieces.iter().map(|p| (Duration::ZERO, p.clone())).collect(),
+        false,
+    ));
+    let sse = post(
+        host.addr,
+        "/ai/api/v1/audio/speech",
+        json!({"model": "eleven-multilingual-v2", "input": "hi", "stream_format": "sse"}),
+    );
+    assert_eq!(sse.status, 200, "{}", sse.text());
+    assert_eq!(sse.header("content-type"), Some("text/event-stream"));
+    assert_eq!(decoded_audio(&public_events(&sse)), pieces.concat());
+    ours += 1;
+
+    // Rerank.
+    fake.push(Reply::json(
+        200,
+        json!({"id": "r1", "results": [{"index": 1, "relevance_score": 0.9}, {"index": 0, "relevance_score": 0.1}],
+               "meta": {"billed_units": {"search_units": 1}}}),
+    ));
+    let rerank = post(
+        host.addr,
+        "/ai/api/v1/rerank",
+        json!({"model": "rerank-v3.5", "query": "capital of France", "documents": ["Berlin", "Paris"]}),
+    );
+    assert_eq!(rerank.status, 200, "{}", rerank.text());
+    assert_eq!(rerank.json()["results"][0]["index"], 1);
+    assert_eq!(fake.requests().pop().unwrap().path, "/v2/rerank");
+    ours += 1;
+
+    // A synchronous image as a link: hosted under the mount, and served there.
+    let image = png(64, 7);
+    fake.push(Reply::json(
+        200,
+        json!({"data": [{"b64_json": b64(&image)}]}),
+    ));
+    let made = post(
+        host.addr,
+        "/ai/api/v1/images/generations",
+        json!({"model": "gpt-image-1", "prompt": "a lighthouse", "response_format": "url"}),
+    );
+    assert_eq!(made.status, 200, "{}", made.text());
+    ours += 1;
+    let url = made.json()["data"][0]["url"].as_str().unwrap().to_string();
+    let prefix = format!("http://{}/ai/api/v1/files/", host.addr);
+    assert!(url.starts_with(&prefix), "{url}");
+    let file = client::request(
+        host.addr,
+        "GET",
+        &url[url.find("/ai/").unwrap()..],
+        &[],
+        b"",
+    );
+    assert_eq!(file.status, 200, "{}", file.text());
+    assert_eq!(file.body, image);
+    ours += 1;
+
+    // The OpenAPI document: its server is the mount.
+    let doc = get(host.addr, "/ai/api/v1/openapi.json");
+    assert_eq!(doc.status, 200);
+    assert_eq!(doc.json()["servers"][0]["url"], "/ai");
+    assert!(doc.json()["paths"]["/api/v1/rerank"].is_object());
+    ours += 1;
+
+    // Only Switchyard's requests have access lines, each under the mount.
+    let lines = host.access_lines(ours);
+    std::thread::sleep(Duration::from_millis(200));
+    let lines_now = host.access_lines(ours);
+    assert_eq!(lines_now.len(), lines.len(), "{lines_now:#?}");
+    assert_eq!(lines.len(), ours, "{lines:#?}");
+    for l in &lines {
+        assert!(l.contains(" edge "), "{l}");
+        assert!(l.contains(" /ai/"), "{l}");
+        assert!(!l.contains("/hello") && !l.contains("/no/such/page"), "{l}");
+    }
+    // The hosted file's id (its capability) is not logged.
+    assert!(lines.iter().any(|l| l.contains(" /ai/api/v1/files/{id} ")));
+    assert!(!host.output().contains(&url[url.find("/files/").unwrap()..]));
+
+    // Only Switchyard's requests are counted.
+    let metrics = client::request(host.metrics, "GET", "/metrics", &[], b"").text();
+    assert_eq!(requests_counted(&metrics, ""), ours as u64, "{metrics}");
+    assert_eq!(
+        requests_counted(&metrics, "entry_point=\"edge\""),
+        ours as u64
+    );
+    assert_eq!(requests_counted(&metrics, "status=\"404\""), 1);
+}
