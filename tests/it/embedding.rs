@@ -20,12 +20,18 @@ use serde_json::json;
 use crate::support::fake::{FakeProvider, Reply};
 use crate::support::image_conformance::{b64, png};
 use crate::support::speech_conformance::{decoded_audio, public_events};
-use crate::support::{auth, client, config, free_port, gateway_starting, wait_listening, TEST_NOW};
+use crate::support::{
+    auth, client, config, free_port, gateway_starting, wait_listening, KEY, TEST_NOW,
+};
 use switchyard::caps::lifecycle::Clock;
 
 #[allow(dead_code)]
 #[path = "../../examples/host_delegation.rs"]
 mod host_delegation;
+
+#[allow(dead_code)]
+#[path = "../../examples/auth_module.rs"]
+mod auth_module;
 
 const CONF: &str = "SWITCHYARD_EMBED_TEST_CONF";
 const LISTEN: &str = "SWITCHYARD_EMBED_TEST_LISTEN";
@@ -53,6 +59,34 @@ fn host_process() {
         .run_forever();
 }
 
+/// The standard test configuration without its listeners (the host owns the sockets), with a
+/// metrics listener when `metrics_port` is given, and a key limited to 2 requests a minute.
+fn hosted_config(fake_url: &str, metrics_port: Option<u16>) -> String {
+    let yaml: String = config(fake_url, (0, 0))
+        .lines()
+        .filter(|l| {
+            !l.contains("listeners:")
+                && !l.contains("{name: domestic")
+                && !l.contains("{name: overseas")
+        })
+        .map(|l| match (l, metrics_port) {
+            ("switchyard:", Some(port)) => {
+                format!("switchyard:\n  metrics: {{address: \"127.0.0.1:{port}\"}}")
+            }
+            ("    api_keys:", _) => format!(
+                "{l}\n      - {{name: limited, key: \"{LIMITED_KEY}\", limits: {{requests_per_minute: 2}}}}"
+            ),
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(!yaml.contains("listeners"));
+    yaml
+}
+
+/// A key with `requests_per_minute: 2`.
+const LIMITED_KEY: &str = "limited-key-embed-0001";
+
 /// The host process; killed when dropped.
 struct Host {
     child: Child,
@@ -65,25 +99,7 @@ impl Host {
     fn start(fake: &FakeProvider, upstream: SocketAddr) -> Host {
         let _starting = gateway_starting();
         let (port, metrics_port) = (free_port(), free_port());
-        // The standard test configuration without its listeners (the host owns the socket),
-        // with a metrics listener.
-        let yaml: String = config(&fake.base_url(), (0, 0))
-            .lines()
-            .filter(|l| {
-                !l.contains("listeners:")
-                    && !l.contains("{name: domestic")
-                    && !l.contains("{name: overseas")
-            })
-            .map(|l| {
-                if l == "switchyard:" {
-                    format!("switchyard:\n  metrics: {{address: \"127.0.0.1:{metrics_port}\"}}")
-                } else {
-                    l.to_string()
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
-        assert!(!yaml.contains("listeners"));
+        let yaml = hosted_config(&fake.base_url(), Some(metrics_port));
         let dir =
             std::env::temp_dir().join(format!("switchyard-embed-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -317,4 +333,96 @@ fn delegation_end_to_end() {
         ours as u64
     );
     assert_eq!(requests_counted(&metrics, "status=\"404\""), 1);
+}
+
+/// Stops an in-process server when the test's sender drops.
+struct Stop(tokio::sync::Mutex<Option<tokio::sync::oneshot::Receiver<()>>>);
+
+#[async_trait::async_trait]
+impl pingora::server::ShutdownSignalWatch for Stop {
+    async fn recv(&self) -> pingora::server::ShutdownSignal {
+        if let Some(rx) = self.0.lock().await.take() {
+            let _ = rx.await;
+        }
+        pingora::server::ShutdownSignal::FastShutdown
+    }
+}
+
+/// `examples/auth_module.rs`: Switchyard's authentication and limits on a host route.
+#[test]
+fn auth_module_guards_a_host_route() {
+    let fake = FakeProvider::start();
+    let upstream = FakeProvider::start();
+    upstream.set_handler(|_| Some(Reply::bytes(200, "text/plain", b"upstream page".to_vec())));
+    let port = free_port();
+    let yaml = hosted_config(&fake.base_url(), None);
+    let settings = switchyard::config::load_str_for(
+        &yaml,
+        &|_| None,
+        &Clock::manual(TEST_NOW),
+        switchyard::config::Sockets::Host,
+    )
+    .unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let (_stop, rx) = tokio::sync::oneshot::channel::<()>();
+    {
+        let _starting = gateway_starting();
+        let server = auth_module::server(settings, &addr.to_string(), upstream.addr()).unwrap();
+        std::thread::spawn(move || {
+            server.run(pingora::server::RunArgs {
+                shutdown_signal: Box::new(Stop(tokio::sync::Mutex::new(Some(rx)))),
+            })
+        });
+        wait_listening(addr);
+    }
+
+    // No credential: refused before the upstream, in Switchyard's shape.
+    let refused = client::request(addr, "GET", "/private/report", &[], b"");
+    assert_eq!(refused.status, 401, "{}", refused.text());
+    assert_eq!(refused.json()["code"], "unauthorized");
+    let wrong = client::request(
+        addr,
+        "GET",
+        "/private/report",
+        &[("Service-API-Key", "not-a-key-0000")],
+        b"",
+    );
+    assert_eq!(wrong.status, 401);
+    assert!(upstream.requests().is_empty());
+
+    // A known key: proxied, the caller named, its key not forwarded.
+    let ok = client::request(addr, "GET", "/private/report", &auth(), b"");
+    assert_eq!(ok.status, 200, "{}", ok.text());
+    assert_eq!(ok.text(), "upstream page");
+    let sent = upstream.requests().pop().unwrap();
+    assert_eq!(sent.path, "/private/report");
+    assert_eq!(sent.header("x-caller"), Some("key:tester"));
+    assert_eq!(sent.header("service-api-key"), None);
+    assert!(!format!("{:?}", sent.headers).contains(KEY));
+
+    // An unguarded host path needs nothing, and a caller cannot name itself.
+    let open = client::request(addr, "GET", "/public", &[("x-caller", "key:forged")], b"");
+    assert_eq!(open.status, 200);
+    let sent = upstream.requests().pop().unwrap();
+    assert_eq!(sent.path, "/public");
+    assert_eq!(sent.header("x-caller"), Some("key:forged"));
+
+    // The caller's requests_per_minute: the third request in the minute is refused.
+    let limited = [("Service-API-Key", LIMITED_KEY)];
+    let answers: Vec<client::Response> = (0..5)
+        .map(|_| client::request(addr, "GET", "/private/x", &limited, b""))
+        .collect();
+    // Two fit a minute: of five requests, one window (the minute may turn once) gets three.
+    let refused = answers.iter().find(|r| r.status == 429);
+    let statuses: Vec<u16> = answers.iter().map(|r| r.status).collect();
+    let refused = refused.unwrap_or_else(|| panic!("no 429 in {statuses:?}"));
+    assert_eq!(refused.json()["code"], "rate_limited", "{}", refused.text());
+    assert!(refused.header("retry-after").is_some());
+    assert_eq!(statuses[..2], [200, 200], "{statuses:?}");
+
+    // Switchyard's own routes authenticate themselves, beside the module.
+    let models = client::request(addr, "GET", "/ai/api/v1/models", &auth(), b"");
+    assert_eq!(models.status, 200, "{}", models.text());
+    let anonymous = client::request(addr, "GET", "/ai/api/v1/models", &[], b"");
+    assert_eq!(anonymous.status, 401);
 }
