@@ -426,3 +426,48 @@ fn auth_module_guards_a_host_route() {
     let anonymous = client::request(addr, "GET", "/ai/api/v1/models", &[], b"");
     assert_eq!(anonymous.status, 401);
 }
+
+/// The README's embedding section quotes the examples verbatim, so its code is compiled (as the
+/// examples are) and cannot drift from them; and every example it names exists.
+#[test]
+fn readme_embedding_quotes_the_examples() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let start = readme
+        .find("\n## Embedding\n")
+        .expect("an Embedding section");
+    let section = &readme[start + 1..];
+    let section = &section[..section[1..].find("\n## ").map_or(section.len(), |i| i + 1)];
+    let examples: Vec<(String, String)> = std::fs::read_dir(format!("{root}/examples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect();
+    let mut blocks = 0;
+    let mut rest = section;
+    while let Some(open) = rest.find("```rust\n") {
+        let after = &rest[open + "```rust\n".len()..];
+        let close = after.find("```").expect("a closed block");
+        let code = &after[..close];
+        assert!(
+            examples.iter().any(|(_, text)| text.contains(code)),
+            "the README's embedding code is not quoted from examples/:\n{code}"
+        );
+        blocks += 1;
+        rest = &after[close + 3..];
+    }
+    assert!(blocks >= 1, "the Embedding section has no code");
+    for name in [
+        "host_delegation.rs",
+        "mount_prefix.rs",
+        "auth_module.rs",
+        "gateway.rs",
+    ] {
+        assert!(examples.iter().any(|(n, _)| n == name), "{name}");
+        assert!(section.contains(&format!("examples/{name}")), "{name}");
+    }
+}
