@@ -1011,6 +1011,28 @@ mod tests {
     }
 
     #[test]
+    fn listeners_are_required_unless_a_host_owns_the_sockets() {
+        let models = "  providers: {builtin: {kind: local}}\n  models:\n    bm25: {family: local-rerank, targets: [{provider: builtin, model: bm25}]}\n";
+        for listeners in ["", "  listeners: []\n"] {
+            let yaml = format!("version: 1\nswitchyard:\n{listeners}{models}");
+            let problems = load_str(&yaml, &no_env).err().expect("refused");
+            assert_eq!(
+                problems,
+                ["switchyard.listeners: at least one entry point is required"],
+                "{yaml}"
+            );
+            let hosted = load_hosted_str(&yaml, &no_env).expect("a host's configuration");
+            assert!(hosted.gateway.listeners.is_empty());
+            assert!(hosted.gateway.catalog.get("bm25").is_some());
+        }
+        // Listeners a host's configuration does declare are still checked.
+        let yaml = format!(
+            "version: 1\nswitchyard:\n  listeners: [{{name: a, address: nowhere}}]\n{models}"
+        );
+        assert!(load_hosted_str(&yaml, &no_env).is_err());
+    }
+
+    #[test]
     fn embedded_default_loads_without_environment() {
         let s = load_str(DEFAULT_CONFIG, &no_env).unwrap_or_else(|e| panic!("{e:#?}"));
         assert_eq!(s.gateway.listeners.len(), 2);

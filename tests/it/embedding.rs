@@ -59,9 +59,9 @@ fn host_process() {
         .run_forever();
 }
 
-/// The standard test configuration without its listeners (the host owns the sockets), with a
-/// metrics listener when `metrics_port` is given, and a key limited to 2 requests a minute.
-fn hosted_config(fake_url: &str, metrics_port: Option<u16>) -> String {
+/// The standard test configuration without its listeners (the host owns the sockets), with
+/// `extra` settings under `switchyard:`, and a key limited to 2 requests a minute.
+fn hosted_config(fake_url: &str, extra: &str) -> String {
     let yaml: String = config(fake_url, (0, 0))
         .lines()
         .filter(|l| {
@@ -69,11 +69,9 @@ fn hosted_config(fake_url: &str, metrics_port: Option<u16>) -> String {
                 && !l.contains("{name: domestic")
                 && !l.contains("{name: overseas")
         })
-        .map(|l| match (l, metrics_port) {
-            ("switchyard:", Some(port)) => {
-                format!("switchyard:\n  metrics: {{address: \"127.0.0.1:{port}\"}}")
-            }
-            ("    api_keys:", _) => format!(
+        .map(|l| match l {
+            "switchyard:" => format!("switchyard:\n{extra}"),
+            "    api_keys:" => format!(
                 "{l}\n      - {{name: limited, key: \"{LIMITED_KEY}\", limits: {{requests_per_minute: 2}}}}"
             ),
             _ => l.to_string(),
@@ -99,7 +97,14 @@ impl Host {
     fn start(fake: &FakeProvider, upstream: SocketAddr) -> Host {
         let _starting = gateway_starting();
         let (port, metrics_port) = (free_port(), free_port());
-        let yaml = hosted_config(&fake.base_url(), Some(metrics_port));
+        // A short head deadline: the host's requests, served longer than it, must not be cut.
+        let yaml = hosted_config(
+            &fake.base_url(),
+            &format!(
+                "  metrics: {{address: \"127.0.0.1:{metrics_port}\"}}\n  \
+                 clients: {{head_timeout_ms: 300}}"
+            ),
+        );
         let dir =
             std::env::temp_dir().join(format!("switchyard-embed-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -200,6 +205,10 @@ fn delegation_end_to_end() {
     upstream.set_handler(|r| {
         Some(if r.path == "/hello" {
             Reply::bytes(200, "text/plain", b"hello from the host".to_vec())
+        } else if r.path == "/slow" {
+            // Longer than the head deadline: the host's request is served, not cut.
+            std::thread::sleep(Duration::from_millis(700));
+            Reply::bytes(200, "text/plain", b"slow page".to_vec())
         } else {
             Reply::bytes(404, "text/plain", b"the host has no such page".to_vec())
         })
@@ -217,8 +226,11 @@ fn delegation_end_to_end() {
     // A path that only looks like Switchyard's outside its mount is the host's too.
     let outside = get(host.addr, "/api/v1/models");
     assert_eq!(outside.text(), "the host has no such page");
+    let slow = get(host.addr, "/slow");
+    assert_eq!(slow.status, 200);
+    assert_eq!(slow.text(), "slow page");
     let seen: Vec<String> = upstream.requests().iter().map(|r| r.path.clone()).collect();
-    assert_eq!(seen, ["/hello", "/no/such/page", "/api/v1/models"]);
+    assert_eq!(seen, ["/hello", "/no/such/page", "/api/v1/models", "/slow"]);
 
     // An unknown path under the mount: Switchyard's 404, in its error shape.
     let unknown = get(host.addr, "/ai/no/such/route");
@@ -355,7 +367,7 @@ fn auth_module_guards_a_host_route() {
     let upstream = FakeProvider::start();
     upstream.set_handler(|_| Some(Reply::bytes(200, "text/plain", b"upstream page".to_vec())));
     let port = free_port();
-    let yaml = hosted_config(&fake.base_url(), None);
+    let yaml = hosted_config(&fake.base_url(), "");
     let settings = switchyard::config::load_str_for(
         &yaml,
         &|_| None,
