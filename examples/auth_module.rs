@@ -101,6 +101,12 @@ impl ProxyHttp for Guarded {
         }
     }
 
+    fn suppress_error_log(&self, session: &Session, ctx: &Self::CTX, e: &Error) -> bool {
+        // A caller refused by the module is the client's doing, not an error of the server.
+        let refused = Authenticated::of(session).is_some_and(Authenticated::refused);
+        refused || self.ai.suppress_error_log(session, ctx, e)
+    }
+
     async fn logging(&self, session: &mut Session, e: Option<&Error>, ctx: &mut Self::CTX) {
         self.ai.logging(session, e, ctx).await;
     }

@@ -42,6 +42,7 @@ pub struct Authenticated {
     guarded: Arc<[String]>,
     principal: Option<Principal>,
     refusal: Option<GatewayError>,
+    refused: bool,
     /// The caller's concurrent slot, given back when the request ends.
     _lease: Option<Lease>,
 }
@@ -98,6 +99,7 @@ impl HttpModuleBuilder for AuthModule {
             guarded: self.guarded.clone(),
             principal: None,
             refusal: None,
+            refused: false,
             _lease: None,
         })
     }
@@ -112,6 +114,12 @@ impl Authenticated {
     /// The caller, on a guarded path the module admitted (`None` on a path it does not guard).
     pub fn principal(&self) -> Option<&Principal> {
         self.principal.as_ref()
+    }
+
+    /// Whether the module refused the request (a client's fault, which a host's
+    /// `suppress_error_log` may keep out of Pingora's error log).
+    pub fn refused(&self) -> bool {
+        self.refused
     }
 
     fn guards(&self, path: &str) -> bool {
@@ -129,6 +137,7 @@ impl Authenticated {
         let status = err.status();
         let why = err.message();
         self.refusal = Some(err);
+        self.refused = true;
         Err(PError::explain(ErrorType::HTTPStatus(status), why))
     }
 }

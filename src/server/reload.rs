@@ -174,4 +174,21 @@ mod tests {
         assert_eq!(problems.len(), 1);
         assert!(problems[0].starts_with("/nonexistent/switchyard.yaml"));
     }
+
+    #[test]
+    fn a_hosted_file_reloads_without_listeners() {
+        let path = std::env::temp_dir().join(format!(
+            "switchyard-hosted-reload-{}.yaml",
+            std::process::id()
+        ));
+        let yaml = "switchyard:\n  providers: {builtin: {kind: local}}\n  models:\n    bm25: {family: local-rerank, targets: [{provider: builtin, model: bm25}]}\n";
+        std::fs::write(&path, yaml).unwrap();
+        let path = path.to_string_lossy().into_owned();
+        let hosted = ConfigSource::HostedFile(path.clone()).load();
+        let own = ConfigSource::File(path.clone()).load();
+        let _ = std::fs::remove_file(&path);
+        assert!(hosted.expect("a host's file").gateway.listeners.is_empty());
+        assert!(own.is_err(), "the binary still needs listeners");
+        assert_eq!(ConfigSource::HostedFile(path.clone()).name(), path);
+    }
 }
