@@ -66,7 +66,7 @@ pub fn build_with_reload(
 }
 
 /// A copy of Pingora's settings (`ServerConf` is not `Clone`), to compare a reloaded file's with.
-fn clone_conf(conf: &ServerConf) -> ServerConf {
+pub(crate) fn clone_conf(conf: &ServerConf) -> ServerConf {
     serde_yaml::to_string(conf)
         .ok()
         .and_then(|s| serde_yaml::from_str(&s).ok())

@@ -19,9 +19,10 @@
 //!
 //! Under a prefix every route is the prefix plus the standalone path (`/ai/api/v1/rerank`), and
 //! what it links to carries it: hosted-image URLs (`/ai/api/v1/files/{id}`), lifecycle `Link`
-//! headers, and the OpenAPI document's `servers` (`/ai/api/v1/openapi.json`). The root-level
-//! routes (`/healthz`, LiteLLM's `/v1/rerank`) are served only under the prefix unless
-//! [`Builder::root_routes`] asks for them at the root too.
+//! headers, and the OpenAPI document (served at `/ai/api/v1/openapi.json`, its `servers` naming
+//! `/ai`). Without a prefix, Switchyard takes the paths it routes and leaves the rest to you. The
+//! root-level routes (`/healthz`, LiteLLM's `/v1/rerank`) are served only under the prefix
+//! unless [`Builder::root_routes`] asks for them at the root too.
 //!
 //! Reusable on your own routes: authentication with per-caller limits as a Pingora `HttpModule`
 //! ([`AuthModule`]), and request validation against a catalog built from a `providers:` and
@@ -194,7 +195,7 @@ impl Embedded {
             let reloader = Reloader {
                 state: state.clone(),
                 source: source.clone(),
-                server: conf_copy(conf),
+                server: crate::server::clone_conf(conf),
             };
             services.push(Box::new(background_service(
                 "switchyard reload",
@@ -224,15 +225,6 @@ impl Embedded {
             http,
         )
     }
-}
-
-/// A copy of Pingora's settings (`ServerConf` is not `Clone`), for the reloader to compare a
-/// reloaded file's with.
-fn conf_copy(conf: &ServerConf) -> ServerConf {
-    serde_yaml::to_string(conf)
-        .ok()
-        .and_then(|s| serde_yaml::from_str(&s).ok())
-        .unwrap_or_default()
 }
 
 impl Builder {

@@ -2,9 +2,10 @@
 //!
 //! The binary's entry points are the gateway's alone: every path is its own, answered (404/405
 //! for paths it does not serve) at the root ([`Mount::root`]). A gateway hosted beside another
-//! application's routes (the crate's `embed` module) may sit under a path prefix (`/ai`) and takes only the
-//! requests under it, plus, if asked, the root-level routes that clients expect at a server's
-//! root (`/healthz`, LiteLLM's `/v1/rerank`); everything else is the host's ([`Mount::claim`]).
+//! application's routes (the crate's `embed` module) may sit under a path prefix (`/ai`) and
+//! takes only the requests under it, plus, if asked, the root-level routes that clients expect at
+//! a server's root (`/healthz`, LiteLLM's `/v1/rerank`); everything else is the host's
+//! ([`Mount::claim`]).
 //! Under a prefix, hosted-file links, lifecycle `Link` headers and the served OpenAPI
 //! document's `servers` carry it.
 
