@@ -24,8 +24,9 @@ use pingora::proxy::FailToProxy;
 use switchyard::{Embedded, RequestCtx};
 
 /// A host whose own answer is one page; Switchyard has `/ai`.
-struct Site {
-    ai: Embedded,
+pub struct Site {
+    /// Switchyard, under `/ai`.
+    pub ai: Embedded,
 }
 
 #[async_trait]
@@ -74,6 +75,25 @@ impl ProxyHttp for Site {
     }
 }
 
+/// The host's server on `listen`: Switchyard from `settings` under `/ai`, with `/healthz` and
+/// `/v1/rerank` kept at the root; every other path the host's page.
+pub fn server(
+    settings: switchyard::config::Settings,
+    listen: &str,
+) -> std::result::Result<Server, String> {
+    let mut server = Server::new_with_opt_and_conf(None, settings.server);
+    server.bootstrap();
+    let ai = Embedded::builder(settings.gateway)
+        .prefix("/ai")
+        .root_routes(true)
+        .build()?;
+    server.add_services(ai.background_services(&server.configuration));
+    let mut service = http_proxy_service(&server.configuration, Site { ai });
+    service.add_tcp(listen);
+    server.add_service(service);
+    Ok(server)
+}
+
 fn main() {
     switchyard::logging::init().ok();
     let conf = std::env::args().nth(1);
@@ -84,19 +104,8 @@ fn main() {
         eprintln!("{conf}: {}", problems.join("\n  "));
         std::process::exit(1)
     });
-    let mut server = Server::new_with_opt_and_conf(None, settings.server);
-    server.bootstrap();
-    let ai = Embedded::builder(settings.gateway)
-        .prefix("/ai")
-        .root_routes(true)
-        .build()
-        .unwrap_or_else(|e| {
-            eprintln!("{e}");
-            std::process::exit(1)
-        });
-    server.add_services(ai.background_services(&server.configuration));
-    let mut service = http_proxy_service(&server.configuration, Site { ai });
-    service.add_tcp(listen);
-    server.add_service(service);
-    server.run_forever();
+    match server(settings, listen) {
+        Ok(server) => server.run_forever(),
+        Err(e) => eprintln!("{e}"),
+    }
 }

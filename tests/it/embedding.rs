@@ -33,6 +33,10 @@ mod host_delegation;
 #[path = "../../examples/auth_module.rs"]
 mod auth_module;
 
+#[allow(dead_code)]
+#[path = "../../examples/mount_prefix.rs"]
+mod mount_prefix;
+
 const CONF: &str = "SWITCHYARD_EMBED_TEST_CONF";
 const LISTEN: &str = "SWITCHYARD_EMBED_TEST_LISTEN";
 const UPSTREAM: &str = "SWITCHYARD_EMBED_TEST_UPSTREAM";
@@ -60,7 +64,8 @@ fn host_process() {
 }
 
 /// The standard test configuration without its listeners (the host owns the sockets), with
-/// `extra` settings under `switchyard:`, and a key limited to 2 requests a minute.
+/// `extra` settings under `switchyard:`, a key limited to 2 requests a minute, and a model with a
+/// successor.
 fn hosted_config(fake_url: &str, extra: &str) -> String {
     let yaml: String = config(fake_url, (0, 0))
         .lines()
@@ -79,7 +84,14 @@ fn hosted_config(fake_url: &str, extra: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n");
     assert!(!yaml.contains("listeners"));
-    yaml
+    // A model being retired, with a successor: its answers link to the successor.
+    yaml + r#"
+    rerank-old:
+      family: cohere-rerank
+      successor: rerank-v3.5
+      lifecycle: {deprecated: 2026-10-01, shutdown: 2026-12-10, replacement: [rerank-v3.5], source: "https://docs.cohere.com/docs/deprecations"}
+      targets: [{provider: cohere, model: rerank-old}]
+"#
 }
 
 /// A key with `requests_per_minute: 2`.
@@ -287,6 +299,24 @@ fn delegation_end_to_end() {
     assert_eq!(rerank.json()["results"][0]["index"], 1);
     assert_eq!(fake.requests().pop().unwrap().path, "/v2/rerank");
     ours += 1;
+    // A retiring model's answer links to its successor under the mount.
+    fake.push(Reply::json(
+        200,
+        json!({"id": "r2", "results": [{"index": 0, "relevance_score": 0.9}], "meta": {"billed_units": {"search_units": 1}}}),
+    ));
+    let old = post(
+        host.addr,
+        "/ai/api/v1/rerank",
+        json!({"model": "rerank-old", "query": "q", "documents": ["d"]}),
+    );
+    assert_eq!(old.status, 200, "{}", old.text());
+    let link = old.header("link").expect("a Link header");
+    assert!(
+        link.starts_with("</ai/api/v1/models/rerank-v3.5>; rel=\"successor-version\""),
+        "{link}"
+    );
+    assert!(!link.contains("</api/"), "{link}");
+    ours += 1;
 
     // A synchronous image as a link: hosted under the mount, and served there.
     let image = png(64, 7);
@@ -360,13 +390,15 @@ impl pingora::server::ShutdownSignalWatch for Stop {
     }
 }
 
-/// `examples/auth_module.rs`: Switchyard's authentication and limits on a host route.
-#[test]
-fn auth_module_guards_a_host_route() {
-    let fake = FakeProvider::start();
-    let upstream = FakeProvider::start();
-    upstream.set_handler(|_| Some(Reply::bytes(200, "text/plain", b"upstream page".to_vec())));
-    let port = free_port();
+/// Run the server `make` builds from the hosted test configuration in this process, on a free
+/// port; it stops when the returned sender drops.
+fn in_process(
+    fake: &FakeProvider,
+    make: impl FnOnce(
+        switchyard::config::Settings,
+        &str,
+    ) -> std::result::Result<pingora::server::Server, String>,
+) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
     let yaml = hosted_config(&fake.base_url(), "");
     let settings = switchyard::config::load_str_for(
         &yaml,
@@ -375,18 +407,61 @@ fn auth_module_guards_a_host_route() {
         switchyard::config::Sockets::Host,
     )
     .unwrap();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let (_stop, rx) = tokio::sync::oneshot::channel::<()>();
-    {
-        let _starting = gateway_starting();
-        let server = auth_module::server(settings, &addr.to_string(), upstream.addr()).unwrap();
-        std::thread::spawn(move || {
-            server.run(pingora::server::RunArgs {
-                shutdown_signal: Box::new(Stop(tokio::sync::Mutex::new(Some(rx)))),
-            })
-        });
-        wait_listening(addr);
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let _starting = gateway_starting();
+    let server = make(settings, &addr.to_string()).unwrap();
+    std::thread::spawn(move || {
+        server.run(pingora::server::RunArgs {
+            shutdown_signal: Box::new(Stop(tokio::sync::Mutex::new(Some(rx)))),
+        })
+    });
+    wait_listening(addr);
+    (addr, stop)
+}
+
+/// `examples/mount_prefix.rs`: the host's own answer beside Switchyard under `/ai`, with the
+/// root-level routes kept at the root.
+#[test]
+fn mount_prefix_keeps_the_root_routes_when_asked() {
+    let fake = FakeProvider::start();
+    let (addr, _stop) = in_process(&fake, mount_prefix::server);
+    let page = client::request(addr, "GET", "/", &[], b"");
+    assert_eq!(page.text(), "the host's own page\n");
+    let elsewhere = client::request(addr, "GET", "/api/v1/openapi.json", &[], b"");
+    assert_eq!(elsewhere.text(), "the host's own page\n");
+    for path in ["/healthz", "/ai/healthz"] {
+        let health = client::request(addr, "GET", path, &[], b"");
+        assert_eq!(health.json()["status"], "ok", "{path}");
     }
+    // LiteLLM's Jina path at the root, and Jina's own under the mount.
+    for path in ["/v1/rerank", "/ai/compat/jina/v1/rerank"] {
+        let jina = post(
+            addr,
+            path,
+            json!({"model": "local-bm25", "query": "capital of France", "documents": ["Berlin", "Paris is the capital of France"]}),
+        );
+        assert_eq!(jina.status, 200, "{path}: {}", jina.text());
+        assert_eq!(jina.json()["results"][0]["index"], 1, "{path}");
+    }
+    let unknown = client::request(addr, "GET", "/ai/nope", &[], b"");
+    assert_eq!(unknown.status, 404);
+    assert_eq!(unknown.json()["code"], "not_found");
+    let wrong_method = client::request(addr, "GET", "/ai/api/v1/rerank", &[], b"");
+    assert_eq!(wrong_method.status, 405);
+    assert_eq!(wrong_method.header("allow"), Some("POST"));
+    assert!(fake.requests().is_empty());
+}
+
+/// `examples/auth_module.rs`: Switchyard's authentication and limits on a host route.
+#[test]
+fn auth_module_guards_a_host_route() {
+    let fake = FakeProvider::start();
+    let upstream = FakeProvider::start();
+    upstream.set_handler(|_| Some(Reply::bytes(200, "text/plain", b"upstream page".to_vec())));
+    let (addr, _stop) = in_process(&fake, |settings, listen| {
+        auth_module::server(settings, listen, upstream.addr())
+    });
 
     // No credential: refused before the upstream, in Switchyard's shape.
     let refused = client::request(addr, "GET", "/private/report", &[], b"");
