@@ -1,19 +1,19 @@
 //! Building the Pingora server: one HTTP service per entry point, all sharing one gateway state.
 
-mod edge;
-mod metrics;
+pub mod edge;
+pub mod metrics;
 pub mod reload;
 pub mod tls;
 
 use std::sync::Arc;
 
-use pingora::apps::HttpServerOptions;
 use pingora::listeners::{L4BufferSettings, ListenerConfig};
-use pingora::proxy::http_proxy;
+use pingora::proxy::{http_proxy, HttpProxy, ProxyHttp};
 use pingora::server::configuration::{Opt, ServerConf};
 use pingora::server::Server;
 use pingora::services::background::background_service;
 use pingora::services::listening::Service;
+use pingora::services::ServiceWithDependents;
 use std::time::Duration;
 
 use crate::config::{Listener, Settings};
@@ -66,58 +66,67 @@ pub fn build_with_reload(
 }
 
 /// A copy of Pingora's settings (`ServerConf` is not `Clone`), to compare a reloaded file's with.
-fn clone_conf(conf: &ServerConf) -> ServerConf {
+pub(crate) fn clone_conf(conf: &ServerConf) -> ServerConf {
     serde_yaml::to_string(conf)
         .ok()
         .and_then(|s| serde_yaml::from_str(&s).ok())
         .unwrap_or_default()
 }
 
-/// Add the gateway's entry points to an existing Pingora server (for embedding), and the
-/// background service that looks after asynchronous tasks (takeover of tasks whose instance
-/// died, hand-over of unfinished ones on graceful shutdown).
+/// Add the gateway's entry points to an existing Pingora server, and its background services
+/// ([`background_services`]). To share a listener with routes of your own instead, see the
+/// crate's `embed` module.
 pub fn add_services(server: &mut Server, state: &Arc<GatewayState>) {
-    let grace = server
-        .configuration
-        .grace_period_seconds
-        .map(Duration::from_secs)
-        .unwrap_or(PINGORA_DEFAULT_GRACE);
-    server.add_service(background_service(
-        "switchyard tasks",
-        TaskSupervisor {
-            state: state.clone(),
-            grace,
-        },
-    ));
-    // Listeners and the metrics address are read once here: a reload does not move them.
+    server.add_services(background_services(&server.configuration, state));
+    // Listeners are read once here: a reload does not move them.
     let settings = state.settings();
-    if settings.redis.is_some() {
-        server.add_service(background_service(
-            "switchyard target health",
-            HealthSync {
-                state: state.clone(),
-            },
-        ));
-    }
-    if let (Some(address), Some(registry)) = (settings.metrics, state.metrics.registry()) {
-        server.add_service(metrics::service(address, registry.clone()));
-    }
     let edge_tls = tls::EdgeTls::new(&settings.listeners);
     if let Some(reloader) = edge_tls.reload_service() {
         server.add_service(reloader);
     }
     for listener in &settings.listeners {
         let mut service = entry_point(server, state, listener);
-        let buffers = L4BufferSettings {
-            read: Some(REQUEST_READ_BUFFER),
-            write: Some(ANSWER_WRITE_BUFFER),
-        };
-        let endpoint = ListenerConfig::tcp(listener.address.to_string()).l4_buffer(buffers);
+        let endpoint = listener_config(&listener.address.to_string());
         if let Some(endpoint) = edge_tls.endpoint(listener, endpoint) {
             service.add_listener(endpoint);
         }
         server.add_service(service);
     }
+}
+
+/// The gateway's background services, for the server that hosts it: the one that looks after
+/// asynchronous tasks (takeover of tasks whose instance died, hand-over of unfinished ones within
+/// the server's `grace_period_seconds` on graceful shutdown); with Redis, the one that shares
+/// targets' ejections between instances; with `metrics:`, the metrics listener (its address is
+/// read once here: a reload does not move it).
+pub fn background_services(
+    conf: &ServerConf,
+    state: &Arc<GatewayState>,
+) -> Vec<Box<dyn ServiceWithDependents>> {
+    let grace = conf
+        .grace_period_seconds
+        .map(Duration::from_secs)
+        .unwrap_or(PINGORA_DEFAULT_GRACE);
+    let mut services: Vec<Box<dyn ServiceWithDependents>> = vec![Box::new(background_service(
+        "switchyard tasks",
+        TaskSupervisor {
+            state: state.clone(),
+            grace,
+        },
+    ))];
+    let settings = state.settings();
+    if settings.redis.is_some() {
+        services.push(Box::new(background_service(
+            "switchyard target health",
+            HealthSync {
+                state: state.clone(),
+            },
+        )));
+    }
+    if let (Some(address), Some(registry)) = (settings.metrics, state.metrics.registry()) {
+        services.push(Box::new(metrics::service(address, registry.clone())));
+    }
+    services
 }
 
 /// One entry point's service: the gateway as Pingora's HTTP app, inside the connection handling of
@@ -126,13 +135,29 @@ fn entry_point(
     server: &Server,
     state: &Arc<GatewayState>,
     listener: &Listener,
-) -> Service<EdgeApp> {
-    let settings = state.settings();
-    let clients = settings.clients;
+) -> Service<EdgeApp<Gateway>> {
     let admission = Admission::new(listener.max_connections, listener.max_in_flight);
     let gateway = Gateway::new(state.clone(), listener, admission.clone());
-    let mut http = http_proxy(&server.configuration, gateway);
-    let mut options = HttpServerOptions::default();
+    let http = http_proxy(&server.configuration, gateway);
+    let app = edge_app(state, &listener.name, admission, http);
+    Service::new(format!("switchyard {}", listener.name), app)
+}
+
+/// `http` inside the edge ([`EdgeApp`]): connections counted against `admission`'s connection
+/// cap, HTTP/1.x clients held to the head and idle deadlines of the gateway's `clients:`
+/// settings, HTTP/2 connections closed after the idle timeout; expiries counted for the entry
+/// point `name`. `http` is the gateway's own proxy or a host's that delegates to it.
+pub fn edge_app<SV>(
+    state: &Arc<GatewayState>,
+    name: &str,
+    admission: Arc<Admission>,
+    mut http: HttpProxy<SV>,
+) -> EdgeApp<SV>
+where
+    SV: ProxyHttp,
+{
+    let clients = state.settings().clients;
+    let mut options = http.server_options.take().unwrap_or_default();
     options.h2_idle_timeout = Some(clients.idle_timeout);
     http.server_options = Some(options);
     let expired = ["head", "idle"].map(|phase| {
@@ -140,18 +165,26 @@ fn entry_point(
         state.metrics.with(|f| {
             counter = f
                 .client_timeouts
-                .get_metric_with_label_values(&[listener.name.as_str(), phase])
+                .get_metric_with_label_values(&[name, phase])
                 .ok();
         });
         counter
     });
-    let app = EdgeApp {
+    EdgeApp {
         http: Arc::new(http),
         admission,
         clients,
-        listener: listener.name.clone(),
+        listener: name.to_string(),
         state: state.clone(),
         expired,
-    };
-    Service::new(format!("switchyard {}", listener.name), app)
+    }
+}
+
+/// A listening address with the buffer sizes the gateway's entry points use, for a host that
+/// adds its own listener to an [`EdgeApp`]'s service (`service.add_listener(...)`).
+pub fn listener_config(address: &str) -> ListenerConfig {
+    ListenerConfig::tcp(address.to_string()).l4_buffer(L4BufferSettings {
+        read: Some(REQUEST_READ_BUFFER),
+        write: Some(ANSWER_WRITE_BUFFER),
+    })
 }

@@ -11,6 +11,9 @@ use crate::auth::AuthSettings;
 
 #[derive(Debug, Deserialize)]
 pub struct GatewayFile {
+    /// Required by the binary; a gateway hosted in another Pingora server may have none
+    /// (`config::Sockets::Host`).
+    #[serde(default)]
     pub listeners: Vec<ListenerFile>,
     #[serde(default)]
     pub limits: LimitsFile,

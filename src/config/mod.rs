@@ -178,30 +178,131 @@ pub struct Settings {
     pub gateway: GatewaySettings,
 }
 
+/// Who owns the sockets the gateway is reached on, which decides whether `switchyard.listeners`
+/// may be empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sockets {
+    /// The gateway's own listeners (the binary, `server::build`): at least one entry point is
+    /// required.
+    Own,
+    /// A Pingora server the gateway is embedded in owns them (the `embed` module): `listeners`
+    /// may be absent or empty.
+    Host,
+}
+
+/// How a configuration is loaded: the clock that judges models' lifecycles, the provider kinds a
+/// host registered besides the built-in ones, and who owns the sockets. `Loader::new()` is what
+/// [`load_file`] and [`load_str`] use: the system clock, the built-in kinds, the gateway's own
+/// listeners.
+#[derive(Clone, Copy)]
+pub struct Loader<'a> {
+    clock: &'a Clock,
+    kinds: Option<&'a ProviderKinds>,
+    sockets: Sockets,
+}
+
+impl Default for Loader<'_> {
+    fn default() -> Self {
+        Loader {
+            clock: &Clock::System,
+            kinds: None,
+            sockets: Sockets::Own,
+        }
+    }
+}
+
+impl<'a> Loader<'a> {
+    /// The system clock, the built-in provider kinds, the gateway's own listeners.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Judge models' lifecycles by `clock` now (a model past its shutdown is refused, one near it
+    /// warned of) and, in the catalog, on every request.
+    pub fn clock(mut self, clock: &'a Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Know the provider kinds a host registered: `providers:` accounts may name them as their
+    /// `kind:` (see `provider_api`).
+    pub fn kinds(mut self, kinds: &'a ProviderKinds) -> Self {
+        self.kinds = Some(kinds);
+        self
+    }
+
+    /// For a gateway embedded in another Pingora server, which owns the sockets:
+    /// `switchyard.listeners` may be absent.
+    pub fn hosted(mut self) -> Self {
+        self.sockets = Sockets::Host;
+        self
+    }
+
+    /// Who owns the sockets (the default: the gateway's own listeners).
+    pub fn sockets(mut self, sockets: Sockets) -> Self {
+        self.sockets = sockets;
+        self
+    }
+
+    /// Load and validate a configuration file, reading `${VAR}` from the process environment.
+    pub fn file(self, path: &str) -> Result<Settings, Vec<String>> {
+        let text = std::fs::read_to_string(path).map_err(|e| vec![format!("{path}: {e}")])?;
+        self.text(&text, &|name| std::env::var(name).ok())
+    }
+
+    /// Load and validate configuration text; `lookup` reads variables.
+    pub fn text(
+        self,
+        text: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Settings, Vec<String>> {
+        let none = ProviderKinds::new();
+        load(
+            text,
+            lookup,
+            self.clock,
+            self.kinds.unwrap_or(&none),
+            self.sockets,
+        )
+    }
+}
+
 /// Load and validate a configuration file, reading `${VAR}` from the process environment.
 pub fn load_file(path: &str) -> Result<Settings, Vec<String>> {
-    load_file_at(path, &Clock::System)
+    Loader::new().file(path)
 }
 
 /// [`load_file`], with models' lifecycles judged (and later served) by `clock`.
 pub fn load_file_at(path: &str, clock: &Clock) -> Result<Settings, Vec<String>> {
-    load_file_at_with(path, clock, &ProviderKinds::new())
+    Loader::new().clock(clock).file(path)
 }
 
-/// [`load_file`], knowing the provider kinds a host registered besides the built-in ones
-/// (`providers:` accounts may name them as their `kind:`).
+/// [`load_file`], knowing the provider kinds a host registered besides the built-in ones.
 pub fn load_file_with(path: &str, kinds: &ProviderKinds) -> Result<Settings, Vec<String>> {
-    load_file_at_with(path, &Clock::System, kinds)
+    Loader::new().kinds(kinds).file(path)
 }
 
-/// [`load_file_with`], models' lifecycles judged by `clock`.
-pub fn load_file_at_with(
-    path: &str,
-    clock: &Clock,
-    kinds: &ProviderKinds,
+/// [`load_file`] for a gateway embedded in another Pingora server: `switchyard.listeners` may be
+/// absent (the host owns the sockets).
+pub fn load_hosted_file(path: &str) -> Result<Settings, Vec<String>> {
+    Loader::new().hosted().file(path)
+}
+
+/// Load and validate configuration text; `lookup` reads variables.
+pub fn load_str(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Settings, Vec<String>> {
-    let text = std::fs::read_to_string(path).map_err(|e| vec![format!("{path}: {e}")])?;
-    load_str_at_with(&text, &|name| std::env::var(name).ok(), clock, kinds)
+    Loader::new().text(text, lookup)
+}
+
+/// [`load_str`], with models' lifecycles judged by `clock`.
+pub fn load_str_at(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    clock: &Clock,
+) -> Result<Settings, Vec<String>> {
+    Loader::new().clock(clock).text(text, lookup)
 }
 
 /// [`load_str`], knowing the provider kinds a host registered besides the built-in ones.
@@ -210,33 +311,25 @@ pub fn load_str_with(
     lookup: &dyn Fn(&str) -> Option<String>,
     kinds: &ProviderKinds,
 ) -> Result<Settings, Vec<String>> {
-    load_str_at_with(text, lookup, &Clock::System, kinds)
+    Loader::new().kinds(kinds).text(text, lookup)
 }
 
-/// Load and validate configuration text; `lookup` reads variables.
-pub fn load_str(
+/// [`load_str`] for a gateway embedded in another Pingora server: `switchyard.listeners` may be
+/// absent (the host owns the sockets).
+pub fn load_hosted_str(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Settings, Vec<String>> {
-    load_str_at(text, lookup, &Clock::System)
+    Loader::new().hosted().text(text, lookup)
 }
 
-/// [`load_str`], with models' lifecycles judged by `clock` now (a model past its shutdown is
-/// refused, one near it warned of) and, in the catalog, on every request.
-pub fn load_str_at(
-    text: &str,
-    lookup: &dyn Fn(&str) -> Option<String>,
-    clock: &Clock,
-) -> Result<Settings, Vec<String>> {
-    load_str_at_with(text, lookup, clock, &ProviderKinds::new())
-}
-
-/// [`load_str_at`] and [`load_str_with`] in one.
-pub fn load_str_at_with(
+/// The one loader behind every entry point above.
+fn load(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
     clock: &Clock,
     kinds: &ProviderKinds,
+    sockets: Sockets,
 ) -> Result<Settings, Vec<String>> {
     let mut doc: Value =
         serde_yaml::from_str(text).map_err(|e| vec![format!("not valid YAML: {e}")])?;
@@ -266,7 +359,7 @@ pub fn load_str_at_with(
             return Err(errors);
         }
     };
-    let gateway = build(file, clock, kinds, &mut errors);
+    let gateway = build(file, clock, kinds, sockets, &mut errors);
     match gateway {
         Some(g) if errors.is_empty() => Ok(Settings { server, gateway: g }),
         _ => Err(errors),
@@ -324,11 +417,12 @@ fn build(
     file: GatewayFile,
     clock: &Clock,
     kinds: &ProviderKinds,
+    sockets: Sockets,
     errors: &mut Vec<String>,
 ) -> Option<GatewaySettings> {
     keep_secrets_out_of_logs(&file);
     let mut listeners = Vec::new();
-    if file.listeners.is_empty() {
+    if file.listeners.is_empty() && sockets == Sockets::Own {
         errors.push("switchyard.listeners: at least one entry point is required".into());
     }
     for (i, l) in file.listeners.iter().enumerate() {
@@ -1023,6 +1117,28 @@ mod tests {
 
     fn no_env(_: &str) -> Option<String> {
         None
+    }
+
+    #[test]
+    fn listeners_are_required_unless_a_host_owns_the_sockets() {
+        let models = "  providers: {builtin: {kind: local}}\n  models:\n    bm25: {family: local-rerank, targets: [{provider: builtin, model: bm25}]}\n";
+        for listeners in ["", "  listeners: []\n"] {
+            let yaml = format!("version: 1\nswitchyard:\n{listeners}{models}");
+            let problems = load_str(&yaml, &no_env).err().expect("refused");
+            assert_eq!(
+                problems,
+                ["switchyard.listeners: at least one entry point is required"],
+                "{yaml}"
+            );
+            let hosted = load_hosted_str(&yaml, &no_env).expect("a host's configuration");
+            assert!(hosted.gateway.listeners.is_empty());
+            assert!(hosted.gateway.catalog.get("bm25").is_some());
+        }
+        // Listeners a host's configuration does declare are still checked.
+        let yaml = format!(
+            "version: 1\nswitchyard:\n  listeners: [{{name: a, address: nowhere}}]\n{models}"
+        );
+        assert!(load_hosted_str(&yaml, &no_env).is_err());
     }
 
     #[test]

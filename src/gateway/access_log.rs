@@ -60,6 +60,21 @@ pub fn logged_path(path: &str) -> &str {
     }
 }
 
+/// [`logged_path`] of a request that came under a mount `prefix` (`gateway/mount.rs`): the id
+/// of a hosted file under the prefix is not written either.
+pub fn logged_path_under<'a>(path: &'a str, prefix: Option<&str>) -> std::borrow::Cow<'a, str> {
+    match prefix {
+        Some(p)
+            if path
+                .get(p.len()..)
+                .is_some_and(|r| r.starts_with(FILES_PREFIX)) =>
+        {
+            format!("{p}/api/v1/files/{{id}}").into()
+        }
+        _ => logged_path(path).into(),
+    }
+}
+
 /// Milliseconds, as the log shows them.
 pub fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 10_000.0).round() / 10.0
@@ -143,5 +158,13 @@ mod tests {
     fn a_hosted_files_id_is_not_logged() {
         assert_eq!(logged_path("/api/v1/files/abc123"), "/api/v1/files/{id}");
         assert_eq!(logged_path("/api/v1/rerank"), "/api/v1/rerank");
+        assert_eq!(
+            logged_path_under("/ai/api/v1/files/abc123", Some("/ai")),
+            "/ai/api/v1/files/{id}"
+        );
+        assert_eq!(
+            logged_path_under("/ai/api/v1/rerank", Some("/ai")),
+            "/ai/api/v1/rerank"
+        );
     }
 }

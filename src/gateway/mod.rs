@@ -14,6 +14,7 @@ pub mod image_tasks;
 pub mod lifecycle;
 pub mod limited;
 pub mod models;
+pub mod mount;
 pub mod openapi;
 pub mod operations;
 pub mod reload;
@@ -171,6 +172,8 @@ pub struct Gateway {
     admission: Arc<Admission>,
     /// This entry point's in-flight gauge, resolved once.
     in_flight: metrics::Gauge,
+    /// Where its routes sit in the server's paths (the binary: the root, every path its own).
+    mount: mount::Mount,
 }
 
 impl Gateway {
@@ -181,14 +184,56 @@ impl Gateway {
         listener: &Listener,
         admission: Arc<Admission>,
     ) -> Gateway {
-        let in_flight = state.metrics.in_flight(&listener.name);
+        Gateway::mounted(
+            state,
+            &listener.name,
+            &listener.region,
+            admission,
+            mount::Mount::root(),
+        )
+    }
+
+    /// A gateway at `mount` in its server's paths, for the entry point named `name` (metrics and
+    /// access lines) in `region` (providers' regional base URLs).
+    pub fn mounted(
+        state: Arc<GatewayState>,
+        name: &str,
+        region: &str,
+        admission: Arc<Admission>,
+        mount: mount::Mount,
+    ) -> Gateway {
+        let in_flight = state.metrics.in_flight(name);
         Gateway {
             state,
-            listener: listener.name.clone(),
-            region: listener.region.clone(),
+            listener: name.to_string(),
+            region: region.to_string(),
             admission,
             in_flight,
+            mount,
         }
+    }
+
+    /// Where its routes sit.
+    pub fn mount(&self) -> &mount::Mount {
+        &self.mount
+    }
+
+    /// The entry point's name in metrics and access lines.
+    pub fn entry_point(&self) -> &str {
+        &self.listener
+    }
+
+    /// The state it serves from.
+    pub fn state(&self) -> &Arc<GatewayState> {
+        &self.state
+    }
+
+    /// A context for a request under `prefix` (`None`: at the root), as [`ProxyHttp::new_ctx`]
+    /// makes one at the root.
+    pub fn ctx_under(&self, prefix: Option<Arc<str>>) -> Ctx {
+        let mut ctx = self.new_ctx();
+        ctx.prefix = prefix;
+        ctx
     }
 }
 
@@ -223,6 +268,21 @@ pub struct Ctx {
     lease: Option<Lease>,
     /// Whether its usage has been charged to its caller's limits (once only).
     charged: bool,
+    /// The mount prefix the request came under (`None`: at the root); its route is the path
+    /// after it, and its links carry it.
+    prefix: Option<Arc<str>>,
+}
+
+impl Ctx {
+    /// The mount prefix the request came under (`None`: at the root).
+    pub(crate) fn prefix(&self) -> Option<&str> {
+        self.prefix.as_deref()
+    }
+
+    /// The request's path as the router sees it (its mount prefix taken off).
+    pub(crate) fn routed<'a>(&self, session: &'a Session) -> &'a str {
+        mount::routed(session.req_header().uri.path(), self.prefix())
+    }
 }
 
 /// An HTTP status as its three digits, without allocating (`000` when none was set).
@@ -271,8 +331,7 @@ fn abandon(session: &mut Session, ctx: &mut Ctx, failure: Failure) -> Box<PError
 
 impl Gateway {
     async fn handle(&self, session: &mut Session, ctx: &mut Ctx) -> Result<(), Failure> {
-        let header = session.req_header();
-        let route = route::route(&header.method, header.uri.path())?;
+        let route = route::route(&session.req_header().method, ctx.routed(session))?;
         if let Route::Compat(surface) = route {
             // From here on, errors are answered in the surface's shape too.
             ctx.surface = surface;
@@ -299,7 +358,7 @@ impl Gateway {
             }
             Route::OpenApi => {
                 ctx.status = 200;
-                return respond::json(session, 200, openapi::document(), &[])
+                return respond::json(session, 200, self.mount.openapi(), &[])
                     .await
                     .map_err(|e| Failure::written("writing answer", e));
             }
@@ -410,10 +469,8 @@ impl Gateway {
             .auth
             .authenticate(&session.req_header().headers)
             .map_err(GatewayError::Unauthorized)?;
-        let id = session
-            .req_header()
-            .uri
-            .path()
+        let id = ctx
+            .routed(session)
             .strip_prefix(route::TASKS_PREFIX)
             .unwrap_or_default()
             .to_string();
@@ -430,11 +487,9 @@ impl Gateway {
     /// Serve a hosted image. No credentials: the unguessable, expiring link is the capability
     /// (like a provider's signed URL), so it works in a browser or another service.
     async fn file(&self, session: &mut Session, ctx: &mut Ctx) -> Result<(), Failure> {
-        let header = session.req_header();
-        let head_only = header.method == http::Method::HEAD;
-        let id = header
-            .uri
-            .path()
+        let head_only = session.req_header().method == http::Method::HEAD;
+        let id = ctx
+            .routed(session)
             .strip_prefix(route::FILES_PREFIX)
             .unwrap_or_default();
         let found = if valid_id(id) {
@@ -486,6 +541,7 @@ impl ProxyHttp for Gateway {
             usage: access_log::Usage::default(),
             lease: None,
             charged: false,
+            prefix: None,
         }
     }
 
@@ -528,7 +584,7 @@ impl ProxyHttp for Gateway {
                 let extra = ctx
                     .model
                     .as_deref()
-                    .map(lifecycle::headers)
+                    .map(|m| mount::link_headers(lifecycle::headers(m), ctx.prefix()))
                     .unwrap_or_default();
                 match respond::error_with(session, &err, ctx.surface, &extra).await {
                     Ok(()) => Ok(true),
@@ -596,7 +652,7 @@ impl ProxyHttp for Gateway {
             time: SystemTime::now(),
             entry_point: &self.listener,
             method: h.method.as_str(),
-            path: access_log::logged_path(h.uri.path()),
+            path: &access_log::logged_path_under(h.uri.path(), ctx.prefix()),
             principal: ctx.principal.as_ref().map(|p| p.id.as_str()),
             operation: ctx.operation.map(Operation::as_str),
             model: ctx.model.as_ref().map(|m| m.name.as_str()),

@@ -18,10 +18,8 @@ pub async fn serve(route: Route, session: &mut Session, ctx: &mut Ctx) -> Result
         .map_err(GatewayError::Unauthorized)?;
     ctx.principal = Some(principal);
     let body = if route == Route::Model {
-        let raw = session
-            .req_header()
-            .uri
-            .path()
+        let raw = ctx
+            .routed(session)
             .strip_prefix(MODELS_PREFIX)
             .unwrap_or_default();
         let id = percent_decoded(raw).ok_or(GatewayError::ModelNotFound)?;

@@ -17,6 +17,44 @@ pub fn document() -> Bytes {
     Bytes::from_static(DOCUMENT)
 }
 
+/// The document as a gateway mounted under `prefix` serves it (`gateway/mount.rs`): its paths
+/// unchanged, its one server's URL the prefix, so a client or generator that joins the server URL
+/// and a path reaches the mount. Built once per mount; `""` is the committed document. The
+/// committed text is kept as written around the `servers` entry (key order, layout).
+pub fn mounted(prefix: &str) -> Bytes {
+    if prefix.is_empty() {
+        return document();
+    }
+    let servers = serde_json::json!([{
+        "url": prefix,
+        "description": "The gateway, mounted under this path prefix of its host server.",
+    }]);
+    let text = String::from_utf8_lossy(DOCUMENT);
+    // The committed `servers` array, replaced in place: it holds no `[` or `]` of its own.
+    let spliced = text.find("\"servers\": [").and_then(|at| {
+        let open = at + text[at..].find('[')?;
+        let close = open + text[open..].find(']')?;
+        Some(format!("{}{servers}{}", &text[..open], &text[close + 1..]))
+    });
+    match spliced {
+        Some(doc)
+            if serde_json::from_str::<serde_json::Value>(&doc)
+                .is_ok_and(|d| d["servers"] == servers) =>
+        {
+            Bytes::from(doc)
+        }
+        // The committed document always has the entry (a test holds it); were it ever moved,
+        // the document is rebuilt whole rather than served without the prefix.
+        _ => {
+            let Ok(mut doc) = serde_json::from_slice::<serde_json::Value>(DOCUMENT) else {
+                return document();
+            };
+            doc["servers"] = servers;
+            serde_json::to_vec_pretty(&doc).map_or_else(|_| document(), Bytes::from)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,6 +89,24 @@ mod tests {
     }
 
     const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
+
+    #[test]
+    fn a_mounted_document_names_its_prefix_as_server() {
+        assert_eq!(mounted(""), document());
+        let served = mounted("/ai");
+        let d: Value = serde_json::from_slice(&served).unwrap();
+        assert_eq!(d["servers"][0]["url"], "/ai");
+        assert_eq!(d["servers"].as_array().unwrap().len(), 1);
+        assert_eq!(d["paths"], doc()["paths"]);
+        let mut rest = d.clone();
+        rest["servers"] = doc()["servers"].clone();
+        assert_eq!(rest, doc());
+        // Spliced in place: the committed text around it is unchanged.
+        let text = String::from_utf8(served.to_vec()).unwrap();
+        let committed = std::str::from_utf8(DOCUMENT).unwrap();
+        let servers_at = committed.find("\"servers\"").unwrap();
+        assert_eq!(text[..servers_at], committed[..servers_at]);
+    }
 
     #[test]
     fn is_openapi_3_1_with_auth_schemes() {

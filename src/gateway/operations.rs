@@ -5,7 +5,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use pingora::proxy::Session;
 
-use super::{image_tasks, lifecycle, respond};
+use super::{image_tasks, lifecycle, mount, respond};
 use super::{Ctx, GatewayState};
 use crate::api::adapter::Registry;
 use crate::api::compat::Surface;
@@ -102,7 +102,8 @@ pub async fn speech(
     } else {
         speech::content_type(req.response_format)
     };
-    respond::stream_head(session, content_type, &lifecycle::headers(&req.model))
+    let headers = mount::link_headers(lifecycle::headers(&req.model), ctx.prefix());
+    respond::stream_head(session, content_type, &headers)
         .await
         .map_err(|e| Failure::written("writing response head", e))?;
     ctx.status = 200;
@@ -163,9 +164,13 @@ pub async fn images(
     ctx.model = Some(req.model.clone());
     // The provider's own refusals, before a task is accepted or a call is sent.
     crate::engine::images::validate(&s.adapters, &req)?;
-    let headers = lifecycle::headers(&req.model);
+    let headers = mount::link_headers(lifecycle::headers(&req.model), ctx.prefix());
     super::limited::cost(state, ctx, Operation::Images, req.n).await?;
-    let base = public_base(s, session, req.response_format == "url")?;
+    let mut base = public_base(s, session, req.response_format == "url")?;
+    // Under a mount, the links (hosted files) are the mount's paths too.
+    if let Some(prefix) = ctx.prefix() {
+        base.push_str(prefix);
+    }
     let owner = ctx.principal.as_ref().map_or("", |p| p.id.as_str());
     let result = if req.is_async {
         let asked = req.n;
@@ -192,7 +197,8 @@ pub async fn images(
         .map_err(|e| Failure::written("writing answer", e))
 }
 
-/// Where links to hosted files point: the configured public URL; else, when this request's images
+/// Where links to hosted files point (the caller appends a mount prefix): the configured public
+/// URL; else, when this request's images
 /// come back as links, its own host — only if that is a plain `host[:port]` authority, never
 /// reflected otherwise (a 400 naming `host`). `https` when the caller came over TLS or a proxy
 /// in front says so in `X-Forwarded-Proto`. A request whose images come back inline builds no
@@ -289,7 +295,8 @@ pub async fn rerank(
     .map_err(GatewayError::Internal)?;
     ctx.usage.tokens = result.usage.total_tokens;
     ctx.status = 200;
-    respond::json(session, 200, out.into(), &lifecycle::headers(&req.model))
+    let headers = mount::link_headers(lifecycle::headers(&req.model), ctx.prefix());
+    respond::json(session, 200, out.into(), &headers)
         .await
         .map_err(|e| Failure::written("writing answer", e))
 }

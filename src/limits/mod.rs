@@ -87,10 +87,13 @@ impl Limiter {
             set.limits_of(Meter::Requests)
                 .map(|l| counter(now, l, 1, 1)),
         );
-        // Spent means nothing left: 1 more would not fit.
-        check
-            .counters
-            .extend(set.limits_of(meter).map(|l| counter(now, l, 1, 0)));
+        // Spent means nothing left: 1 more would not fit. A request that meters nothing but
+        // itself (a host's route behind `embed::AuthModule`) is counted once, above.
+        if meter != Meter::Requests {
+            check
+                .counters
+                .extend(set.limits_of(meter).map(|l| counter(now, l, 1, 0)));
+        }
         if check.counters.is_empty() && check.slot.is_none() {
             return Ok(None);
         }

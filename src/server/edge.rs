@@ -6,25 +6,31 @@
 //!
 //! HTTP/2 connections frame their own streams: an idle one is closed by Pingora's h2 idle timeout
 //! (set in `server::build_service`), and each request's body is held to the gateway's body deadline.
+//!
+//! It wraps any `ProxyHttp` app, not only the gateway's: a host that embeds the gateway (the
+//! crate's `embed` module) puts its own service inside it. The deadlines need each request marked
+//! as being served from `request_filter` to `logging`; the gateway does so for its requests, and
+//! the embedding façade for every request of a host that delegates to it.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use pingora::apps::ServerApp;
 use pingora::protocols::{Stream, ALPN};
-use pingora::proxy::HttpProxy;
+use pingora::proxy::{HttpProxy, ProxyHttp};
 use pingora::server::ShutdownWatch;
 
 use crate::config::ClientLimits;
 use crate::gateway::access_log;
 use crate::gateway::admission::Admission;
 use crate::gateway::client_conn::{Clocked, ConnClock, Phase};
-use crate::gateway::{Gateway, GatewayState};
+use crate::gateway::GatewayState;
 use prometheus::IntCounter;
 
-/// The app one entry point's listening service runs.
-pub struct EdgeApp {
-    pub http: Arc<HttpProxy<Gateway>>,
+/// The app one entry point's listening service runs: `SV` is the gateway (the binary) or a
+/// host's own `ProxyHttp` that delegates to it.
+pub struct EdgeApp<SV> {
+    pub http: Arc<HttpProxy<SV>>,
     pub admission: Arc<Admission>,
     pub clients: ClientLimits,
     pub listener: String,
@@ -35,7 +41,11 @@ pub struct EdgeApp {
 }
 
 #[async_trait]
-impl ServerApp for EdgeApp {
+impl<SV> ServerApp for EdgeApp<SV>
+where
+    SV: ProxyHttp + Send + Sync + 'static,
+    SV::CTX: Send + Sync,
+{
     async fn process_new(
         self: &Arc<Self>,
         stream: Stream,
@@ -77,7 +87,7 @@ impl ServerApp for EdgeApp {
     }
 }
 
-impl EdgeApp {
+impl<SV> EdgeApp<SV> {
     /// The access line of a connection dropped with its request head unfinished: no method,
     /// path or caller is known.
     fn head_expired(&self, why: &str) {

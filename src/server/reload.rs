@@ -26,6 +26,9 @@ pub enum ConfigSource {
     File(String),
     /// The configuration compiled into the binary, `${VAR}` read from the environment.
     Embedded,
+    /// A YAML file of a gateway hosted in another Pingora server: as [`ConfigSource::File`],
+    /// but `switchyard.listeners` may be absent (the host owns the sockets).
+    HostedFile(String),
 }
 
 impl ConfigSource {
@@ -46,21 +49,20 @@ impl ConfigSource {
         clock: &Clock,
         kinds: &ProviderKinds,
     ) -> Result<Settings, Vec<String>> {
+        let loader = config::Loader::new().clock(clock).kinds(kinds);
         match self {
-            ConfigSource::File(path) => config::load_file_at_with(path, clock, kinds),
-            ConfigSource::Embedded => config::load_str_at_with(
-                config::DEFAULT_CONFIG,
-                &|name| std::env::var(name).ok(),
-                clock,
-                kinds,
-            ),
+            ConfigSource::File(path) => loader.file(path),
+            ConfigSource::HostedFile(path) => loader.hosted().file(path),
+            ConfigSource::Embedded => {
+                loader.text(config::DEFAULT_CONFIG, &|name| std::env::var(name).ok())
+            }
         }
     }
 
     /// How logs name the source.
     pub fn name(&self) -> &str {
         match self {
-            ConfigSource::File(path) => path,
+            ConfigSource::File(path) | ConfigSource::HostedFile(path) => path,
             ConfigSource::Embedded => "embedded conf/switchyard.yaml",
         }
     }
@@ -180,5 +182,22 @@ mod tests {
             .expect("a missing file fails");
         assert_eq!(problems.len(), 1);
         assert!(problems[0].starts_with("/nonexistent/switchyard.yaml"));
+    }
+
+    #[test]
+    fn a_hosted_file_reloads_without_listeners() {
+        let path = std::env::temp_dir().join(format!(
+            "switchyard-hosted-reload-{}.yaml",
+            std::process::id()
+        ));
+        let yaml = "switchyard:\n  providers: {builtin: {kind: local}}\n  models:\n    bm25: {family: local-rerank, targets: [{provider: builtin, model: bm25}]}\n";
+        std::fs::write(&path, yaml).unwrap();
+        let path = path.to_string_lossy().into_owned();
+        let hosted = ConfigSource::HostedFile(path.clone()).load();
+        let own = ConfigSource::File(path.clone()).load();
+        let _ = std::fs::remove_file(&path);
+        assert!(hosted.expect("a host's file").gateway.listeners.is_empty());
+        assert!(own.is_err(), "the binary still needs listeners");
+        assert_eq!(ConfigSource::HostedFile(path.clone()).name(), path);
     }
 }

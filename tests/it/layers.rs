@@ -28,6 +28,7 @@ const LAYERS: &[&str] = &[
     "engine",
     "gateway",
     "server",
+    "embed",
     "check",
     "provider_api",
 ];

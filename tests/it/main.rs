@@ -20,6 +20,7 @@ mod check_providers;
 mod cli;
 mod edge_clients;
 mod edge_tls;
+mod embedding;
 mod external_provider;
 mod health;
 mod http10;

@@ -281,7 +281,10 @@ impl TestGateway {
         let _starting = gateway_starting();
         let ports = (free_port(), free_port());
         let yaml = make(ports);
-        let settings = switchyard::config::load_str_at_with(&yaml, &|_| None, &clock, kinds)
+        let settings = switchyard::config::Loader::new()
+            .clock(&clock)
+            .kinds(kinds)
+            .text(&yaml, &|_| None)
             .unwrap_or_else(|e| panic!("test config invalid: {e:#?}"));
         let (tx, rx) = tokio::sync::oneshot::channel();
         std::thread::spawn(move || {
