@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use crate::config::{Listener, Settings};
 use crate::gateway::admission::Admission;
+#[cfg(feature = "redis")]
 use crate::gateway::health_sync::HealthSync;
 use crate::gateway::task_supervisor::{TaskSupervisor, PINGORA_DEFAULT_GRACE};
 use crate::gateway::{Gateway, GatewayState};
@@ -91,6 +92,7 @@ pub fn add_services(server: &mut Server, state: &Arc<GatewayState>) {
     ));
     // Listeners and the metrics address are read once here: a reload does not move them.
     let settings = state.settings();
+    #[cfg(feature = "redis")]
     if settings.redis.is_some() {
         server.add_service(background_service(
             "switchyard target health",

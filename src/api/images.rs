@@ -13,8 +13,8 @@ use crate::caps::{Caps, ImageCaps};
 use crate::catalog::{Catalog, Model};
 use crate::common::error::GatewayError;
 use crate::common::image_input::ImageInput;
-use crate::common::images::ImageLayer;
 use crate::common::images::AnswerFacts;
+use crate::common::images::ImageLayer;
 use crate::common::json::{Fields, Str};
 use crate::common::Operation;
 

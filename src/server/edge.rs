@@ -20,7 +20,7 @@ use crate::gateway::access_log;
 use crate::gateway::admission::Admission;
 use crate::gateway::client_conn::{Clocked, ConnClock, Phase};
 use crate::gateway::{Gateway, GatewayState};
-use prometheus::IntCounter;
+use crate::metrics::IntCounter;
 
 /// The app one entry point's listening service runs.
 pub struct EdgeApp {

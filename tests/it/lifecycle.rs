@@ -274,6 +274,7 @@ fn the_model_list_shows_dates_replacement_and_successor() {
     );
 }
 
+#[cfg(feature = "metrics")]
 #[test]
 fn a_metric_exposes_each_served_targets_shutdown_time() {
     let fake = FakeProvider::start();
