@@ -1,4 +1,4 @@
-//! The gateway's Prometheus metrics: every metric family in one table ([`families!`] below), and
+//! The gateway's Prometheus metrics: every metric family in one table (`families!` below), and
 //! [`Metrics`], the cheap handle the rest of the gateway records through.
 //!
 //! Each gateway state has its own registry (not the `prometheus` crate's process-wide default), so
@@ -10,12 +10,12 @@
 //! names) or by the code (operations, status codes, error codes, outcomes): never a key, a path, a
 //! JWT subject or anything else a client chooses.
 //!
-//! Adding a metric: one line in the [`families!`] table, then record it where it happens (through
+//! Adding a metric: one line in the `families!` table, then record it where it happens (through
 //! a method here when it is recorded in more than one place).
 
 //!
 //! Without the `metrics` cargo feature the `prometheus` crate is not built: the same names stand
-//! for inert types ([`inert`]), [`Metrics::on`] fails, the configuration refuses a `metrics:`
+//! for inert types (`inert`), [`Metrics::on`] fails, the configuration refuses a `metrics:`
 //! section, and the handle is always off.
 
 use std::sync::Arc;

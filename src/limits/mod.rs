@@ -17,7 +17,7 @@
 //! is the price of not knowing usage up front (rerank tokens); `concurrent` bounds it.
 //!
 //! Each check is one call: with Redis, one Lua script (atomic, one round trip, bounded by the
-//! store's timeout; [`redis`]), else the same rules on a mutex-guarded map ([`memory`]). Windows
+//! store's timeout; `redis`), else the same rules on a mutex-guarded map ([`memory`]). Windows
 //! are fixed UTC minutes and days ([`window`]). A caller without limits never reaches this module.
 
 pub mod check;

@@ -2,8 +2,9 @@
 //! read its result.
 //!
 //! [`TaskStore`] is the seam: [`MemoryTaskStore`] is the embedded default for a single instance;
-//! [`RedisTaskStore`] is shared by every instance on one Redis, so a task started on one instance
-//! can be polled on any, and a task whose instance died can be taken over by another.
+//! `RedisTaskStore` (the `redis` feature) is shared by every instance on one Redis, so a task
+//! started on one instance can be polled on any, and a task whose instance died can be taken over
+//! by another.
 //!
 //! Liveness is a heartbeat: the instance running a task rewrites it (moving `updated_ms`) while
 //! it works. A task not finished whose `updated_ms` is older than some threshold is *stale*: its
