@@ -1,4 +1,4 @@
-//! The gateway's Prometheus metrics: every metric family in one table ([`families!`] below), and
+//! The gateway's Prometheus metrics: every metric family in one table (`families!` below), and
 //! [`Metrics`], the cheap handle the rest of the gateway records through.
 //!
 //! Each gateway state has its own registry (not the `prometheus` crate's process-wide default), so
@@ -10,42 +10,115 @@
 //! names) or by the code (operations, status codes, error codes, outcomes): never a key, a path, a
 //! JWT subject or anything else a client chooses.
 //!
-//! Adding a metric: one line in the [`families!`] table, then record it where it happens (through
+//! Adding a metric: one line in the `families!` table, then record it where it happens (through
 //! a method here when it is recorded in more than one place).
+
+//!
+//! Without the `metrics` cargo feature the `prometheus` crate is not built: the same names stand
+//! for inert types (`inert`), [`Metrics::on`] fails, the configuration refuses a `metrics:`
+//! section, and the handle is always off.
 
 use std::sync::Arc;
 
+#[cfg(feature = "metrics")]
 use prometheus::core::{Collector, MetricVec, MetricVecBuilder};
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
+#[cfg(feature = "metrics")]
+use prometheus::{HistogramOpts, Opts};
+#[cfg(feature = "metrics")]
+pub use prometheus::{HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
+
+#[cfg(not(feature = "metrics"))]
+pub use inert::{HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
+
+/// Stand-ins for the `prometheus` types when the `metrics` feature is off: they type-check the
+/// recording code, which never runs (the handle is always off), and record nothing.
+#[cfg(not(feature = "metrics"))]
+pub mod inert {
+    /// Stands for `prometheus::Registry`; never holds anything.
+    #[derive(Clone, Debug, Default)]
+    pub struct Registry;
+    /// Stands for `prometheus::IntCounterVec`.
+    #[derive(Clone, Debug)]
+    pub struct IntCounterVec;
+    /// Stands for `prometheus::IntGaugeVec`.
+    #[derive(Clone, Debug)]
+    pub struct IntGaugeVec;
+    /// Stands for `prometheus::HistogramVec`.
+    #[derive(Clone, Debug)]
+    pub struct HistogramVec;
+    /// Stands for `prometheus::IntCounter`.
+    #[derive(Clone, Debug)]
+    pub struct IntCounter;
+    /// Stands for `prometheus::IntGauge`.
+    #[derive(Clone, Debug)]
+    pub struct IntGauge;
+
+    /// Why a series cannot be had: this build has no metrics.
+    #[derive(Debug)]
+    pub struct NoMetrics;
+
+    impl IntCounterVec {
+        /// Never a series: nothing is recorded in this build.
+        pub fn get_metric_with_label_values(&self, _: &[&str]) -> Result<IntCounter, NoMetrics> {
+            Err(NoMetrics)
+        }
+    }
+    impl IntGaugeVec {
+        /// Never a series: nothing is recorded in this build.
+        pub fn get_metric_with_label_values(&self, _: &[&str]) -> Result<IntGauge, NoMetrics> {
+            Err(NoMetrics)
+        }
+        /// Does nothing.
+        pub fn reset(&self) {}
+    }
+    impl IntCounter {
+        /// Does nothing.
+        pub fn inc(&self) {}
+    }
+    impl IntGauge {
+        /// Does nothing.
+        pub fn inc(&self) {}
+        /// Does nothing.
+        pub fn dec(&self) {}
+        /// Does nothing.
+        pub fn set(&self, _value: i64) {}
+    }
+}
 
 /// Request and attempt durations, in seconds: from a cached rerank (milliseconds) to an image
 /// generation or a long speech stream (minutes).
+#[cfg(feature = "metrics")]
 const DURATION_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
 ];
 
 /// Time to a speech answer's first byte, in seconds.
+#[cfg(feature = "metrics")]
 const FIRST_BYTE_BUCKETS: &[f64] = &[
     0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0,
 ];
 
 /// A metric family that can be built from a name, help, labels and (for histograms) buckets.
+#[cfg(feature = "metrics")]
 trait Family: Collector + Clone + Sized + 'static {
     fn make(name: &str, help: &str, labels: &[&str], buckets: &[f64]) -> prometheus::Result<Self>;
 }
 
+#[cfg(feature = "metrics")]
 impl Family for IntCounterVec {
     fn make(name: &str, help: &str, labels: &[&str], _: &[f64]) -> prometheus::Result<Self> {
         IntCounterVec::new(Opts::new(name, help), labels)
     }
 }
 
+#[cfg(feature = "metrics")]
 impl Family for IntGaugeVec {
     fn make(name: &str, help: &str, labels: &[&str], _: &[f64]) -> prometheus::Result<Self> {
         IntGaugeVec::new(Opts::new(name, help), labels)
     }
 }
 
+#[cfg(feature = "metrics")]
 impl Family for HistogramVec {
     fn make(name: &str, help: &str, labels: &[&str], buckets: &[f64]) -> prometheus::Result<Self> {
         HistogramVec::new(
@@ -64,6 +137,7 @@ macro_rules! families {
             $(pub $field: $ty,)*
         }
 
+        #[cfg(feature = "metrics")]
         impl Families {
             fn register(registry: &Registry) -> prometheus::Result<Families> {
                 Ok(Families {
@@ -154,6 +228,11 @@ families! {
         ["model", "provider", "native_model"];
 }
 
+/// What a build without the `metrics` feature says when metrics are asked for.
+pub const NO_METRICS: &str =
+    "this build of Switchyard has no metrics (built without the `metrics` \
+     cargo feature)";
+
 /// The handle every part of the gateway records through; empty (and free) without a metrics
 /// listener. Cloning shares the registry.
 #[derive(Clone, Default)]
@@ -165,7 +244,7 @@ struct Inner {
 }
 
 /// One of a family's series, resolved once and kept (an entry point's in-flight gauge).
-pub type Gauge = Option<prometheus::IntGauge>;
+pub type Gauge = Option<IntGauge>;
 
 impl Metrics {
     /// Metrics that record nothing.
@@ -174,11 +253,18 @@ impl Metrics {
     }
 
     /// A fresh registry with every family of the table.
+    #[cfg(feature = "metrics")]
     pub fn on() -> Result<Metrics, String> {
         let registry = Registry::new();
         let families =
             Families::register(&registry).map_err(|e| format!("registering metrics: {e}"))?;
         Ok(Metrics(Some(Arc::new(Inner { registry, families }))))
+    }
+
+    /// This build has no metrics (the `metrics` cargo feature is off).
+    #[cfg(not(feature = "metrics"))]
+    pub fn on() -> Result<Metrics, String> {
+        Err(NO_METRICS.into())
     }
 
     pub fn enabled(&self) -> bool {
@@ -269,6 +355,7 @@ impl Metrics {
 
 /// The series of `family` with `labels`. The label count is fixed by the table, so the lookup
 /// fails only on a programming error, logged rather than panicking.
+#[cfg(feature = "metrics")]
 fn series<B: MetricVecBuilder>(family: &MetricVec<B>, labels: &[&str]) -> Option<B::M> {
     match family.get_metric_with_label_values(labels) {
         Ok(m) => Some(m),
@@ -279,14 +366,30 @@ fn series<B: MetricVecBuilder>(family: &MetricVec<B>, labels: &[&str]) -> Option
     }
 }
 
+/// No series without the `metrics` feature.
+#[cfg(not(feature = "metrics"))]
+fn series(family: &IntGaugeVec, labels: &[&str]) -> Option<IntGauge> {
+    family.get_metric_with_label_values(labels).ok()
+}
+
 /// Add `by` to a counter series.
+#[cfg(feature = "metrics")]
 pub fn inc(family: &IntCounterVec, labels: &[&str], by: u64) {
     if let Some(c) = series(family, labels) {
         c.inc_by(by);
     }
 }
 
+/// Records nothing: this build has no metrics.
+#[cfg(not(feature = "metrics"))]
+pub fn inc(_family: &IntCounterVec, _labels: &[&str], _by: u64) {}
+
+/// Records nothing: this build has no metrics.
+#[cfg(not(feature = "metrics"))]
+pub fn observe(_family: &HistogramVec, _labels: &[&str], _value: f64) {}
+
 /// Observe `value` in a histogram series.
+#[cfg(feature = "metrics")]
 pub fn observe(family: &HistogramVec, labels: &[&str], value: f64) {
     if let Some(h) = series(family, labels) {
         h.observe(value);
@@ -299,7 +402,14 @@ pub fn key_label(principal_id: &str) -> &str {
     principal_id.strip_prefix("key:").unwrap_or("jwt")
 }
 
+/// Nothing to expose: this build has no metrics.
+#[cfg(not(feature = "metrics"))]
+pub fn encode(_registry: &Registry) -> Result<Vec<u8>, String> {
+    Err(NO_METRICS.into())
+}
+
 /// The text exposition of `registry`.
+#[cfg(feature = "metrics")]
 pub fn encode(registry: &Registry) -> Result<Vec<u8>, String> {
     use prometheus::Encoder;
     let mut out = Vec::with_capacity(16 * 1024);
@@ -309,7 +419,7 @@ pub fn encode(registry: &Registry) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "metrics"))]
 mod tests {
     use super::*;
 

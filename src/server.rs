@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use crate::config::{Listener, Settings};
 use crate::gateway::admission::Admission;
+#[cfg(feature = "redis")]
 use crate::gateway::health_sync::HealthSync;
 use crate::gateway::task_supervisor::{TaskSupervisor, PINGORA_DEFAULT_GRACE};
 use crate::gateway::{Gateway, GatewayState};
@@ -115,6 +116,7 @@ pub fn background_services(
         },
     ))];
     let settings = state.settings();
+    #[cfg(feature = "redis")]
     if settings.redis.is_some() {
         services.push(Box::new(background_service(
             "switchyard target health",

@@ -10,6 +10,7 @@
 //! strings, which stay strings whatever they hold. A JSON body (`Content-Type: application/json`)
 //! is taken as it is, as on `/images/generations`, but must name an `image`.
 
+#[cfg(feature = "multipart")]
 use base64::Engine;
 use bytes::Bytes;
 use serde_json::{Map, Value};
@@ -17,6 +18,7 @@ use serde_json::{Map, Value};
 use crate::common::error::GatewayError;
 
 /// Fields that are strings in the API: sent as given, never read as numbers or booleans.
+#[cfg(feature = "multipart")]
 const STRING_FIELDS: &[&str] = &[
     "model",
     "prompt",
@@ -47,6 +49,22 @@ pub async fn generation_body(
             "must be multipart/form-data (as OpenAI's SDKs send images.edit) or application/json",
         ));
     }
+    multipart_body(ct, body).await
+}
+
+/// Without the `multipart` feature a form is refused, naming the JSON form that still works.
+#[cfg(not(feature = "multipart"))]
+async fn multipart_body(_ct: &str, _body: Bytes) -> Result<Bytes, GatewayError> {
+    Err(GatewayError::field(
+        "Content-Type",
+        "multipart/form-data is not supported by this build of Switchyard (built without the \
+         `multipart` feature); send application/json with `image` (and `mask`) as base64 or URLs",
+    ))
+}
+
+/// The form's parts as the generations body's fields.
+#[cfg(feature = "multipart")]
+async fn multipart_body(ct: &str, body: Bytes) -> Result<Bytes, GatewayError> {
     let boundary = multer::parse_boundary(ct).map_err(|_| {
         GatewayError::field(
             "Content-Type",
@@ -139,11 +157,13 @@ fn require_image(fields: &Map<String, Value>) -> Result<(), GatewayError> {
     }
 }
 
+#[cfg(feature = "multipart")]
 fn b64(bytes: &[u8]) -> Value {
     Value::String(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
 /// A form field's value as JSON: a string for the API's string fields, else what it reads as.
+#[cfg(feature = "multipart")]
 fn typed(name: &str, text: String) -> Value {
     if STRING_FIELDS.contains(&name) || ["image", "image[]", "mask"].contains(&name) {
         return Value::String(text);
@@ -154,6 +174,7 @@ fn typed(name: &str, text: String) -> Value {
     }
 }
 
+#[cfg(feature = "multipart")]
 fn malformed(e: impl std::fmt::Display) -> GatewayError {
     GatewayError::field(
         "body",
@@ -165,8 +186,10 @@ fn malformed(e: impl std::fmt::Display) -> GatewayError {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "multipart")]
     const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
 
+    #[cfg(feature = "multipart")]
     fn form(parts: &[(&str, Option<&str>, &[u8])]) -> Bytes {
         let mut out = Vec::new();
         for (name, file, data) in parts {
@@ -186,6 +209,7 @@ mod tests {
         Bytes::from(out)
     }
 
+    #[cfg(feature = "multipart")]
     async fn convert(body: Bytes) -> Result<Value, String> {
         match generation_body(Some("multipart/form-data; boundary=XyZ"), body).await {
             Ok(b) => Ok(serde_json::from_slice(&b).unwrap()),
@@ -193,6 +217,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "multipart")]
     #[tokio::test]
     async fn a_form_becomes_a_generations_body() {
         let body = form(&[
@@ -216,6 +241,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "multipart")]
     #[tokio::test]
     async fn several_images_become_an_array_in_form_order() {
         let two = form(&[
@@ -240,6 +266,7 @@ mod tests {
             .contains(r#""mask":"is given more than once"#));
     }
 
+    #[cfg(feature = "multipart")]
     #[tokio::test]
     async fn refusals_name_the_field() {
         let none = form(&[("prompt", None, b"p")]);
@@ -275,6 +302,21 @@ mod tests {
             .await
             .unwrap_err();
         assert!(String::from_utf8_lossy(&e.body()).contains("boundary"));
+    }
+
+    #[cfg(not(feature = "multipart"))]
+    #[tokio::test]
+    async fn without_the_feature_a_form_is_refused_naming_the_json_form() {
+        let e = generation_body(Some("multipart/form-data; boundary=XyZ"), Bytes::new())
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), 400);
+        let body = String::from_utf8_lossy(&e.body()).into_owned();
+        assert!(
+            body.contains(r#""Content-Type":"multipart/form-data is not supported"#),
+            "{body}"
+        );
+        assert!(body.contains("application/json"), "{body}");
     }
 
     #[tokio::test]

@@ -1,4 +1,4 @@
-//! What a wrapper around a Pingora [`Stream`](pingora::protocols::Stream) needs besides reading
+//! What a wrapper around a Pingora [`Stream`] needs besides reading
 //! and writing: Pingora's per-connection traits (`Shutdown`, `UniqueID`, `Ssl`, the digests,
 //! `Peek`), each passed to the wrapped stream.
 //!

@@ -32,7 +32,9 @@ use crate::common::Operation;
 use crate::providers::external::{builtin_kinds, ProviderKinds};
 use crate::providers::registry;
 use crate::store::redis_conn::RedisConn;
+#[cfg(feature = "redis")]
 use crate::store::redis_conn::RedisSettings;
+#[cfg(feature = "redis")]
 use crate::store::redis_conn::Topology;
 use crate::upstream::endpoint::{Endpoint, Timeouts};
 use crate::upstream::guard::DownloadPolicy;
@@ -665,6 +667,13 @@ fn metrics_address(
     errors: &mut Vec<String>,
 ) -> Option<SocketAddr> {
     let f = f?;
+    if !cfg!(feature = "metrics") {
+        errors.push(format!(
+            "switchyard.metrics: {}; remove the section, or build with `--features metrics`",
+            crate::metrics::NO_METRICS
+        ));
+        return None;
+    }
     let Ok(address) = f.address.parse::<SocketAddr>() else {
         errors.push(format!(
             "switchyard.metrics.address: `{}` is not an IP:port address",
@@ -780,6 +789,30 @@ fn keep_secrets_out_of_logs(file: &GatewayFile) {
     }
 }
 
+/// Without the `redis` feature a store naming Redis is refused: state in memory would silently
+/// not be shared between the instances the operator meant to share it.
+#[cfg(not(feature = "redis"))]
+fn redis_settings(f: &file::StoreFile, errors: &mut Vec<String>) -> Option<RedisConn> {
+    let named = [
+        // Empty is none: the default config's `${SWITCHYARD_REDIS_URL:-}` when unset.
+        (
+            "redis_url",
+            f.redis_url.as_deref().is_some_and(|u| !u.trim().is_empty()),
+        ),
+        ("redis_cluster", f.redis_cluster.is_some()),
+        ("redis_sentinel", f.redis_sentinel.is_some()),
+    ];
+    if let Some((key, _)) = named.iter().find(|(_, set)| *set) {
+        errors.push(format!(
+            "switchyard.store.{key}: this build of Switchyard has no Redis support (built \
+             without the `redis` cargo feature); remove the store's Redis settings to keep state \
+             in memory, or build with `--features redis`"
+        ));
+    }
+    None
+}
+
+#[cfg(feature = "redis")]
 fn redis_settings(f: &file::StoreFile, errors: &mut Vec<String>) -> Option<RedisConn> {
     let at = "switchyard.store";
     let problems = errors.len();
@@ -1197,7 +1230,13 @@ switchyard:
     kling: {kind: kling, api_key: "kling-access-CFGTEST", secret_key: "kling-secret-CFGTEST", base_url: "https://api.klingai.com"}
   models: {}
 "#;
-        load_str(yaml, &no_env).unwrap_or_else(|e| panic!("{e:#?}"));
+        let loaded = load_str(yaml, &no_env);
+        if cfg!(feature = "redis") {
+            loaded.unwrap_or_else(|e| panic!("{e:#?}"));
+        } else {
+            // Refused (no Redis in this build), and the secrets are still kept out of logs.
+            assert!(loaded.is_err());
+        }
         for secret in [
             "redis-pass-CFGTEST",
             "client-key-CFGTEST",
@@ -1215,6 +1254,60 @@ switchyard:
         }
     }
 
+    #[cfg(not(feature = "redis"))]
+    #[test]
+    fn without_the_redis_feature_a_store_naming_redis_is_refused_at_load() {
+        for (store, key) in [
+            (r#"{redis_url: "redis://127.0.0.1"}"#, "redis_url"),
+            (
+                r#"{redis_cluster: ["redis://127.0.0.1:7000"]}"#,
+                "redis_cluster",
+            ),
+            (
+                r#"{redis_sentinel: {urls: ["redis://127.0.0.1:26379"], master: m}}"#,
+                "redis_sentinel",
+            ),
+        ] {
+            let yaml = format!(
+                "version: 1\nswitchyard:\n  listeners: [{{name: a, address: \"127.0.0.1:1\"}}]\n  \
+                 store: {store}\n  models: {{}}\n"
+            );
+            let errors = load_str(&yaml, &no_env).err().unwrap_or_default();
+            assert_eq!(errors.len(), 1, "{store}: {errors:#?}");
+            assert!(
+                errors[0].starts_with(&format!(
+                    "switchyard.store.{key}: this build of Switchyard has no Redis support"
+                )) && errors[0].contains("--features redis"),
+                "{errors:#?}"
+            );
+        }
+        let yaml =
+            "version: 1\nswitchyard:\n  listeners: [{name: a, address: \"127.0.0.1:1\"}]\n  \
+                    store: {redis_url: \" \", key_prefix: \"p:\"}\n  models: {}\n";
+        let s = load_str(yaml, &no_env).unwrap_or_else(|e| panic!("{e:#?}"));
+        assert!(s.gateway.redis.is_none());
+    }
+
+    #[test]
+    fn a_metrics_listener_needs_the_metrics_feature() {
+        let yaml =
+            "version: 1\nswitchyard:\n  listeners: [{name: a, address: \"127.0.0.1:1\"}]\n  \
+                    metrics: {address: \"127.0.0.1:2\"}\n  models: {}\n";
+        let loaded = load_str(yaml, &no_env);
+        if cfg!(feature = "metrics") {
+            let s = loaded.unwrap_or_else(|e| panic!("{e:#?}"));
+            assert_eq!(s.gateway.metrics, Some("127.0.0.1:2".parse().unwrap()));
+        } else {
+            let errors = loaded.err().unwrap_or_default();
+            assert_eq!(
+                errors,
+                ["switchyard.metrics: this build of Switchyard has no metrics (built without the \
+                  `metrics` cargo feature); remove the section, or build with `--features metrics`"]
+            );
+        }
+    }
+
+    #[cfg(feature = "redis")]
     #[test]
     fn redis_is_one_server_a_cluster_or_sentinel_and_its_passwords_stay_out_of_logs() {
         let with_store = |store: &str| {

@@ -58,7 +58,7 @@ pub async fn bytes(
 }
 
 /// Copy an SSE speech stream (after `first`, already read) event by event; a provider failure,
-/// or an end without the closing [`END_EVENT`], becomes a final `error` event.
+/// or an end without the closing `END_EVENT`, becomes a final `error` event.
 pub async fn events(
     session: &mut Session,
     mut resp: Response<'_>,

@@ -80,7 +80,7 @@ const KEEP_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 /// Only answers made of links are kept: they are a few hundred bytes. An answer with inline
 /// images (`b64_json`) is not, because holding every such answer's images for an hour would make
 /// the store grow with traffic; its `task_id` is informational (reading it is a 404). Best effort,
-/// bounded by [`KEEP_WAIT`]: the answer is already made, and a store that cannot take it in time
+/// bounded by `KEEP_WAIT`: the answer is already made, and a store that cannot take it in time
 /// must not fail or delay a synchronous call (those keep working while Redis is away).
 pub async fn keep_finished(
     state: &GatewayState,

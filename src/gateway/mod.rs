@@ -9,6 +9,7 @@ pub mod access_log;
 pub mod admission;
 pub mod body;
 pub mod client_conn;
+#[cfg(feature = "redis")]
 pub mod health_sync;
 pub mod image_tasks;
 pub mod lifecycle;
@@ -47,8 +48,10 @@ use crate::metrics::{self, Metrics};
 use crate::store::files::valid_id;
 use crate::store::files::FileStore;
 use crate::store::files::MemoryStore;
+#[cfg(feature = "redis")]
 use crate::store::redis_files::RedisFileStore;
 use crate::store::tasks::MemoryTaskStore;
+#[cfg(feature = "redis")]
 use crate::store::tasks::RedisTaskStore;
 use crate::store::tasks::TaskStore;
 use crate::upstream::exchange::Upstream;
@@ -106,6 +109,9 @@ impl GatewayState {
         make_health_cells(&settings, &upstream);
         lifecycle::record_shutdowns(&metrics, &settings);
         let (store, tasks): (Box<dyn FileStore>, Box<dyn TaskStore>) = match &settings.redis {
+            #[cfg(not(feature = "redis"))]
+            Some(conn) => match *conn {},
+            #[cfg(feature = "redis")]
             Some(conn) => (
                 Box::new(RedisFileStore::with_conn(conn.clone())),
                 Box::new(RedisTaskStore::with_conn(conn.clone())),
@@ -296,7 +302,7 @@ fn status_digits(status: u16) -> [u8; 3] {
 }
 
 /// A request counted in an in-flight gauge until dropped.
-struct GaugeSlot(prometheus::IntGauge);
+struct GaugeSlot(metrics::IntGauge);
 
 impl GaugeSlot {
     fn new(gauge: &metrics::Gauge) -> Option<GaugeSlot> {

@@ -17,11 +17,12 @@
 //! is the price of not knowing usage up front (rerank tokens); `concurrent` bounds it.
 //!
 //! Each check is one call: with Redis, one Lua script (atomic, one round trip, bounded by the
-//! store's timeout; [`redis`]), else the same rules on a mutex-guarded map ([`memory`]). Windows
+//! store's timeout; `redis`), else the same rules on a mutex-guarded map ([`memory`]). Windows
 //! are fixed UTC minutes and days ([`window`]). A caller without limits never reaches this module.
 
 pub mod check;
 pub mod memory;
+#[cfg(feature = "redis")]
 pub mod redis;
 pub mod window;
 
@@ -37,6 +38,7 @@ use window::Now;
 
 enum Backend {
     Memory(Arc<memory::Counts>),
+    #[cfg(feature = "redis")]
     Redis(redis::Counts),
 }
 
@@ -53,8 +55,13 @@ pub struct Lease {
 }
 
 enum LeaseInner {
-    Memory { _slot: memory::Slot },
-    Redis { _slot: redis::Slot },
+    Memory {
+        _slot: memory::Slot,
+    },
+    #[cfg(feature = "redis")]
+    Redis {
+        _slot: redis::Slot,
+    },
 }
 
 impl Limiter {
@@ -62,7 +69,10 @@ impl Limiter {
     /// process.
     pub fn new(redis: Option<&RedisConn>, metrics: Metrics) -> Limiter {
         let backend = match redis {
+            #[cfg(feature = "redis")]
             Some(conn) => Backend::Redis(redis::Counts::new(conn.clone())),
+            #[cfg(not(feature = "redis"))]
+            Some(conn) => match *conn {},
             None => Backend::Memory(Arc::new(memory::Counts::default())),
         };
         Limiter { backend, metrics }
@@ -103,6 +113,7 @@ impl Limiter {
                     _slot: LeaseInner::Memory { _slot: s },
                 })
             })),
+            #[cfg(feature = "redis")]
             Backend::Redis(counts) => counts.apply(scope, &check, now).await.map(|r| {
                 r.map(|slot| {
                     slot.map(|s| Lease {
@@ -171,6 +182,7 @@ impl Limiter {
         let result = match (&self.backend, lease) {
             // Nothing to charge: a slot is given back as it drops (one call of its own).
             _ if check.counters.is_empty() => return,
+            #[cfg(feature = "redis")]
             (
                 Backend::Redis(counts),
                 Some(Lease {
@@ -191,9 +203,11 @@ impl Limiter {
     }
 
     /// A check without a slot.
+    #[cfg_attr(not(feature = "redis"), allow(unused_variables))]
     async fn run(&self, scope: &str, check: &Check, now: Now) -> Result<Outcome, StoreError> {
         let result = match &self.backend {
             Backend::Memory(counts) => Ok(counts.apply(scope, check).map(|_| ())),
+            #[cfg(feature = "redis")]
             Backend::Redis(counts) => counts.apply(scope, check, now).await.map(|r| r.map(|_| ())),
         };
         result.map(|r| match r {

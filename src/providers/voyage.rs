@@ -64,7 +64,7 @@ pub fn rerank_response<'r>(
 // ---- error mapping ---------------------------------------------------------------------------
 
 /// 402 and 404 are classified as operator problems by `from_status` itself. An unknown model is a
-/// 400 whose detail reads "Model <name> is not supported. Supported models are [...]".
+/// 400 whose detail reads "Model `<name>` is not supported. Supported models are [...]".
 pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let text = fastapi::ErrorBody::parse(body).and_then(fastapi::ErrorBody::text);
     let mut err = status_error(provider, status, text.as_deref());

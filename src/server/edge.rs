@@ -25,7 +25,7 @@ use crate::gateway::access_log;
 use crate::gateway::admission::Admission;
 use crate::gateway::client_conn::{Clocked, ConnClock, Phase};
 use crate::gateway::GatewayState;
-use prometheus::IntCounter;
+use crate::metrics::IntCounter;
 
 /// The app one entry point's listening service runs: `SV` is the gateway (the binary) or a
 /// host's own `ProxyHttp` that delegates to it.

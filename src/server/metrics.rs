@@ -8,12 +8,12 @@
 
 use std::net::SocketAddr;
 
+use crate::metrics::Registry;
 use async_trait::async_trait;
 use http::Response;
 use pingora::apps::http_app::{HttpServer, ServeHttp};
 use pingora::protocols::http::ServerSession;
 use pingora::services::listening::Service;
-use prometheus::Registry;
 
 /// The app behind the metrics listener.
 pub struct MetricsApp {

@@ -2,8 +2,9 @@
 //! read its result.
 //!
 //! [`TaskStore`] is the seam: [`MemoryTaskStore`] is the embedded default for a single instance;
-//! [`RedisTaskStore`] is shared by every instance on one Redis, so a task started on one instance
-//! can be polled on any, and a task whose instance died can be taken over by another.
+//! `RedisTaskStore` (the `redis` feature) is shared by every instance on one Redis, so a task
+//! started on one instance can be polled on any, and a task whose instance died can be taken over
+//! by another.
 //!
 //! Liveness is a heartbeat: the instance running a task rewrites it (moving `updated_ms`) while
 //! it works. A task not finished whose `updated_ms` is older than some threshold is *stale*: its
@@ -28,8 +29,11 @@ use crate::common::images::Delivery;
 use crate::common::images::NativeTask;
 use crate::store::answers::{Answers, KeptAnswer};
 use crate::store::files::StoreError;
+#[cfg(feature = "redis")]
 use crate::store::redis_conn::InvalidRedisSettings;
+#[cfg(feature = "redis")]
 use crate::store::redis_conn::RedisConn;
+#[cfg(feature = "redis")]
 use crate::store::redis_conn::RedisSettings;
 
 /// Public task states.
@@ -472,14 +476,18 @@ impl TaskStore for MemoryTaskStore {
 
 /// Longest expiry sent to Redis: about a thousand years, far beyond any task, and small enough
 /// to stay exact in the scripts' Lua numbers (doubles) and not to overflow Redis's clock.
+#[cfg(feature = "redis")]
 const MAX_TTL_MS: u128 = 1000 * 366 * 24 * 3600 * 1000;
 /// Most ids one [`TaskStore::stale`] call returns from Redis: a script runs alone in Redis, so
 /// its work per call is bounded.
+#[cfg(feature = "redis")]
 const MAX_STALE: usize = 1000;
 /// Most dangling ids (of tasks that expired while not finished) one `stale` call cleans out of
 /// the active set beyond the ones it returns, for the same reason.
+#[cfg(feature = "redis")]
 const MAX_STALE_CLEANUP: usize = 1000;
 /// The hash-tag scope of every task key and the active set.
+#[cfg(feature = "redis")]
 const TASKS: &str = "tasks";
 
 /// Write a task and keep the active set in step, atomically; with an owner (ARGV[6] not empty),
@@ -487,6 +495,7 @@ const TASKS: &str = "tasks";
 /// KEYS: task key, active set. ARGV: JSON, ttl ms, id, updated_ms, "1" if finished, owner or "".
 /// The active set expires no sooner than its longest-lived member, so it too goes by itself when
 /// the gateway stops using the prefix.
+#[cfg(feature = "redis")]
 const WRITE_SCRIPT: &str = r"
 if ARGV[6] ~= '' then
   local cur = redis.call('GET', KEYS[1])
@@ -520,6 +529,7 @@ return 1
 /// tag, so its slot and node: a script may touch undeclared keys that live on its node, and a key
 /// of another slot fails it (Redis 7 checks both declared and used keys; redis/redis#10615,
 /// #12906). `tests/it/redis_ha.rs` runs the sweep on a real cluster.
+#[cfg(feature = "redis")]
 const STALE_SCRIPT: &str = r"
 local limit = tonumber(ARGV[2])
 local budget = tonumber(ARGV[4])
@@ -552,6 +562,7 @@ return out
 /// byte as serde wrote it, and catches any write since the read. Seeing its own new value means
 /// this claim already won (a retry after a lost reply), so it says so again.
 /// KEYS: task key, active set. ARGV: old JSON, new JSON, ttl ms, id, now_ms.
+#[cfg(feature = "redis")]
 const CLAIM_SCRIPT: &str = r"
 local cur = redis.call('GET', KEYS[1])
 if cur == ARGV[2] then return 1 end
@@ -580,10 +591,12 @@ return 1
 /// through a Lua script that updates both at once, every write goes through a Lua script that updates both at once, so the set
 /// never disagrees with the tasks (except for tasks that expired unfinished, which
 /// [`TaskStore::stale`] drops as it meets them).
+#[cfg(feature = "redis")]
 pub struct RedisTaskStore {
     conn: RedisConn,
 }
 
+#[cfg(feature = "redis")]
 impl RedisTaskStore {
     /// A store for `settings`. No I/O: only the URL is checked here, and Redis need not be up.
     pub fn new(settings: RedisSettings) -> Result<RedisTaskStore, InvalidRedisSettings> {
@@ -635,6 +648,7 @@ impl RedisTaskStore {
     }
 }
 
+#[cfg(feature = "redis")]
 impl RedisTaskStore {
     /// [`WRITE_SCRIPT`]: write `task` (only while `owner` owns it, unless `owner` is empty);
     /// whether it was written.
@@ -674,12 +688,14 @@ impl RedisTaskStore {
     }
 }
 
+#[cfg(feature = "redis")]
 fn ttl_ms(ttl: Duration) -> u64 {
     ttl.as_millis().min(MAX_TTL_MS) as u64
 }
 
 /// `raw` as a task, or nothing (with a warning) if it is not one: a key this store did not write
 /// (another program, or a far newer gateway) must not make the task's polls fail forever.
+#[cfg(feature = "redis")]
 fn decode(raw: &str) -> Option<TaskRecord> {
     match serde_json::from_str(raw) {
         Ok(task) => Some(task),
@@ -691,12 +707,14 @@ fn decode(raw: &str) -> Option<TaskRecord> {
     }
 }
 
+#[cfg(feature = "redis")]
 fn encode(task: &TaskRecord) -> Result<String, StoreError> {
     serde_json::to_string(task)
         .map_err(|e| StoreError::Unavailable(format!("task not serializable: {e}")))
 }
 
 #[async_trait]
+#[cfg(feature = "redis")]
 impl TaskStore for RedisTaskStore {
     async fn put(&self, id: &str, task: &TaskRecord, ttl: Duration) -> Result<(), StoreError> {
         self.write(id, task, ttl, "").await.map(|_| ())
@@ -1025,6 +1043,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "redis")]
     fn redis_keys_follow_the_prefix_without_io() {
         let mut settings = RedisSettings::new("redis://127.0.0.1:6379");
         settings.key_prefix = "p:".into();

@@ -5,7 +5,7 @@
 //! `cl100k_base` byte-pair encoding. The README documents the choice.
 //!
 //! Counting is on the rerank hot path (every document of every request), so it does not run
-//! tiktoken: [`pretokenize`] splits text the way cl100k's pattern does, and [`vocab`] merges each
+//! tiktoken: `pretokenize` splits text the way cl100k's pattern does, and `vocab` merges each
 //! piece over tables generated at build time from tiktoken's own vocabulary (`build.rs`). The
 //! counts are tiktoken's, to the token (the tests compare them on generated ASCII and Unicode
 //! text); the cost is about 2 ns per character, with no allocation except for pieces of 48 bytes

@@ -3,15 +3,20 @@
 //! the Redis store. Redis is found at `SWITCHYARD_TEST_REDIS_URL` (default
 //! `redis://127.0.0.1:6379`); without it the shared-store tests fail.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(feature = "redis")]
+use std::time::Instant;
 
+#[cfg(feature = "redis")]
 use switchyard::store::tasks::TaskStore;
 
 use crate::support;
 use serde_json::json;
 use support::fake::{FakeProvider, Reply};
+#[cfg(feature = "redis")]
+use support::redis;
 use support::tasks::{finished, start, task};
-use support::{client, image_conformance as ic, post, redis, TestGateway, KEY};
+use support::{client, image_conformance as ic, post, TestGateway, KEY};
 
 #[test]
 fn an_async_task_runs_in_the_background_and_is_read_by_its_creator_only() {
@@ -80,6 +85,7 @@ fn failures_are_reported_in_the_task() {
     assert_eq!(resp.status, 400);
 }
 
+#[cfg(feature = "redis")]
 #[test]
 fn a_task_created_through_one_instance_is_read_through_another() {
     let prefix = redis::run_prefix();
@@ -104,6 +110,7 @@ fn a_task_created_through_one_instance_is_read_through_another() {
     assert_eq!(file.body, img);
 }
 
+#[cfg(feature = "redis")]
 #[test]
 fn a_task_whose_instance_died_is_reported_failed() {
     let prefix = redis::run_prefix();
@@ -143,6 +150,7 @@ fn a_task_whose_instance_died_is_reported_failed() {
     assert_eq!(done["error"]["code"], "instance_lost");
 }
 
+#[cfg(feature = "redis")]
 #[test]
 fn without_the_store_async_fails_fast_and_sync_keeps_working() {
     let fake = FakeProvider::start();

@@ -426,6 +426,7 @@ fn a_synchronous_b64_answer_is_not_kept() {
     assert_eq!(read.status, 404, "{}", read.text());
 }
 
+#[cfg(feature = "redis")]
 #[test]
 fn a_synchronous_answer_is_readable_through_another_instance() {
     let prefix = redis::run_prefix();

@@ -11,7 +11,9 @@ use serde_json::json;
 
 use crate::support::client::{self, Response};
 use crate::support::fake::{FakeProvider, Reply};
-use crate::support::{config, free_port, redis, TestGateway, JWT_SECRET};
+#[cfg(feature = "redis")]
+use crate::support::redis;
+use crate::support::{config, free_port, TestGateway, JWT_SECRET};
 
 const LIMITED: &str = "limited-key";
 
@@ -51,6 +53,7 @@ fn rerank(addr: SocketAddr, key: &str) -> Response {
     )
 }
 
+#[cfg(any(feature = "redis", feature = "metrics"))]
 fn speech(addr: SocketAddr, input: &str) -> Response {
     client::post_json(
         addr,
@@ -60,6 +63,7 @@ fn speech(addr: SocketAddr, input: &str) -> Response {
     )
 }
 
+#[cfg(feature = "redis")]
 /// Two gateways sharing one Redis (a prefix of this run's own), the limited key given `limits`.
 fn two_instances_on_one_redis(fake: &FakeProvider, limits: &str) -> (TestGateway, TestGateway) {
     let prefix = redis::run_prefix();
@@ -97,6 +101,7 @@ fn assert_refused(resp: &Response, limit: &str, policy: &str) {
     );
 }
 
+#[cfg(feature = "redis")]
 #[test]
 fn a_request_budget_spent_through_one_instance_is_refused_through_the_other() {
     let fake = FakeProvider::start();
@@ -124,6 +129,7 @@ fn a_request_budget_spent_through_one_instance_is_refused_through_the_other() {
     assert_eq!(rerank(b.addr, crate::support::KEY).status, 200);
 }
 
+#[cfg(feature = "redis")]
 #[test]
 fn a_third_concurrent_stream_is_refused_and_a_slot_comes_back_after_the_answer() {
     let fake = FakeProvider::start();
@@ -178,6 +184,7 @@ fn a_third_concurrent_stream_is_refused_and_a_slot_comes_back_after_the_answer()
     }
 }
 
+#[cfg(feature = "metrics")]
 #[test]
 fn speech_characters_are_limited_per_process_without_redis() {
     let fake = FakeProvider::start();
@@ -235,6 +242,7 @@ fn speech_characters_are_limited_per_process_without_redis() {
     );
 }
 
+#[cfg(feature = "redis")]
 #[test]
 fn redis_unreachable_fails_open_by_default_and_closed_when_configured() {
     let fake = FakeProvider::start();
@@ -381,6 +389,7 @@ fn limit_problems_are_reported_together_with_their_paths() {
     );
 }
 
+#[cfg(feature = "redis")]
 #[test]
 fn a_caller_s_keys_share_one_hash_slot() {
     let fake = FakeProvider::start();

@@ -20,8 +20,11 @@ mod check_providers;
 mod cli;
 mod edge_clients;
 mod edge_tls;
+// The delegation test counts requests on the host's metrics listener.
+#[cfg(feature = "metrics")]
 mod embedding;
 mod external_provider;
+#[cfg(all(feature = "redis", feature = "metrics"))]
 mod health;
 mod http10;
 mod image_links;
@@ -31,6 +34,7 @@ mod images_async;
 mod images_azure;
 mod images_bfl;
 mod images_dashscope;
+#[cfg(feature = "multipart")]
 mod images_edits;
 mod images_kling;
 mod images_openai;
@@ -41,13 +45,18 @@ mod layers;
 mod lifecycle;
 mod limits;
 mod logs;
+#[cfg(feature = "metrics")]
 mod metrics;
 mod models;
 mod openapi;
 mod properties;
+#[cfg(feature = "redis")]
 mod redis_ha;
+#[cfg(feature = "redis")]
 mod redis_recovery;
+#[cfg(feature = "redis")]
 mod redis_store;
+#[cfg(feature = "metrics")]
 mod reload;
 mod rerank;
 mod rerank_cohere;
@@ -63,6 +72,7 @@ mod rerank_voyage;
 mod rerank_zhipu;
 mod retries;
 mod routing;
+#[cfg(feature = "redis")]
 mod shared_files;
 mod speech;
 mod speech_checks;
@@ -74,8 +84,11 @@ mod speech_minimax;
 mod speech_openai;
 mod speech_streaming;
 mod speech_volcengine;
+#[cfg(feature = "redis")]
 mod task_failover;
+#[cfg(feature = "redis")]
 mod task_store;
+#[cfg(feature = "redis")]
 mod task_takeover;
 mod upstream_tls;
 mod validation;

@@ -124,7 +124,7 @@ impl Reported for Nothing {
 pub type Count = Option<f64>;
 
 /// The one way every rerank adapter reads a billed token figure: the sum of the parts the provider
-/// bills, each believed only when finite and non-negative ([`crate::providers::billed_tokens`]);
+/// bills, each believed only when finite and non-negative (`crate::providers::billed_tokens`);
 /// `None` when no part is.
 pub fn billed(parts: &[Count]) -> Option<u64> {
     parts

@@ -6,7 +6,7 @@
 //! images when the caller wants URLs); they take `output_format` and `background` instead. DALL·E
 //! 2 and 3, which answered links, were removed from the API on 12 May 2026 and are no longer
 //! served (their families are retired). Azure OpenAI serves the same bodies at its own URLs, so
-//! `azure/images.rs` builds its requests and reads its answers with [`build`] and
+//! `azure/images.rs` builds its requests and reads its answers with `build` and
 //! [`image_response`].
 
 use std::borrow::Cow;

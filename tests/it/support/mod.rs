@@ -4,7 +4,9 @@
 pub mod client;
 pub mod fake;
 pub mod image_conformance;
+#[cfg(feature = "redis")]
 pub mod redis;
+#[cfg(feature = "redis")]
 pub mod redis_procs;
 pub mod rerank_conformance;
 pub mod speech_conformance;
