@@ -2,7 +2,9 @@
 
 use std::process::Command;
 
-fn switchyard(args: &[&str], envs: &[(&str, &str)]) -> (i32, String) {
+/// Run the binary with `args` and only `envs` in its environment: its exit code and its output
+/// (stdout, then stderr).
+pub(crate) fn switchyard(args: &[&str], envs: &[(&str, &str)]) -> (i32, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_switchyard"));
     cmd.args(args).env_clear();
     for (k, v) in envs {

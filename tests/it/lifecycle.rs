@@ -5,7 +5,6 @@
 //! shutdown time; and a successor takes over on the shutdown date, on a clock the test moves.
 
 use std::net::SocketAddr;
-use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
@@ -498,18 +497,9 @@ fn test_config(yaml: &str) -> (i32, String) {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("c.yaml");
     std::fs::write(&file, yaml).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
-        .args(["-t", "-c", file.to_str().unwrap()])
-        .env_clear()
-        .output()
-        .unwrap();
+    let result = crate::cli::switchyard(&["-t", "-c", file.to_str().unwrap()], &[]);
     std::fs::remove_dir_all(&dir).unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
+    result
 }
 
 #[test]
