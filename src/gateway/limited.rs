@@ -3,7 +3,9 @@
 //! A caller without limits (`Principal.limits` is `None`) passes each of these at its first
 //! instruction.
 
-use super::{Ctx, GatewayState};
+use super::ctx::Ctx;
+use super::outcome::Call;
+use super::GatewayState;
 use crate::auth::limits::Meter;
 use crate::common::error::GatewayError;
 use crate::common::Operation;
@@ -19,7 +21,7 @@ fn meter(op: Operation) -> Meter {
 
 /// After authentication, before the body: `requests_per_minute`, a `concurrent` slot (kept in
 /// the context until the answer has been sent), and the operation's usage not yet spent.
-pub async fn admit(state: &GatewayState, ctx: &mut Ctx, op: Operation) -> Result<(), GatewayError> {
+pub(crate) async fn admit(state: &GatewayState, ctx: &mut Ctx, op: Operation) -> Result<(), GatewayError> {
     let Some(p) = &ctx.principal else {
         return Ok(());
     };
@@ -33,13 +35,8 @@ pub async fn admit(state: &GatewayState, ctx: &mut Ctx, op: Operation) -> Result
 
 /// Once the body is validated: a cost known up front (speech characters, images asked for)
 /// must fit in what is left.
-pub async fn cost(
-    state: &GatewayState,
-    ctx: &Ctx,
-    op: Operation,
-    cost: u64,
-) -> Result<(), GatewayError> {
-    let Some(p) = &ctx.principal else {
+pub(crate) async fn cost(call: &Call<'_>, op: Operation, cost: u64) -> Result<(), GatewayError> {
+    let Some(p) = call.principal else {
         return Ok(());
     };
     let Some(set) = &p.limits else {
@@ -49,31 +46,17 @@ pub async fn cost(
     if !set.counts(meter) {
         return Ok(());
     }
-    let on_error = ctx.settings.auth.on_store_error();
-    state
+    let on_error = call.settings.auth.on_store_error();
+    call.state
         .limits
         .check_usage(&p.id, set, meter, cost, on_error)
         .await
 }
 
-/// Usage charged before the answer is complete: an asynchronous image task's images (as many
-/// as asked), when the task is accepted, since the task outlives its request.
-pub async fn charge_now(state: &GatewayState, ctx: &Ctx, op: Operation, used: u64) {
-    let Some(p) = &ctx.principal else {
-        return;
-    };
-    let Some(set) = &p.limits else {
-        return;
-    };
-    state.limits.charge(&p.id, set, meter(op), used, None).await;
-}
-
-/// The answer is complete: what it used is charged, and its concurrent slot given back (one
-/// Redis call for both). Once per request: later calls do nothing.
-pub async fn charge(state: &GatewayState, ctx: &mut Ctx) {
-    if std::mem::replace(&mut ctx.charged, true) {
-        return;
-    }
+/// The answer is out: what the request is charged (its outcome's) is charged to its caller, and
+/// its concurrent slot given back (one Redis call for both). Called once per request, from the
+/// proxy layer's one place (`service.rs`).
+pub(crate) async fn charge(state: &GatewayState, ctx: &mut Ctx) {
     let lease = ctx.lease.take();
     let (Some(p), Some(op)) = (&ctx.principal, ctx.operation) else {
         return;
@@ -81,7 +64,7 @@ pub async fn charge(state: &GatewayState, ctx: &mut Ctx) {
     let Some(set) = &p.limits else {
         return;
     };
-    let u = ctx.usage;
+    let u = ctx.charge;
     let used = match op {
         Operation::Speech => u.characters,
         Operation::Images => u.images,

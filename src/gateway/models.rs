@@ -2,43 +2,33 @@
 //! from the listing rendered with the catalog (`api::models::Listing`, in the settings), so an
 //! answer is a lookup and a copy of bytes.
 
-use pingora::proxy::Session;
-
-use super::operations::Failure;
+use super::outcome::{Call, Outcome};
 use super::route::{Route, MODELS_PREFIX};
-use super::{respond, Ctx};
 use crate::common::error::GatewayError;
 
 /// Answer `route` (`Route::Models` or `Route::Model`).
-pub async fn serve(route: Route, session: &mut Session, ctx: &mut Ctx) -> Result<(), Failure> {
-    let settings = ctx.settings.clone();
-    let principal = settings
-        .auth
-        .authenticate(&session.req_header().headers)
-        .map_err(GatewayError::Unauthorized)?;
-    ctx.principal = Some(principal);
+pub(crate) async fn serve(route: Route, call: &mut Call<'_>) -> Outcome {
+    let mut out = Outcome::new();
     let body = if route == Route::Model {
-        let raw = ctx
-            .routed(session)
-            .strip_prefix(MODELS_PREFIX)
-            .unwrap_or_default();
-        let id = percent_decoded(raw).ok_or(GatewayError::ModelNotFound)?;
-        ctx.model = settings.catalog.get(&id).cloned();
-        settings
-            .models
-            .get(&id)
-            .ok_or(GatewayError::ModelNotFound)?
+        let raw = call.routed().strip_prefix(MODELS_PREFIX).unwrap_or_default();
+        let Some(id) = percent_decoded(raw) else {
+            return Outcome::failed(GatewayError::ModelNotFound);
+        };
+        out.model = call.settings.catalog.get(&id).cloned();
+        match call.settings.models.get(&id) {
+            Some(body) => body,
+            None => {
+                out.result = Err(GatewayError::ModelNotFound.into());
+                return out;
+            }
+        }
     } else {
-        settings.models.list()
+        call.settings.models.list()
     };
-    ctx.status = 200;
-    respond::json(session, 200, body, &[])
-        .await
-        .map_err(|e| Failure::written("writing answer", e))
+    call.json(out, body, &[]).await
 }
 
-/// A path segment with its `%XX` escapes decoded (an SDK escapes a `/` in a model name as `%2F`);
-/// `None` if an escape is malformed or the result is not UTF-8, which names no model.
+/// `raw` with its percent escapes decoded (`None`: a malformed escape, or not UTF-8).
 pub(super) fn percent_decoded(raw: &str) -> Option<String> {
     if !raw.contains('%') {
         return Some(raw.to_string());

@@ -27,6 +27,25 @@ pub enum Route {
     Voices,
 }
 
+impl Route {
+    /// The operation the route runs (an image edit is an image generation; a compatibility
+    /// surface's rerank is a rerank), `None` for the other endpoints.
+    pub fn operation(self) -> Option<Operation> {
+        match self {
+            Route::Operation(op) => Some(op),
+            Route::ImageEdit => Some(Operation::Images),
+            Route::Compat(_) => Some(Operation::Rerank),
+            _ => None,
+        }
+    }
+
+    /// Whether the route needs the caller's credentials: all but the health check, the OpenAPI
+    /// document and hosted files (whose unguessable, expiring link is the capability).
+    pub fn authenticated(self) -> bool {
+        !matches!(self, Route::Health | Route::OpenApi | Route::File)
+    }
+}
+
 /// Path prefix of image tasks.
 pub const TASKS_PREFIX: &str = "/api/v1/images/";
 

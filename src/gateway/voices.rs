@@ -6,46 +6,45 @@
 
 use std::collections::HashSet;
 
-use pingora::proxy::Session;
+use bytes::Bytes;
 
 use super::models::percent_decoded;
-use super::operations::Failure;
-use super::{respond, Ctx, GatewayState};
+use super::outcome::{Call, Outcome};
 use crate::api::voices::{self, ProviderVoices};
 use crate::caps::Caps;
 use crate::common::error::GatewayError;
 
 /// Answer a voice listing.
-pub async fn serve(
-    state: &GatewayState,
-    region: &str,
-    session: &mut Session,
-    ctx: &mut Ctx,
-) -> Result<(), Failure> {
-    let settings = ctx.settings.clone();
-    let principal = settings
-        .auth
-        .authenticate(&session.req_header().headers)
-        .map_err(GatewayError::Unauthorized)?;
-    ctx.principal = Some(principal);
-    let query = session.req_header().uri.query().unwrap_or_default();
+pub(crate) async fn serve(call: &mut Call<'_>) -> Outcome {
+    let mut out = Outcome::new();
+    match listing(call, &mut out).await {
+        Ok(body) => call.json(out, body, &[]).await,
+        Err(e) => {
+            out.result = Err(e.into());
+            out
+        }
+    }
+}
+
+/// The listing's JSON for the model the query names (noted in `out`).
+async fn listing(call: &Call<'_>, out: &mut Outcome) -> Result<Bytes, GatewayError> {
+    let (state, settings, region) = (call.state, call.settings, call.region);
+    let query = call.session.req_header().uri.query().unwrap_or_default();
     let name = match param(query, "model") {
         None => {
             return Err(GatewayError::field(
                 "model",
                 "required: the speech model whose voices to list (`?model=…`)",
-            )
-            .into())
+            ))
         }
         Some(None) => {
-            return Err(GatewayError::field("model", "is not a valid percent-encoded name").into())
+            return Err(GatewayError::field("model", "is not a valid percent-encoded name"))
         }
         Some(Some(name)) if name.is_empty() => {
             return Err(GatewayError::field(
                 "model",
                 "required: the speech model whose voices to list (`?model=…`)",
-            )
-            .into())
+            ))
         }
         Some(Some(name)) => name,
     };
@@ -54,7 +53,7 @@ pub async fn serve(
         .get(&name)
         .cloned()
         .ok_or(GatewayError::ModelNotFound)?;
-    ctx.model = Some(model.clone());
+    out.model = Some(model.clone());
     let Caps::Speech(caps) = model.caps else {
         return Err(GatewayError::field(
             "model",
@@ -62,8 +61,7 @@ pub async fn serve(
                 "model `{name}` is a {} model; only speech models have voices",
                 model.operation().as_str()
             ),
-        )
-        .into());
+        ));
     };
 
     // Each account behind the model that can list its voices, once.
@@ -102,10 +100,7 @@ pub async fn serve(
     let listing = voices::list(&model, caps, &from_provider, status);
     let body = serde_json::to_vec(&listing)
         .map_err(|e| GatewayError::Internal(format!("serializing voices: {e}")))?;
-    ctx.status = 200;
-    respond::json(session, 200, body.into(), &[])
-        .await
-        .map_err(|e| Failure::written("writing answer", e))
+    Ok(body.into())
 }
 
 /// The value of query parameter `key`: `None` when absent, `Some(None)` when its escapes are

@@ -1,0 +1,124 @@
+//! The proxy layer's per-request state ([`Ctx`]): what the request runs under, what it holds
+//! until its answer is out (admission, gauge and concurrent slots), and the [`Outcome`] of its
+//! endpoint or operation as recorded for its charge, metrics and access line.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pingora::proxy::Session;
+
+use super::access_log::Usage;
+use super::admission::InFlight;
+use super::mount;
+use super::outcome::{Failure, Outcome};
+use crate::api::compat::Surface;
+use crate::auth::Principal;
+use crate::catalog::Model;
+use crate::common::Operation;
+use crate::config::GatewaySettings;
+use crate::engine::trace::Trace;
+use crate::limits::Lease;
+use crate::metrics;
+
+/// Per-request state of the gateway's `ProxyHttp` service.
+pub struct Ctx {
+    /// The configuration this request runs under from start to end, whatever a reload does.
+    pub(crate) settings: Arc<GatewaySettings>,
+    pub(crate) start: Instant,
+    /// The mount prefix the request came under (`None`: at the root); its route is the path
+    /// after it, and its links carry it.
+    pub(crate) prefix: Option<Arc<str>>,
+    /// The API shape the request speaks, and so its answers and errors.
+    pub(crate) surface: Surface,
+    /// The operation, once routed.
+    pub(crate) operation: Option<Operation>,
+    /// The authenticated caller.
+    pub(crate) principal: Option<Principal>,
+    /// This request's slot under the entry point's in-flight cap, given back as the context drops.
+    pub(crate) in_flight: Option<InFlight>,
+    /// This request in the entry point's in-flight gauge, taken out when it is logged.
+    pub(crate) gauge: Option<GaugeSlot>,
+    /// The caller's concurrent slot, given back when its usage is charged (after the answer).
+    pub(crate) lease: Option<Lease>,
+    /// What the attempt loop noted: attempts, and the target that answered or failed last.
+    pub(crate) trace: Trace,
+    /// What its endpoint or operation did (below), as recorded by [`Ctx::record`].
+    pub(crate) model: Option<Arc<Model>>,
+    pub(crate) status: u16,
+    pub(crate) code: Option<&'static str>,
+    /// When the answer's first bytes went out.
+    pub(crate) ttfb: Option<Duration>,
+    /// What the answer delivered.
+    pub(crate) usage: Usage,
+    /// What the caller's limits are charged.
+    pub(crate) charge: Usage,
+    /// Set when an answer had begun and had to be abandoned.
+    pub(crate) aborted: Option<String>,
+    /// The client went away before its answer was complete: said once, in the access log.
+    pub(crate) client_gone: bool,
+}
+
+impl Ctx {
+    /// A request's state under `settings`, starting now.
+    pub(crate) fn new(settings: Arc<GatewaySettings>, prefix: Option<Arc<str>>) -> Ctx {
+        Ctx {
+            settings,
+            start: Instant::now(),
+            prefix,
+            surface: Surface::Native,
+            operation: None,
+            principal: None,
+            in_flight: None,
+            gauge: None,
+            lease: None,
+            trace: Trace::default(),
+            model: None,
+            status: 0,
+            code: None,
+            ttfb: None,
+            usage: Usage::default(),
+            charge: Usage::default(),
+            aborted: None,
+            client_gone: false,
+        }
+    }
+
+    /// The mount prefix the request came under (`None`: at the root).
+    pub(crate) fn prefix(&self) -> Option<&str> {
+        self.prefix.as_deref()
+    }
+
+    /// The request's path as the router sees it (its mount prefix taken off).
+    pub(crate) fn routed<'a>(&self, session: &'a Session) -> &'a str {
+        mount::routed(session.req_header().uri.path(), self.prefix())
+    }
+
+    /// Record what the endpoint or operation did; its failure is handed back to be answered.
+    pub(crate) fn record(&mut self, outcome: Outcome) -> Result<(), Failure> {
+        self.charge = outcome.charged();
+        if let Some(model) = outcome.model {
+            self.model = Some(model);
+        }
+        self.status = outcome.status;
+        self.ttfb = outcome.first_byte;
+        self.usage = outcome.usage;
+        outcome.result
+    }
+}
+
+/// A request counted in an in-flight gauge until dropped.
+pub(crate) struct GaugeSlot(metrics::IntGauge);
+
+impl GaugeSlot {
+    pub(crate) fn new(gauge: &metrics::Gauge) -> Option<GaugeSlot> {
+        let gauge = gauge.as_ref()?;
+        gauge.inc();
+        Some(GaugeSlot(gauge.clone()))
+    }
+}
+
+impl Drop for GaugeSlot {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}

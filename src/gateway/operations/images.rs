@@ -1,0 +1,152 @@
+//! Image generation: validated (with the provider's own refusals), then generated and answered,
+//! or accepted as an asynchronous task whose id is answered at once.
+
+use bytes::Bytes;
+use pingora::proxy::Session;
+
+use super::super::image_tasks;
+use super::super::limited;
+use super::super::outcome::{Call, Outcome};
+use super::super::{lifecycle, mount};
+use crate::api::images;
+use crate::common::authority;
+use crate::common::error::GatewayError;
+use crate::common::Operation;
+use crate::config::GatewaySettings;
+use crate::engine::images::{generate, Synchronous};
+
+/// `POST /api/v1/images/generations` (and an image edit, turned into a generation's body).
+pub(crate) async fn images(call: &mut Call<'_>, body: Bytes) -> Outcome {
+    let s = call.settings;
+    let req = match images::parse(&body, &s.catalog, s.retry.max_retries) {
+        Ok(req) => req,
+        Err(e) => return Outcome::failed(e),
+    };
+    let mut out = Outcome::new();
+    out.model = Some(req.model.clone());
+    match answer(call, req, &body, &mut out).await {
+        Ok(json) => {
+            let headers = out
+                .model
+                .as_deref()
+                .map(|m| mount::link_headers(lifecycle::headers(m), call.prefix))
+                .unwrap_or_default();
+            call.json(out, json, &headers).await
+        }
+        Err(e) => {
+            out.result = Err(e.into());
+            out
+        }
+    }
+}
+
+/// The answer's JSON: the generated images, or the accepted task. What it used (or, for a task,
+/// what the caller is charged) is noted in `out`.
+async fn answer(
+    call: &mut Call<'_>,
+    req: images::ImageRequest<'_>,
+    body: &Bytes,
+    out: &mut Outcome,
+) -> Result<Bytes, GatewayError> {
+    let (state, s) = (call.state, call.settings);
+    // The provider's own refusals, before a task is accepted or a call is sent.
+    crate::engine::images::validate(&s.adapters, &req)?;
+    limited::cost(call, Operation::Images, req.n).await?;
+    let mut base = public_base(s, call.session, req.response_format == "url")?;
+    // Under a mount, the links (hosted files) are the mount's paths too.
+    if let Some(prefix) = call.prefix {
+        base.push_str(prefix);
+    }
+    let owner = call.owner().to_string();
+    let result = if req.is_async {
+        let asked = req.n;
+        let model = req.model.name.clone();
+        drop(req);
+        let accepted =
+            image_tasks::start(state, s, call.region, owner, model, body.clone(), base).await?;
+        // A task runs past this request: its images are charged as asked when it is accepted.
+        out.charge = Some(super::super::access_log::Usage {
+            images: asked,
+            ..Default::default()
+        });
+        accepted
+    } else {
+        let engine = state.images(s);
+        let progress = Synchronous::new(&engine);
+        let model = req.model.clone();
+        let result = generate(&engine, call.region, req, &base, &progress).await?;
+        image_tasks::keep_finished(state, s, &owner, &model.name, &result).await;
+        out.usage.images = result.data.len() as u64;
+        result
+    };
+    serde_json::to_vec(&result)
+        .map(Bytes::from)
+        .map_err(|e| GatewayError::Internal(format!("serializing result: {e}")))
+}
+
+/// Where links to hosted files point (the caller appends a mount prefix): the configured public
+/// URL; else, when this request's images
+/// come back as links, its own host — only if that is a plain `host[:port]` authority, never
+/// reflected otherwise (a 400 naming `host`). `https` when the caller came over TLS or a proxy
+/// in front says so in `X-Forwarded-Proto`. A request whose images come back inline builds no
+/// link, so its host is not needed.
+fn public_base(
+    s: &GatewaySettings,
+    session: &Session,
+    links: bool,
+) -> Result<String, GatewayError> {
+    if let Some(base) = &s.images.public_base_url {
+        return Ok(base.clone());
+    }
+    if !links {
+        return Ok(String::new());
+    }
+    let h = session.req_header();
+    // The request target's authority (HTTP/2's `:authority`, or an absolute-form target) wins
+    // over `Host`, as RFC 9112 §3.2.2 and RFC 9113 §8.3.1 say.
+    let mut hosts = h.headers.get_all(http::header::HOST).iter();
+    let host = match h.uri.authority() {
+        Some(authority) => Some(authority.as_str()),
+        None => {
+            let first = hosts.next();
+            // Pingora already refuses a request with two (HTTP/1 and HTTP/2 alike); checked again
+            // so that this function alone never picks one of several.
+            if hosts.next().is_some() {
+                return Err(GatewayError::field(
+                    "host",
+                    "more than one Host header: links to hosted images cannot be built",
+                ));
+            }
+            // A value that is not even UTF-8 is as unusable as a malformed one.
+            first.map(|v| v.to_str().unwrap_or(""))
+        }
+    };
+    let Some(host) = host else {
+        return Err(GatewayError::field(
+            "host",
+            "links to hosted images are built from the request's Host header, and it has none \
+             (the operator can set images.public_base_url instead)",
+        ));
+    };
+    if !authority::is_host_port(host) {
+        return Err(GatewayError::field(
+            "host",
+            "the Host header is not a plain host[:port] (a DNS name or IP address, optional \
+             port 1-65535), so links to hosted images cannot be built from it",
+        ));
+    }
+    let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some()) || forwarded_https(h);
+    Ok(format!("{}://{host}", if tls { "https" } else { "http" }))
+}
+
+/// Whether a proxy in front says the client came over HTTPS: the first (client-facing) value of
+/// `X-Forwarded-Proto` is `https`. Any other value (`http`, or one that means nothing) leaves the
+/// connection's own scheme.
+fn forwarded_https(h: &pingora::http::RequestHeader) -> bool {
+    h.headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').next())
+        .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
+}
+

@@ -1,0 +1,130 @@
+//! Speech: validated, sent with retries until a provider's first audio is in hand, then relayed
+//! to the client as it arrives (raw audio, or SSE).
+
+use pingora::proxy::Session;
+
+use super::super::limited;
+use super::super::outcome::{Call, Failure, Outcome};
+use super::super::{lifecycle, mount, respond};
+use crate::api::adapter::Registry;
+use crate::api::speech::{self, SpeechRequest};
+use crate::catalog::Target;
+use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::common::Operation;
+use crate::engine::attempts::{self, AcceptFuture, Reply};
+use crate::engine::passthrough::StreamError;
+use crate::engine::speech::{self as stream_speech, Primed};
+use crate::upstream::exchange::{Response, Upstream};
+
+/// `POST /api/v1/audio/speech`.
+pub(crate) async fn speech(call: &mut Call<'_>, body: &[u8]) -> Outcome {
+    let s = call.settings;
+    let req = match speech::parse(body, &s.catalog, s.retry.max_retries) {
+        Ok(req) => req,
+        Err(e) => return Outcome::failed(e),
+    };
+    let mut out = Outcome::new();
+    out.model = Some(req.model.clone());
+    let characters = req.input.as_str().chars().count() as u64;
+    let result = serve(call, &req, characters, &mut out).await;
+    if result.is_ok() {
+        out.usage.characters = characters;
+    }
+    out.result = result;
+    out
+}
+
+/// Send `req` and relay its audio; the answer's status and first byte are noted in `out` as its
+/// head goes out, so an answer abandoned later still reports them.
+async fn serve(
+    call: &mut Call<'_>,
+    req: &SpeechRequest<'_>,
+    characters: u64,
+    out: &mut Outcome,
+) -> Result<(), Failure> {
+    limited::cost(call, Operation::Speech, characters).await?;
+    let upstream = &call.state.upstream;
+    let adapters = &call.settings.adapters;
+    // Priming (reading up to the first audio) runs inside the attempt loop, so errors a provider
+    // reports inside a 200 answer are retried like any other until the first byte goes out.
+    let (reply, _target) = attempts::run_with(
+        upstream,
+        &req.model,
+        call.region,
+        req.retries,
+        |t| adapters.speech(&t.provider)?.request(t, req),
+        |t, resp| prime_speech(upstream, adapters, t, req, resp),
+    )
+    .await
+    .map_err(|e| {
+        if req.default_voice {
+            e.default_voice_refused(&req.model.name, req.voice.as_str())
+        } else {
+            e
+        }
+    })?;
+    let Reply::Remote(primed) = reply else {
+        return Err(Failure::Answer(GatewayError::Internal(
+            "an in-process provider answered speech".into(),
+        )));
+    };
+    let content_type = if req.sse {
+        "text/event-stream"
+    } else {
+        speech::content_type(req.response_format)
+    };
+    let headers = mount::link_headers(lifecycle::headers(&req.model), call.prefix);
+    respond::stream_head(call.session, content_type, &headers)
+        .await
+        .map_err(|e| Failure::written("writing response head", e))?;
+    out.status = 200;
+    // The head goes out only once the first audio is in hand (priming), so this is the time to
+    // the first byte of audio too.
+    out.first_byte = Some(call.start.elapsed());
+    relay(call.session, primed, req).await
+}
+
+/// Relay the primed answer to its end.
+async fn relay(
+    session: &mut Session,
+    primed: Primed<'_>,
+    req: &SpeechRequest<'_>,
+) -> Result<(), Failure> {
+    match stream_speech::relay(session, primed, req.sse, req.input.as_str()).await {
+        Ok(()) => Ok(()),
+        Err(StreamError::Client) => Err(Failure::ClientGone),
+        Err(StreamError::Upstream(e)) => Err(Failure::Abort(format!(
+            "provider failed mid-stream: {}",
+            e.message()
+        ))),
+    }
+}
+
+/// Priming (reading up to the first audio) runs inside the attempt loop, so an error a provider
+/// reports inside a 200 answer is retried like any other until the first byte goes out.
+fn prime_speech<'u>(
+    upstream: &'u Upstream,
+    adapters: &Registry,
+    target: &Target,
+    req: &SpeechRequest<'_>,
+    resp: Response<'u>,
+) -> AcceptFuture<'u, Primed<'u>> {
+    let decoding = match adapters.speech(&target.provider) {
+        Ok(adapter) => adapter.decoding(&target.provider, req),
+        Err(e) => {
+            let e = UpstreamError::new(
+                UpstreamErrorKind::Failure,
+                &target.provider.name,
+                e.to_string(),
+            );
+            return Box::pin(async move { Err(e) });
+        }
+    };
+    Box::pin(stream_speech::prime(
+        upstream,
+        target.provider.clone(),
+        resp,
+        decoding,
+        req.sse,
+    ))
+}

@@ -1,0 +1,146 @@
+//! What passes between the proxy layer and an endpoint or operation: one request context in
+//! ([`Call`]), one [`Outcome`] back. The proxy layer (`service.rs`) records the outcome in
+//! the request's context, charges its usage to the caller once, counts it and writes its
+//! access line; an operation never touches the proxy's context.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use pingora::proxy::Session;
+
+use super::access_log::Usage;
+use super::mount::{self, Mount};
+use super::{respond, GatewayState};
+use crate::api::compat::Surface;
+use crate::auth::Principal;
+use crate::catalog::Model;
+use crate::common::error::GatewayError;
+use crate::config::GatewaySettings;
+
+/// One request as an endpoint or operation sees it: what it runs under and where its answer goes.
+pub(crate) struct Call<'a> {
+    /// What every entry point shares (upstream pool, stores, limits, metrics).
+    pub(crate) state: &'a Arc<GatewayState>,
+    /// The configuration snapshot the request runs under, start to end.
+    pub(crate) settings: &'a Arc<GatewaySettings>,
+    /// The entry point's region (providers' regional base URLs).
+    pub(crate) region: &'a str,
+    /// The client's session: the request's head and body, and where the answer is written.
+    pub(crate) session: &'a mut Session,
+    /// Where the entry point's routes sit (its OpenAPI document carries the prefix).
+    pub(crate) mount: &'a Mount,
+    /// The prefix this request came under (`None`: at the root); its links carry it.
+    pub(crate) prefix: Option<&'a str>,
+    /// The authenticated caller (`None` on the routes that need no credentials).
+    pub(crate) principal: Option<&'a Principal>,
+    /// The API shape the request speaks (its answer's and errors' shape).
+    pub(crate) surface: Surface,
+    /// When the request started (time to first byte).
+    pub(crate) start: Instant,
+}
+
+impl Call<'_> {
+    /// The request's path as the router sees it (its mount prefix taken off).
+    pub(crate) fn routed(&self) -> &str {
+        mount::routed(self.session.req_header().uri.path(), self.prefix)
+    }
+
+    /// The caller's id (`""` without one), as task records name their owner.
+    pub(crate) fn owner(&self) -> &str {
+        self.principal.map_or("", |p| p.id.as_str())
+    }
+
+    /// Answer `200` with the JSON `body` (and `headers`): `out` committed to that answer.
+    pub(crate) async fn json(
+        &mut self,
+        mut out: Outcome,
+        body: Bytes,
+        headers: &[(&'static str, String)],
+    ) -> Outcome {
+        out.status = 200;
+        out.result = respond::json(self.session, 200, body, headers)
+            .await
+            .map_err(|e| Failure::written("writing answer", e));
+        out
+    }
+}
+
+/// What an endpoint or operation did, for the proxy layer to record: the model it served, the
+/// answer's status, its first byte, what it used and what the caller is charged, and how it
+/// ended.
+pub(crate) struct Outcome {
+    /// The model the request named, once known (also when it failed after: its access line
+    /// names the model, and an error about a deprecated model carries the lifecycle headers).
+    pub(crate) model: Option<Arc<Model>>,
+    /// The status of the answer it committed to (0: none yet; an error's is the error's).
+    pub(crate) status: u16,
+    /// When the answer's head went out with its first bytes (speech: with the first audio).
+    pub(crate) first_byte: Option<Duration>,
+    /// What the answer delivered (access line, metrics).
+    pub(crate) usage: Usage,
+    /// What the caller's limits are charged, when it differs from `usage`: an asynchronous image
+    /// task is charged its images as asked when it is accepted, since it outlives its request.
+    pub(crate) charge: Option<Usage>,
+    /// How it ended.
+    pub(crate) result: Result<(), Failure>,
+}
+
+impl Outcome {
+    /// An outcome not yet decided: no model, no status, nothing used.
+    pub(crate) fn new() -> Outcome {
+        Outcome {
+            model: None,
+            status: 0,
+            first_byte: None,
+            usage: Usage::default(),
+            charge: None,
+            result: Ok(()),
+        }
+    }
+
+    /// Refused before anything was known about the request.
+    pub(crate) fn failed(failure: impl Into<Failure>) -> Outcome {
+        Outcome {
+            result: Err(failure.into()),
+            ..Outcome::new()
+        }
+    }
+
+    /// What the caller's limits are charged.
+    pub(crate) fn charged(&self) -> Usage {
+        self.charge.unwrap_or(self.usage)
+    }
+}
+
+/// Why an operation stopped.
+pub(crate) enum Failure {
+    /// Nothing was sent yet: answer with this error.
+    Answer(GatewayError),
+    /// The answer had started and cannot be finished: the connection is dropped unfinished (raw
+    /// audio), which the client sees as a truncated answer.
+    Abort(String),
+    /// The client went away (or stopped reading until a write timed out): nothing more can be
+    /// sent, and nothing is wrong with the gateway or the provider.
+    ClientGone,
+}
+
+impl Failure {
+    /// A write of the answer (`what`) failed: the client is gone when its connection said so
+    /// (over HTTP/2, a stream the client reset is an `H2Error` from downstream), else the answer
+    /// is abandoned for the reason given.
+    pub(crate) fn written(what: &str, e: Box<pingora::Error>) -> Failure {
+        use pingora::ErrorType::{ConnectionClosed, H2Error, WriteError, WriteTimedout};
+        match e.etype() {
+            WriteError | ConnectionClosed | WriteTimedout => Failure::ClientGone,
+            H2Error if *e.esource() == pingora::ErrorSource::Downstream => Failure::ClientGone,
+            _ => Failure::Abort(format!("{what}: {e}")),
+        }
+    }
+}
+
+impl From<GatewayError> for Failure {
+    fn from(e: GatewayError) -> Self {
+        Failure::Answer(e)
+    }
+}

@@ -1,0 +1,131 @@
+//! [`GatewayState`]: what every entry point of one gateway shares — the configuration in force
+//! (swapped whole by a reload), the upstream pool, the stores, the limits, the metrics.
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+use super::{lifecycle, task_job};
+use crate::config::GatewaySettings;
+use crate::engine::deliver::HostedFiles;
+use crate::limits::Limiter;
+use crate::metrics::Metrics;
+use crate::store::files::FileStore;
+use crate::store::files::MemoryStore;
+#[cfg(feature = "redis")]
+use crate::store::redis_files::RedisFileStore;
+use crate::store::tasks::MemoryTaskStore;
+#[cfg(feature = "redis")]
+use crate::store::tasks::RedisTaskStore;
+use crate::store::tasks::TaskStore;
+use crate::upstream::exchange::Upstream;
+
+/// What every entry point shares: settings, model catalog, and the upstream connection pool.
+///
+/// The settings are swapped whole by a reload ([`GatewayState::reload`]); everything else here is
+/// runtime state that outlives any one configuration.
+pub struct GatewayState {
+    /// The configuration in force. A request takes one snapshot ([`GatewayState::settings`]) when
+    /// it starts and keeps it to its end, so a reload never changes a request half-way.
+    pub(super) live: ArcSwap<GatewaySettings>,
+    pub upstream: Upstream,
+    /// Images the gateway hosts for `response_format: url`.
+    pub files: HostedFiles,
+    /// Asynchronous image tasks.
+    pub tasks: Box<dyn TaskStore>,
+    /// This process's id in task records (which instance runs a task).
+    pub instance: String,
+    /// The task jobs running on this instance.
+    pub jobs: task_job::Jobs,
+    /// This gateway's metrics (empty without a `metrics:` listener).
+    pub metrics: Metrics,
+    /// The Redis connection made at start (`None`: no Redis), shared by the stores and by what
+    /// else shares state between instances (limits, ejections). A reload does not replace it: a
+    /// changed `store:` needs a restart.
+    pub redis: Option<crate::store::redis_conn::RedisConn>,
+    /// Per-caller limits: budgets and concurrent slots, by principal id (in Redis when one is
+    /// configured).
+    pub limits: Limiter,
+    /// Providers' voice lists, kept a while (`GET /api/v1/audio/voices`).
+    pub voices: crate::engine::discovery::VoiceCache,
+}
+
+impl GatewayState {
+    pub fn new(settings: GatewaySettings) -> Arc<GatewayState> {
+        let metrics = match settings.metrics {
+            Some(_) => Metrics::on().unwrap_or_else(|e| {
+                log::error!("{e}: metrics are off");
+                Metrics::off()
+            }),
+            None => Metrics::off(),
+        };
+        metrics.config_loaded(true, false);
+        let upstream = Upstream::new(
+            settings.retry,
+            settings.dns_ttl,
+            settings.ejection,
+            metrics.clone(),
+        );
+        make_health_cells(&settings, &upstream);
+        lifecycle::record_shutdowns(&metrics, &settings);
+        let (store, tasks): (Box<dyn FileStore>, Box<dyn TaskStore>) = match &settings.redis {
+            #[cfg(not(feature = "redis"))]
+            Some(conn) => match *conn {},
+            #[cfg(feature = "redis")]
+            Some(conn) => (
+                Box::new(RedisFileStore::with_conn(conn.clone())),
+                Box::new(RedisTaskStore::with_conn(conn.clone())),
+            ),
+            None => (
+                Box::new(MemoryStore::new(settings.images.file_store_bytes)),
+                Box::new(MemoryTaskStore::new(settings.images.task_store_bytes)),
+            ),
+        };
+        let limits = Limiter::new(settings.redis.as_ref(), metrics.clone());
+        let files = HostedFiles {
+            store,
+            ttl: settings.images.file_ttl,
+        };
+        let redis = settings.redis.clone();
+        Arc::new(GatewayState {
+            live: ArcSwap::from_pointee(settings),
+            upstream,
+            files,
+            tasks,
+            instance: uuid::Uuid::new_v4().to_string(),
+            jobs: task_job::Jobs::default(),
+            metrics,
+            redis,
+            limits,
+            voices: Default::default(),
+        })
+    }
+}
+
+/// Every target's health cell made now, so a rejected key ejects all of its account's targets,
+/// also those no request has reached yet (at start, and for the targets a reload brings).
+pub(crate) fn make_health_cells(settings: &GatewaySettings, upstream: &Upstream) {
+    for model in settings.catalog.models() {
+        for target in &model.targets {
+            target.health(&upstream.health);
+        }
+    }
+}
+
+impl GatewayState {
+    /// The configuration in force now: one atomic load and a reference count, no copy. Keep the
+    /// snapshot for the whole of a request or job.
+    pub fn settings(&self) -> Arc<GatewaySettings> {
+        self.live.load_full()
+    }
+
+    /// What the image generation engine uses of this state, under the settings `s` (a snapshot).
+    pub fn images<'a>(&'a self, s: &'a GatewaySettings) -> crate::engine::images::Images<'a> {
+        crate::engine::images::Images {
+            upstream: &self.upstream,
+            adapters: &s.adapters,
+            files: &self.files,
+            settings: &s.images,
+        }
+    }
+}
