@@ -22,13 +22,13 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion};
-use switchyard::api::images::{ImageItem, ImageResult};
-use switchyard::api::{images, rerank};
-use switchyard::catalog::{Catalog, Target};
-use switchyard::common::images::ImageAnswer;
-use switchyard::common::images::ImageData;
-use switchyard::common::images::NativeImages;
-use switchyard::common::native::Prepared;
+use switchyard::internals::api::images::{ImageItem, ImageResult};
+use switchyard::internals::api::{images, rerank};
+use switchyard::internals::catalog::{Catalog, Target};
+use switchyard::internals::common::images::ImageAnswer;
+use switchyard::internals::common::images::ImageData;
+use switchyard::internals::common::images::NativeImages;
+use switchyard::internals::common::native::Prepared;
 
 const CONFIG: &str = r#"
 version: 1
@@ -232,8 +232,8 @@ fn image(c: &mut Criterion) {
 }
 
 fn sse(c: &mut Criterion) {
-    use switchyard::engine::speech::delta_event;
-    use switchyard::stream::sse::EventSplitter;
+    use switchyard::internals::engine::speech::delta_event;
+    use switchyard::internals::stream::sse::EventSplitter;
     let mut g = c.benchmark_group("sse");
     // Four OpenAI delta events (1 KiB of audio each) arriving in one read.
     let b64 = base64::Engine::encode(

@@ -55,26 +55,29 @@
 //!
 //! `docs/architecture.md` describes the layers and a request's path through the files.
 
-pub mod api;
-pub mod auth;
-pub mod caps;
-pub mod catalog;
-pub mod check;
-pub mod common;
+mod api;
+mod auth;
+mod caps;
+mod catalog;
+mod check;
+mod common;
 pub mod config;
 pub mod embed;
-pub mod engine;
-pub mod gateway;
-pub mod limits;
+mod engine;
+mod gateway;
+mod limits;
 pub mod logging;
-pub mod metrics;
+mod metrics;
 pub mod provider_api;
-pub mod providers;
+mod providers;
 pub mod server;
-pub mod store;
-pub mod stream;
-pub mod tokens;
-pub mod upstream;
+mod store;
+mod stream;
+mod tokens;
+mod upstream;
 
 pub use embed::{Embedded, RequestCtx};
 pub use gateway::{Gateway, GatewayState};
+
+#[doc(hidden)]
+pub mod internals;

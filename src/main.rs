@@ -16,7 +16,7 @@ fn main() {
     // parsed before is read differently.
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("check-providers") {
-        std::process::exit(switchyard::check::main(&args[2..]));
+        std::process::exit(switchyard::internals::check::main(&args[2..]));
     }
     let opt = Opt::parse_args();
     let loaded = match &opt.conf {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use switchyard::common::image_input::{sniff, ImageInput};
+use switchyard::internals::common::image_input::{sniff, ImageInput};
 
 fuzz_target!(|data: &[u8]| {
     let _ = sniff(data);

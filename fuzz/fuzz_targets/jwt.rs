@@ -10,7 +10,7 @@ use fuzz_support::{API_KEY, JWT_SECRET};
 use http::{HeaderMap, HeaderValue};
 use jsonwebtoken::{Algorithm, EncodingKey};
 use libfuzzer_sys::fuzz_target;
-use switchyard::auth::{AuthSettings, Authenticator};
+use switchyard::internals::auth::{AuthSettings, Authenticator};
 
 const ISSUER: &str = "https://issuer.example";
 

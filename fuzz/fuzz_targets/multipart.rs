@@ -7,7 +7,7 @@
 use bytes::Bytes;
 use fuzz_support::{check_client_error, world, MAX_RETRIES};
 use libfuzzer_sys::fuzz_target;
-use switchyard::api::{image_edit, images};
+use switchyard::internals::api::{image_edit, images};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, rest)) = data.split_first() else {

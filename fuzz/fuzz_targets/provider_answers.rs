@@ -9,9 +9,9 @@
 
 use fuzz_support::{headers, world, Input};
 use libfuzzer_sys::fuzz_target;
-use switchyard::api::compat::{Surface, Translated};
-use switchyard::common::error::{GatewayError, UpstreamError};
-use switchyard::upstream::provider::Provider;
+use switchyard::internals::api::compat::{Surface, Translated};
+use switchyard::internals::common::error::{GatewayError, UpstreamError};
+use switchyard::internals::upstream::provider::Provider;
 
 /// The provider key every fuzzed account has (see `fuzz_support::lookup`).
 const KEY: &str = "fuzz-key";

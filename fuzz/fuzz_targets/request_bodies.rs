@@ -5,8 +5,8 @@
 
 use fuzz_support::{check_client_error, world, MAX_RETRIES};
 use libfuzzer_sys::fuzz_target;
-use switchyard::api::compat::Surface;
-use switchyard::api::{images, rerank, speech};
+use switchyard::internals::api::compat::Surface;
+use switchyard::internals::api::{images, rerank, speech};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, body)) = data.split_first() else {

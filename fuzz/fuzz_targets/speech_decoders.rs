@@ -9,7 +9,7 @@
 use bytes::Bytes;
 use fuzz_support::{chunks, world, Input, SpeechCase};
 use libfuzzer_sys::fuzz_target;
-use switchyard::stream::audio::{Finished, SpeechDecoding};
+use switchyard::internals::stream::audio::{Finished, SpeechDecoding};
 
 /// The audio produced (joined) and how the body ended, or the error's message.
 fn decode(c: &SpeechCase, pieces: &[&[u8]]) -> Option<(Vec<u8>, Result<Finished, String>)> {

@@ -8,8 +8,8 @@
 use bytes::Bytes;
 use fuzz_support::{chunks, Input};
 use libfuzzer_sys::fuzz_target;
-use switchyard::stream::lines::LineSplitter;
-use switchyard::stream::sse::{data_of, EventSplitter};
+use switchyard::internals::stream::lines::LineSplitter;
+use switchyard::internals::stream::sse::{data_of, EventSplitter};
 
 fn sse(pieces: &[&[u8]]) -> (Vec<Bytes>, Option<Bytes>) {
     let mut s = EventSplitter::new();

@@ -28,7 +28,7 @@ use std::sync::OnceLock;
 
 pub use load::{load, Table};
 pub use schema::{
-    parse_size, Caps, ImageCaps, Limit, Ratio, RerankCaps, SizeRule, SpeechCaps, Unit,
+    Caps, ImageCaps, Limit, RerankCaps, SizeRule, SpeechCaps, Unit,
 };
 
 /// The built-in capability table, as written.
@@ -47,11 +47,6 @@ pub fn builtin() -> Result<&'static Table, &'static [String]> {
 /// The built-in family `name` (`None` also when the table failed to load).
 pub fn family(name: &str) -> Option<Caps> {
     builtin().ok()?.get(name)
-}
-
-/// The built-in families' names, for error messages.
-pub fn family_names() -> String {
-    builtin().map(|t| t.names().join(", ")).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use crate::support::speech_conformance::{decoded_audio, public_events};
 use crate::support::{
     auth, client, config, free_port, gateway_starting, wait_listening, KEY, TEST_NOW,
 };
-use switchyard::caps::lifecycle::Clock;
+use switchyard::internals::caps::lifecycle::Clock;
 
 #[allow(dead_code)]
 #[path = "../../examples/host_delegation.rs"]

@@ -433,7 +433,7 @@ fn a_reload_knows_the_kinds_the_configuration_was_loaded_with() {
     let state = switchyard::GatewayState::new(settings.gateway);
     // The file changes the model's document cap; the reload must read the kind to apply it.
     std::fs::write(&file, yaml.replace("max_documents: 64", "max_documents: 8")).unwrap();
-    let reloader = switchyard::server::reload::Reloader {
+    let reloader = switchyard::internals::reload::Reloader {
         state: state.clone(),
         source: switchyard::server::reload::ConfigSource::File(path),
         server: Default::default(),
@@ -443,7 +443,7 @@ fn a_reload_knows_the_kinds_the_configuration_was_loaded_with() {
     assert!(reloaded.is_ok(), "{reloaded:?}");
     let settings = state.settings();
     let model = settings.catalog.get("inhouse-ranker").unwrap();
-    let switchyard::caps::Caps::Rerank(caps) = model.caps else {
+    let switchyard::internals::caps::Caps::Rerank(caps) = model.caps else {
         panic!("not a rerank model")
     };
     assert_eq!(caps.max_documents, 8);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use std::time::Instant;
 
 #[cfg(feature = "redis")]
-use switchyard::store::tasks::TaskStore;
+use switchyard::internals::store::tasks::TaskStore;
 
 use crate::support;
 use serde_json::json;
@@ -117,8 +117,8 @@ fn a_task_whose_instance_died_is_reported_failed() {
     let fake = FakeProvider::start();
     let gw = redis::gateway(&fake, &prefix);
     // A running task last heard of two minutes ago, as a dead instance would leave it.
-    let store = switchyard::store::tasks::RedisTaskStore::new({
-        let mut s = switchyard::store::redis_files::RedisSettings::new(redis::redis_url());
+    let store = switchyard::internals::store::tasks::RedisTaskStore::new({
+        let mut s = switchyard::internals::store::redis_files::RedisSettings::new(redis::redis_url());
         s.key_prefix = prefix.clone();
         s
     })
@@ -129,9 +129,9 @@ fn a_task_whose_instance_died_is_reported_failed() {
         .unwrap()
         .as_millis() as i64;
     // It had already sent its call to the provider: nothing can re-run or resume it.
-    let record = switchyard::store::tasks::TaskRecord {
+    let record = switchyard::internals::store::tasks::TaskRecord {
         sent: true,
-        ..switchyard::store::tasks::TaskRecord::started(
+        ..switchyard::internals::store::tasks::TaskRecord::started(
             "key:tester".into(),
             "gpt-image-2".into(),
             "gone".into(),

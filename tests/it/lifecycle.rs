@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
-use switchyard::caps::lifecycle::{Clock, Date};
+use switchyard::internals::caps::lifecycle::{Clock, Date};
 
 use crate::logs::Binary;
 use crate::support::fake::{FakeProvider, Reply};
@@ -545,7 +545,8 @@ fn the_start_log_warns_of_a_near_shutdown() {
 /// is named.
 #[test]
 fn a_reload_past_a_shutdown_is_refused_by_the_gateways_clock() {
-    use switchyard::server::reload::{ConfigSource, Reloader};
+    use switchyard::internals::reload::Reloader;
+    use switchyard::server::reload::ConfigSource;
     let ports = (free_port(), free_port());
     let clock = Clock::manual(TEST_NOW);
     let yaml = |successor: &str| {

@@ -343,7 +343,7 @@ fn no_credential_reaches_the_log_at_trace() {
     let sent = fake.requests();
     for req in &sent {
         for (name, value) in &req.headers {
-            if switchyard::logging::sensitive_name(name) {
+            if switchyard::internals::logging::sensitive_name(name) {
                 secrets.push(value.trim_start_matches("Bearer ").to_string());
             }
         }

@@ -96,7 +96,7 @@ fn the_list_is_openai_shaped_and_holds_every_configured_model() {
     assert!((now - 600..=now).contains(&created), "{created}");
     for (name, family) in &want {
         let m = entry(models, name);
-        let op = switchyard::caps::family(family).unwrap().operation();
+        let op = switchyard::internals::caps::family(family).unwrap().operation();
         assert_eq!(m["object"], "model", "{name}");
         assert_eq!(m["created"], created, "{name}: one load time");
         assert_eq!(m["operation"], op.as_str(), "{name}");
@@ -162,11 +162,11 @@ fn targets_without_lifecycle(model: &Value) -> Value {
 /// The capabilities of a few models of each operation are their family's, from the built-in table.
 #[test]
 fn capabilities_are_the_family_table() {
-    use switchyard::caps::Caps;
+    use switchyard::internals::caps::Caps;
     let (_fake, gw, _) = setup();
     let models = list(&gw);
 
-    let Some(Caps::Speech(tts)) = switchyard::caps::family("openai-tts") else {
+    let Some(Caps::Speech(tts)) = switchyard::internals::caps::family("openai-tts") else {
         panic!("openai-tts")
     };
     let c = &entry(&models, "tts-1")["capabilities"];
@@ -191,7 +191,7 @@ fn capabilities_are_the_family_table() {
     let c = &entry(&models, "google-tts")["capabilities"];
     assert_eq!(c["input_limit"]["unit"], "bytes");
 
-    let Some(Caps::Images(image)) = switchyard::caps::family("gpt-image") else {
+    let Some(Caps::Images(image)) = switchyard::internals::caps::family("gpt-image") else {
         panic!("gpt-image")
     };
     let m = entry(&models, "gpt-image-1");
@@ -210,13 +210,13 @@ fn capabilities_are_the_family_table() {
     assert_eq!(c["size_rule"], Value::Null);
     // A family with a size rule shows its bounds.
     let c = &entry(&models, "seedream-4")["capabilities"];
-    let Some(Caps::Images(seedream)) = switchyard::caps::family("seedream") else {
+    let Some(Caps::Images(seedream)) = switchyard::internals::caps::family("seedream") else {
         panic!("seedream")
     };
     let rule = seedream.size_rule.expect("seedream has a size rule");
     assert_eq!(c["size_rule"]["max_pixels"], json!(rule.max_pixels));
     // A model that takes no reference image takes none at all.
-    let Some(Caps::Images(flux)) = switchyard::caps::family("flux") else {
+    let Some(Caps::Images(flux)) = switchyard::internals::caps::family("flux") else {
         panic!("flux")
     };
     let c = &entry(&models, "flux-pro-1.1")["capabilities"];
@@ -225,7 +225,7 @@ fn capabilities_are_the_family_table() {
         assert_eq!(c["max_images"], 0);
     }
 
-    let Some(Caps::Rerank(cohere)) = switchyard::caps::family("cohere-rerank") else {
+    let Some(Caps::Rerank(cohere)) = switchyard::internals::caps::family("cohere-rerank") else {
         panic!("cohere-rerank")
     };
     let c = &entry(&models, "rerank-v3.5")["capabilities"];

@@ -12,13 +12,13 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{Map, Value};
-use switchyard::api::{compat::Surface, images, rerank, speech};
-use switchyard::common::error::GatewayError;
-use switchyard::common::Operation;
+use switchyard::internals::api::{compat::Surface, images, rerank, speech};
+use switchyard::internals::common::error::GatewayError;
+use switchyard::internals::common::Operation;
 use switchyard::config::{self, GatewaySettings};
-use switchyard::stream::audio::SpeechDecoding;
-use switchyard::stream::lines::LineSplitter;
-use switchyard::stream::sse::EventSplitter;
+use switchyard::internals::stream::audio::SpeechDecoding;
+use switchyard::internals::stream::lines::LineSplitter;
+use switchyard::internals::stream::sse::EventSplitter;
 
 const API_KEY: &str = "prop-api-key";
 const JWT_SECRET: &str = "prop-jwt-secret";
@@ -428,7 +428,7 @@ proptest! {
 }
 
 /// Every list reader of every configured account (`api::discovery`): models and voices.
-fn list_readers() -> Vec<switchyard::api::discovery::ReadList> {
+fn list_readers() -> Vec<switchyard::internals::api::discovery::ReadList> {
     let s = settings();
     let mut out = Vec::new();
     for model in s.catalog.models() {

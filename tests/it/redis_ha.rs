@@ -16,8 +16,8 @@ use support::image_conformance::{b64, get_hosted, png};
 use support::redis_procs::{eventually, Cluster, RedisProc, PATIENCE};
 use support::tasks::{finished, start};
 use support::{client, post, redis, TestGateway};
-use switchyard::store::redis_conn::{RedisSettings, Topology};
-use switchyard::store::tasks::{RedisTaskStore, TaskRecord, TaskStore};
+use switchyard::internals::store::redis_conn::{RedisSettings, Topology};
+use switchyard::internals::store::tasks::{RedisTaskStore, TaskRecord, TaskStore};
 
 const GENERATIONS: &str = "/api/v1/images/generations";
 

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 use crate::support;
 use bytes::Bytes;
 use support::redis::{raw, redis_url, run_prefix, Expiry};
-use switchyard::store::files::new_id;
-use switchyard::store::files::FileStore;
-use switchyard::store::files::StoreError;
-use switchyard::store::files::StoredFile;
-use switchyard::store::redis_files::RedisFileStore;
-use switchyard::store::redis_files::RedisSettings;
+use switchyard::internals::store::files::new_id;
+use switchyard::internals::store::files::FileStore;
+use switchyard::internals::store::files::StoreError;
+use switchyard::internals::store::files::StoredFile;
+use switchyard::internals::store::redis_files::RedisFileStore;
+use switchyard::internals::store::redis_files::RedisSettings;
 
 fn store(prefix: &str) -> RedisFileStore {
     let mut s = RedisSettings::new(redis_url());

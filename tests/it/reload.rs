@@ -530,7 +530,7 @@ fn the_library_reload_swaps_settings_and_keeps_snapshots() {
     let dir = temp_dir("library");
     let file = dir.join("bad.yaml");
     std::fs::write(&file, "switchyard: [").unwrap();
-    let reloader = switchyard::server::reload::Reloader {
+    let reloader = switchyard::internals::reload::Reloader {
         state: state.clone(),
         source: switchyard::server::reload::ConfigSource::File(file.display().to_string()),
         server: Default::default(),

@@ -167,7 +167,7 @@ fn a_query_over_2048_tokens_is_refused() {
     let gw = TestGateway::start(&fake);
     let long = "rerank ".repeat(900);
     assert!(long.chars().count() > 2048);
-    assert!(switchyard::tokens::count(&long) <= 2048);
+    assert!(switchyard::internals::tokens::count(&long) <= 2048);
     fake.push(success(&[(0, 0.9)], &["a"]));
     let resp = post(
         &gw,
@@ -178,7 +178,7 @@ fn a_query_over_2048_tokens_is_refused() {
     assert_eq!(fake.requests().pop().unwrap().json()["query"], long);
 
     let too_long = "rerank ".repeat(2100);
-    assert!(switchyard::tokens::count(&too_long) > 2048);
+    assert!(switchyard::internals::tokens::count(&too_long) > 2048);
     assert!(
         too_long.chars().count() < 32_000,
         "refused below the old limit"

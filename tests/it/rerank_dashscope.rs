@@ -176,7 +176,7 @@ fn qwen3_rerank_query_limit_is_in_tokens() {
     let gw = with_qwen3(&fake);
     let long = "rerank ".repeat(1500);
     assert!(long.chars().count() > 4000);
-    assert!(switchyard::tokens::count(&long) < 4000);
+    assert!(switchyard::internals::tokens::count(&long) < 4000);
     fake.push(success(&[(0, 0.9), (1, 0.1)], &["a", "b"]));
     let resp = post(
         &gw,
@@ -194,12 +194,12 @@ fn qwen3_rerank_query_limit_is_in_tokens() {
     let out = resp.json();
     // Billed figure reported: it is the total; the query counts once per document.
     assert_eq!(out["usage"]["total_tokens"], TOTAL);
-    let q = switchyard::tokens::count(&long) as u64;
+    let q = switchyard::internals::tokens::count(&long) as u64;
     assert_eq!(out["usage"]["query_tokens"], 2 * q);
     assert_eq!(out["metadata"]["query_tokens_counted"], "per_document");
 
     let too_long = "rerank ".repeat(4100);
-    assert!(switchyard::tokens::count(&too_long) > 4000);
+    assert!(switchyard::internals::tokens::count(&too_long) > 4000);
     let before = fake.requests().len();
     let resp = post(
         &gw,

@@ -87,6 +87,6 @@ fn usage_is_counted_once_and_zero_is_positive() {
     assert_eq!(out["metadata"]["total_tokens_source"], "gateway");
     assert_eq!(
         out["usage"]["query_tokens"],
-        switchyard::tokens::count("what is the") as u64
+        switchyard::internals::tokens::count("what is the") as u64
     );
 }

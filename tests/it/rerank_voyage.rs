@@ -147,7 +147,7 @@ fn a_query_over_8000_tokens_is_refused() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
     let long = "rerank ".repeat(3500);
-    assert!(switchyard::tokens::count(&long) <= 8000);
+    assert!(switchyard::internals::tokens::count(&long) <= 8000);
     fake.push(success(&[(0, 0.9)], &["a"]));
     let resp = post(
         &gw,
@@ -162,7 +162,7 @@ fn a_query_over_8000_tokens_is_refused() {
     let cjk = "重新排序文档，".repeat(1500);
     assert!(cjk.chars().count() < 32_000, "refused below the old limit");
     for too_long in ["rerank ".repeat(8100), cjk] {
-        assert!(switchyard::tokens::count(&too_long) > 8000);
+        assert!(switchyard::internals::tokens::count(&too_long) > 8000);
         let resp = post(
             &gw,
             "/api/v1/rerank",

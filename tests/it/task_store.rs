@@ -10,14 +10,14 @@ use std::time::{Duration, Instant};
 
 use crate::support;
 use support::redis::{raw, redis_url, run_prefix, Expiry};
-use switchyard::common::images::NativeTask;
-use switchyard::store::files::StoreError;
-use switchyard::store::redis_conn::RedisSettings;
-use switchyard::store::tasks::RedisTaskStore;
-use switchyard::store::tasks::TaskError;
-use switchyard::store::tasks::TaskRecord;
-use switchyard::store::tasks::TaskStatus;
-use switchyard::store::tasks::TaskStore;
+use switchyard::internals::common::images::NativeTask;
+use switchyard::internals::store::files::StoreError;
+use switchyard::internals::store::redis_conn::RedisSettings;
+use switchyard::internals::store::tasks::RedisTaskStore;
+use switchyard::internals::store::tasks::TaskError;
+use switchyard::internals::store::tasks::TaskRecord;
+use switchyard::internals::store::tasks::TaskStatus;
+use switchyard::internals::store::tasks::TaskStore;
 
 fn new_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()

@@ -15,11 +15,11 @@ use support::image_conformance::{b64, png};
 use support::tasks::{finished, task};
 use support::wan::{result_png, End, Wan, SUBMIT_PATH, TASKS_PATH};
 use support::{client, redis, TestGateway, KEY, PROVIDER_KEY};
-use switchyard::common::images::Delivery;
-use switchyard::common::images::NativeTask;
-use switchyard::store::tasks::RedisTaskStore;
-use switchyard::store::tasks::TaskRecord;
-use switchyard::store::tasks::TaskStore;
+use switchyard::internals::common::images::Delivery;
+use switchyard::internals::common::images::NativeTask;
+use switchyard::internals::store::tasks::RedisTaskStore;
+use switchyard::internals::store::tasks::TaskRecord;
+use switchyard::internals::store::tasks::TaskStore;
 
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -45,7 +45,7 @@ fn left_behind(model: &str) -> TaskRecord {
 
 fn put(prefix: &str, id: &str, record: &TaskRecord) {
     let store = RedisTaskStore::new({
-        let mut s = switchyard::store::redis_files::RedisSettings::new(redis::redis_url());
+        let mut s = switchyard::internals::store::redis_files::RedisSettings::new(redis::redis_url());
         s.key_prefix = prefix.to_string();
         s
     })

@@ -4,9 +4,6 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::errors::status_error;
-use crate::common::error::UpstreamError;
-use crate::upstream::provider::Provider;
 
 /// `{"detail": …}`, or the `{"message": …}` some of these APIs send instead.
 #[derive(Deserialize)]
@@ -30,13 +27,6 @@ impl ErrorBody {
             .and_then(detail_text)
             .or(self.message.filter(|m| !m.trim().is_empty()))
     }
-}
-
-/// A FastAPI error answer classified by its status alone, for a provider that adds nothing to the
-/// envelope.
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
-    let text = ErrorBody::parse(body).and_then(ErrorBody::text);
-    status_error(provider, status, text.as_deref())
 }
 
 /// The human text of a FastAPI `detail`: a string, a validation list (`[{"loc": [...], "msg":

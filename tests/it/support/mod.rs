@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use pingora::server::{RunArgs, Server, ShutdownSignal, ShutdownSignalWatch};
-use switchyard::caps::lifecycle::Clock;
+use switchyard::internals::caps::lifecycle::Clock;
 use switchyard::provider_api::ProviderKinds;
 
 /// The API key every test config accepts.
@@ -223,7 +223,7 @@ switchyard:
 }
 
 pub fn sha256_hex(s: &str) -> String {
-    switchyard::auth::sha256_hex(s)
+    switchyard::internals::auth::sha256_hex(s)
 }
 
 /// Shuts the server down when the test drops its harness (the sender).

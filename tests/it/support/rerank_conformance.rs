@@ -6,7 +6,7 @@
 //! its own fake provider and gateway; the cases and their assertions are the same for all providers.
 
 use serde_json::{json, Value};
-pub use switchyard::api::rerank::QueryCounting;
+pub use switchyard::internals::api::rerank::QueryCounting;
 
 use super::fake::{FakeProvider, Recorded, Reply};
 use super::{post, TestGateway, PROVIDER_KEY};
@@ -186,7 +186,7 @@ fn check_usage(case: &RerankCase, out: &Value, billed: Option<u64>) {
     let usage = &out["usage"];
     let q = usage["query_tokens"].as_u64().unwrap();
     let d = usage["documents_tokens"].as_u64().unwrap();
-    let once = switchyard::tokens::count(QUERY) as u64;
+    let once = switchyard::internals::tokens::count(QUERY) as u64;
     let (want_q, counted) = match case.query_counting {
         QueryCounting::PerDocument => (once * DOCS.len() as u64, "per_document"),
         QueryCounting::Once => (once, "once"),
@@ -195,7 +195,7 @@ fn check_usage(case: &RerankCase, out: &Value, billed: Option<u64>) {
     assert_eq!(
         d,
         DOCS.iter()
-            .map(|x| switchyard::tokens::count(x) as u64)
+            .map(|x| switchyard::internals::tokens::count(x) as u64)
             .sum::<u64>()
     );
     let total = usage["total_tokens"].as_u64().unwrap();
