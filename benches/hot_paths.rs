@@ -56,7 +56,7 @@ impl Fixture {
     }
 
     fn catalog(&self) -> &Catalog {
-        &self.settings.catalog
+        self.settings.catalog()
     }
 
     fn target(&self, model: &str) -> &Target {
@@ -70,14 +70,14 @@ fn rerank_once(f: &Fixture, body: &[u8], answer: &[u8], headers: &http::HeaderMa
     let target = f.target("rerank-v3.5");
     let native = f
         .settings
-        .adapters
+        .adapters()
         .rerank(&target.provider)
         .unwrap()
         .request(target, &req)
         .unwrap();
     let result = f
         .settings
-        .adapters
+        .adapters()
         .rerank(&target.provider)
         .unwrap()
         .response(&target.provider, &req, headers, answer)
@@ -106,7 +106,7 @@ fn bench_rerank(c: &mut Criterion, docs: usize) {
     g.bench_function("translate_request", |b| {
         b.iter(|| {
             f.settings
-                .adapters
+                .adapters()
                 .rerank(&target.provider)
                 .unwrap()
                 .request(target, black_box(&req))
@@ -117,7 +117,7 @@ fn bench_rerank(c: &mut Criterion, docs: usize) {
         b.iter(|| {
             let r = f
                 .settings
-                .adapters
+                .adapters()
                 .rerank(&target.provider)
                 .unwrap()
                 .response(&target.provider, &req, &headers, black_box(&answer))
@@ -185,14 +185,14 @@ fn image(c: &mut Criterion) {
             let req = images::parse(black_box(&body), f.catalog(), 5).unwrap();
             let native = f
                 .settings
-                .adapters
+                .adapters()
                 .images(&target.provider)
                 .unwrap()
                 .request(target, &req, req.n)
                 .unwrap();
             let images = f
                 .settings
-                .adapters
+                .adapters()
                 .images(&target.provider)
                 .unwrap()
                 .response(&target.provider, &req, &headers, black_box(answer));
@@ -209,7 +209,7 @@ fn image(c: &mut Criterion) {
     g.bench_function("translate_request", |b| {
         b.iter(|| {
             f.settings
-                .adapters
+                .adapters()
                 .images(&target.provider)
                 .unwrap()
                 .request(target, black_box(&req), 1)
@@ -220,7 +220,7 @@ fn image(c: &mut Criterion) {
         b.iter(|| {
             let r = f
                 .settings
-                .adapters
+                .adapters()
                 .images(&target.provider)
                 .unwrap()
                 .response(&target.provider, &req, &headers, black_box(answer))
@@ -272,7 +272,7 @@ fn auth(c: &mut Criterion) {
         http::HeaderValue::from_static("bench-key"),
     );
     c.bench_function("auth/api_key", |b| {
-        b.iter(|| f.settings.auth.authenticate(black_box(&headers)).unwrap())
+        b.iter(|| f.settings.auth().authenticate(black_box(&headers)).unwrap())
     });
 }
 

@@ -10,7 +10,7 @@
 //! Secrets never leave this module: API keys are kept only as SHA-256 digests,
 //! and neither keys nor tokens appear in logs or error messages.
 
-pub mod limits;
+pub(crate) mod limits;
 
 use std::fmt;
 use std::sync::Arc;

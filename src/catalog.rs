@@ -7,7 +7,8 @@
 
 mod lifecycle;
 
-pub use lifecycle::{header_safe, ModelLifecycle};
+pub(crate) use lifecycle::header_safe;
+pub(crate) use lifecycle::ModelLifecycle;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,7 +21,7 @@ use crate::upstream::health::{Cell, Health};
 use crate::upstream::provider::Provider;
 
 /// Largest weight a target may carry (keeps a model's schedule small).
-pub const MAX_WEIGHT: u32 = 100;
+pub(crate) const MAX_WEIGHT: u32 = 100;
 
 /// One place a model can be served from.
 #[derive(Debug)]
@@ -260,7 +261,7 @@ impl Catalog {
 }
 
 /// Formats a list of allowed values for a `details` message.
-pub fn one_of<T: std::fmt::Display>(values: &[T]) -> String {
+pub(crate) fn one_of<T: std::fmt::Display>(values: &[T]) -> String {
     values
         .iter()
         .map(|v| v.to_string())

@@ -50,9 +50,9 @@ pub mod logging {
 
 /// Hosted files and tasks.
 pub mod store {
-    pub use crate::store::{files, redis_conn, tasks};
     #[cfg(feature = "redis")]
     pub use crate::store::redis_files;
+    pub use crate::store::{files, redis_conn, tasks};
 }
 
 /// Stream framing and speech decoding.

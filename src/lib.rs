@@ -55,6 +55,8 @@
 //!
 //! `docs/architecture.md` describes the layers and a request's path through the files.
 
+#![warn(unreachable_pub, missing_docs)]
+
 mod api;
 mod auth;
 mod caps;

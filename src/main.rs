@@ -41,7 +41,7 @@ fn main() {
         }
     };
     // Models near or past their shutdown: what the operator should act on soon.
-    for w in &settings.gateway.warnings {
+    for w in settings.gateway.warnings() {
         if opt.test {
             eprintln!("{source}: warning: {w}");
         } else {

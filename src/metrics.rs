@@ -25,15 +25,17 @@ use prometheus::core::{Collector, MetricVec, MetricVecBuilder};
 #[cfg(feature = "metrics")]
 use prometheus::{HistogramOpts, Opts};
 #[cfg(feature = "metrics")]
-pub use prometheus::{HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
+pub(crate) use prometheus::{
+    HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry,
+};
 
 #[cfg(not(feature = "metrics"))]
-pub use inert::{HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
+pub(crate) use inert::{HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
 
 /// Stand-ins for the `prometheus` types when the `metrics` feature is off: they type-check the
 /// recording code, which never runs (the handle is always off), and record nothing.
 #[cfg(not(feature = "metrics"))]
-pub mod inert {
+pub(crate) mod inert {
     /// Stands for `prometheus::Registry`; never holds anything.
     #[derive(Clone, Debug, Default)]
     pub struct Registry;
@@ -229,7 +231,7 @@ families! {
 }
 
 /// What a build without the `metrics` feature says when metrics are asked for.
-pub const NO_METRICS: &str =
+pub(crate) const NO_METRICS: &str =
     "this build of Switchyard has no metrics (built without the `metrics` \
      cargo feature)";
 
@@ -244,7 +246,7 @@ struct Inner {
 }
 
 /// One of a family's series, resolved once and kept (an entry point's in-flight gauge).
-pub type Gauge = Option<IntGauge>;
+pub(crate) type Gauge = Option<IntGauge>;
 
 impl Metrics {
     /// Metrics that record nothing.
@@ -374,7 +376,7 @@ fn series(family: &IntGaugeVec, labels: &[&str]) -> Option<IntGauge> {
 
 /// Add `by` to a counter series.
 #[cfg(feature = "metrics")]
-pub fn inc(family: &IntCounterVec, labels: &[&str], by: u64) {
+pub(crate) fn inc(family: &IntCounterVec, labels: &[&str], by: u64) {
     if let Some(c) = series(family, labels) {
         c.inc_by(by);
     }
@@ -382,15 +384,15 @@ pub fn inc(family: &IntCounterVec, labels: &[&str], by: u64) {
 
 /// Records nothing: this build has no metrics.
 #[cfg(not(feature = "metrics"))]
-pub fn inc(_family: &IntCounterVec, _labels: &[&str], _by: u64) {}
+pub(crate) fn inc(_family: &IntCounterVec, _labels: &[&str], _by: u64) {}
 
 /// Records nothing: this build has no metrics.
 #[cfg(not(feature = "metrics"))]
-pub fn observe(_family: &HistogramVec, _labels: &[&str], _value: f64) {}
+pub(crate) fn observe(_family: &HistogramVec, _labels: &[&str], _value: f64) {}
 
 /// Observe `value` in a histogram series.
 #[cfg(feature = "metrics")]
-pub fn observe(family: &HistogramVec, labels: &[&str], value: f64) {
+pub(crate) fn observe(family: &HistogramVec, labels: &[&str], value: f64) {
     if let Some(h) = series(family, labels) {
         h.observe(value);
     }
@@ -398,19 +400,19 @@ pub fn observe(family: &HistogramVec, labels: &[&str], value: f64) {
 
 /// The label for a principal in usage metrics: an API key's configured name; every JWT subject
 /// counts as `jwt` (subjects are unbounded and chosen by the token's issuer).
-pub fn key_label(principal_id: &str) -> &str {
+pub(crate) fn key_label(principal_id: &str) -> &str {
     principal_id.strip_prefix("key:").unwrap_or("jwt")
 }
 
 /// Nothing to expose: this build has no metrics.
 #[cfg(not(feature = "metrics"))]
-pub fn encode(_registry: &Registry) -> Result<Vec<u8>, String> {
+pub(crate) fn encode(_registry: &Registry) -> Result<Vec<u8>, String> {
     Err(NO_METRICS.into())
 }
 
 /// The text exposition of `registry`.
 #[cfg(feature = "metrics")]
-pub fn encode(registry: &Registry) -> Result<Vec<u8>, String> {
+pub(crate) fn encode(registry: &Registry) -> Result<Vec<u8>, String> {
     use prometheus::Encoder;
     let mut out = Vec::with_capacity(16 * 1024);
     prometheus::TextEncoder::new()

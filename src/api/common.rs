@@ -13,7 +13,11 @@ use crate::common::Operation;
 /// Resolve `model` for `op`, recording a problem when it is missing or unknown. A model past its
 /// shutdown resolves to its successor, when it names one (`Catalog::serving`): the request is
 /// then validated against, and served by, the successor.
-pub fn model(fields: &mut Fields<'_>, catalog: &Catalog, op: Operation) -> Option<Arc<Model>> {
+pub(crate) fn model(
+    fields: &mut Fields<'_>,
+    catalog: &Catalog,
+    op: Operation,
+) -> Option<Arc<Model>> {
     let name = fields.required_string("model")?;
     match catalog.serving(name.as_str()) {
         Some(m) if m.operation() == op => Some(m.clone()),
@@ -44,7 +48,7 @@ pub fn model(fields: &mut Fields<'_>, catalog: &Catalog, op: Operation) -> Optio
 
 /// The length of `text` in `unit`: Unicode scalar values, UTF-8 bytes, tokens of the gateway's
 /// tokenizer, or characters with Han ideographs counted twice.
-pub fn length(text: &str, unit: Unit) -> usize {
+pub(crate) fn length(text: &str, unit: Unit) -> usize {
     match unit {
         Unit::Characters => text.chars().count(),
         Unit::Bytes => text.len(),
@@ -57,7 +61,7 @@ pub fn length(text: &str, unit: Unit) -> usize {
 }
 
 /// `text`'s length when it is over `limit` (`None`: it fits).
-pub fn over_limit(text: &str, limit: Limit) -> Option<usize> {
+pub(crate) fn over_limit(text: &str, limit: Limit) -> Option<usize> {
     // No unit counts more than one per byte, so text no longer in bytes than the limit fits
     // without being counted (the common case, and counting tokens is not free).
     if text.len() <= limit.max {
@@ -68,7 +72,7 @@ pub fn over_limit(text: &str, limit: Limit) -> Option<usize> {
 }
 
 /// `retries`: default 0, at most the configured cap.
-pub fn retries(fields: &mut Fields<'_>, max: u32) -> u32 {
+pub(crate) fn retries(fields: &mut Fields<'_>, max: u32) -> u32 {
     match fields.unsigned("retries") {
         Some(n) if n <= u64::from(max) => n as u32,
         Some(_) => {
@@ -81,7 +85,7 @@ pub fn retries(fields: &mut Fields<'_>, max: u32) -> u32 {
 
 /// Split the fields nobody took into those the model accepts natively (passed through verbatim) and
 /// the rest, which are errors: nothing a client sends is silently dropped.
-pub fn undeclared<'a>(
+pub(crate) fn undeclared<'a>(
     rest: Vec<(Str<'a>, &'a RawValue)>,
     native: &[&str],
     model: Option<&Model>,

@@ -2,12 +2,12 @@
 //! result shapes, and the adapter trait a provider implements to serve it.
 
 pub mod adapter;
-pub mod common;
+pub(crate) mod common;
 pub mod compat;
 pub mod discovery;
 pub mod image_edit;
 pub mod images;
-pub mod models;
+pub(crate) mod models;
 pub mod rerank;
 pub mod speech;
-pub mod voices;
+pub(crate) mod voices;

@@ -26,7 +26,7 @@ use crate::catalog::{Catalog, Model};
 
 /// A catalog's model list, rendered: the whole list and each model's own object, as JSON bytes.
 #[derive(Debug, Default)]
-pub struct Listing {
+pub(crate) struct Listing {
     list: Bytes,
     by_id: HashMap<String, Bytes>,
 }
@@ -34,7 +34,7 @@ pub struct Listing {
 impl Listing {
     /// Render `catalog`. `created` is every model's `created` (Unix seconds): the gateway knows no
     /// model's release date, so it is when the configuration was loaded.
-    pub fn build(catalog: &Catalog, created: i64) -> Result<Listing, String> {
+    pub(crate) fn build(catalog: &Catalog, created: i64) -> Result<Listing, String> {
         let mut list = Vec::from(&b"{\"object\":\"list\",\"data\":["[..]);
         let mut by_id = HashMap::new();
         for (i, model) in catalog.models().into_iter().enumerate() {
@@ -54,12 +54,12 @@ impl Listing {
     }
 
     /// The whole list (`GET /api/v1/models`).
-    pub fn list(&self) -> Bytes {
+    pub(crate) fn list(&self) -> Bytes {
         self.list.clone()
     }
 
     /// One model's object (`GET /api/v1/models/{id}`), as it appears in the list.
-    pub fn get(&self, id: &str) -> Option<Bytes> {
+    pub(crate) fn get(&self, id: &str) -> Option<Bytes> {
         self.by_id.get(id).cloned()
     }
 }

@@ -27,7 +27,7 @@ use crate::common::json::Str;
 
 /// The voice the provider receives for `voice`: the mapped one when the model maps the name,
 /// else `voice` itself.
-pub fn resolve<'a>(model: &Model, voice: Str<'a>) -> Str<'a> {
+pub(crate) fn resolve<'a>(model: &Model, voice: Str<'a>) -> Str<'a> {
     match model.voice_map.get(voice.as_str()) {
         Some(mapped) => Str(Cow::Owned(mapped.clone())),
         None => voice,
@@ -35,12 +35,12 @@ pub fn resolve<'a>(model: &Model, voice: Str<'a>) -> Str<'a> {
 }
 
 /// Whether the model maps `voice` to a provider voice.
-pub fn is_mapped(model: &Model, voice: &str) -> bool {
+pub(crate) fn is_mapped(model: &Model, voice: &str) -> bool {
     model.voice_map.contains_key(voice)
 }
 
 /// Every voice name a model with a fixed voice list accepts: its voices, then its mapped names.
-pub fn accepted(model: &Model, caps: &SpeechCaps) -> String {
+pub(crate) fn accepted(model: &Model, caps: &SpeechCaps) -> String {
     caps.voices
         .iter()
         .copied()
@@ -52,7 +52,7 @@ pub fn accepted(model: &Model, caps: &SpeechCaps) -> String {
 /// Where a listed voice comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Source {
+pub(crate) enum Source {
     Builtin,
     Mapping,
     Provider,
@@ -61,7 +61,7 @@ pub enum Source {
 /// Whether the provider's own voice list is part of a listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ProviderVoices {
+pub(crate) enum ProviderVoices {
     Listed,
     Unavailable,
     NotOffered,
@@ -69,7 +69,7 @@ pub enum ProviderVoices {
 
 /// One voice of a listing.
 #[derive(Debug, Serialize)]
-pub struct Voice {
+pub(crate) struct Voice {
     /// What a request's `voice` names.
     pub id: String,
     /// The provider's name for it when known, else the id.
@@ -85,7 +85,7 @@ pub struct Voice {
 
 /// `GET /api/v1/audio/voices`'s answer.
 #[derive(Debug, Serialize)]
-pub struct VoiceList {
+pub(crate) struct VoiceList {
     pub object: &'static str,
     pub model: String,
     pub default_voice: String,
@@ -96,7 +96,7 @@ pub struct VoiceList {
 /// The listing of `model`'s voices: its default and listed voices, its mapped names, then the
 /// provider's voices (`provider`, when asked) not already there, unless the model lists its
 /// voices (then the provider's list only names them).
-pub fn list(
+pub(crate) fn list(
     model: &Model,
     caps: &SpeechCaps,
     provider: &[Listed],

@@ -166,7 +166,7 @@ pub struct JwtLimitsSetting {
 
 /// [`JwtLimitsSetting`], checked, with every set shared behind an `Arc`.
 #[derive(Debug, Clone)]
-pub struct JwtLimits {
+pub(crate) struct JwtLimits {
     pub claim: String,
     /// `None` for a value listed with no limit set: such subjects are unlimited.
     by_value: HashMap<String, Option<Arc<LimitSet>>>,
@@ -175,7 +175,7 @@ pub struct JwtLimits {
 
 impl JwtLimits {
     /// Checked at start; problems are pushed with their path.
-    pub fn from_setting(s: &JwtLimitsSetting, errors: &mut Vec<String>) -> JwtLimits {
+    pub(crate) fn from_setting(s: &JwtLimitsSetting, errors: &mut Vec<String>) -> JwtLimits {
         let path = "auth.jwt.limits";
         if s.claim.trim().is_empty() {
             errors.push(format!("{path}.claim: must name a claim"));
@@ -201,7 +201,7 @@ impl JwtLimits {
     }
 
     /// The limits for a token whose claim has `value` (`None`: missing or unusable).
-    pub fn for_value(&self, value: Option<&serde_json::Value>) -> Option<Arc<LimitSet>> {
+    pub(crate) fn for_value(&self, value: Option<&serde_json::Value>) -> Option<Arc<LimitSet>> {
         use serde_json::Value;
         let found = match value {
             Some(Value::String(s)) => self.by_value.get(s.as_str()),
@@ -230,7 +230,7 @@ pub enum OnStoreError {
 
 /// A set as a principal carries it; `None` when nothing is set, so that a
 /// caller with an empty `limits: {}` costs what one without does.
-pub fn shared(set: &LimitSet) -> Option<Arc<LimitSet>> {
+pub(crate) fn shared(set: &LimitSet) -> Option<Arc<LimitSet>> {
     (!set.is_empty()).then(|| Arc::new(set.clone()))
 }
 

@@ -13,7 +13,7 @@ use super::schema::Caps;
 
 /// A loaded capability table: family name → capabilities, in the order the file lists them.
 #[derive(Debug)]
-pub struct Table {
+pub(crate) struct Table {
     families: Vec<Family>,
     /// Families no longer offered, each with why and what replaces it.
     retired: Vec<(String, String)>,
@@ -29,12 +29,12 @@ struct Family {
 
 impl Table {
     /// The capabilities of family `name`.
-    pub fn get(&self, name: &str) -> Option<Caps> {
+    pub(crate) fn get(&self, name: &str) -> Option<Caps> {
         self.find(name).map(|f| f.caps)
     }
 
     /// Why family `name` is no longer offered and what replaces it, when it was retired.
-    pub fn retired(&self, name: &str) -> Option<&str> {
+    pub(crate) fn retired(&self, name: &str) -> Option<&str> {
         self.retired
             .iter()
             .find(|(n, _)| n == name)
@@ -42,7 +42,7 @@ impl Table {
     }
 
     /// Every family's name, in the table's order.
-    pub fn names(&self) -> Vec<&'static str> {
+    pub(crate) fn names(&self) -> Vec<&'static str> {
         self.families.iter().map(|f| f.name).collect()
     }
 
@@ -54,7 +54,7 @@ impl Table {
     /// writes them) merged on top, checked like the table itself. Problems are returned with paths
     /// starting at `at`. Without overrides (absent, `null` or `{}`) this is the family's own
     /// capabilities, shared rather than copied.
-    pub fn with_overrides(
+    pub(crate) fn with_overrides(
         &self,
         family: &str,
         overrides: &Value,
@@ -106,7 +106,7 @@ impl Entry {
 
 /// Load and check a capability table. Every problem is listed, each with its path
 /// (`families.flux.sizes[2]: …`).
-pub fn load(text: &str) -> Result<Table, Vec<String>> {
+pub(crate) fn load(text: &str) -> Result<Table, Vec<String>> {
     let doc: Value =
         serde_yaml::from_str(text).map_err(|e| vec![format!("not valid YAML: {e}")])?;
     let Value::Mapping(top) = doc else {

@@ -22,21 +22,20 @@ mod check;
 pub mod lifecycle;
 mod load;
 mod patch;
-pub mod schema;
+pub(crate) mod schema;
 
 use std::sync::OnceLock;
 
-pub use load::{load, Table};
-pub use schema::{
-    Caps, ImageCaps, Limit, RerankCaps, SizeRule, SpeechCaps, Unit,
-};
+pub(crate) use load::{load, Table};
+pub(crate) use schema::SizeRule;
+pub use schema::{Caps, ImageCaps, Limit, RerankCaps, SpeechCaps, Unit};
 
 /// The built-in capability table, as written.
-pub const FAMILIES_YAML: &str = include_str!("families.yaml");
+pub(crate) const FAMILIES_YAML: &str = include_str!("families.yaml");
 
 /// The built-in table, loaded on first use. `Err` lists its problems, which the unit tests make
 /// sure never reach a user; the config reports them rather than the process panicking.
-pub fn builtin() -> Result<&'static Table, &'static [String]> {
+pub(crate) fn builtin() -> Result<&'static Table, &'static [String]> {
     static TABLE: OnceLock<Result<Table, Vec<String>>> = OnceLock::new();
     match TABLE.get_or_init(|| load(FAMILIES_YAML)) {
         Ok(table) => Ok(table),

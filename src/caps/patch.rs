@@ -90,7 +90,7 @@ impl SizesPatch {
     }
 
     /// Whether any rule bound is set.
-    pub fn has_rule(&self) -> bool {
+    pub(super) fn has_rule(&self) -> bool {
         self.min_side.is_some()
             || self.max_side.is_some()
             || self.multiple_of.is_some()

@@ -16,15 +16,15 @@ pub const SPEEDS: &[f64] = &[0.25, 0.5, 1.0, 2.0, 4.0];
 /// Most images one request may ask for (spec: bound not shown; families may allow fewer).
 pub const MAX_N: u64 = 10;
 /// Most reference images any family may take in one request (OpenAI's edits take 16).
-pub const MAX_IMAGES: u64 = 16;
+pub(crate) const MAX_IMAGES: u64 = 16;
 /// Every public image `quality` value (families accept subsets).
-pub const QUALITIES: &[&str] = &[
+pub(crate) const QUALITIES: &[&str] = &[
     "std", "pro", "standard", "hd", "auto", "low", "medium", "high",
 ];
 /// Every public image `output_format`.
-pub const OUTPUT_FORMATS: &[&str] = &["png", "jpg", "webp"];
+pub(crate) const OUTPUT_FORMATS: &[&str] = &["png", "jpg", "webp"];
 /// Every public image `background`.
-pub const BACKGROUNDS: &[&str] = &["transparent", "opaque", "auto"];
+pub(crate) const BACKGROUNDS: &[&str] = &["transparent", "opaque", "auto"];
 
 /// What an input limit counts. Serialized (in `GET /api/v1/models`) with the names the table reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
@@ -56,7 +56,7 @@ impl Unit {
 
 /// Whether `c` is a Han ideograph: the CJK Unified Ideographs and their extensions, and the CJK
 /// compatibility ideographs.
-pub fn is_han(c: char) -> bool {
+pub(crate) fn is_han(c: char) -> bool {
     matches!(c,
         '\u{3400}'..='\u{4DBF}'
         | '\u{4E00}'..='\u{9FFF}'
@@ -126,7 +126,7 @@ fn positive(s: &str) -> Option<u32> {
 
 /// `WxH` in pixels, both positive, written without a sign or leading zero (so each size has one
 /// spelling, the one adapters send on).
-pub fn parse_size(s: &str) -> Option<(u32, u32)> {
+pub(crate) fn parse_size(s: &str) -> Option<(u32, u32)> {
     let (w, h) = s.split_once('x')?;
     Some((positive(w)?, positive(h)?))
 }

@@ -120,7 +120,10 @@ fn the_builtin_table_loads() {
     );
     assert!(speech(table.get("openai-tts-instruct").unwrap()).custom_voices);
     assert!(!speech(table.get("openai-tts").unwrap()).custom_voices);
-    assert!(table.names().join(", ").starts_with("openai-tts, openai-tts-instruct, "));
+    assert!(table
+        .names()
+        .join(", ")
+        .starts_with("openai-tts, openai-tts-instruct, "));
 }
 
 #[test]

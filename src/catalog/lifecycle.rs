@@ -157,7 +157,7 @@ fn headers(s: &Lifecycle, successor_link: Option<&str>) -> Vec<(&'static str, St
 
 /// `text` with every byte a header value or a URI reference cannot carry as is (controls, space,
 /// `<`, `>`, `"`, non-ASCII) percent-encoded: model names and sources come from the configuration.
-pub fn header_safe(text: &str) -> String {
+pub(crate) fn header_safe(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         // `%` stays: a URL's own escapes are kept as they are.

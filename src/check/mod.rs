@@ -11,7 +11,7 @@
 //! redacted by the provider's error map, and every line goes through the logger's filter
 //! (`logging::redact`), which blanks every credential the configuration holds.
 
-pub mod report;
+pub(crate) mod report;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -29,12 +29,12 @@ use crate::upstream::provider::Provider;
 use report::{Finding, Report, Status};
 
 /// Every account answered as configured (notes about what could not be checked allowed).
-pub const EXIT_OK: i32 = 0;
+pub(crate) const EXIT_OK: i32 = 0;
 /// At least one problem: a model or voice the provider does not list, a refused key, an endpoint
 /// that does not answer, or an answer the check could not read.
-pub const EXIT_PROBLEMS: i32 = 1;
+pub(crate) const EXIT_PROBLEMS: i32 = 1;
 /// Bad arguments, or a configuration that does not load (its problems are printed).
-pub const EXIT_USAGE: i32 = 2;
+pub(crate) const EXIT_USAGE: i32 = 2;
 
 /// Longest the check waits for one answer (connecting included), whatever the account's own
 /// read timeout (made for long syntheses) says.
@@ -167,7 +167,7 @@ fn expectations(settings: &GatewaySettings) -> BTreeMap<String, Expected> {
 }
 
 /// Check every account the configuration's models use; accounts are asked concurrently.
-pub async fn run(settings: &GatewaySettings) -> Report {
+pub(crate) async fn run(settings: &GatewaySettings) -> Report {
     let upstream = Upstream::new(
         settings.retry,
         settings.dns_ttl,

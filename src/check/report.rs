@@ -9,7 +9,7 @@ use crate::upstream::provider::Provider;
 /// What a finding says. Every status but `ok` and `not_checked` is a problem.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub(crate) enum Status {
     /// The endpoint answered, the key was accepted and everything configured is listed.
     Ok,
     /// A configured native model the account does not list.
@@ -27,7 +27,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Ok => "ok",
             Status::ModelUnknown => "model_unknown",
@@ -39,14 +39,14 @@ impl Status {
         }
     }
 
-    pub fn is_problem(self) -> bool {
+    pub(crate) fn is_problem(self) -> bool {
         !matches!(self, Status::Ok | Status::NotChecked)
     }
 }
 
 /// One finding about one account (at one of its endpoints, when it concerns one).
 #[derive(Debug, Serialize)]
-pub struct Finding {
+pub(crate) struct Finding {
     pub status: Status,
     pub account: String,
     /// The account's provider kind.
@@ -67,7 +67,12 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn new(status: Status, p: &Provider, endpoint: Option<String>, message: String) -> Finding {
+    pub(crate) fn new(
+        status: Status,
+        p: &Provider,
+        endpoint: Option<String>,
+        message: String,
+    ) -> Finding {
         Finding {
             status,
             account: p.name.clone(),
@@ -83,19 +88,19 @@ impl Finding {
 
 /// Everything the check found.
 #[derive(Debug, Default)]
-pub struct Report {
+pub(crate) struct Report {
     pub findings: Vec<Finding>,
 }
 
 impl Report {
-    pub fn problems(&self) -> usize {
+    pub(crate) fn problems(&self) -> usize {
         self.findings
             .iter()
             .filter(|f| f.status.is_problem())
             .count()
     }
 
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         if self.problems() == 0 {
             EXIT_OK
         } else {
@@ -104,7 +109,7 @@ impl Report {
     }
 
     /// One line per finding, then a summary line.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut out = String::new();
         for f in &self.findings {
             out.push_str(&format!("{:<13} {}", f.status.as_str(), f.account));
@@ -144,7 +149,7 @@ impl Report {
     }
 
     /// `{"ok": …, "problems": N, "findings": [...]}`, one line.
-    pub fn json(&self) -> String {
+    pub(crate) fn json(&self) -> String {
         let doc = serde_json::json!({
             "ok": self.problems() == 0,
             "problems": self.problems(),

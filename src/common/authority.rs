@@ -15,7 +15,7 @@ const MAX_HOST: usize = 253;
 const MAX_LABEL: usize = 63;
 
 /// Whether `value` is `host[:port]` as described in the module docs.
-pub fn is_host_port(value: &str) -> bool {
+pub(crate) fn is_host_port(value: &str) -> bool {
     let (host, port) = match value.strip_prefix('[') {
         Some(rest) => {
             let Some((v6, after)) = rest.split_once(']') else {

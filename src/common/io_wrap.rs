@@ -99,7 +99,7 @@ pub(crate) use delegate_stream_traits;
 /// each write is a record). Used by the wrappers that send a message's head with its body
 /// (`upstream/gather.rs` for requests, `gateway/client_conn.rs` for answers).
 #[derive(Debug, Default)]
-pub struct Held {
+pub(crate) struct Held {
     bytes: Vec<u8>,
     /// Bytes of `bytes` already written.
     sent: usize,
@@ -107,22 +107,26 @@ pub struct Held {
 
 /// A next write up to this size is copied behind what is held when the stream cannot write
 /// vectored: one copy of a few KiB costs far less than a second record and `send`.
-pub const JOIN_BYTES: usize = 16 * 1024;
+pub(crate) const JOIN_BYTES: usize = 16 * 1024;
 /// Capacity kept once written (a head's worth), so an idle connection holds no more than this.
 const KEEP_BYTES: usize = 2 * 1024;
 
 impl Held {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.sent == self.bytes.len()
     }
 
     /// Hold `buf` (it counts as written).
-    pub fn hold(&mut self, buf: &[u8]) {
+    pub(crate) fn hold(&mut self, buf: &[u8]) {
         self.bytes.extend_from_slice(buf);
     }
 
     /// Write out what is held; `Ready(Ok)` once all of it has gone.
-    pub fn poll_drain(&mut self, inner: &mut Stream, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    pub(crate) fn poll_drain(
+        &mut self,
+        inner: &mut Stream,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
         while self.sent < self.bytes.len() {
             let n = ready!(Pin::new(&mut *inner).poll_write(cx, &self.bytes[self.sent..]))?;
             if n == 0 {
@@ -135,13 +139,17 @@ impl Held {
     }
 
     /// Send what is held, then flush `inner`.
-    pub fn poll_flush(&mut self, inner: &mut Stream, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+    pub(crate) fn poll_flush(
+        &mut self,
+        inner: &mut Stream,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
         ready!(self.poll_drain(inner, cx))?;
         Pin::new(inner).poll_flush(cx)
     }
 
     /// Send what is held, then shut `inner` down.
-    pub fn poll_shutdown(
+    pub(crate) fn poll_shutdown(
         &mut self,
         inner: &mut Stream,
         cx: &mut Context<'_>,
@@ -162,7 +170,7 @@ impl Held {
     /// taken (what a vectored write took of the held bytes is taken off first). On a stream that
     /// cannot write vectored, small `bufs` are copied behind the held bytes and everything goes
     /// at the next flush.
-    pub fn poll_write_after(
+    pub(crate) fn poll_write_after(
         &mut self,
         inner: &mut Stream,
         cx: &mut Context<'_>,
@@ -210,7 +218,7 @@ impl Held {
 
 /// A stream for tests that records every write it is handed, as the socket would see it.
 #[cfg(test)]
-pub mod testing {
+pub(crate) mod testing {
     use std::io::{self, IoSlice};
     use std::pin::Pin;
     use std::sync::{Arc, Mutex};
@@ -222,7 +230,7 @@ pub mod testing {
     /// A stream that keeps what each write call handed it, vectored or not, as the socket would
     /// see it: one entry per `send`.
     #[derive(Debug)]
-    pub struct Sends {
+    pub(crate) struct Sends {
         pub inner: Stream,
         pub sends: Arc<Mutex<Vec<Vec<u8>>>>,
         pub vectored: bool,

@@ -124,7 +124,7 @@ impl<'de> Deserialize<'de> for JsonStr<'de> {
 }
 
 /// The top-level fields of a JSON object body, in order, borrowed from the body.
-pub struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     entries: Vec<(Str<'a>, &'a RawValue)>,
     pub errors: ValidationErrors,
     prefix: &'static str,
@@ -157,7 +157,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
 
 impl<'a> Fields<'a> {
     /// Parse a request body that must be a JSON object.
-    pub fn parse(body: &'a [u8]) -> Result<Fields<'a>, GatewayError> {
+    pub(crate) fn parse(body: &'a [u8]) -> Result<Fields<'a>, GatewayError> {
         let mut de = serde_json::Deserializer::from_slice(body);
         let entries = de
             .deserialize_map(ObjectVisitor)
@@ -178,7 +178,7 @@ impl<'a> Fields<'a> {
     }
 
     /// Parse a nested object (e.g. `extra_body`), reporting its fields as `prefix.field`.
-    pub fn nested(raw: &'a RawValue, prefix: &'static str) -> Result<Fields<'a>, String> {
+    pub(crate) fn nested(raw: &'a RawValue, prefix: &'static str) -> Result<Fields<'a>, String> {
         let mut de = serde_json::Deserializer::from_str(raw.get());
         let entries = de
             .deserialize_map(ObjectVisitor)
@@ -199,7 +199,7 @@ impl<'a> Fields<'a> {
     }
 
     /// Remove a field and return its raw value; `null` counts as absent.
-    pub fn take_raw(&mut self, name: &str) -> Option<&'a RawValue> {
+    pub(crate) fn take_raw(&mut self, name: &str) -> Option<&'a RawValue> {
         let pos = self.entries.iter().position(|(k, _)| k.as_str() == name)?;
         let (_, raw) = self.entries.remove(pos);
         (raw.get() != "null").then_some(raw)
@@ -217,12 +217,12 @@ impl<'a> Fields<'a> {
         }
     }
 
-    pub fn string(&mut self, name: &str) -> Option<Str<'a>> {
+    pub(crate) fn string(&mut self, name: &str) -> Option<Str<'a>> {
         self.take_typed(name, "a string")
     }
 
     /// A required string that must not be empty.
-    pub fn required_string(&mut self, name: &str) -> Option<Str<'a>> {
+    pub(crate) fn required_string(&mut self, name: &str) -> Option<Str<'a>> {
         let had = self.entries.iter().any(|(k, _)| k.as_str() == name);
         match self.string(name) {
             Some(s) if s.as_str().trim().is_empty() => {
@@ -246,39 +246,39 @@ impl<'a> Fields<'a> {
         }
     }
 
-    pub fn boolean(&mut self, name: &str) -> Option<bool> {
+    pub(crate) fn boolean(&mut self, name: &str) -> Option<bool> {
         self.take_typed(name, "true or false")
     }
 
-    pub fn number(&mut self, name: &str) -> Option<f64> {
+    pub(crate) fn number(&mut self, name: &str) -> Option<f64> {
         self.take_typed(name, "a number")
     }
 
     /// A non-negative integer; floats such as `2.0` are refused (they signal a client bug).
-    pub fn unsigned(&mut self, name: &str) -> Option<u64> {
+    pub(crate) fn unsigned(&mut self, name: &str) -> Option<u64> {
         self.take_typed(name, "a non-negative integer")
     }
 
     /// An array of strings, each kept with its literal (see [`JsonStr`]): one pass over the array,
     /// and only elements with escapes are decoded.
-    pub fn string_array(&mut self, name: &str) -> Option<Vec<JsonStr<'a>>> {
+    pub(crate) fn string_array(&mut self, name: &str) -> Option<Vec<JsonStr<'a>>> {
         self.take_typed(name, "an array of strings")
     }
 
     /// Record a problem with a field of this object.
-    pub fn error(&mut self, name: &str, message: impl Into<String>) {
+    pub(crate) fn error(&mut self, name: &str, message: impl Into<String>) {
         let path = self.path(name);
         self.errors.add(path, message);
     }
 
     /// Whether a problem was already recorded for `name` (so a dependent check stays quiet).
-    pub fn has_error(&self, name: &str) -> bool {
+    pub(crate) fn has_error(&self, name: &str) -> bool {
         self.errors.has(&self.path(name))
     }
 
     /// The fields nobody took, in body order; those whose value is `null` are absent, so they
     /// are not among them.
-    pub fn into_rest(self) -> (Vec<(Str<'a>, &'a RawValue)>, ValidationErrors) {
+    pub(crate) fn into_rest(self) -> (Vec<(Str<'a>, &'a RawValue)>, ValidationErrors) {
         let mut entries = self.entries;
         entries.retain(|(_, raw)| raw.get() != "null");
         (entries, self.errors)

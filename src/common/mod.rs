@@ -3,12 +3,12 @@
 //! borrow the caller's bytes, native requests and image answers as adapters produce them, and the
 //! public operations.
 
-pub mod authority;
+pub(crate) mod authority;
 pub mod error;
 pub mod image_input;
 pub mod images;
-pub mod io_wrap;
-pub mod json;
+pub(crate) mod io_wrap;
+pub(crate) mod json;
 pub mod native;
 
 /// The three public operations.

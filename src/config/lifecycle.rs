@@ -13,7 +13,7 @@ use crate::catalog::{Catalog, Model};
 use super::file::{ModelFile, TargetFile};
 
 /// How many days before a shutdown the configuration test and start-up warn.
-pub const WARN_DAYS: i64 = 30;
+pub(super) const WARN_DAYS: i64 = 30;
 
 /// Target `i`, `t`, of model `m` (at a provider of `kind`): its lifecycle, or `None` when nothing is
 /// known of its model. Problems are added to `errors` with their paths.

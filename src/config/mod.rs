@@ -137,32 +137,56 @@ pub struct ImageSettings {
 
 /// The gateway's validated runtime settings.
 pub struct GatewaySettings {
-    pub listeners: Vec<Listener>,
-    pub limits: Limits,
-    pub retry: RetryPolicy,
-    pub auth: Authenticator,
-    pub catalog: Catalog,
+    pub(crate) listeners: Vec<Listener>,
+    pub(crate) limits: Limits,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) auth: Authenticator,
+    pub(crate) catalog: Catalog,
     /// The catalog as `GET /api/v1/models` answers it, rendered with it (so the two always agree).
-    pub models: Listing,
+    pub(crate) models: Listing,
     /// Every provider account's adapters, indexed by the account's id.
-    pub adapters: Registry,
-    pub dns_ttl: Duration,
-    pub images: ImageSettings,
+    pub(crate) adapters: Registry,
+    pub(crate) dns_ttl: Duration,
+    pub(crate) images: ImageSettings,
     /// Shared state in Redis (`None`: in memory, one instance). One connection, shared by the
     /// hosted-file and task stores.
-    pub redis: Option<RedisConn>,
-    pub clients: ClientLimits,
+    pub(crate) redis: Option<RedisConn>,
+    pub(crate) clients: ClientLimits,
     /// Where Prometheus metrics are served (`None`: no metrics listener, nothing recorded).
-    pub metrics: Option<SocketAddr>,
-    pub access_log: AccessLogFormat,
+    pub(crate) metrics: Option<SocketAddr>,
+    pub(crate) access_log: AccessLogFormat,
     /// When failing targets are ejected (`routing.ejection`).
-    pub ejection: EjectionPolicy,
+    pub(crate) ejection: EjectionPolicy,
     /// What the operator should act on soon, found at load (models near or past their shutdown):
     /// printed by `switchyard -t`, logged at start and on reload.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// The provider kinds registered from outside the crate that this was loaded with
     /// ([`load_str_with`]); a reload reads the configuration with the same ones.
-    pub kinds: ProviderKinds,
+    pub(crate) kinds: ProviderKinds,
+}
+
+impl GatewaySettings {
+    /// What the operator should act on soon, found at load (models near or past their
+    /// shutdown): the binary prints them for `-t` and logs them at start and on reload.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    // For the crate's own tests and benchmarks (not part of the API).
+    #[doc(hidden)]
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    #[doc(hidden)]
+    pub fn adapters(&self) -> &Registry {
+        &self.adapters
+    }
+
+    #[doc(hidden)]
+    pub fn auth(&self) -> &Authenticator {
+        &self.auth
+    }
 }
 
 /// The shape of access lines (`access_log.format`).

@@ -32,10 +32,11 @@ use std::time::Instant;
 /// What the caller does with a successful (2xx) response inside the loop, so that a failure
 /// there — a short read, an error the provider reports inside a 200 — is retried like any other.
 /// The future may borrow the request being served (`'f`), not only the connection pool.
-pub type AcceptFuture<'f, T> = Pin<Box<dyn Future<Output = Result<T, UpstreamError>> + Send + 'f>>;
+pub(crate) type AcceptFuture<'f, T> =
+    Pin<Box<dyn Future<Output = Result<T, UpstreamError>> + Send + 'f>>;
 
 /// A successful attempt: an in-process provider's answer, or what `accept` made of a response.
-pub enum Reply<T> {
+pub(crate) enum Reply<T> {
     Local(Bytes),
     Remote(T),
 }
@@ -46,7 +47,7 @@ const ERROR_BODY_LIMIT: usize = 64 * 1024;
 /// Run the attempts, reading the whole answer inside the loop (a failure while reading is retried
 /// too). `build` makes the native request for a target. The answer's headers are empty for
 /// in-process providers.
-pub async fn run<'u: 'm, 'm>(
+pub(crate) async fn run<'u: 'm, 'm>(
     upstream: &'u Upstream,
     model: &'m Model,
     region: &str,
@@ -71,7 +72,7 @@ pub async fn run<'u: 'm, 'm>(
 
 /// Run the attempts; `accept` turns each 2xx response into the caller's value, and its failures
 /// count as the attempt's.
-pub async fn run_with<'u, 'm, 'f, T>(
+pub(crate) async fn run_with<'u, 'm, 'f, T>(
     upstream: &'u Upstream,
     model: &'m Model,
     region: &str,

@@ -57,7 +57,7 @@ impl HostedFiles {
 }
 
 /// How the caller asked `req`'s images to be delivered.
-pub fn delivery_of(req: &ImageRequest<'_>) -> Delivery {
+pub(crate) fn delivery_of(req: &ImageRequest<'_>) -> Delivery {
     Delivery {
         url: req.response_format == "url",
         mime: req.output_mime().to_string(),
@@ -65,7 +65,7 @@ pub fn delivery_of(req: &ImageRequest<'_>) -> Delivery {
 }
 
 /// The public result for `native`, each image converted as `delivery` says.
-pub async fn deliver(
+pub(crate) async fn deliver(
     upstream: &Upstream,
     files: &HostedFiles,
     provider: &Provider,

@@ -18,7 +18,7 @@ const MAX_PAGES: usize = 50;
 /// Every entry of the list `fns` reads, from the account's endpoint for `region` (its default
 /// endpoint when the region has none). A non-2xx answer is classified by the provider's error map,
 /// so a refused key is `AuthRejected`.
-pub async fn list(
+pub(crate) async fn list(
     upstream: &Upstream,
     provider: &Provider,
     region: &str,
@@ -49,10 +49,10 @@ pub async fn list(
 }
 
 /// How long a provider's voice list is kept.
-pub const VOICES_TTL: Duration = Duration::from_secs(600);
+pub(crate) const VOICES_TTL: Duration = Duration::from_secs(600);
 /// How long a failure to read it is kept (so a provider that is down is not asked on every
 /// listing, and is asked again soon).
-pub const VOICES_FAILURE_TTL: Duration = Duration::from_secs(30);
+pub(crate) const VOICES_FAILURE_TTL: Duration = Duration::from_secs(30);
 
 /// Provider voice lists by account name and region, each kept for [`VOICES_TTL`] (a failure for
 /// [`VOICES_FAILURE_TTL`]). Runtime state: it outlives a configuration reload, keyed by names.

@@ -27,7 +27,7 @@ pub struct Images<'a> {
 
 /// What a background task learns as its generation goes (a synchronous request ignores it).
 #[async_trait]
-pub trait Progress: Watch + Send + Sync {
+pub(crate) trait Progress: Watch + Send + Sync {
     /// Called once, before anything is sent to a provider, with the number of native calls and
     /// how the result is to be delivered; an error stops the generation with nothing sent.
     async fn sending(&self, calls: usize, delivery: &Delivery) -> Result<(), GatewayError>;
@@ -39,12 +39,12 @@ pub trait Progress: Watch + Send + Sync {
 
 /// A synchronous request: nothing to record; natively asynchronous providers are waited for
 /// until `images.sync_wait_seconds` from now.
-pub struct Synchronous {
+pub(crate) struct Synchronous {
     deadline: Instant,
 }
 
 impl Synchronous {
-    pub fn new(ctx: &Images<'_>) -> Synchronous {
+    pub(crate) fn new(ctx: &Images<'_>) -> Synchronous {
         Synchronous {
             deadline: Instant::now() + ctx.settings.sync_wait,
         }
@@ -70,7 +70,10 @@ impl Progress for Synchronous {
 /// on `req`: any target may serve it, so each must be able to. Called before anything is started,
 /// for synchronous requests and asynchronous tasks alike, so a request the model cannot honour is
 /// a 400 at once on both paths (never an accepted task that fails later).
-pub fn validate(adapters: &Registry, req: &images::ImageRequest<'_>) -> Result<(), GatewayError> {
+pub(crate) fn validate(
+    adapters: &Registry,
+    req: &images::ImageRequest<'_>,
+) -> Result<(), GatewayError> {
     for target in req.model.enabled_targets() {
         adapters.images(&target.provider)?.validate(target, req)?;
     }
@@ -79,7 +82,7 @@ pub fn validate(adapters: &Registry, req: &images::ImageRequest<'_>) -> Result<(
 
 /// Generate the images `req` asks for and deliver them in its `response_format` (links under
 /// `base`). Shared by synchronous calls and background tasks.
-pub async fn generate(
+pub(crate) async fn generate(
     ctx: &Images<'_>,
     region: &str,
     mut req: images::ImageRequest<'_>,
@@ -102,7 +105,7 @@ pub async fn generate(
 
 /// Finish a generation whose native tasks were submitted by another instance (or before a
 /// restart): wait for each, then deliver as the caller asked.
-pub async fn resume(
+pub(crate) async fn resume(
     ctx: &Images<'_>,
     region: &str,
     model: &Model,

@@ -19,7 +19,7 @@ use crate::upstream::exchange::Response;
 const END_EVENT: &str = "speech.audio.done";
 
 /// How a streamed copy ended badly.
-pub enum StreamError {
+pub(crate) enum StreamError {
     /// The provider failed mid-stream; for raw audio the connection must be dropped unfinished.
     Upstream(GatewayError),
     /// The client went away; nothing more can be sent.
@@ -28,7 +28,7 @@ pub enum StreamError {
 
 /// Copy raw bytes (after `first`, already read) until the provider's body ends, then finish the
 /// client's body.
-pub async fn bytes(
+pub(crate) async fn bytes(
     session: &mut Session,
     mut resp: Response<'_>,
     first: Vec<Bytes>,
@@ -59,7 +59,7 @@ pub async fn bytes(
 
 /// Copy an SSE speech stream (after `first`, already read) event by event; a provider failure,
 /// or an end without the closing `END_EVENT`, becomes a final `error` event.
-pub async fn events(
+pub(crate) async fn events(
     session: &mut Session,
     mut resp: Response<'_>,
     first: Vec<Bytes>,
@@ -164,7 +164,7 @@ fn closes(event: &[u8]) -> bool {
 }
 
 /// `data: {"type":"error","error":{"code":…,"message":…}}`
-pub fn error_event(err: &GatewayError) -> bytes::Bytes {
+pub(crate) fn error_event(err: &GatewayError) -> bytes::Bytes {
     let body = serde_json::json!({
         "type": "error",
         "error": {"code": err.code(), "message": err.message()},

@@ -23,18 +23,18 @@ use crate::common::images::Poll;
 use crate::upstream::exchange::Upstream;
 
 /// Failed polls in a row (each one that may pass) after which the wait gives up.
-pub const MAX_POLL_FAILURES: u32 = 5;
+pub(crate) const MAX_POLL_FAILURES: u32 = 5;
 
 /// Largest error body read from a poll that failed.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
 /// Told what each poll saw, so an asynchronous task can show `pending` or `running`.
-pub trait Watch: Sync {
+pub(crate) trait Watch: Sync {
     fn state(&self, queued: bool);
 }
 
 /// Poll `task` on `target` until it ends, or until `deadline` (then a timeout error).
-pub async fn wait(
+pub(crate) async fn wait(
     upstream: &Upstream,
     (tasks, target): (&dyn TaskAdapter, &Target),
     region: &str,

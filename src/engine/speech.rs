@@ -35,7 +35,7 @@ use crate::upstream::provider::bad_answer;
 use crate::upstream::provider::Provider;
 
 /// A speech answer whose first audio is in hand.
-pub struct Primed<'u> {
+pub(crate) struct Primed<'u> {
     resp: Response<'u>,
     decoder: Option<Box<dyn crate::stream::audio::AudioDecoder>>,
     /// Audio (or, for pass-through, native bytes) read but not yet written.
@@ -50,7 +50,7 @@ pub struct Primed<'u> {
 /// Before anything is decoded or held for the client, the answer is checked to be what was asked
 /// for (`stream::expect`): its type, then its first bytes. Native chunks are held until those
 /// bytes are judged.
-pub async fn prime<'u>(
+pub(crate) async fn prime<'u>(
     upstream: &'u Upstream,
     provider: Arc<Provider>,
     mut resp: Response<'u>,
@@ -157,7 +157,7 @@ fn first_bytes(chunks: &[Bytes]) -> Vec<u8> {
 /// Not an `async fn`: that would hold the primed answer, then its parts, then the copy's future
 /// that holds them again (7.3 KB, in the request's future); the copy is picked here and its
 /// future returned as it is.
-pub fn relay<'a>(
+pub(crate) fn relay<'a>(
     session: &'a mut Session,
     primed: Primed<'a>,
     sse: bool,
@@ -282,7 +282,7 @@ pub fn delta_event(audio: &[u8]) -> Bytes {
 
 /// The closing event. Token counts are the provider's where it reports them; otherwise input
 /// tokens are counted with the gateway's tokenizer and output tokens are 0.
-pub fn done_event(usage: SpeechUsage, input: &str) -> Bytes {
+pub(crate) fn done_event(usage: SpeechUsage, input: &str) -> Bytes {
     let input_tokens = usage
         .input_tokens
         .unwrap_or_else(|| crate::tokens::count(input) as u64);

@@ -17,7 +17,7 @@ tokio::task_local! {
 
 /// A request's attempts, as its access line reports them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Trace {
+pub(crate) struct Trace {
     /// Attempts sent (to providers, or to an in-process one), over all native calls.
     pub attempts: u32,
     /// The last target tried, as its position in the model's `targets`.
@@ -26,7 +26,7 @@ pub struct Trace {
 
 impl Trace {
     /// The target this trace names, in `model`.
-    pub fn target<'m>(&self, model: Option<&'m Model>) -> Option<&'m Target> {
+    pub(crate) fn target<'m>(&self, model: Option<&'m Model>) -> Option<&'m Target> {
         model?.targets.get(self.target?)
     }
 }
@@ -36,17 +36,17 @@ impl Trace {
 /// Not an `async fn` wrapping `fut`: that would hold the request's future three times over (the
 /// argument, the inner block's copy and the task-local future's), 40 KB that every request
 /// moved around; this holds it once.
-pub fn traced<F: Future>(fut: F) -> TaskLocalFuture<Cell<Trace>, F> {
+pub(crate) fn traced<F: Future>(fut: F) -> TaskLocalFuture<Cell<Trace>, F> {
     TRACE.scope(Cell::new(Trace::default()), fut)
 }
 
 /// What was noted into a finished [`traced`] future.
-pub fn noted<F: Future>(fut: Pin<&mut TaskLocalFuture<Cell<Trace>, F>>) -> Trace {
+pub(crate) fn noted<F: Future>(fut: Pin<&mut TaskLocalFuture<Cell<Trace>, F>>) -> Trace {
     fut.take_value().map(Cell::into_inner).unwrap_or_default()
 }
 
 /// Note one attempt at `target` of `model`.
-pub fn attempt(model: &Model, target: &Target) {
+pub(crate) fn attempt(model: &Model, target: &Target) {
     let _ = TRACE.try_with(|cell| {
         let mut t = cell.get();
         t.attempts += 1;

@@ -14,7 +14,7 @@ use crate::config::AccessLogFormat;
 
 /// What an answer used, as billed or counted (zero when it does not apply).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct Usage {
+pub(crate) struct Usage {
     /// Rerank tokens.
     pub tokens: u64,
     /// Speech input characters.
@@ -26,7 +26,7 @@ pub struct Usage {
 /// One access line's fields; in JSON every one is always present (`null` when unknown), so each
 /// line has the same shape.
 #[derive(Debug, Serialize)]
-pub struct Record<'a> {
+pub(crate) struct Record<'a> {
     /// Written as RFC 3339, UTC, milliseconds — only by the JSON line (the text line's time is
     /// the logger's), so the text line never formats it.
     #[serde(serialize_with = "as_rfc3339")]
@@ -52,7 +52,7 @@ pub struct Record<'a> {
 }
 
 /// The path as logged: a hosted file's id is a capability, so it is never written.
-pub fn logged_path(path: &str) -> &str {
+pub(crate) fn logged_path(path: &str) -> &str {
     if path.starts_with(FILES_PREFIX) {
         "/api/v1/files/{id}"
     } else {
@@ -62,7 +62,10 @@ pub fn logged_path(path: &str) -> &str {
 
 /// [`logged_path`] of a request that came under a mount `prefix` (`gateway/mount.rs`): the id
 /// of a hosted file under the prefix is not written either.
-pub fn logged_path_under<'a>(path: &'a str, prefix: Option<&str>) -> std::borrow::Cow<'a, str> {
+pub(crate) fn logged_path_under<'a>(
+    path: &'a str,
+    prefix: Option<&str>,
+) -> std::borrow::Cow<'a, str> {
     match prefix {
         Some(p)
             if path
@@ -76,12 +79,12 @@ pub fn logged_path_under<'a>(path: &'a str, prefix: Option<&str>) -> std::borrow
 }
 
 /// Milliseconds, as the log shows them.
-pub fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 10_000.0).round() / 10.0
 }
 
 /// Write `record` to the `access` target in `format`.
-pub fn write(format: AccessLogFormat, record: &Record<'_>) {
+pub(crate) fn write(format: AccessLogFormat, record: &Record<'_>) {
     match format {
         AccessLogFormat::Json => match serde_json::to_string(record) {
             Ok(line) => log::info!(target: "access", "{line}"),
@@ -111,7 +114,7 @@ fn as_rfc3339<S: serde::Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S:
 }
 
 /// `now` as RFC 3339 in UTC with milliseconds (`2026-11-24T06:17:58.123Z`).
-pub fn rfc3339(now: SystemTime) -> String {
+pub(crate) fn rfc3339(now: SystemTime) -> String {
     let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);

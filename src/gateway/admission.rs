@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::common::error::GatewayError;
 
 /// Why a request on a connection over the connection cap is shed.
-pub const TOO_MANY_CONNECTIONS: &str = "too many open connections";
+pub(crate) const TOO_MANY_CONNECTIONS: &str = "too many open connections";
 /// Why a request over the in-flight cap is shed.
-pub const TOO_MANY_IN_FLIGHT: &str = "too many requests in flight";
+pub(crate) const TOO_MANY_IN_FLIGHT: &str = "too many requests in flight";
 
 /// One entry point's counters and caps.
 #[derive(Debug)]

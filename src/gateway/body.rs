@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use crate::common::error::GatewayError;
 use crate::config::ClientLimits;
 
-pub async fn read(
+pub(crate) async fn read(
     session: &mut Session,
     limit: usize,
     clients: &ClientLimits,

@@ -30,7 +30,7 @@ use tokio::time::Instant;
 
 /// Where a connection is in its request cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     Idle = 0,
     Head = 1,
     Serving = 2,
@@ -46,7 +46,7 @@ impl Phase {
     }
 
     /// What the access log says of a connection dropped in this phase.
-    pub fn expiry(self) -> &'static str {
+    pub(crate) fn expiry(self) -> &'static str {
         match self {
             Phase::Idle => "idle connection closed",
             Phase::Head => "request head not received in time",
@@ -60,7 +60,7 @@ const NONE: u64 = u64::MAX;
 
 /// One connection's phase and deadline.
 #[derive(Debug)]
-pub struct ConnClock {
+pub(crate) struct ConnClock {
     epoch: Instant,
     head_timeout: Duration,
     idle_timeout: Duration,
@@ -75,7 +75,7 @@ pub struct ConnClock {
 
 impl ConnClock {
     /// A newly accepted connection: its first head must be complete within `head_timeout`.
-    pub fn new(head_timeout: Duration, idle_timeout: Duration) -> ConnClock {
+    pub(crate) fn new(head_timeout: Duration, idle_timeout: Duration) -> ConnClock {
         let clock = ConnClock {
             epoch: Instant::now(),
             head_timeout,
@@ -89,7 +89,7 @@ impl ConnClock {
         clock
     }
 
-    pub fn phase(&self) -> Phase {
+    pub(crate) fn phase(&self) -> Phase {
         Phase::from_u8(self.phase.load(Ordering::Relaxed))
     }
 
@@ -115,17 +115,17 @@ impl ConnClock {
     /// The streamed answer whose head is written next has its first body bytes in hand: the head
     /// may wait for them. (Pingora flushes the head of an answer without a length at once, as it
     /// may be made in real time; [`Clocked`] keeps it through that one flush instead.)
-    pub fn body_follows(&self) {
+    pub(crate) fn body_follows(&self) {
         self.body_follows.store(true, Ordering::Relaxed);
     }
 
     /// The gateway has the request's head and serves it.
-    pub fn serving(&self) {
+    pub(crate) fn serving(&self) {
         self.enter(Phase::Serving, None);
     }
 
     /// The answer is done; the connection waits for the next request.
-    pub fn served(&self) {
+    pub(crate) fn served(&self) {
         self.enter(Phase::Idle, Some(self.idle_timeout));
     }
 
@@ -137,7 +137,7 @@ impl ConnClock {
     }
 
     /// Resolves when the current phase's deadline passes, with that phase.
-    pub async fn expired(&self) -> Phase {
+    pub(crate) async fn expired(&self) -> Phase {
         loop {
             match self.deadline() {
                 None => self.changed.notified().await,
@@ -168,7 +168,7 @@ impl ConnClock {
 /// the flush of a streamed answer's head whose first body bytes the gateway has in hand
 /// ([`ConnClock::body_follows`]). A read sends what is held first.
 #[derive(Debug)]
-pub struct Clocked {
+pub(crate) struct Clocked {
     inner: Stream,
     clock: Arc<ConnClock>,
     held: Held,
@@ -177,7 +177,7 @@ pub struct Clocked {
 }
 
 impl Clocked {
-    pub fn new(inner: Stream, clock: Arc<ConnClock>) -> Clocked {
+    pub(crate) fn new(inner: Stream, clock: Arc<ConnClock>) -> Clocked {
         Clocked {
             inner,
             clock,
@@ -187,7 +187,7 @@ impl Clocked {
     }
 
     /// The clock of the connection a session's stream belongs to (HTTP/1.x only).
-    pub fn clock_of(stream: &Stream) -> Option<&Arc<ConnClock>> {
+    pub(crate) fn clock_of(stream: &Stream) -> Option<&Arc<ConnClock>> {
         stream.as_any().downcast_ref::<Clocked>().map(|c| &c.clock)
     }
 }

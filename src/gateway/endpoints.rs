@@ -45,7 +45,12 @@ pub(crate) async fn file(call: &mut Call<'_>) -> Outcome {
     let head_only = call.session.req_header().method == http::Method::HEAD;
     let id = call.routed().strip_prefix(FILES_PREFIX).unwrap_or_default();
     let found = if valid_id(id) {
-        call.state.files.store.get(id).await.map_err(GatewayError::from)
+        call.state
+            .files
+            .store
+            .get(id)
+            .await
+            .map_err(GatewayError::from)
     } else {
         Ok(None)
     };

@@ -24,7 +24,7 @@ use crate::upstream::health::Health;
 const PERIOD: Duration = Duration::from_secs(1);
 
 /// The background service (added by `server` when Redis is configured).
-pub struct HealthSync {
+pub(crate) struct HealthSync {
     pub state: Arc<GatewayState>,
 }
 

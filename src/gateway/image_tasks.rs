@@ -30,7 +30,7 @@ use crate::store::tasks::TaskStatus;
 
 /// Record a new task for `owner` and start generating in the background; the answer is the
 /// task in its `running` state.
-pub async fn start(
+pub(crate) async fn start(
     state: &Arc<GatewayState>,
     settings: &Arc<GatewaySettings>,
     region: &str,
@@ -82,7 +82,7 @@ const KEEP_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 /// the store grow with traffic; its `task_id` is informational (reading it is a 404). Best effort,
 /// bounded by `KEEP_WAIT`: the answer is already made, and a store that cannot take it in time
 /// must not fail or delay a synchronous call (those keep working while Redis is away).
-pub async fn keep_finished(
+pub(crate) async fn keep_finished(
     state: &GatewayState,
     settings: &GatewaySettings,
     owner: &str,
@@ -121,7 +121,7 @@ pub async fn keep_finished(
 }
 
 /// The task `id` as its creator `owner` sees it.
-pub async fn get(
+pub(crate) async fn get(
     state: &Arc<GatewayState>,
     owner: &str,
     id: &str,
@@ -161,14 +161,14 @@ pub async fn get(
 }
 
 /// Whether `record` is unfinished and its instance has been silent too long.
-pub fn is_stale(state: &GatewayState, record: &TaskRecord) -> bool {
+pub(crate) fn is_stale(state: &GatewayState, record: &TaskRecord) -> bool {
     let lost_after = state.settings().images.task_lost_after.as_millis() as i64;
     !record.status.finished() && now_ms().saturating_sub(record.updated_ms) > lost_after
 }
 
 /// Take over task `id`, last seen as `seen` (stale): claim it for this instance, then resume,
 /// re-run or fail it. `None` when another instance claimed it first (it is running again).
-pub async fn take_over(
+pub(crate) async fn take_over(
     state: &Arc<GatewayState>,
     id: &str,
     seen: TaskRecord,

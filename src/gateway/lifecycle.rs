@@ -10,10 +10,10 @@ use crate::metrics::Metrics;
 /// The header naming the public model that served a request, when it is not the one asked for
 /// (a successor that took over on the asked model's shutdown); percent-encoded where a header
 /// value cannot carry the name.
-pub const SERVED_MODEL: &str = "switchyard-served-model";
+pub(crate) const SERVED_MODEL: &str = "switchyard-served-model";
 
 /// The lifecycle headers of an answer served by `model` (empty for a model with no lifecycle).
-pub fn headers(model: &Model) -> Vec<(&'static str, String)> {
+pub(crate) fn headers(model: &Model) -> Vec<(&'static str, String)> {
     let l = &model.lifecycle;
     let mut out = l.headers.clone();
     if l.taken_over_from.is_some() {
@@ -24,7 +24,7 @@ pub fn headers(model: &Model) -> Vec<(&'static str, String)> {
 
 /// Set the shutdown-time gauge from `settings`' catalog: one series per target with a known
 /// shutdown date.
-pub fn record_shutdowns(metrics: &Metrics, settings: &GatewaySettings) {
+pub(crate) fn record_shutdowns(metrics: &Metrics, settings: &GatewaySettings) {
     if !metrics.enabled() {
         return;
     }

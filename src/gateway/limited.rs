@@ -21,7 +21,11 @@ fn meter(op: Operation) -> Meter {
 
 /// After authentication, before the body: `requests_per_minute`, a `concurrent` slot (kept in
 /// the context until the answer has been sent), and the operation's usage not yet spent.
-pub(crate) async fn admit(state: &GatewayState, ctx: &mut Ctx, op: Operation) -> Result<(), GatewayError> {
+pub(crate) async fn admit(
+    state: &GatewayState,
+    ctx: &mut Ctx,
+    op: Operation,
+) -> Result<(), GatewayError> {
     let Some(p) = &ctx.principal else {
         return Ok(());
     };

@@ -12,34 +12,34 @@
 //! an outcome is recorded), `operations` and `endpoints` (the handlers), `record` (metrics and
 //! the access line), `limited` (the caller's limits, usage charged in one place).
 
-pub mod access_log;
-pub mod admission;
-pub mod body;
-pub mod client_conn;
+pub(crate) mod access_log;
+pub(crate) mod admission;
+pub(crate) mod body;
+pub(crate) mod client_conn;
 mod ctx;
 mod dispatch;
 mod endpoints;
 #[cfg(feature = "redis")]
-pub mod health_sync;
-pub mod image_tasks;
-pub mod lifecycle;
-pub mod limited;
-pub mod models;
-pub mod mount;
-pub mod openapi;
+pub(crate) mod health_sync;
+pub(crate) mod image_tasks;
+pub(crate) mod lifecycle;
+pub(crate) mod limited;
+pub(crate) mod models;
+pub(crate) mod mount;
+pub(crate) mod openapi;
 mod operations;
 mod outcome;
 mod record;
-pub mod reload;
-pub mod respond;
-pub mod route;
+pub(crate) mod reload;
+pub(crate) mod respond;
+pub(crate) mod route;
 mod service;
 mod state;
-pub mod task_job;
-pub mod task_supervisor;
-pub mod voices;
+pub(crate) mod task_job;
+pub(crate) mod task_supervisor;
+pub(crate) mod voices;
 
-pub use ctx::Ctx;
+pub(crate) use ctx::Ctx;
 pub use service::Gateway;
 pub(crate) use state::make_health_cells;
 pub use state::GatewayState;

@@ -10,7 +10,10 @@ use crate::common::error::GatewayError;
 pub(crate) async fn serve(route: Route, call: &mut Call<'_>) -> Outcome {
     let mut out = Outcome::new();
     let body = if route == Route::Model {
-        let raw = call.routed().strip_prefix(MODELS_PREFIX).unwrap_or_default();
+        let raw = call
+            .routed()
+            .strip_prefix(MODELS_PREFIX)
+            .unwrap_or_default();
         let Some(id) = percent_decoded(raw) else {
             return Outcome::failed(GatewayError::ModelNotFound);
         };

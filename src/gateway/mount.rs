@@ -118,7 +118,7 @@ impl Mount {
 }
 
 /// `path` with the mount's prefix taken off (the path the router sees).
-pub fn routed<'a>(path: &'a str, prefix: Option<&str>) -> &'a str {
+pub(crate) fn routed<'a>(path: &'a str, prefix: Option<&str>) -> &'a str {
     match prefix {
         Some(p) => path.get(p.len()..).unwrap_or(path),
         None => path,
@@ -126,7 +126,7 @@ pub fn routed<'a>(path: &'a str, prefix: Option<&str>) -> &'a str {
 }
 
 /// `headers` with each `Link` header's path references (`</api/...>`) under `prefix`.
-pub fn link_headers(
+pub(crate) fn link_headers(
     mut headers: Vec<(&'static str, String)>,
     prefix: Option<&str>,
 ) -> Vec<(&'static str, String)> {

@@ -10,10 +10,10 @@
 use bytes::Bytes;
 
 /// The document's bytes, as committed.
-pub const DOCUMENT: &[u8] = include_bytes!("../../openapi/openapi.json");
+pub(crate) const DOCUMENT: &[u8] = include_bytes!("../../openapi/openapi.json");
 
 /// The document as an answer body (a static slice: nothing is copied).
-pub fn document() -> Bytes {
+pub(crate) fn document() -> Bytes {
     Bytes::from_static(DOCUMENT)
 }
 
@@ -21,7 +21,7 @@ pub fn document() -> Bytes {
 /// unchanged, its one server's URL the prefix, so a client or generator that joins the server URL
 /// and a path reaches the mount. Built once per mount; `""` is the committed document. The
 /// committed text is kept as written around the `servers` entry (key order, layout).
-pub fn mounted(prefix: &str) -> Bytes {
+pub(crate) fn mounted(prefix: &str) -> Bytes {
     if prefix.is_empty() {
         return document();
     }

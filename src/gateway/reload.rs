@@ -45,7 +45,7 @@ impl GatewayState {
 
 /// The fields that differ between `old` and `new` but only take effect on a restart, by their
 /// YAML path.
-pub fn restart_only(old: &GatewaySettings, new: &GatewaySettings) -> Vec<String> {
+pub(crate) fn restart_only(old: &GatewaySettings, new: &GatewaySettings) -> Vec<String> {
     let mut changed = Vec::new();
     let mut note = |differs: bool, path: String| {
         if differs {

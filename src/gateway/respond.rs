@@ -10,7 +10,7 @@ use crate::api::compat::Surface;
 use crate::common::error::GatewayError;
 
 /// Write a complete JSON answer.
-pub async fn json(
+pub(crate) async fn json(
     session: &mut Session,
     status: u16,
     body: Bytes,
@@ -27,12 +27,12 @@ pub async fn json(
 }
 
 /// Write `err` as the spec's Error object with its status.
-pub async fn error(session: &mut Session, err: &GatewayError) -> pingora::Result<()> {
+pub(crate) async fn error(session: &mut Session, err: &GatewayError) -> pingora::Result<()> {
     error_as(session, err, Surface::Native).await
 }
 
 /// Write `err` with its status, its body in `surface`'s error shape.
-pub async fn error_as(
+pub(crate) async fn error_as(
     session: &mut Session,
     err: &GatewayError,
     surface: Surface,
@@ -41,7 +41,7 @@ pub async fn error_as(
 }
 
 /// [`error_as`], with `extra` headers besides the error's own (a deprecated model's).
-pub async fn error_with(
+pub(crate) async fn error_with(
     session: &mut Session,
     err: &GatewayError,
     surface: Surface,
@@ -67,7 +67,7 @@ pub async fn error_with(
 /// The caller has the first body bytes in hand, so the head goes out with them (one `send`;
 /// `gateway/client_conn.rs`).
 /// `extra` headers (a deprecated model's) go with it: they are known before the first byte.
-pub async fn stream_head(
+pub(crate) async fn stream_head(
     session: &mut Session,
     content_type: &str,
     extra: &[(&'static str, String)],
@@ -92,7 +92,7 @@ pub async fn stream_head(
 }
 
 /// Write a stored file (`HEAD`: the same head, no body).
-pub async fn file(
+pub(crate) async fn file(
     session: &mut Session,
     content_type: &str,
     body: Bytes,

@@ -6,7 +6,7 @@ use crate::common::Operation;
 
 /// A routed request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Route {
     Health,
     /// `GET /api/v1/openapi.json`: the API's OpenAPI document (`gateway/openapi.rs`).
     OpenApi,
@@ -30,7 +30,7 @@ pub enum Route {
 impl Route {
     /// The operation the route runs (an image edit is an image generation; a compatibility
     /// surface's rerank is a rerank), `None` for the other endpoints.
-    pub fn operation(self) -> Option<Operation> {
+    pub(crate) fn operation(self) -> Option<Operation> {
         match self {
             Route::Operation(op) => Some(op),
             Route::ImageEdit => Some(Operation::Images),
@@ -41,23 +41,23 @@ impl Route {
 
     /// Whether the route needs the caller's credentials: all but the health check, the OpenAPI
     /// document and hosted files (whose unguessable, expiring link is the capability).
-    pub fn authenticated(self) -> bool {
+    pub(crate) fn authenticated(self) -> bool {
         !matches!(self, Route::Health | Route::OpenApi | Route::File)
     }
 }
 
 /// Path prefix of image tasks.
-pub const TASKS_PREFIX: &str = "/api/v1/images/";
+pub(crate) const TASKS_PREFIX: &str = "/api/v1/images/";
 
 /// Path prefix of one model. The id is the rest of the path, `/` included: a public model name
 /// may hold one (`BAAI/bge-reranker-v2-m3`).
-pub const MODELS_PREFIX: &str = "/api/v1/models/";
+pub(crate) const MODELS_PREFIX: &str = "/api/v1/models/";
 
 /// Path prefix of hosted files.
-pub const FILES_PREFIX: &str = "/api/v1/files/";
+pub(crate) const FILES_PREFIX: &str = "/api/v1/files/";
 
 /// Route by path, then check the method: unknown paths are 404, wrong methods 405.
-pub fn route(method: &http::Method, path: &str) -> Result<Route, GatewayError> {
+pub(crate) fn route(method: &http::Method, path: &str) -> Result<Route, GatewayError> {
     let (route, allowed) = match path {
         "/healthz" => (Route::Health, "GET, HEAD"),
         "/api/v1/openapi.json" => (Route::OpenApi, "GET"),

@@ -34,7 +34,7 @@ use crate::store::tasks::TaskRecord;
 use crate::store::tasks::TaskStatus;
 
 /// What a job does.
-pub enum Work {
+pub(crate) enum Work {
     /// Run the generation from the original request body.
     Generate(Bytes),
     /// Wait for the provider tasks already in the record, then deliver.
@@ -146,7 +146,7 @@ impl Drop for Listed {
 
 /// Start `work` for task `id`, whose stored record (owned by this instance) is `record`. The job
 /// runs to its end under `settings`, the snapshot it started with, whatever a reload does.
-pub fn spawn(
+pub(crate) fn spawn(
     state: &Arc<GatewayState>,
     settings: &Arc<GatewaySettings>,
     id: &str,
@@ -416,7 +416,7 @@ fn fail(record: &mut TaskRecord, e: &GatewayError) {
     });
 }
 
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)

@@ -25,12 +25,12 @@ use super::GatewayState;
 /// Most stale tasks looked at per sweep.
 const SWEEP_LIMIT: usize = 100;
 /// Pingora's grace period when the configuration sets none (its `EXIT_TIMEOUT`).
-pub const PINGORA_DEFAULT_GRACE: Duration = Duration::from_secs(300);
+pub(crate) const PINGORA_DEFAULT_GRACE: Duration = Duration::from_secs(300);
 /// Time kept at the end of the grace period to hand the unfinished jobs over.
 const HANDOVER_TIME: Duration = Duration::from_secs(1);
 
 /// The background service; `grace` is the server's `grace_period_seconds`.
-pub struct TaskSupervisor {
+pub(crate) struct TaskSupervisor {
     pub state: Arc<GatewayState>,
     pub grace: Duration,
 }
@@ -57,7 +57,7 @@ impl BackgroundService for TaskSupervisor {
 }
 
 /// Take over the tasks whose instance went silent.
-pub async fn sweep(state: &Arc<GatewayState>) {
+pub(crate) async fn sweep(state: &Arc<GatewayState>) {
     let silent_since = now_ms() - state.settings().images.task_lost_after.as_millis() as i64;
     let ids = match state.tasks.stale(silent_since, SWEEP_LIMIT).await {
         Ok(ids) => ids,
@@ -85,7 +85,7 @@ pub async fn sweep(state: &Arc<GatewayState>) {
 }
 
 /// Stop the jobs still running here and mark their tasks for immediate takeover.
-pub async fn hand_over(state: &GatewayState) {
+pub(crate) async fn hand_over(state: &GatewayState) {
     for id in state.jobs.ids() {
         state.jobs.abort(&id);
         let mut record = match state.tasks.get(&id).await {

@@ -38,7 +38,10 @@ async fn listing(call: &Call<'_>, out: &mut Outcome) -> Result<Bytes, GatewayErr
             ))
         }
         Some(None) => {
-            return Err(GatewayError::field("model", "is not a valid percent-encoded name"))
+            return Err(GatewayError::field(
+                "model",
+                "is not a valid percent-encoded name",
+            ))
         }
         Some(Some(name)) if name.is_empty() => {
             return Err(GatewayError::field(

@@ -31,12 +31,12 @@ impl Scope {
 
 /// Every caller's counters in this process.
 #[derive(Default)]
-pub struct Counts {
+pub(crate) struct Counts {
     scopes: Mutex<HashMap<String, Scope>>,
 }
 
 /// A concurrent slot taken in this process; given back when dropped.
-pub struct Slot {
+pub(crate) struct Slot {
     counts: Arc<Counts>,
     scope: String,
 }
@@ -57,7 +57,11 @@ impl Counts {
 
     /// Apply `check` for `scope`: `Ok` with the slot it took (if it asked for one), or the
     /// refusal, with nothing applied.
-    pub fn apply(self: &Arc<Self>, scope: &str, check: &Check) -> Result<Option<Slot>, Outcome> {
+    pub(crate) fn apply(
+        self: &Arc<Self>,
+        scope: &str,
+        check: &Check,
+    ) -> Result<Option<Slot>, Outcome> {
         let now = Now::current();
         let mut scopes = self.lock();
         if !scopes.contains_key(scope) {

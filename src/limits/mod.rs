@@ -20,11 +20,11 @@
 //! store's timeout; `redis`), else the same rules on a mutex-guarded map ([`memory`]). Windows
 //! are fixed UTC minutes and days ([`window`]). A caller without limits never reaches this module.
 
-pub mod check;
-pub mod memory;
+pub(crate) mod check;
+pub(crate) mod memory;
 #[cfg(feature = "redis")]
-pub mod redis;
-pub mod window;
+pub(crate) mod redis;
+pub(crate) mod window;
 
 use std::sync::Arc;
 

@@ -26,7 +26,7 @@ use crate::store::files::StoreError;
 use crate::store::redis_conn::RedisConn;
 
 /// How long a concurrent slot lives without being renewed.
-pub const LEASE: Duration = Duration::from_secs(30);
+pub(crate) const LEASE: Duration = Duration::from_secs(30);
 
 /// KEYS: the counters, then the slot set when a slot is asked for or given back.
 /// ARGV: the number of counters n; per counter its quota, need, add and TTL (seconds); then the
@@ -79,12 +79,12 @@ return 0
 ";
 
 /// The counters of every caller, in one Redis.
-pub struct Counts {
+pub(crate) struct Counts {
     conn: RedisConn,
 }
 
 /// A concurrent slot held in Redis: renewed while held, removed when dropped.
-pub struct Slot {
+pub(crate) struct Slot {
     renew: tokio::task::JoinHandle<()>,
     release: Option<(RedisConn, String, String)>,
 }
@@ -128,7 +128,7 @@ impl Drop for Slot {
 }
 
 impl Counts {
-    pub fn new(conn: RedisConn) -> Counts {
+    pub(crate) fn new(conn: RedisConn) -> Counts {
         Counts { conn }
     }
 
@@ -139,7 +139,7 @@ impl Counts {
 
     /// Apply `check` for `scope` in one script call: `Ok(Ok(slot))` when it fit, `Ok(Err(..))`
     /// refused with nothing applied, `Err` when Redis could not be asked.
-    pub async fn apply(
+    pub(crate) async fn apply(
         &self,
         scope: &str,
         check: &Check,
@@ -151,7 +151,7 @@ impl Counts {
     /// Apply a check that asks for no slot (a charge at a request's end) and give back
     /// `returned`, the request's slot, in the same call. When Redis cannot be asked, the slot is
     /// given back as a dropped one is (or expires).
-    pub async fn apply_and_return(
+    pub(crate) async fn apply_and_return(
         &self,
         scope: &str,
         check: &Check,

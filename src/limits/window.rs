@@ -13,12 +13,12 @@ use crate::auth::limits::Window;
 
 /// A moment, as whole milliseconds since the Unix epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Now {
+pub(crate) struct Now {
     pub millis: u64,
 }
 
 impl Now {
-    pub fn at(t: SystemTime) -> Now {
+    pub(crate) fn at(t: SystemTime) -> Now {
         // A clock before 1970 is broken; counting it as the epoch keeps windows well-defined.
         let millis = t
             .duration_since(UNIX_EPOCH)
@@ -27,7 +27,7 @@ impl Now {
         Now { millis }
     }
 
-    pub fn current() -> Now {
+    pub(crate) fn current() -> Now {
         Now::at(SystemTime::now())
     }
 
@@ -36,18 +36,18 @@ impl Now {
     }
 
     /// The number of the window `w` this moment falls in (the same on every instance).
-    pub fn window(self, w: Window) -> u64 {
+    pub(crate) fn window(self, w: Window) -> u64 {
         self.seconds() / w.seconds()
     }
 
     /// Whole seconds until the window ends, at least 1 (for `Retry-After` and `t`).
-    pub fn seconds_left(self, w: Window) -> u64 {
+    pub(crate) fn seconds_left(self, w: Window) -> u64 {
         w.seconds() - self.seconds() % w.seconds()
     }
 
     /// How long a window's counter must live: past its window's end, with a minute's slack
     /// for clocks that disagree a little.
-    pub fn counter_ttl(self, w: Window) -> u64 {
+    pub(crate) fn counter_ttl(self, w: Window) -> u64 {
         self.seconds_left(w) + 60
     }
 }

@@ -148,7 +148,7 @@ struct ErrorBody {
 
 /// The native request for one call. `n` is always 1 here (the family's `per_call_n`): Ark has no
 /// count field, so it is not sent.
-pub fn image_request(
+pub(crate) fn image_request(
     target: &Target,
     req: &ImageRequest<'_>,
     _n: u64,
@@ -318,7 +318,7 @@ fn check_layers(
 
 // ---- translation back ------------------------------------------------------------------------
 
-pub fn image_response(
+pub(crate) fn image_response(
     provider: &Provider,
     _req: &ImageRequest<'_>,
     _headers: &http::HeaderMap,
@@ -375,7 +375,7 @@ fn item_error(provider: &Provider, e: &ErrorBody, index: usize, total: usize) ->
 
 // ---- error mapping ---------------------------------------------------------------------------
 
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let parsed = serde_json::from_slice::<ErrorEnvelope>(body).ok();
     let message = parsed
         .as_ref()
@@ -434,7 +434,7 @@ fn is_moderation(code: &str) -> bool {
 // ---- registration ----------------------------------------------------------------------------
 
 /// The Ark kind: Bearer key (unlike Volcengine speech), images only.
-pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+pub(crate) fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     let auth = crate::providers::registry::keyed(key, crate::upstream::provider::Auth::bearer)?;
     let images = crate::providers::registry::ImageFns {
         request: image_request,

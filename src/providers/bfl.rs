@@ -165,7 +165,7 @@ struct ResultAnswer {
 
 // ---- translation to native -------------------------------------------------------------------
 
-pub fn image_request(
+pub(crate) fn image_request(
     target: &Target,
     req: &ImageRequest<'_>,
     n: u64,
@@ -258,7 +258,7 @@ fn native_format(public: &str) -> &'static str {
 
 // ---- translation back ------------------------------------------------------------------------
 
-pub fn image_response(
+pub(crate) fn image_response(
     provider: &Provider,
     _req: &ImageRequest<'_>,
     _headers: &http::HeaderMap,
@@ -288,7 +288,10 @@ pub fn image_response(
     }))
 }
 
-pub fn poll_request(provider: &Provider, task: &NativeTask) -> Result<PollRequest, UpstreamError> {
+pub(crate) fn poll_request(
+    provider: &Provider,
+    task: &NativeTask,
+) -> Result<PollRequest, UpstreamError> {
     match &task.polling_url {
         // Checked again: the task may have been read back from the store.
         Some(url) => Ok(PollRequest::Url(check_polling_url(provider, url)?)),
@@ -369,7 +372,7 @@ fn query_escape(s: &str) -> String {
     out
 }
 
-pub fn poll_response(
+pub(crate) fn poll_response(
     provider: &Provider,
     _headers: &http::HeaderMap,
     body: &[u8],
@@ -546,7 +549,7 @@ fn quote(provider: &Provider, text: &str) -> String {
 
 // ---- error mapping ---------------------------------------------------------------------------
 
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     // A non-2xx body is FastAPI's `{"detail": …}` (`message` tolerated).
     let message = fastapi::ErrorBody::parse(body)
         .and_then(fastapi::ErrorBody::text)
@@ -576,7 +579,7 @@ fn is_route_not_found(body: &[u8]) -> bool {
 // ---- registration ----------------------------------------------------------------------------
 
 /// The Black Forest Labs kind: `x-key`, images only, run as tasks polled at the URL it returns.
-pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+pub(crate) fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     let auth = crate::providers::registry::keyed(key, |k| {
         crate::upstream::provider::Auth::header("x-key", k)
     })?;

@@ -88,7 +88,7 @@ struct ErrorBody {
 
 // ---- translation to native -------------------------------------------------------------------
 
-pub fn rerank_request(
+pub(crate) fn rerank_request(
     target: &Target,
     req: &RerankRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
@@ -97,7 +97,7 @@ pub fn rerank_request(
 
 // ---- translation back ------------------------------------------------------------------------
 
-pub fn rerank_response<'r>(
+pub(crate) fn rerank_response<'r>(
     provider: &Provider,
     req: &'r RerankRequest<'r>,
     _headers: &http::HeaderMap,
@@ -109,7 +109,7 @@ pub fn rerank_response<'r>(
 // ---- error mapping ---------------------------------------------------------------------------
 
 /// Cohere's `{"message": …}` errors, for v1 and v2 alike.
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let message = serde_json::from_slice::<ErrorBody>(body).ok();
     let text = message.as_ref().map(|e| e.message.as_str());
     let mut err = status_error(provider, status, text);
@@ -140,7 +140,7 @@ fn unknown_model(message: &str) -> bool {
 
 /// `GET /v1/models?endpoint=rerank` (cohere-python `ModelsClient.list`): the models usable on the
 /// rerank endpoint, `{"models": [{"name": …}], "next_page_token": …}`, up to 1,000 a page.
-pub const DISCOVERY: crate::api::discovery::Discovery = crate::api::discovery::Discovery {
+pub(crate) const DISCOVERY: crate::api::discovery::Discovery = crate::api::discovery::Discovery {
     models: Some(crate::api::discovery::ListFns {
         request: models_request,
         response: read_models,
@@ -191,7 +191,7 @@ fn read_models(body: &[u8]) -> Result<crate::api::discovery::Page, String> {
 // ---- registration ----------------------------------------------------------------------------
 
 /// The Cohere v2 kind: Bearer key, rerank only.
-pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+pub(crate) fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     crate::providers::registry::bearer_rerank(key, error_response, rerank_request, rerank_response)
 }
 

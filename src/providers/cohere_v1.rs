@@ -40,7 +40,7 @@ const MAX_TOTAL_CHUNKS: u64 = 10_000;
 
 // ---- translation to native -------------------------------------------------------------------
 
-pub fn rerank_request(
+pub(crate) fn rerank_request(
     target: &Target,
     req: &RerankRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
@@ -78,7 +78,7 @@ fn check_chunks(req: &RerankRequest<'_>) -> Result<(), GatewayError> {
 
 // ---- translation back ------------------------------------------------------------------------
 
-pub fn rerank_response<'r>(
+pub(crate) fn rerank_response<'r>(
     provider: &Provider,
     req: &'r RerankRequest<'r>,
     _headers: &http::HeaderMap,
@@ -91,14 +91,14 @@ pub fn rerank_response<'r>(
 
 /// The same envelope and codes as v2 (`{"message": …}`, 498 for a bad key, 499 retried, 404
 /// "model '…' not found" naming the model).
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     crate::providers::cohere::error_response(provider, status, body)
 }
 
 // ---- registration ----------------------------------------------------------------------------
 
 /// The Cohere v1 kind: Bearer key, rerank only.
-pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+pub(crate) fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     crate::providers::registry::bearer_rerank(key, error_response, rerank_request, rerank_response)
 }
 

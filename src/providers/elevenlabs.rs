@@ -49,7 +49,7 @@ struct ErrorEnvelope {
 
 // ---- translation to native -------------------------------------------------------------------
 
-pub fn speech_request(
+pub(crate) fn speech_request(
     target: &Target,
     req: &SpeechRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
@@ -107,14 +107,14 @@ fn path_segment(s: &str) -> String {
 
 // ---- translation back ------------------------------------------------------------------------
 
-pub fn speech_decoding(provider: &Arc<Provider>, req: &SpeechRequest<'_>) -> SpeechDecoding {
+pub(crate) fn speech_decoding(provider: &Arc<Provider>, req: &SpeechRequest<'_>) -> SpeechDecoding {
     // The stream endpoint's body is the audio itself.
     SpeechDecoding::raw_audio(provider, req.sse)
 }
 
 // ---- error mapping ---------------------------------------------------------------------------
 
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let parsed = serde_json::from_slice::<ErrorEnvelope>(body).ok();
     let message = parsed
         .as_ref()
@@ -153,7 +153,7 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 /// `GET /v1/models` (a JSON array of `{model_id, name, …}`) and `GET /v1/voices` (`{"voices":
 /// [{voice_id, name, …}]}`, every voice of the account's library, legacy premade voices left out
 /// unless `show_legacy` is asked). Neither is paginated.
-pub const DISCOVERY: crate::api::discovery::Discovery = crate::api::discovery::Discovery {
+pub(crate) const DISCOVERY: crate::api::discovery::Discovery = crate::api::discovery::Discovery {
     models: Some(crate::api::discovery::ListFns {
         request: |_| NativeRequest::get("/v1/models"),
         response: read_models,
@@ -211,7 +211,7 @@ fn read_voices(body: &[u8]) -> Result<crate::api::discovery::Page, String> {
 // ---- registration ----------------------------------------------------------------------------
 
 /// The ElevenLabs kind: `xi-api-key`, speech only.
-pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+pub(crate) fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     let auth = crate::providers::registry::keyed(key, |k| {
         crate::upstream::provider::Auth::header("xi-api-key", k)
     })?;

@@ -132,7 +132,7 @@ struct ErrorInfo {
 
 // ---- translation to native -------------------------------------------------------------------
 
-pub fn speech_request(
+pub(crate) fn speech_request(
     target: &Target,
     req: &SpeechRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
@@ -261,7 +261,10 @@ fn language_of(voice: &str) -> Option<&str> {
 
 // ---- translation back ------------------------------------------------------------------------
 
-pub fn speech_decoding(provider: &Arc<Provider>, _req: &SpeechRequest<'_>) -> SpeechDecoding {
+pub(crate) fn speech_decoding(
+    provider: &Arc<Provider>,
+    _req: &SpeechRequest<'_>,
+) -> SpeechDecoding {
     // The whole audio arrives in one JSON document; SSE never gets here (validation refuses it).
     SpeechDecoding::Decode(Box::new(Whole::new(provider, decode_answer)))
 }
@@ -287,7 +290,7 @@ fn decode_answer(
 
 // ---- error mapping ---------------------------------------------------------------------------
 
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let detail = match serde_json::from_slice::<ErrorBody>(body) {
         Ok(ErrorBody::One(e)) => Some(e.error),
         Ok(ErrorBody::Many(list)) => list.into_iter().next().map(|e| e.error),
@@ -327,7 +330,7 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 
 /// The Google kind: an API key in `x-goog-api-key` (its OAuth tokens expire hourly, so a static
 /// config cannot hold one), speech only.
-pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+pub(crate) fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     let auth = crate::providers::registry::keyed(key, |k| {
         crate::upstream::provider::Auth::header("x-goog-api-key", k)
     })?;

@@ -59,7 +59,7 @@ struct ErrorBody {
 
 // ---- translation to native -------------------------------------------------------------------
 
-pub fn rerank_request(
+pub(crate) fn rerank_request(
     target: &Target,
     req: &RerankRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
@@ -69,7 +69,7 @@ pub fn rerank_request(
 // ---- translation back ------------------------------------------------------------------------
 
 /// Jina reports nothing billed beyond the token total, which has its public field.
-pub fn rerank_response<'r>(
+pub(crate) fn rerank_response<'r>(
     provider: &Provider,
     req: &'r RerankRequest<'r>,
     _headers: &http::HeaderMap,
@@ -80,7 +80,7 @@ pub fn rerank_response<'r>(
 
 // ---- error mapping ---------------------------------------------------------------------------
 
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let (text, code) = match serde_json::from_slice::<ErrorBody>(body) {
         Ok(e) => (e.fastapi.text(), e.code),
         Err(_) => (None, None),
@@ -100,7 +100,7 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 // ---- registration ----------------------------------------------------------------------------
 
 /// The Jina kind: Bearer key, rerank only.
-pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+pub(crate) fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     crate::providers::registry::bearer_rerank(key, error_response, rerank_request, rerank_response)
 }
 

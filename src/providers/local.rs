@@ -93,7 +93,7 @@ fn push_cjk(run: &mut Vec<char>, out: &mut Vec<String>) {
 }
 
 /// The terms of `text`.
-pub fn tokenize(text: &str) -> Vec<String> {
+pub(crate) fn tokenize(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut cjk = Vec::new();
@@ -115,7 +115,7 @@ pub fn tokenize(text: &str) -> Vec<String> {
 }
 
 /// BM25 score of each document for the query, in document order.
-pub fn scores(query: &str, documents: &[&str]) -> Vec<f64> {
+pub(crate) fn scores(query: &str, documents: &[&str]) -> Vec<f64> {
     let docs: Vec<Vec<String>> = documents.iter().map(|d| tokenize(d)).collect();
     let n = docs.len() as f64;
     let avg_len = (docs.iter().map(Vec::len).sum::<usize>() as f64 / n.max(1.0)).max(1.0);
@@ -153,7 +153,7 @@ pub fn scores(query: &str, documents: &[&str]) -> Vec<f64> {
 // ---- translation to "native" -------------------------------------------------------------------
 
 /// Score the request; the answer is the native JSON the translate-back step reads.
-pub fn rerank(req: &RerankRequest<'_>) -> Result<Bytes, GatewayError> {
+pub(crate) fn rerank(req: &RerankRequest<'_>) -> Result<Bytes, GatewayError> {
     let docs: Vec<&str> = req.documents.iter().map(|d| d.as_str()).collect();
     let results = scores(req.query.as_str(), &docs)
         .into_iter()
@@ -170,7 +170,7 @@ pub fn rerank(req: &RerankRequest<'_>) -> Result<Bytes, GatewayError> {
 
 // ---- translation back --------------------------------------------------------------------------
 
-pub fn rerank_response<'r>(
+pub(crate) fn rerank_response<'r>(
     provider: &Provider,
     req: &'r RerankRequest<'r>,
     body: &[u8],
@@ -215,7 +215,7 @@ impl crate::api::adapter::RerankAdapter for Local {
 }
 
 /// The local kind: no key, no network.
-pub fn kind() -> Result<crate::providers::registry::Kind, String> {
+pub(crate) fn kind() -> Result<crate::providers::registry::Kind, String> {
     Ok(crate::providers::registry::Kind {
         auth: crate::upstream::provider::Auth::None,
         // Never called over HTTP, so never asked to classify an answer.

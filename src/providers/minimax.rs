@@ -117,7 +117,7 @@ struct BaseResp {
 
 // ---- translation to native -------------------------------------------------------------------
 
-pub fn speech_request(
+pub(crate) fn speech_request(
     target: &Target,
     req: &SpeechRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
@@ -167,7 +167,7 @@ fn streams(format: &str) -> bool {
 
 // ---- translation back ------------------------------------------------------------------------
 
-pub fn speech_decoding(provider: &Arc<Provider>, req: &SpeechRequest<'_>) -> SpeechDecoding {
+pub(crate) fn speech_decoding(provider: &Arc<Provider>, req: &SpeechRequest<'_>) -> SpeechDecoding {
     if streams(req.response_format) {
         SpeechDecoding::Decode(Box::new(SseAudio::new(provider, StreamDecoder::default())))
     } else {
@@ -319,7 +319,7 @@ fn native_message(provider: &Provider, base: &BaseResp) -> String {
     }
 }
 
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let base = serde_json::from_slice::<Answer>(body)
         .ok()
         .and_then(|a| a.base_resp);
@@ -345,7 +345,7 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 // ---- registration ----------------------------------------------------------------------------
 
 /// The MiniMax kind: Bearer key, speech only.
-pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+pub(crate) fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     let auth = crate::providers::registry::keyed(key, crate::upstream::provider::Auth::bearer)?;
     let speech = crate::providers::registry::SpeechFns {
         request: speech_request,

@@ -51,7 +51,7 @@ struct ErrorBody {
 
 // ---- translation to native -------------------------------------------------------------------
 
-pub fn rerank_request(
+pub(crate) fn rerank_request(
     target: &Target,
     req: &RerankRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
@@ -62,7 +62,7 @@ pub fn rerank_request(
 
 /// `prompt_tokens` is the same count as `total_tokens` for a reranker (no completion), so nothing
 /// billed is left for `metadata`.
-pub fn rerank_response<'r>(
+pub(crate) fn rerank_response<'r>(
     provider: &Provider,
     req: &'r RerankRequest<'r>,
     _headers: &http::HeaderMap,
@@ -74,7 +74,7 @@ pub fn rerank_response<'r>(
 // ---- error mapping ---------------------------------------------------------------------------
 
 /// 402 and 404 are classified as operator problems by `from_status` itself.
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let text = serde_json::from_slice::<ErrorBody>(body)
         .ok()
         .and_then(|e| {
@@ -99,7 +99,7 @@ fn error_text(error: &Value) -> Option<String> {
 // ---- registration ----------------------------------------------------------------------------
 
 /// The Mixedbread kind: Bearer key, rerank only.
-pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+pub(crate) fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     crate::providers::registry::bearer_rerank(key, error_response, rerank_request, rerank_response)
 }
 

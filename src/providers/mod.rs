@@ -7,31 +7,31 @@
 //! Translation is a pure function of the validated request and the target, so the attempt loop
 //! can rebuild the native request on every retry without touching the caller's bytes.
 
-pub mod ark;
-pub mod azure;
-pub mod bfl;
-pub mod cohere;
-pub mod cohere_v1;
-pub mod dashscope;
-pub mod elevenlabs;
-pub mod external;
-pub mod formats;
-pub mod google;
-pub mod jina;
-pub mod kling;
-pub mod local;
-pub mod minimax;
-pub mod mixedbread;
-pub mod openai;
-pub mod registry;
-pub mod siliconflow;
-pub mod stability;
-pub mod tei;
+pub(crate) mod ark;
+pub(crate) mod azure;
+pub(crate) mod bfl;
+pub(crate) mod cohere;
+pub(crate) mod cohere_v1;
+pub(crate) mod dashscope;
+pub(crate) mod elevenlabs;
+pub(crate) mod external;
+pub(crate) mod formats;
+pub(crate) mod google;
+pub(crate) mod jina;
+pub(crate) mod kling;
+pub(crate) mod local;
+pub(crate) mod minimax;
+pub(crate) mod mixedbread;
+pub(crate) mod openai;
+pub(crate) mod registry;
+pub(crate) mod siliconflow;
+pub(crate) mod stability;
+pub(crate) mod tei;
 #[cfg(test)]
 pub(crate) mod test_support;
-pub mod volcengine;
-pub mod voyage;
-pub mod zhipu;
+pub(crate) mod volcengine;
+pub(crate) mod voyage;
+pub(crate) mod zhipu;
 
 use crate::common::error::UpstreamError;
 use crate::upstream::provider::{bad_answer, Provider};

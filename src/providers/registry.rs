@@ -28,7 +28,7 @@ use crate::upstream::provider::{Auth, ErrorMap, Provider};
 /// every kind shares — key, URLs, timeouts, limits — are read by the config itself).
 #[derive(Debug, Deserialize)]
 #[serde(tag = "kind")]
-pub enum ProviderConfig {
+pub(crate) enum ProviderConfig {
     #[serde(rename = "openai")]
     OpenAi(NoSettings),
     #[serde(rename = "azure-openai")]
@@ -74,7 +74,7 @@ pub enum ProviderConfig {
 /// A kind with no settings of its own: any extra key is an error naming it.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct NoSettings {}
+pub(crate) struct NoSettings {}
 
 /// What a provider kind contributes to an account: what each built-in provider's `kind()` returns,
 /// and what a kind registered from outside the crate (`external::ProviderKinds`) builds.
@@ -92,7 +92,7 @@ pub struct Kind {
 }
 
 /// Build a provider kind from its config and the account's key (empty: none configured).
-pub fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> {
+pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> {
     match config {
         ProviderConfig::OpenAi(_) => openai::kind(key),
         ProviderConfig::AzureOpenAi(s) => azure::kind(s, key),
@@ -119,7 +119,7 @@ pub fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> {
 
 /// The list endpoints (`api::discovery`) of a provider kind: what `switchyard check-providers`
 /// and the voice listing may ask the account. A kind without any says so here, by name.
-pub fn discovery(config: &ProviderConfig) -> Discovery {
+pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
     match config {
         ProviderConfig::OpenAi(_) => openai::discovery::DISCOVERY,
         ProviderConfig::Cohere(_) | ProviderConfig::CohereV1(_) => cohere::DISCOVERY,
@@ -297,12 +297,12 @@ impl RerankAdapter for RerankFns {
 }
 
 /// A synchronous image answer as the adapter-neutral [`ImageAnswer`].
-pub fn images(r: Result<NativeImages, UpstreamError>) -> Result<ImageAnswer, UpstreamError> {
+pub(crate) fn images(r: Result<NativeImages, UpstreamError>) -> Result<ImageAnswer, UpstreamError> {
     r.map(ImageAnswer::Images)
 }
 
 /// A remote speech-only kind whose adapter is its module's functions.
-pub fn speech_kind(auth: Auth, errors: ErrorMap, speech: SpeechFns) -> Kind {
+pub(crate) fn speech_kind(auth: Auth, errors: ErrorMap, speech: SpeechFns) -> Kind {
     Kind {
         auth,
         errors,
@@ -316,7 +316,7 @@ pub fn speech_kind(auth: Auth, errors: ErrorMap, speech: SpeechFns) -> Kind {
 }
 
 /// A remote images-only kind whose adapter is its module's functions.
-pub fn images_kind(
+pub(crate) fn images_kind(
     auth: Auth,
     errors: ErrorMap,
     result_hosts: &'static [&'static str],
@@ -335,7 +335,7 @@ pub fn images_kind(
 }
 
 /// A rerank-only kind whose adapter is its module's functions, keyed by Bearer token.
-pub fn bearer_rerank(
+pub(crate) fn bearer_rerank(
     key: &str,
     errors: ErrorMap,
     request: fn(&Target, &RerankRequest<'_>) -> Result<NativeRequest, GatewayError>,

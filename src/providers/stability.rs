@@ -153,7 +153,7 @@ fn check(target: &Target, req: &ImageRequest<'_>) -> Result<(), GatewayError> {
     Ok(())
 }
 
-pub fn image_request(
+pub(crate) fn image_request(
     target: &Target,
     req: &ImageRequest<'_>,
     n: u64,
@@ -241,7 +241,7 @@ fn form_value(raw: &RawValue) -> String {
 
 // ---- translation back ------------------------------------------------------------------------
 
-pub fn image_response(
+pub(crate) fn image_response(
     provider: &Provider,
     _req: &ImageRequest<'_>,
     headers: &http::HeaderMap,
@@ -296,7 +296,7 @@ fn check_finish(provider: &Provider, reason: Option<&str>) -> Result<(), Upstrea
 
 // ---- error mapping ---------------------------------------------------------------------------
 
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let parsed = serde_json::from_slice::<ErrorBody>(body).ok();
     let message = parsed
         .as_ref()
@@ -333,7 +333,7 @@ fn names_the_model(status: u16, body: &ErrorBody) -> bool {
 // ---- registration ----------------------------------------------------------------------------
 
 /// The Stability kind: Bearer key, images only, reference images sent as bytes in its forms.
-pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+pub(crate) fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     let auth = crate::providers::registry::keyed(key, crate::upstream::provider::Auth::bearer)?;
     let images = crate::providers::registry::ImageFns {
         request: image_request,

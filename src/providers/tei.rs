@@ -74,7 +74,7 @@ struct ErrorBody {
 
 // ---- translation to native -------------------------------------------------------------------
 
-pub fn rerank_request(
+pub(crate) fn rerank_request(
     target: &Target,
     req: &RerankRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
@@ -83,7 +83,7 @@ pub fn rerank_request(
 
 // ---- translation back ------------------------------------------------------------------------
 
-pub fn rerank_response<'r>(
+pub(crate) fn rerank_response<'r>(
     provider: &Provider,
     req: &'r RerankRequest<'r>,
     headers: &http::HeaderMap,
@@ -110,7 +110,7 @@ fn header_number(headers: &http::HeaderMap, name: &str) -> Option<serde_json::Nu
 
 // ---- error mapping ---------------------------------------------------------------------------
 
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let parsed = serde_json::from_slice::<ErrorBody>(body).ok();
     let mut err = status_error(provider, status, parsed.as_ref().map(|e| e.error.as_str()));
     let parsed_error = parsed.as_ref().map(|e| e.error.as_str());
@@ -144,7 +144,7 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 
 /// The TEI kind: rerank only. A self-hosted server usually has no key; one that was started with
 /// `--api-key` takes it as a Bearer token.
-pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+pub(crate) fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     let mut kind = crate::providers::registry::bearer_rerank(
         key,
         error_response,

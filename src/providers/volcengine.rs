@@ -120,7 +120,7 @@ struct Header {
 
 // ---- translation to native -------------------------------------------------------------------
 
-pub fn speech_request(
+pub(crate) fn speech_request(
     target: &Target,
     req: &SpeechRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
@@ -184,7 +184,10 @@ fn speech_rate(speed: f64) -> Result<i32, GatewayError> {
 
 // ---- translation back ------------------------------------------------------------------------
 
-pub fn speech_decoding(provider: &Arc<Provider>, _req: &SpeechRequest<'_>) -> SpeechDecoding {
+pub(crate) fn speech_decoding(
+    provider: &Arc<Provider>,
+    _req: &SpeechRequest<'_>,
+) -> SpeechDecoding {
     // The same NDJSON arrives whether the caller wants raw audio or SSE.
     SpeechDecoding::Decode(Box::new(LineDecoder::new(provider)))
 }
@@ -355,7 +358,7 @@ fn native_message(provider: &Provider, code: i64, message: &str) -> String {
     }
 }
 
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let parsed = serde_json::from_slice::<Line>(body).ok();
     let (code, message) = parsed
         .as_ref()
@@ -392,7 +395,7 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 /// Settings only Volcengine speech takes.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The console app id sent with the access token (absent: the key is a single API key).
     #[serde(default)]
     pub app_id: Option<String>,
@@ -400,7 +403,10 @@ pub struct Settings {
 
 /// The Volcengine kind: the console's app id + access token pair, or the newer single API key;
 /// speech only.
-pub fn kind(settings: &Settings, key: &str) -> Result<crate::providers::registry::Kind, String> {
+pub(crate) fn kind(
+    settings: &Settings,
+    key: &str,
+) -> Result<crate::providers::registry::Kind, String> {
     use crate::upstream::provider::Auth;
     use http::HeaderName;
     let app_id = settings

@@ -42,7 +42,7 @@ const WIRE: Wire = Wire {
 
 // ---- translation to native -------------------------------------------------------------------
 
-pub fn rerank_request(
+pub(crate) fn rerank_request(
     target: &Target,
     req: &RerankRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
@@ -52,7 +52,7 @@ pub fn rerank_request(
 // ---- translation back ------------------------------------------------------------------------
 
 /// Voyage reports nothing billed beyond the token total, which has its public field.
-pub fn rerank_response<'r>(
+pub(crate) fn rerank_response<'r>(
     provider: &Provider,
     req: &'r RerankRequest<'r>,
     _headers: &http::HeaderMap,
@@ -65,7 +65,7 @@ pub fn rerank_response<'r>(
 
 /// 402 and 404 are classified as operator problems by `from_status` itself. An unknown model is a
 /// 400 whose detail reads "Model `<name>` is not supported. Supported models are [...]".
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let text = fastapi::ErrorBody::parse(body).and_then(fastapi::ErrorBody::text);
     let mut err = status_error(provider, status, text.as_deref());
     if status == 400 && text.as_deref().is_some_and(unknown_model) {
@@ -82,7 +82,7 @@ fn unknown_model(detail: &str) -> bool {
 // ---- registration ----------------------------------------------------------------------------
 
 /// The Voyage kind: Bearer key, rerank only.
-pub fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
+pub(crate) fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     crate::providers::registry::bearer_rerank(key, error_response, rerank_request, rerank_response)
 }
 

@@ -72,7 +72,7 @@ pub(super) struct Answers {
 impl Answers {
     /// Keep `answer` under `id` (a UUID, as the gateway makes them; anything else is not kept)
     /// until `expires`. Returns the bytes it holds and those of an answer it replaced.
-    pub fn insert(
+    pub(super) fn insert(
         &mut self,
         id: &str,
         answer: &KeptAnswer<'_>,
@@ -106,7 +106,7 @@ impl Answers {
     }
 
     /// The answer under `id`, unless its time is up (`instance` is not kept: it is this one).
-    pub fn get(&self, id: &str, now: Instant) -> Option<KeptAnswer<'_>> {
+    pub(super) fn get(&self, id: &str, now: Instant) -> Option<KeptAnswer<'_>> {
         let key = uuid::Uuid::parse_str(id).ok()?.as_u128();
         self.by_id.get(&key).filter(|k| k.expires > now)?.answer()
     }
@@ -128,7 +128,7 @@ impl Answers {
     }
 
     /// Forget the answers whose time is up; returns the bytes freed.
-    pub fn purge(&mut self, now: Instant) -> usize {
+    pub(super) fn purge(&mut self, now: Instant) -> usize {
         let mut freed = 0;
         while let Some(size) = self.pop_oldest_if(|expires| expires <= now) {
             freed += size;
@@ -137,7 +137,7 @@ impl Answers {
     }
 
     /// Forget the oldest answer; returns the bytes freed (`None`: there was none).
-    pub fn forget_oldest(&mut self) -> Option<usize> {
+    pub(super) fn forget_oldest(&mut self) -> Option<usize> {
         self.pop_oldest_if(|_| true)
     }
 }

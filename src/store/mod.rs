@@ -2,7 +2,7 @@
 //! memory for one instance or in Redis for several, and the Redis connection they share. Redis
 //! needs the `redis` cargo feature (on by default); without it `redis_conn` is an empty stand-in.
 
-pub mod answers;
+pub(crate) mod answers;
 pub mod files;
 #[cfg(feature = "redis")]
 pub mod redis_conn;

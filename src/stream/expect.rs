@@ -31,7 +31,7 @@ use crate::common::error::{UpstreamError, UpstreamErrorKind};
 use crate::upstream::provider::Provider;
 
 /// Bytes of the body looked at before the first one goes out.
-pub const WINDOW: usize = 64;
+pub(crate) const WINDOW: usize = 64;
 
 /// What kind of body a 2xx speech answer must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +56,7 @@ pub enum Native {
 
 /// The verdict on a body's first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Not enough bytes yet to tell.
     NeedMore,
     /// The body may be copied on.
@@ -66,7 +66,7 @@ pub enum Verdict {
 }
 
 /// Check the answer's `Content-Type` (see [`Native`]).
-pub fn content_type(
+pub(crate) fn content_type(
     provider: &Provider,
     native: Native,
     headers: Option<&HeaderMap>,
@@ -97,7 +97,7 @@ pub fn content_type(
 
 /// The error for a 2xx answer of kind `native` that turned out to be `what` (retried; see the
 /// module docs).
-pub fn not_the_answer(provider: &Provider, native: Native, what: &str) -> UpstreamError {
+pub(crate) fn not_the_answer(provider: &Provider, native: Native, what: &str) -> UpstreamError {
     let asked = match native {
         Native::Audio | Native::File => "audio",
         Native::Events => "an event stream",
@@ -147,7 +147,7 @@ fn is_token_pair(s: &str) -> bool {
 }
 
 /// Judge the first bytes of a body of kind `native`; `ended` says the body has no more.
-pub fn judge(native: Native, head: &[u8], ended: bool) -> Verdict {
+pub(crate) fn judge(native: Native, head: &[u8], ended: bool) -> Verdict {
     let window = &head[..head.len().min(WINDOW)];
     let body = trim_start(window);
     let Some(&first) = body.first() else {

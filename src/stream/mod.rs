@@ -2,7 +2,7 @@
 //! splitting, how a provider's speech body becomes audio, and the check that it is audio at all.
 
 pub mod audio;
-pub mod expect;
+pub(crate) mod expect;
 pub mod lines;
 pub mod sse;
-pub mod sse_audio;
+pub(crate) mod sse_audio;

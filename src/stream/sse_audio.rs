@@ -13,7 +13,7 @@ use crate::common::error::UpstreamError;
 use crate::upstream::provider::{bad_answer, Provider};
 
 /// What one provider does with its speech stream's events.
-pub trait EventHandler: Send {
+pub(crate) trait EventHandler: Send {
     /// Handle one whole event (its raw bytes, `data:` lines and all); push any audio onto `out`.
     fn event(
         &mut self,
@@ -27,7 +27,7 @@ pub trait EventHandler: Send {
 }
 
 /// An [`AudioDecoder`] for an SSE speech stream, its events handled by `H`.
-pub struct SseAudio<H> {
+pub(crate) struct SseAudio<H> {
     provider: Arc<Provider>,
     events: EventSplitter,
     /// Bytes pushed into `events` and not yet taken out as whole events: one incomplete event,
@@ -37,7 +37,7 @@ pub struct SseAudio<H> {
 }
 
 impl<H: EventHandler> SseAudio<H> {
-    pub fn new(provider: &Arc<Provider>, handler: H) -> SseAudio<H> {
+    pub(crate) fn new(provider: &Arc<Provider>, handler: H) -> SseAudio<H> {
         SseAudio {
             provider: provider.clone(),
             events: EventSplitter::new(),

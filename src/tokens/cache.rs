@@ -34,7 +34,7 @@ thread_local! {
 
 /// Tokens `piece` merges into: from the cache, or computed by `merge` and remembered. `hash` is
 /// any well-mixed hash of the piece.
-pub fn merged(piece: &[u8], hash: usize, merge: impl FnOnce(&[u8]) -> usize) -> usize {
+pub(super) fn merged(piece: &[u8], hash: usize, merge: impl FnOnce(&[u8]) -> usize) -> usize {
     if piece.len() > KEY_BYTES {
         return merge(piece);
     }

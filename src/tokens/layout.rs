@@ -13,23 +13,23 @@
 //!   [`SPACE`] or [`OTHER`], as the tokenizer's pattern classes them (`\p{L}`, `\p{N}`, `\s`).
 
 /// log2 of the number of slots: 2^18 slots for about 100k tokens keeps probe runs short.
-pub const SLOT_BITS: u32 = 18;
+pub(super) const SLOT_BITS: u32 = 18;
 /// Slots in the vocabulary table.
-pub const SLOTS: usize = 1 << SLOT_BITS;
+pub(super) const SLOTS: usize = 1 << SLOT_BITS;
 /// Bytes per slot.
-pub const SLOT_BYTES: usize = 16;
+pub(super) const SLOT_BYTES: usize = 16;
 /// Bits of `meta` that hold the rank (ranks are below 2^17).
-pub const RANK_BITS: u32 = 17;
+pub(super) const RANK_BITS: u32 = 17;
 
 /// Character classes of the pre-tokenizer's pattern.
-pub const OTHER: u8 = 0;
-pub const LETTER: u8 = 1;
-pub const NUMBER: u8 = 2;
-pub const SPACE: u8 = 3;
+pub(super) const OTHER: u8 = 0;
+pub(super) const LETTER: u8 = 1;
+pub(super) const NUMBER: u8 = 2;
+pub(super) const SPACE: u8 = 3;
 
 /// The first up-to-8 bytes of `bytes`, zero-padded, as a little-endian word.
 #[inline(always)]
-pub fn head_word(bytes: &[u8]) -> u64 {
+pub(super) fn head_word(bytes: &[u8]) -> u64 {
     match bytes.first_chunk::<8>() {
         Some(word) => u64::from_le_bytes(*word),
         // Byte by byte: a variable-length copy would be a `memcpy` call per lookup.
@@ -43,7 +43,7 @@ pub fn head_word(bytes: &[u8]) -> u64 {
 /// [`head_word`] of `text[at..at + len]` (`len` ≥ 1), read as one 8-byte load and a mask when the
 /// text has 8 bytes from `at`: the lookup of every piece starts here.
 #[inline(always)]
-pub fn head_word_in(text: &[u8], at: usize, len: usize) -> u64 {
+pub(super) fn head_word_in(text: &[u8], at: usize, len: usize) -> u64 {
     match text.get(at..).and_then(|rest| rest.first_chunk::<8>()) {
         Some(word) if len >= 8 => u64::from_le_bytes(*word),
         Some(word) => u64::from_le_bytes(*word) & (u64::MAX >> (64 - 8 * len)),
@@ -55,7 +55,7 @@ pub fn head_word_in(text: &[u8], at: usize, len: usize) -> u64 {
 /// product, xored) of its head word and length, then of each further 8 bytes. A plain multiply
 /// clustered the short tokens' slots enough to double the probes per lookup.
 #[inline(always)]
-pub fn home_slot(bytes: &[u8], head: u64) -> usize {
+pub(super) fn home_slot(bytes: &[u8], head: u64) -> usize {
     let mut h = fold_mul(head ^ (bytes.len() as u64) << 58, 0x9e37_79b9_7f4a_7c15);
     if bytes.len() > 8 {
         for chunk in bytes[8..].chunks(8) {

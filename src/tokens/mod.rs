@@ -17,7 +17,7 @@ mod pretokenize;
 mod vocab;
 
 /// Name reported in rerank `metadata`.
-pub const TOKENIZER: &str = "cl100k_base";
+pub(crate) const TOKENIZER: &str = "cl100k_base";
 
 /// Tokens in `text` (special-token strings are counted as ordinary text).
 pub fn count(text: &str) -> usize {

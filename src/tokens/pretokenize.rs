@@ -109,7 +109,7 @@ fn run_end(s: &[u8], mut i: usize, class: u8) -> usize {
 /// those are matched here byte by byte; everything else, and any word that runs into a
 /// non-ASCII byte, goes through [`any_piece_len`].
 #[inline(always)]
-pub fn piece_len(s: &[u8], i: usize) -> usize {
+pub(super) fn piece_len(s: &[u8], i: usize) -> usize {
     let word = match s.get(i..i + 2) {
         Some(&[c, _]) if c.is_ascii_alphabetic() => i,
         Some(&[c, next])

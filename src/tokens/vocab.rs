@@ -67,7 +67,7 @@ fn pair_rank(a: u8, b: u8) -> u32 {
 /// else tiktoken's byte-pair merge (repeatedly join the adjacent pair whose joined bytes have the
 /// lowest rank, leftmost on ties) counted without building the tokens.
 #[inline(always)]
-pub fn piece_tokens(text: &[u8], at: usize, len: usize) -> usize {
+pub(super) fn piece_tokens(text: &[u8], at: usize, len: usize) -> usize {
     if len < 3 {
         return match len {
             2 if pair_rank(text[at], text[at + 1]) == NONE => 2,

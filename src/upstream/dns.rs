@@ -12,13 +12,13 @@ use std::time::{Duration, Instant};
 type Cache = HashMap<(String, u16), (Instant, Arc<[SocketAddr]>)>;
 
 /// Resolved addresses of `host:port`, cached for `ttl`.
-pub struct Resolver {
+pub(crate) struct Resolver {
     ttl: Duration,
     cache: Mutex<Cache>,
 }
 
 impl Resolver {
-    pub fn new(ttl: Duration) -> Self {
+    pub(crate) fn new(ttl: Duration) -> Self {
         Resolver {
             ttl,
             cache: Mutex::new(HashMap::new()),
@@ -26,7 +26,7 @@ impl Resolver {
     }
 
     /// Addresses for `host:port`; an IP literal needs no lookup.
-    pub async fn resolve(&self, host: &str, port: u16) -> Result<Arc<[SocketAddr]>, String> {
+    pub(crate) async fn resolve(&self, host: &str, port: u16) -> Result<Arc<[SocketAddr]>, String> {
         if let Ok(ip) = host.parse::<IpAddr>() {
             return Ok(Arc::from([SocketAddr::new(ip, port)]));
         }

@@ -35,14 +35,14 @@ enum Phase {
 
 /// A client stream to a provider that writes a request's head together with its body.
 #[derive(Debug)]
-pub struct Gathered {
+pub(crate) struct Gathered {
     inner: Stream,
     held: Held,
     phase: Phase,
 }
 
 impl Gathered {
-    pub fn new(inner: Stream) -> Gathered {
+    pub(crate) fn new(inner: Stream) -> Gathered {
         Gathered {
             inner,
             held: Held::default(),

@@ -30,10 +30,10 @@ pub struct DownloadPolicy {
 }
 
 /// Redirect hops followed before giving up.
-pub const MAX_REDIRECTS: usize = 3;
+pub(crate) const MAX_REDIRECTS: usize = 3;
 
 /// Why an address may not be fetched on a caller's behalf, or `None` when it is a public address.
-pub fn refusal(ip: IpAddr) -> Option<&'static str> {
+pub(crate) fn refusal(ip: IpAddr) -> Option<&'static str> {
     match ip {
         IpAddr::V4(v4) => refusal_v4(v4),
         IpAddr::V6(v6) => {

@@ -66,7 +66,7 @@ impl Clock {
 
 /// What a failed attempt means for its target's health.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// The target failed: counts towards its ejection.
     Failed,
     /// The provider rejected the account's key: every target of the account is ejected.
@@ -79,7 +79,7 @@ impl Verdict {
     /// Connect errors, timeouts, 5xx and wrong answers count; 4xx the request caused do not.
     /// Rate limits do not either: the retry policy honours `Retry-After`, and a throttled key is
     /// not a broken one.
-    pub fn of(kind: UpstreamErrorKind) -> Verdict {
+    pub(crate) fn of(kind: UpstreamErrorKind) -> Verdict {
         match kind {
             UpstreamErrorKind::Connect
             | UpstreamErrorKind::Timeout

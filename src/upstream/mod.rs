@@ -2,12 +2,12 @@
 //! name resolution, the exchange over Pingora's connector, the download guard, targets'
 //! health (ejection of failing targets), the retry policy, and the trust roots for providers' certificates.
 
-pub mod dns;
-pub mod endpoint;
-pub mod exchange;
-pub mod gather;
-pub mod guard;
-pub mod health;
-pub mod provider;
-pub mod retry;
-pub mod trust;
+pub(crate) mod dns;
+pub(crate) mod endpoint;
+pub(crate) mod exchange;
+pub(crate) mod gather;
+pub(crate) mod guard;
+pub(crate) mod health;
+pub(crate) mod provider;
+pub(crate) mod retry;
+pub(crate) mod trust;

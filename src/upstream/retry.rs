@@ -40,7 +40,7 @@ impl RetryPolicy {
 }
 
 /// `Retry-After` in seconds (the HTTP-date form is rare from APIs and ignored).
-pub fn parse_retry_after(headers: &http::HeaderMap) -> Option<Duration> {
+pub(crate) fn parse_retry_after(headers: &http::HeaderMap) -> Option<Duration> {
     let v = headers.get(http::header::RETRY_AFTER)?.to_str().ok()?;
     let secs: f64 = v.trim().parse().ok()?;
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(3600.0)))

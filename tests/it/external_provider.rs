@@ -442,7 +442,7 @@ fn a_reload_knows_the_kinds_the_configuration_was_loaded_with() {
     std::fs::remove_dir_all(&dir).ok();
     assert!(reloaded.is_ok(), "{reloaded:?}");
     let settings = state.settings();
-    let model = settings.catalog.get("inhouse-ranker").unwrap();
+    let model = settings.catalog().get("inhouse-ranker").unwrap();
     let switchyard::internals::caps::Caps::Rerank(caps) = model.caps else {
         panic!("not a rerank model")
     };

@@ -118,7 +118,8 @@ fn a_task_whose_instance_died_is_reported_failed() {
     let gw = redis::gateway(&fake, &prefix);
     // A running task last heard of two minutes ago, as a dead instance would leave it.
     let store = switchyard::internals::store::tasks::RedisTaskStore::new({
-        let mut s = switchyard::internals::store::redis_files::RedisSettings::new(redis::redis_url());
+        let mut s =
+            switchyard::internals::store::redis_files::RedisSettings::new(redis::redis_url());
         s.key_prefix = prefix.clone();
         s
     })

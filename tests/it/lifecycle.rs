@@ -391,9 +391,12 @@ fn a_model_past_its_shutdown_is_refused_at_load_unless_overridden() {
     )
     .unwrap_or_else(|e| panic!("{e:#?}"));
     assert!(
-        !s.gateway.warnings.iter().any(|w| w.contains("old-images")),
+        !s.gateway
+            .warnings()
+            .iter()
+            .any(|w| w.contains("old-images")),
         "{:#?}",
-        s.gateway.warnings
+        s.gateway.warnings()
     );
     // Or a later date of its own (model-wide), then warned of when near.
     let s = load_at_test_now(
@@ -402,12 +405,12 @@ fn a_model_past_its_shutdown_is_refused_at_load_unless_overridden() {
     .unwrap_or_else(|e| panic!("{e:#?}"));
     assert!(
         s.gateway
-            .warnings
+            .warnings()
             .iter()
             .any(|w| w.contains("old-images.targets[0]")
                 && w.contains("shuts down on 2026-12-20 (in 23 days)")),
         "{:#?}",
-        s.gateway.warnings
+        s.gateway.warnings()
     );
     // Or a successor serves it: a warning, not a refusal.
     let s = load_at_test_now(
@@ -416,11 +419,11 @@ fn a_model_past_its_shutdown_is_refused_at_load_unless_overridden() {
     .unwrap_or_else(|e| panic!("{e:#?}"));
     assert!(
         s.gateway
-            .warnings
+            .warnings()
             .iter()
             .any(|w| w.contains("model `gpt-image-2`, its successor, serves `old-images`")),
         "{:#?}",
-        s.gateway.warnings
+        s.gateway.warnings()
     );
 
     // A successor that can never take over (a target without a shutdown date) is warned of.
@@ -429,13 +432,13 @@ fn a_model_past_its_shutdown_is_refused_at_load_unless_overridden() {
     )
     .unwrap_or_else(|e| panic!("{e:#?}"));
     assert!(
-        s.gateway.warnings.iter().any(|w| {
+        s.gateway.warnings().iter().any(|w| {
             w
             == "switchyard.models.undated.successor: `gpt-image-2` never takes over: targets[0] of \
                 `undated` has no shutdown date (or `still_available`)"
         }),
         "{:#?}",
-        s.gateway.warnings
+        s.gateway.warnings()
     );
 
     // Bad overrides and successors are named by path.
@@ -558,11 +561,11 @@ fn a_reload_past_a_shutdown_is_refused_by_the_gateways_clock() {
     let first = switchyard::config::load_str_at(&yaml(""), &|_| None, &clock)
         .unwrap_or_else(|e| panic!("{e:#?}"));
     assert!(
-        first.gateway.warnings.iter().any(|w| w.contains(
+        first.gateway.warnings().iter().any(|w| w.contains(
             "switchyard.models.gpt-image-1.5.targets[0]: openai model `gpt-image-1.5` shuts down on 2026-12-01 (in 4 days)"
         )),
         "{:#?}",
-        first.gateway.warnings
+        first.gateway.warnings()
     );
     let state = switchyard::GatewayState::new(first.gateway);
     let dir = std::env::temp_dir().join(format!("switchyard-lifecycle-reload-{}", ports.0));
@@ -589,7 +592,7 @@ fn a_reload_past_a_shutdown_is_refused_by_the_gateways_clock() {
     reloader.reload().unwrap_or_else(|e| panic!("{e:#?}"));
     let served = state
         .settings()
-        .catalog
+        .catalog()
         .serving("gpt-image-1.5")
         .cloned()
         .unwrap();

@@ -96,7 +96,9 @@ fn the_list_is_openai_shaped_and_holds_every_configured_model() {
     assert!((now - 600..=now).contains(&created), "{created}");
     for (name, family) in &want {
         let m = entry(models, name);
-        let op = switchyard::internals::caps::family(family).unwrap().operation();
+        let op = switchyard::internals::caps::family(family)
+            .unwrap()
+            .operation();
         assert_eq!(m["object"], "model", "{name}");
         assert_eq!(m["created"], created, "{name}: one load time");
         assert_eq!(m["operation"], op.as_str(), "{name}");

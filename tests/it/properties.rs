@@ -12,10 +12,10 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{Map, Value};
+use switchyard::config::{self, GatewaySettings};
 use switchyard::internals::api::{compat::Surface, images, rerank, speech};
 use switchyard::internals::common::error::GatewayError;
 use switchyard::internals::common::Operation;
-use switchyard::config::{self, GatewaySettings};
 use switchyard::internals::stream::audio::SpeechDecoding;
 use switchyard::internals::stream::lines::LineSplitter;
 use switchyard::internals::stream::sse::EventSplitter;
@@ -45,7 +45,7 @@ fn settings() -> &'static GatewaySettings {
 }
 
 fn model_names() -> Vec<String> {
-    let c = &settings().catalog;
+    let c = &settings().catalog();
     [Operation::Speech, Operation::Images, Operation::Rerank]
         .into_iter()
         .flat_map(|op| c.names_for(op))
@@ -150,7 +150,7 @@ fn assert_client_error(e: &GatewayError) {
 }
 
 fn validate_everywhere(body: &[u8]) -> Vec<Result<(), GatewayError>> {
-    let c = &settings().catalog;
+    let c = &settings().catalog();
     let mut out = vec![
         speech::parse(body, c, 5).map(drop),
         images::parse(body, c, 5).map(drop),
@@ -271,12 +271,12 @@ fn speech_cases() -> &'static [(String, speech::SpeechRequest<'static>)] {
     CASES.get_or_init(|| {
         let s = settings();
         let mut out = Vec::new();
-        for name in s.catalog.names_for(Operation::Speech) {
+        for name in s.catalog().names_for(Operation::Speech) {
             for extra in ["", r#","stream_format":"sse""#] {
                 let body: &'static str =
                     Box::leak(format!(r#"{{"model":"{name}","input":"Hello"{extra}}}"#).into());
                 // Models that cannot stream SSE refuse the second body; every model takes the first.
-                match speech::parse(body.as_bytes(), &s.catalog, 5) {
+                match speech::parse(body.as_bytes(), &s.catalog(), 5) {
                     Ok(req) => out.push((format!("{name}{extra}"), req)),
                     Err(e) => assert!(!extra.is_empty(), "{name}: {e:?}"),
                 }
@@ -310,7 +310,7 @@ proptest! {
         let s = settings();
         for (name, req) in speech_cases() {
             for target in &req.model.targets {
-                let adapter = s.adapters.speech(&target.provider).unwrap();
+                let adapter = s.adapters().speech(&target.provider).unwrap();
                 let SpeechDecoding::Decode(mut dec) = adapter.decoding(&target.provider, req) else {
                     continue;
                 };
@@ -339,7 +339,7 @@ fn authenticate(name: &'static str, value: &[u8]) -> Option<Result<String, Strin
     h.insert(name, v);
     Some(
         settings()
-            .auth
+            .auth()
             .authenticate(&h)
             .map(|p| p.id)
             .map_err(|e| e.to_string()),
@@ -431,9 +431,9 @@ proptest! {
 fn list_readers() -> Vec<switchyard::internals::api::discovery::ReadList> {
     let s = settings();
     let mut out = Vec::new();
-    for model in s.catalog.models() {
+    for model in s.catalog().models() {
         for t in &model.targets {
-            let d = s.adapters.discovery(&t.provider);
+            let d = s.adapters().discovery(&t.provider);
             out.extend(d.models.iter().chain(d.voices.iter()).map(|f| f.response));
         }
     }

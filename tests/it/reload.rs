@@ -521,8 +521,8 @@ fn the_library_reload_swaps_settings_and_keeps_snapshots() {
     );
     let mut headers = http::HeaderMap::new();
     headers.insert("service-api-key", support::KEY.parse().unwrap());
-    let old = before.auth.authenticate(&headers).unwrap();
-    let new = state.settings().auth.authenticate(&headers).unwrap();
+    let old = before.auth().authenticate(&headers).unwrap();
+    let new = state.settings().auth().authenticate(&headers).unwrap();
     assert_eq!(old.id, "key:tester");
     assert_eq!(new.id, "key:renamed");
 
@@ -537,6 +537,6 @@ fn the_library_reload_swaps_settings_and_keeps_snapshots() {
     };
     let problems = reloader.reload().unwrap_err();
     assert!(problems[0].contains("not valid YAML"), "{problems:?}");
-    let still = state.settings().auth.authenticate(&headers).unwrap();
+    let still = state.settings().auth().authenticate(&headers).unwrap();
     assert_eq!(still.id, "key:renamed");
 }

@@ -45,7 +45,8 @@ fn left_behind(model: &str) -> TaskRecord {
 
 fn put(prefix: &str, id: &str, record: &TaskRecord) {
     let store = RedisTaskStore::new({
-        let mut s = switchyard::internals::store::redis_files::RedisSettings::new(redis::redis_url());
+        let mut s =
+            switchyard::internals::store::redis_files::RedisSettings::new(redis::redis_url());
         s.key_prefix = prefix.to_string();
         s
     })

@@ -9,7 +9,7 @@ use crate::api::rerank::RerankResult;
 use crate::common::error::GatewayError;
 
 #[derive(Serialize)]
-pub struct Answer<'a> {
+pub(super) struct Answer<'a> {
     id: String,
     results: Vec<Item<'a>>,
     meta: Meta,
@@ -41,7 +41,7 @@ struct Tokens {
     output_tokens: u64,
 }
 
-pub fn answer<'a>(
+pub(super) fn answer<'a>(
     result: &RerankResult<'_>,
     t: &Translated<'a>,
     version: &'static str,
@@ -67,12 +67,12 @@ pub fn answer<'a>(
 
 /// Cohere's error body: `message`, plus the gateway's `code` for programs.
 #[derive(Serialize)]
-pub struct Error {
+pub(super) struct Error {
     message: String,
     code: &'static str,
 }
 
-pub fn error(err: &GatewayError) -> Error {
+pub(super) fn error(err: &GatewayError) -> Error {
     Error {
         message: full_message(err),
         code: err.code(),

@@ -10,7 +10,7 @@ use crate::api::rerank::RerankResult;
 use crate::common::error::GatewayError;
 
 #[derive(Serialize)]
-pub struct Answer<'a> {
+pub(super) struct Answer<'a> {
     model: String,
     usage: Usage,
     results: Vec<Item<'a>>,
@@ -21,7 +21,7 @@ struct Usage {
     total_tokens: u64,
 }
 
-pub fn answer<'a>(result: &RerankResult<'_>, t: &Translated<'a>) -> Answer<'a> {
+pub(super) fn answer<'a>(result: &RerankResult<'_>, t: &Translated<'a>) -> Answer<'a> {
     Answer {
         model: result.model.to_string(),
         usage: Usage {
@@ -33,12 +33,12 @@ pub fn answer<'a>(result: &RerankResult<'_>, t: &Translated<'a>) -> Answer<'a> {
 
 /// Jina's error body: `detail`, plus the gateway's `code` for programs.
 #[derive(Serialize)]
-pub struct Error {
+pub(super) struct Error {
     detail: String,
     code: &'static str,
 }
 
-pub fn error(err: &GatewayError) -> Error {
+pub(super) fn error(err: &GatewayError) -> Error {
     Error {
         detail: full_message(err),
         code: err.code(),

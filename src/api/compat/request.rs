@@ -15,7 +15,7 @@ use crate::common::error::{GatewayError, ValidationErrors};
 use crate::common::json::Fields;
 
 /// What sets one surface's request apart.
-pub struct Dialect {
+pub(super) struct Dialect {
     /// `return_documents` when the caller sends none: Cohere's default is false, Jina's true.
     pub return_documents: bool,
     /// Whether Cohere's `rank_fields` is understood (only `["text"]`: documents are ranked by
@@ -23,12 +23,12 @@ pub struct Dialect {
     pub rank_fields: bool,
 }
 
-pub const COHERE: Dialect = Dialect {
+pub(super) const COHERE: Dialect = Dialect {
     return_documents: false,
     rank_fields: true,
 };
 
-pub const JINA: Dialect = Dialect {
+pub(super) const JINA: Dialect = Dialect {
     return_documents: true,
     rank_fields: false,
 };
@@ -44,7 +44,10 @@ pub struct Translated<'a> {
     pub return_documents: bool,
 }
 
-pub fn translate<'a>(body: &'a [u8], dialect: &Dialect) -> Result<Translated<'a>, GatewayError> {
+pub(super) fn translate<'a>(
+    body: &'a [u8],
+    dialect: &Dialect,
+) -> Result<Translated<'a>, GatewayError> {
     let mut f = Fields::parse(body)?;
     let return_documents = f.boolean("return_documents");
     if dialect.rank_fields {

@@ -10,7 +10,7 @@ use crate::common::error::GatewayError;
 
 /// One ranked result, as both APIs answer it.
 #[derive(Serialize)]
-pub struct Item<'a> {
+pub(super) struct Item<'a> {
     index: usize,
     relevance_score: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -18,7 +18,7 @@ pub struct Item<'a> {
 }
 
 /// The ranked results of `result`, each with its document when the caller asked for them.
-pub fn items<'a>(result: &RerankResult<'_>, t: &Translated<'a>) -> Vec<Item<'a>> {
+pub(super) fn items<'a>(result: &RerankResult<'_>, t: &Translated<'a>) -> Vec<Item<'a>> {
     result
         .results
         .iter()
@@ -32,7 +32,7 @@ pub fn items<'a>(result: &RerankResult<'_>, t: &Translated<'a>) -> Vec<Item<'a>>
 
 /// An error's message with every validation detail spelt out: the surfaces' error shapes have one
 /// message and no `details` map.
-pub fn full_message(err: &GatewayError) -> String {
+pub(super) fn full_message(err: &GatewayError) -> String {
     let mut message = err.message();
     if let GatewayError::Validation(v) = err {
         let details: Vec<String> = v
@@ -48,7 +48,7 @@ pub fn full_message(err: &GatewayError) -> String {
 /// A returned document as the caller sent it: a string is answered as `{"text": string}`, an
 /// object (Cohere v1 and Jina accept `{"text": …}` objects) as the object itself, every member
 /// kept.
-pub struct Document<'a>(&'a RawValue);
+pub(super) struct Document<'a>(&'a RawValue);
 
 impl serde::Serialize for Document<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -149,4 +149,3 @@ fn forwarded_https(h: &pingora::http::RequestHeader) -> bool {
         .and_then(|v| v.split(',').next())
         .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
 }
-

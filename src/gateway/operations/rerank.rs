@@ -35,11 +35,14 @@ async fn answer(call: &Call<'_>, body: &[u8], out: &mut Outcome) -> Result<Bytes
     let own = translated.as_ref().map_or(body, |t| t.body.as_slice());
     let req = rerank::parse(own, &s.catalog, s.retry.max_retries)?;
     out.model = Some(req.model.clone());
-    let ((headers, native), target) =
-        attempts::run(&call.state.upstream, &req.model, call.region, req.retries, |t| {
-            s.adapters.rerank(&t.provider)?.request(t, &req)
-        })
-        .await?;
+    let ((headers, native), target) = attempts::run(
+        &call.state.upstream,
+        &req.model,
+        call.region,
+        req.retries,
+        |t| s.adapters.rerank(&t.provider)?.request(t, &req),
+    )
+    .await?;
     let result = s
         .adapters
         .rerank(&target.provider)?

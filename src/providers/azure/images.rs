@@ -37,7 +37,7 @@ struct FilteredItem {
     error: Option<ErrorBody>,
 }
 
-pub fn image_request(
+pub(crate) fn image_request(
     api_version: Option<&str>,
     target: &Target,
     req: &ImageRequest<'_>,
@@ -49,7 +49,7 @@ pub fn image_request(
 
 /// OpenAI's answer shape; an image missing from it is explained by the content filter when the
 /// answer's verdicts say so.
-pub fn image_response(
+pub(crate) fn image_response(
     provider: &Provider,
     req: &ImageRequest<'_>,
     headers: &http::HeaderMap,

@@ -10,8 +10,8 @@
 //! `ResponsibleAIPolicyViolation` in `innererror`. Image answers add per-image
 //! `content_filter_results`; an image the filter withheld comes back without data (`images.rs`).
 
-pub mod images;
-pub mod speech;
+pub(crate) mod images;
+pub(crate) mod speech;
 
 use serde::Deserialize;
 
@@ -92,7 +92,7 @@ fn path_segment(s: &str) -> String {
 
 // ---- error mapping ---------------------------------------------------------------------------
 
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let parsed = serde_json::from_slice::<ErrorEnvelope>(body).ok();
     let message = parsed
         .as_ref()
@@ -127,7 +127,7 @@ pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> Upstream
 /// Settings only Azure OpenAI takes.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `api-version` for deployment URLs (absent: the v1 URL).
     #[serde(default)]
     pub api_version: Option<String>,
@@ -184,7 +184,10 @@ impl crate::api::adapter::ImageAdapter for Azure {
 }
 
 /// The Azure OpenAI kind: `api-key` header; speech and images through a deployment.
-pub fn kind(settings: &Settings, key: &str) -> Result<crate::providers::registry::Kind, String> {
+pub(crate) fn kind(
+    settings: &Settings,
+    key: &str,
+) -> Result<crate::providers::registry::Kind, String> {
     let api_version = settings
         .api_version
         .as_deref()

@@ -8,7 +8,7 @@ use crate::common::native::NativeRequest;
 
 const SPEECH: &str = "audio/speech";
 
-pub fn speech_request(
+pub(crate) fn speech_request(
     api_version: Option<&str>,
     target: &Target,
     req: &SpeechRequest<'_>,

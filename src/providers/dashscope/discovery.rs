@@ -6,7 +6,7 @@ use crate::api::discovery::{Discovery, ListFns};
 use crate::common::native::NativeRequest;
 use crate::providers::formats::model_list;
 
-pub const DISCOVERY: Discovery = Discovery {
+pub(crate) const DISCOVERY: Discovery = Discovery {
     models: Some(ListFns {
         request: |_| NativeRequest::get("/compatible-mode/v1/models"),
         response: model_list::read,

@@ -113,7 +113,7 @@ struct ResultItem {
 
 // ---- translation to native -------------------------------------------------------------------
 
-pub fn image_request(
+pub(crate) fn image_request(
     target: &Target,
     req: &ImageRequest<'_>,
     n: u64,
@@ -150,14 +150,14 @@ pub fn image_request(
 }
 
 /// The request that reads task `task`.
-pub fn poll_request(task: &NativeTask) -> NativeRequest {
+pub(crate) fn poll_request(task: &NativeTask) -> NativeRequest {
     NativeRequest::get(format!("{TASKS_PATH}{}", task.id))
 }
 
 // ---- translation back ------------------------------------------------------------------------
 
 /// The submit answer: the task to poll.
-pub fn image_response(
+pub(crate) fn image_response(
     provider: &Provider,
     _req: &ImageRequest<'_>,
     _headers: &http::HeaderMap,
@@ -183,7 +183,7 @@ pub fn image_response(
 }
 
 /// One poll's answer.
-pub fn poll_response(
+pub(crate) fn poll_response(
     provider: &Provider,
     _headers: &http::HeaderMap,
     body: &[u8],

@@ -6,10 +6,10 @@
 //! inside an SSE event); its `code` says more than the status, so the kind comes from the code when
 //! this module knows it.
 
-pub mod discovery;
-pub mod images;
-pub mod rerank;
-pub mod speech;
+pub(crate) mod discovery;
+pub(crate) mod images;
+pub(crate) mod rerank;
+pub(crate) mod speech;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -46,7 +46,7 @@ struct NestedError {
     message: Option<String>,
 }
 
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let parsed = serde_json::from_slice::<ErrorBody>(body).ok();
     let (code, message) = match parsed {
         Some(ErrorBody {
@@ -139,7 +139,7 @@ pub(crate) fn native_code(code: &str) -> Option<(UpstreamErrorKind, u16)> {
 }
 
 /// The DashScope kind: Bearer key; speech, images (run as tasks) and rerank.
-pub fn kind(key: &str) -> Result<Kind, String> {
+pub(crate) fn kind(key: &str) -> Result<Kind, String> {
     Ok(Kind {
         auth: crate::providers::registry::keyed(key, Auth::bearer)?,
         errors: error_response,

@@ -129,7 +129,7 @@ fn mode(format: &str) -> Option<Mode> {
     }
 }
 
-pub fn speech_request(
+pub(crate) fn speech_request(
     target: &Target,
     req: &SpeechRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
@@ -171,7 +171,7 @@ pub fn speech_request(
 
 // ---- translation back ------------------------------------------------------------------------
 
-pub fn speech_decoding(provider: &Arc<Provider>, req: &SpeechRequest<'_>) -> SpeechDecoding {
+pub(crate) fn speech_decoding(provider: &Arc<Provider>, req: &SpeechRequest<'_>) -> SpeechDecoding {
     // `speech_request` refused any other format, so nothing was sent for one.
     match mode(req.response_format) {
         Some(Mode::WavUrl) => SpeechDecoding::Decode(Box::new(Whole::new(provider, url_answer))),

@@ -4,10 +4,9 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-
 /// `{"detail": …}`, or the `{"message": …}` some of these APIs send instead.
 #[derive(Deserialize)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     #[serde(default)]
     detail: Option<Value>,
     #[serde(default)]
@@ -16,12 +15,12 @@ pub struct ErrorBody {
 
 impl ErrorBody {
     /// `body` as this envelope, if it is one.
-    pub fn parse(body: &[u8]) -> Option<ErrorBody> {
+    pub(crate) fn parse(body: &[u8]) -> Option<ErrorBody> {
         serde_json::from_slice(body).ok()
     }
 
     /// The detail's text, else the message unless it is blank.
-    pub fn text(self) -> Option<String> {
+    pub(crate) fn text(self) -> Option<String> {
         self.detail
             .as_ref()
             .and_then(detail_text)
@@ -31,7 +30,7 @@ impl ErrorBody {
 
 /// The human text of a FastAPI `detail`: a string, a validation list (`[{"loc": [...], "msg":
 /// ...}]`) or an object carrying `message`. `None` when that leaves no text.
-pub fn detail_text(detail: &Value) -> Option<String> {
+pub(crate) fn detail_text(detail: &Value) -> Option<String> {
     let text = match detail {
         Value::String(s) => s.clone(),
         Value::Array(items) => items

@@ -1,7 +1,7 @@
 //! Wire formats several providers share: each provider that speaks one is a small profile on top.
 
-pub mod errors;
-pub mod fastapi;
-pub mod model_list;
-pub mod multipart;
-pub mod rerank;
+pub(crate) mod errors;
+pub(crate) mod fastapi;
+pub(crate) mod model_list;
+pub(crate) mod multipart;
+pub(crate) mod rerank;

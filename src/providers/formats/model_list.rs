@@ -17,7 +17,7 @@ struct Entry {
 }
 
 /// The models an OpenAI-shaped list names.
-pub fn read(body: &[u8]) -> Result<Page, String> {
+pub(crate) fn read(body: &[u8]) -> Result<Page, String> {
     let list: List = serde_json::from_slice(body)
         .map_err(|e| format!("model list is not the expected JSON: {e}"))?;
     Ok(Page {

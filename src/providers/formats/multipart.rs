@@ -25,23 +25,23 @@ enum Part<'a> {
 
 /// A form being assembled; [`Form::finish`] encodes it.
 #[derive(Default)]
-pub struct Form<'a> {
+pub(crate) struct Form<'a> {
     parts: Vec<Part<'a>>,
 }
 
 impl<'a> Form<'a> {
-    pub fn new() -> Form<'a> {
+    pub(crate) fn new() -> Form<'a> {
         Form { parts: Vec::new() }
     }
 
     /// A text field.
-    pub fn text(&mut self, name: &'a str, value: &'a str) -> &mut Self {
+    pub(crate) fn text(&mut self, name: &'a str, value: &'a str) -> &mut Self {
         self.parts.push(Part::Text { name, value });
         self
     }
 
     /// A file field.
-    pub fn file(
+    pub(crate) fn file(
         &mut self,
         name: &'a str,
         filename: &'a str,
@@ -58,7 +58,7 @@ impl<'a> Form<'a> {
     }
 
     /// A `multipart/form-data` POST of this form to `path`.
-    pub fn request(&self, path: impl Into<String>) -> NativeRequest {
+    pub(crate) fn request(&self, path: impl Into<String>) -> NativeRequest {
         let (content_type, body) = self.finish();
         NativeRequest {
             method: http::Method::POST,
@@ -70,7 +70,7 @@ impl<'a> Form<'a> {
     }
 
     /// The encoded body and its `Content-Type` (with the boundary).
-    pub fn finish(&self) -> (String, Bytes) {
+    pub(crate) fn finish(&self) -> (String, Bytes) {
         loop {
             let boundary = format!("switchyard-{}", uuid::Uuid::new_v4().simple());
             if let Some(body) = self.encode(&boundary) {

@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 
 use crate::common::error::GatewayError;
 
-pub use crate::api::rerank::QueryCounting;
+pub(crate) use crate::api::rerank::QueryCounting;
 use crate::api::rerank::{RerankRequest, RerankResult};
 use crate::catalog::Target;
 use crate::common::error::UpstreamError;
@@ -40,7 +40,7 @@ use crate::upstream::provider::Provider;
 
 /// How one provider spells the request and where its answer keeps the results.
 #[derive(Debug, Clone, Copy)]
-pub struct Wire {
+pub(crate) struct Wire {
     /// Path relative to the provider's base URL.
     pub path: &'static str,
     /// Whether the native model name is sent as `model`.
@@ -70,7 +70,7 @@ pub struct Wire {
 
 impl Wire {
     /// Cohere v2's own spelling (`POST /v2/rerank`), which the other providers vary.
-    pub const COHERE: Wire = Wire {
+    pub(crate) const COHERE: Wire = Wire {
         path: "/v2/rerank",
         model: true,
         nested: None,
@@ -88,14 +88,14 @@ impl Wire {
 /// A request whose query and documents live in one member and the options (`top_n`, the flags,
 /// the caller's pass-through fields) in another.
 #[derive(Debug, Clone, Copy)]
-pub struct Nested {
+pub(crate) struct Nested {
     pub input: &'static str,
     pub options: &'static str,
 }
 
 /// What a provider's answer reports beside the scores: its other top-level members, read with the
 /// types the provider declares (a member it does not declare is skipped unread).
-pub trait Reported: DeserializeOwned + Default {
+pub(crate) trait Reported: DeserializeOwned + Default {
     /// The provider's billed token figure, read with [`billed`] (`None`: the answer gives none,
     /// and `total_tokens` is the gateway's), after adding anything else billed (in other units)
     /// or identifying to `metadata`.
@@ -110,7 +110,7 @@ pub trait Reported: DeserializeOwned + Default {
 
 /// Nothing beside the scores.
 #[derive(Deserialize, Default)]
-pub struct Nothing {}
+pub(crate) struct Nothing {}
 
 impl Reported for Nothing {
     fn billed(self, _metadata: &mut Map<String, Value>) -> Option<u64> {
@@ -121,12 +121,12 @@ impl Reported for Nothing {
 /// A token count as a provider's answer states it. Read as a number of any JSON kind (a float or a
 /// negative number parses, so a surprising figure never makes a good answer unreadable); only
 /// [`billed`] turns it into a count.
-pub type Count = Option<f64>;
+pub(crate) type Count = Option<f64>;
 
 /// The one way every rerank adapter reads a billed token figure: the sum of the parts the provider
 /// bills, each believed only when finite and non-negative (`crate::providers::billed_tokens`);
 /// `None` when no part is.
-pub fn billed(parts: &[Count]) -> Option<u64> {
+pub(crate) fn billed(parts: &[Count]) -> Option<u64> {
     parts
         .iter()
         .filter_map(|p| crate::providers::billed_tokens(*p))
@@ -135,7 +135,7 @@ pub fn billed(parts: &[Count]) -> Option<u64> {
 
 /// OpenAI-style `usage.total_tokens`.
 #[derive(Deserialize, Default)]
-pub struct UsageTotal {
+pub(crate) struct UsageTotal {
     #[serde(default)]
     usage: Option<TotalTokens>,
 }
@@ -153,7 +153,7 @@ impl Reported for UsageTotal {
 }
 
 /// Put the provider's request id into `metadata`, unless it is empty.
-pub fn request_id(metadata: &mut Map<String, Value>, id: Option<String>) {
+pub(crate) fn request_id(metadata: &mut Map<String, Value>, id: Option<String>) {
     if let Some(id) = id.filter(|s| !s.is_empty()) {
         metadata.insert("request_id".into(), id.into());
     }
@@ -162,7 +162,7 @@ pub fn request_id(metadata: &mut Map<String, Value>, id: Option<String>) {
 // ---- translation to native -------------------------------------------------------------------
 
 /// The native request for `req` sent to `target`.
-pub fn request(
+pub(crate) fn request(
     wire: &Wire,
     target: &Target,
     req: &RerankRequest<'_>,
@@ -270,13 +270,13 @@ impl Serialize for Group<'_, '_> {
 
 /// A 2xx answer as read: the scores (`None` when the results member is missing, which only an
 /// error inside the answer may excuse) and what else the provider reported.
-pub struct Answer<R> {
+pub(crate) struct Answer<R> {
     scores: Option<Vec<(usize, f64)>>,
     pub reported: R,
 }
 
 /// Read a 2xx answer to `req`; anything but the expected JSON is a bad response.
-pub fn read<R: Reported>(
+pub(crate) fn read<R: Reported>(
     wire: &Wire,
     provider: &Provider,
     req: &RerankRequest<'_>,
@@ -295,7 +295,7 @@ pub fn read<R: Reported>(
 }
 
 /// Read a 2xx answer and build the public result from it.
-pub fn response<'r, R: Reported>(
+pub(crate) fn response<'r, R: Reported>(
     wire: &Wire,
     provider: &Provider,
     req: &'r RerankRequest<'r>,
@@ -310,7 +310,7 @@ pub fn response<'r, R: Reported>(
 
 impl<R: Reported> Answer<R> {
     /// The public result, with the usage and metadata the provider reported.
-    pub fn build<'r>(
+    pub(crate) fn build<'r>(
         self,
         wire: &Wire,
         provider: &Provider,
@@ -328,7 +328,7 @@ impl<R: Reported> Answer<R> {
 
 impl<R> Answer<R> {
     /// The public result, with usage and metadata the adapter found elsewhere (TEI: in headers).
-    pub fn finish<'r>(
+    pub(crate) fn finish<'r>(
         self,
         wire: &Wire,
         provider: &Provider,

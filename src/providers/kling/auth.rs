@@ -13,9 +13,9 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde::Serialize;
 
 /// Lifetime of a minted token, in seconds (Kling's documented `exp`).
-pub const TOKEN_LIFETIME: u64 = 1800;
+pub(crate) const TOKEN_LIFETIME: u64 = 1800;
 /// A token with less than this left (seconds) is replaced before use.
-pub const RENEW_BEFORE: u64 = 300;
+pub(crate) const RENEW_BEFORE: u64 = 300;
 /// How far back `nbf` is set, so a provider clock slightly behind ours accepts a fresh token.
 const NOT_BEFORE_SKEW: u64 = 5;
 
@@ -27,7 +27,7 @@ struct Claims<'a> {
 }
 
 /// Mints and caches Kling bearer tokens for one access/secret key pair.
-pub struct Signer {
+pub(crate) struct Signer {
     access_key: String,
     key: EncodingKey,
     /// The current `Authorization` value and its `exp`.
@@ -35,7 +35,7 @@ pub struct Signer {
 }
 
 impl Signer {
-    pub fn new(access_key: &str, secret_key: &str) -> Signer {
+    pub(crate) fn new(access_key: &str, secret_key: &str) -> Signer {
         Signer {
             access_key: access_key.to_string(),
             key: EncodingKey::from_secret(secret_key.as_bytes()),
@@ -44,7 +44,7 @@ impl Signer {
     }
 
     /// The `Authorization` header value to send now.
-    pub fn authorization(&self) -> Result<HeaderValue, String> {
+    pub(crate) fn authorization(&self) -> Result<HeaderValue, String> {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())
@@ -53,7 +53,7 @@ impl Signer {
     }
 
     /// The `Authorization` header value to send at Unix time `now` (seconds).
-    pub fn authorization_at(&self, now: u64) -> Result<HeaderValue, String> {
+    pub(crate) fn authorization_at(&self, now: u64) -> Result<HeaderValue, String> {
         let mut current = self
             .current
             .lock()

@@ -53,7 +53,7 @@
 //!
 //! The provider ledger (`docs/providers/kling.md`) lists each fact and its source.
 
-pub mod auth;
+pub(crate) mod auth;
 
 use std::borrow::Cow;
 
@@ -189,7 +189,7 @@ struct ResultImage {
 // ---- translation to native -------------------------------------------------------------------
 
 /// The submit request for one task making `n` images (never more than the family's 9).
-pub fn image_request(
+pub(crate) fn image_request(
     target: &Target,
     req: &ImageRequest<'_>,
     n: u64,
@@ -297,7 +297,7 @@ fn resolution(quality: Option<&str>) -> Option<&'static str> {
 
 /// The poll request for `task`. Ids were checked when the task was accepted; they are
 /// percent-encoded anyway, since a task can also come back from the shared task store.
-pub fn poll_request(task: &NativeTask) -> NativeRequest {
+pub(crate) fn poll_request(task: &NativeTask) -> NativeRequest {
     NativeRequest::get(format!("{GENERATIONS_PATH}/{}", path_segment(&task.id)))
 }
 
@@ -321,7 +321,7 @@ fn path_segment(s: &str) -> Cow<'_, str> {
 // ---- translation back ------------------------------------------------------------------------
 
 /// The submit answer: the task to poll.
-pub fn image_response(
+pub(crate) fn image_response(
     provider: &Provider,
     _req: &ImageRequest<'_>,
     _headers: &http::HeaderMap,
@@ -342,7 +342,7 @@ pub fn image_response(
 }
 
 /// One poll's answer: the task's state, its images, or why it failed.
-pub fn poll_response(
+pub(crate) fn poll_response(
     provider: &Provider,
     _headers: &http::HeaderMap,
     body: &[u8],
@@ -488,7 +488,7 @@ fn is_policy_message(message: &str) -> bool {
 
 /// A non-2xx answer (submit or poll): classified by its envelope's `code` when it has a known one,
 /// else by the HTTP status.
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let envelope = serde_json::from_slice::<Envelope>(body).ok();
     let (code, message, request_id) = match &envelope {
         Some(e) => (
@@ -615,7 +615,7 @@ fn code_number(v: &Value) -> Option<i64> {
 /// Settings only Kling takes.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The secret key its tokens are signed with (`api_key` is the access key).
     #[serde(default)]
     pub secret_key: Option<String>,
@@ -623,7 +623,10 @@ pub struct Settings {
 
 /// The Kling kind: JWTs signed per request from the access and secret keys; images, run as
 /// tasks.
-pub fn kind(settings: &Settings, key: &str) -> Result<crate::providers::registry::Kind, String> {
+pub(crate) fn kind(
+    settings: &Settings,
+    key: &str,
+) -> Result<crate::providers::registry::Kind, String> {
     use crate::upstream::provider::Auth;
     let secret = settings.secret_key.as_deref().map(str::trim).unwrap_or("");
     let auth = match (key.is_empty(), secret.is_empty()) {

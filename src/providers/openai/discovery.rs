@@ -5,7 +5,7 @@ use crate::api::discovery::{Discovery, ListFns};
 use crate::common::native::NativeRequest;
 use crate::providers::formats::model_list;
 
-pub const DISCOVERY: Discovery = Discovery {
+pub(crate) const DISCOVERY: Discovery = Discovery {
     models: Some(ListFns {
         request: |_| NativeRequest::get("/models"),
         response: model_list::read,

@@ -119,7 +119,7 @@ struct AnswerItem {
 
 // ---- translation to native -------------------------------------------------------------------
 
-pub fn image_request(
+pub(crate) fn image_request(
     target: &Target,
     req: &ImageRequest<'_>,
     n: u64,
@@ -311,7 +311,7 @@ fn form_value(raw: &RawValue) -> Cow<'_, str> {
 
 // ---- translation back ------------------------------------------------------------------------
 
-pub fn image_response(
+pub(crate) fn image_response(
     provider: &Provider,
     req: &ImageRequest<'_>,
     _headers: &http::HeaderMap,

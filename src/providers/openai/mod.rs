@@ -1,8 +1,8 @@
 //! OpenAI: speech and image generation, sharing one error envelope.
 
-pub mod discovery;
-pub mod images;
-pub mod speech;
+pub(crate) mod discovery;
+pub(crate) mod images;
+pub(crate) mod speech;
 
 use serde::Deserialize;
 
@@ -13,7 +13,7 @@ use crate::upstream::provider::Auth;
 use crate::upstream::provider::Provider;
 
 /// The OpenAI kind: Bearer key; speech (the body is the audio) and images.
-pub fn kind(key: &str) -> Result<Kind, String> {
+pub(crate) fn kind(key: &str) -> Result<Kind, String> {
     Ok(Kind {
         auth: crate::providers::registry::keyed(key, Auth::bearer)?,
         errors: error_response,
@@ -57,7 +57,7 @@ struct ErrorBody {
     kind: Option<String>,
 }
 
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let parsed = serde_json::from_slice::<ErrorEnvelope>(body).ok();
     let message = parsed
         .as_ref()

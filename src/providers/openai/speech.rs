@@ -41,7 +41,7 @@ enum Voice<'a> {
 
 // ---- translation to native -------------------------------------------------------------------
 
-pub fn speech_request(
+pub(crate) fn speech_request(
     target: &Target,
     req: &SpeechRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {

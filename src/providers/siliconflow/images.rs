@@ -73,7 +73,7 @@ struct ImageItem {
 
 // ---- translation to native -------------------------------------------------------------------
 
-pub fn image_request(
+pub(crate) fn image_request(
     target: &Target,
     req: &ImageRequest<'_>,
     n: u64,
@@ -103,7 +103,7 @@ pub fn image_request(
 
 // ---- translation back ------------------------------------------------------------------------
 
-pub fn image_response(
+pub(crate) fn image_response(
     provider: &Provider,
     _req: &ImageRequest<'_>,
     _headers: &http::HeaderMap,

@@ -4,8 +4,8 @@
 //! Errors are `{"code":<int>,"message":"…","data":null}`; a rejected key may instead come as a bare
 //! JSON string or plain text (`"Invalid token"`), so the message is read from any of those.
 
-pub mod images;
-pub mod rerank;
+pub(crate) mod images;
+pub(crate) mod rerank;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -42,7 +42,7 @@ enum ErrorBody {
     Text(String),
 }
 
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let (code, message) = match serde_json::from_slice::<ErrorBody>(body) {
         Ok(ErrorBody::Envelope { code, message }) => {
             (code.as_ref().and_then(numeric_code), message)
@@ -75,7 +75,7 @@ fn plain_text(body: &[u8]) -> Option<String> {
 }
 
 /// The SiliconFlow kind: Bearer key; images and rerank.
-pub fn kind(key: &str) -> Result<Kind, String> {
+pub(crate) fn kind(key: &str) -> Result<Kind, String> {
     Ok(Kind {
         auth: crate::providers::registry::keyed(key, Auth::bearer)?,
         errors: error_response,

@@ -67,7 +67,7 @@ struct ImageItem {
 
 // ---- translation to native -------------------------------------------------------------------
 
-pub fn image_request(
+pub(crate) fn image_request(
     target: &Target,
     req: &ImageRequest<'_>,
     n: u64,
@@ -93,7 +93,7 @@ pub fn image_request(
 
 // ---- translation back ------------------------------------------------------------------------
 
-pub fn image_response(
+pub(crate) fn image_response(
     provider: &Provider,
     _req: &ImageRequest<'_>,
     _headers: &http::HeaderMap,

@@ -5,8 +5,8 @@
 //! the HTTP status does (Zhipu sends 429 both for throttling and for an account in arrears); the
 //! same envelope may arrive with HTTP 200 and is then classified by its code.
 
-pub mod images;
-pub mod rerank;
+pub(crate) mod images;
+pub(crate) mod rerank;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -41,7 +41,7 @@ struct ErrorDetail {
     message: Option<String>,
 }
 
-pub fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
+pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
     let (code, message) = match serde_json::from_slice::<ErrorBody>(body) {
         Ok(ErrorBody {
             error: Some(d),
@@ -117,7 +117,7 @@ fn native_code(code: u32) -> Option<(UpstreamErrorKind, u16)> {
 }
 
 /// The Zhipu kind: Bearer key; images and rerank.
-pub fn kind(key: &str) -> Result<Kind, String> {
+pub(crate) fn kind(key: &str) -> Result<Kind, String> {
     Ok(Kind {
         auth: crate::providers::registry::keyed(key, Auth::bearer)?,
         errors: error_response,

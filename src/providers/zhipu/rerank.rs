@@ -71,7 +71,7 @@ impl Reported for Answer {
 
 // ---- translation to native -------------------------------------------------------------------
 
-pub fn rerank_request(
+pub(crate) fn rerank_request(
     target: &Target,
     req: &RerankRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
@@ -80,7 +80,7 @@ pub fn rerank_request(
 
 // ---- translation back ------------------------------------------------------------------------
 
-pub fn rerank_response<'r>(
+pub(crate) fn rerank_response<'r>(
     provider: &Provider,
     req: &'r RerankRequest<'r>,
     _headers: &http::HeaderMap,
