@@ -16,6 +16,7 @@ pub mod dashscope;
 pub mod elevenlabs;
 pub mod external;
 pub mod formats;
+pub mod gemini;
 pub mod google;
 pub mod jina;
 pub mod kling;

@@ -61,6 +61,8 @@ pub enum ProviderConfig {
     Volcengine(volcengine::Settings),
     #[serde(rename = "google")]
     Google(NoSettings),
+    #[serde(rename = "gemini")]
+    Gemini(NoSettings),
     #[serde(rename = "ark")]
     Ark(NoSettings),
     #[serde(rename = "stability")]
@@ -110,6 +112,7 @@ pub fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> {
         ProviderConfig::MiniMax(_) => minimax::kind(key),
         ProviderConfig::Volcengine(s) => volcengine::kind(s, key),
         ProviderConfig::Google(_) => google::kind(key),
+        ProviderConfig::Gemini(_) => gemini::kind(key),
         ProviderConfig::Ark(_) => ark::kind(key),
         ProviderConfig::Stability(_) => stability::kind(key),
         ProviderConfig::Bfl(_) => bfl::kind(key),
@@ -138,6 +141,7 @@ pub fn discovery(config: &ProviderConfig) -> Discovery {
         | ProviderConfig::MiniMax(_)
         | ProviderConfig::Volcengine(_)
         | ProviderConfig::Google(_)
+        | ProviderConfig::Gemini(_)
         | ProviderConfig::Ark(_)
         | ProviderConfig::Stability(_)
         | ProviderConfig::Bfl(_)

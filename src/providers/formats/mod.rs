@@ -2,6 +2,7 @@
 
 pub mod errors;
 pub mod fastapi;
+pub mod google;
 pub mod model_list;
 pub mod multipart;
 pub mod rerank;
