@@ -128,6 +128,7 @@ pub fn discovery(config: &ProviderConfig) -> Discovery {
         ProviderConfig::Cohere(_) | ProviderConfig::CohereV1(_) => cohere::DISCOVERY,
         ProviderConfig::DashScope(_) => dashscope::discovery::DISCOVERY,
         ProviderConfig::ElevenLabs(_) => elevenlabs::DISCOVERY,
+        ProviderConfig::Gemini(_) => gemini::discovery::DISCOVERY,
         // No list endpoint is sourced for these yet (docs/providers/*.md): the check reports
         // them as not checked rather than guessing.
         ProviderConfig::AzureOpenAi(_)
@@ -141,7 +142,6 @@ pub fn discovery(config: &ProviderConfig) -> Discovery {
         | ProviderConfig::MiniMax(_)
         | ProviderConfig::Volcengine(_)
         | ProviderConfig::Google(_)
-        | ProviderConfig::Gemini(_)
         | ProviderConfig::Ark(_)
         | ProviderConfig::Stability(_)
         | ProviderConfig::Bfl(_)

@@ -724,3 +724,86 @@ switchyard:
         assert!(!text.contains(secret), "{secret} is in the log:\n{text}");
     }
 }
+
+/// `switchyard check-providers` asks the Gemini API's model list (every page, with the key in
+/// `x-goog-api-key`) and names a configured model it no longer lists, such as a shut-down preview;
+/// the key is never printed.
+#[test]
+fn check_providers_reads_the_model_list() {
+    const GEMINI_KEY: &str = "AIzaSy-gemini-CHECK-5f6a7b";
+    let fake = FakeProvider::start();
+    fake.set_handler(|r| {
+        if r.header("x-goog-api-key") != Some(GEMINI_KEY) {
+            return Some(google_error(403, "PERMISSION_DENIED", "bad key"));
+        }
+        Some(match r.path.as_str() {
+            "/v1beta/models?pageSize=1000" => Reply::json(
+                200,
+                json!({"models": [{"name": "models/gemini-3-pro-image", "displayName": "Nano Banana Pro",
+                                   "supportedGenerationMethods": ["generateContent", "countTokens"]}],
+                       "nextPageToken": "page-2"}),
+            ),
+            "/v1beta/models?pageSize=1000&pageToken=page-2" => Reply::json(
+                200,
+                json!({"models": [{"name": "models/gemini-3.1-flash-image", "displayName": "Nano Banana 2"}]}),
+            ),
+            other => google_error(404, "NOT_FOUND", &format!("no {other}")),
+        })
+    });
+    let dir = std::env::temp_dir().join(format!(
+        "switchyard-gemini-check-{}-{}",
+        std::process::id(),
+        uuid::Uuid::new_v4()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("conf.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"
+switchyard:
+  listeners: [{{name: a, address: "127.0.0.1:1"}}]
+  providers:
+    gemini: {{kind: gemini, api_key: "${{CHECK_GEMINI_KEY}}", base_url: "{base}"}}
+  models:
+    nano-banana-pro: {{family: gemini-image, targets: [{{provider: gemini, model: gemini-3-pro-image}}]}}
+    nano-banana-2: {{family: gemini-flash-image, targets: [{{provider: gemini, model: gemini-3.1-flash-image}}]}}
+    old-banana: {{family: gemini-flash-image, targets: [{{provider: gemini, model: gemini-3.1-flash-image-preview, lifecycle: {{still_available: true}}}}]}}
+"#,
+            base = fake.base_url()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(["check-providers", "--json", "-c", file.to_str().unwrap()])
+        .env_clear()
+        .env("RUST_LOG", "trace")
+        .env("CHECK_GEMINI_KEY", GEMINI_KEY)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stdout.contains(GEMINI_KEY) && !stderr.contains(GEMINI_KEY),
+        "the key was printed"
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let findings = report["findings"].as_array().unwrap();
+    let unknown: Vec<&Value> = findings
+        .iter()
+        .filter(|f| f["status"] == "model_unknown")
+        .collect();
+    assert_eq!(unknown.len(), 1, "{report}");
+    assert_eq!(unknown[0]["model"], "gemini-3.1-flash-image-preview");
+    assert_eq!(unknown[0]["account"], "gemini");
+    let asked: Vec<String> = fake.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(
+        asked,
+        [
+            "/v1beta/models?pageSize=1000",
+            "/v1beta/models?pageSize=1000&pageToken=page-2"
+        ]
+    );
+}

@@ -38,6 +38,8 @@ use crate::common::native::NativeRequest;
 use crate::providers::formats::google as google_errors;
 use crate::upstream::provider::{bad_answer, Provider};
 
+pub mod discovery;
+
 // ---- constants -------------------------------------------------------------------------------
 
 /// The Gemini API's image tiers (`imageConfig.imageSize`), smallest first, with the largest pixel
