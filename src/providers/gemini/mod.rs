@@ -312,6 +312,14 @@ fn image_config(req: &ImageRequest<'_>) -> Result<ImageConfig, GatewayError> {
             RATIOS.iter().map(|r| r.0).collect::<Vec<_>>().join(", ")
         ))
     })?;
+    // A ratio Gemini has but this model does not take (an override's size) would be Gemini's 400.
+    if !req.caps.aspect_ratios.iter().any(|(r, _)| *r == ratio) {
+        let ratios: Vec<&str> = req.caps.aspect_ratios.iter().map(|(r, _)| *r).collect();
+        return Err(refusal(&format!(
+            "{size} is a {ratio} image, and this model takes {}",
+            ratios.join(", ")
+        )));
+    }
     let takes_tiers = req
         .caps
         .sizes

@@ -186,7 +186,7 @@ fn an_overridden_size_gemini_cannot_be_sent_is_the_callers_400() {
         .unwrap()
         .with_overrides(
             "gemini-image",
-            &serde_yaml::from_str("{sizes: {list: [1K, 1000x100, 1024x1024, 256x256]}, aspect_ratios: {\"1:1\": 1024x1024}}").unwrap(),
+            &serde_yaml::from_str("{sizes: {list: [1K, 1000x100, 1024x1024, 256x256, 512x2048]}, aspect_ratios: {\"1:1\": 1024x1024}}").unwrap(),
             "m",
         )
         .unwrap();
@@ -195,6 +195,7 @@ fn an_overridden_size_gemini_cannot_be_sent_is_the_callers_400() {
     for (size, why) in [
         ("1000x100", "none of Gemini's aspect ratios"),
         ("256x256", "512 image"),
+        ("512x2048", "1:4 image, and this model takes 1:1"),
     ] {
         let body = serde_json::to_vec(&json!({"model": "m", "prompt": "p", "size": size})).unwrap();
         let req = crate::api::images::parse(&body, &catalog, 0).unwrap();
