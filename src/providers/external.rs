@@ -259,10 +259,11 @@ mod tests {
             "tei",
             "local",
             "kling",
+            "gemini",
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 20, "{names:?}");
+        assert_eq!(names.len(), 21, "{names:?}");
     }
 
     #[test]

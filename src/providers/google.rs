@@ -99,37 +99,6 @@ struct SynthesizeAnswer {
     audio_content: Option<String>,
 }
 
-/// Google's error body: one envelope, or (from some front ends) a list holding one. The list is
-/// tried first because serde would also read a list as the envelope's fields in order.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum ErrorBody {
-    Many(Vec<ErrorEnvelope>),
-    One(ErrorEnvelope),
-}
-
-#[derive(Deserialize)]
-struct ErrorEnvelope {
-    error: ErrorDetail,
-}
-
-#[derive(Deserialize)]
-struct ErrorDetail {
-    #[serde(default)]
-    message: String,
-    #[serde(default)]
-    status: String,
-    #[serde(default)]
-    details: Vec<ErrorInfo>,
-}
-
-/// One entry of `details`; only `google.rpc.ErrorInfo` carries a `reason`.
-#[derive(Deserialize)]
-struct ErrorInfo {
-    #[serde(default)]
-    reason: Option<String>,
-}
-
 // ---- translation to native -------------------------------------------------------------------
 
 pub(crate) fn speech_request(
@@ -291,37 +260,15 @@ fn decode_answer(
 // ---- error mapping ---------------------------------------------------------------------------
 
 pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
-    let detail = match serde_json::from_slice::<ErrorBody>(body) {
-        Ok(ErrorBody::One(e)) => Some(e.error),
-        Ok(ErrorBody::Many(list)) => list.into_iter().next().map(|e| e.error),
-        Err(_) => None,
-    };
-    let Some(detail) = detail else {
-        return UpstreamError::from_status(&provider.name, status, format!("HTTP {status}"));
-    };
-    let message = Some(provider.redact(&detail.message))
-        .filter(|m| !m.trim().is_empty())
-        .unwrap_or_else(|| format!("HTTP {status}"));
-    let mut err = UpstreamError::from_status(&provider.name, status, message);
-    // Google answers a bad API key with 400 INVALID_ARGUMENT and says why only in `details`;
-    // that is the operator's credential, not the caller's request.
-    let bad_key = detail
-        .details
-        .iter()
-        .any(|d| d.reason.as_deref() == Some("API_KEY_INVALID"));
+    let (mut err, detail) = crate::providers::formats::google::classify(provider, status, body);
     // "Voice 'en-US-Nope' does not exist.": the voice is unknown, which is the operator's
     // problem when it is the model's configured default (the speech path decides).
-    let unknown_voice =
-        detail.message.starts_with("Voice '") && detail.message.contains("does not exist");
-    match detail.status.as_str() {
-        _ if bad_key => err.kind = UpstreamErrorKind::AuthRejected,
-        "INVALID_ARGUMENT" if unknown_voice => err.kind = UpstreamErrorKind::UnknownVoice,
-        "INVALID_ARGUMENT" | "FAILED_PRECONDITION" | "OUT_OF_RANGE" => {
-            err.kind = UpstreamErrorKind::InvalidRequest
+    if let Some(detail) = detail {
+        let unknown_voice =
+            detail.message.starts_with("Voice '") && detail.message.contains("does not exist");
+        if detail.status == "INVALID_ARGUMENT" && unknown_voice && !detail.bad_key() {
+            err.kind = UpstreamErrorKind::UnknownVoice;
         }
-        "UNAUTHENTICATED" | "PERMISSION_DENIED" => err.kind = UpstreamErrorKind::AuthRejected,
-        "RESOURCE_EXHAUSTED" => err.kind = UpstreamErrorKind::RateLimited,
-        _ => {}
     }
     err
 }

@@ -16,6 +16,7 @@ pub(crate) mod dashscope;
 pub(crate) mod elevenlabs;
 pub(crate) mod external;
 pub(crate) mod formats;
+pub(crate) mod gemini;
 pub(crate) mod google;
 pub(crate) mod jina;
 pub(crate) mod kling;

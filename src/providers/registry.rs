@@ -61,6 +61,8 @@ pub(crate) enum ProviderConfig {
     Volcengine(volcengine::Settings),
     #[serde(rename = "google")]
     Google(NoSettings),
+    #[serde(rename = "gemini")]
+    Gemini(NoSettings),
     #[serde(rename = "ark")]
     Ark(NoSettings),
     #[serde(rename = "stability")]
@@ -110,6 +112,7 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::MiniMax(_) => minimax::kind(key),
         ProviderConfig::Volcengine(s) => volcengine::kind(s, key),
         ProviderConfig::Google(_) => google::kind(key),
+        ProviderConfig::Gemini(_) => gemini::kind(key),
         ProviderConfig::Ark(_) => ark::kind(key),
         ProviderConfig::Stability(_) => stability::kind(key),
         ProviderConfig::Bfl(_) => bfl::kind(key),
@@ -125,6 +128,7 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         ProviderConfig::Cohere(_) | ProviderConfig::CohereV1(_) => cohere::DISCOVERY,
         ProviderConfig::DashScope(_) => dashscope::discovery::DISCOVERY,
         ProviderConfig::ElevenLabs(_) => elevenlabs::DISCOVERY,
+        ProviderConfig::Gemini(_) => gemini::discovery::DISCOVERY,
         // No list endpoint is sourced for these yet (docs/providers/*.md): the check reports
         // them as not checked rather than guessing.
         ProviderConfig::AzureOpenAi(_)

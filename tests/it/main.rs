@@ -36,6 +36,7 @@ mod images_bfl;
 mod images_dashscope;
 #[cfg(feature = "multipart")]
 mod images_edits;
+mod images_gemini;
 mod images_kling;
 mod images_openai;
 mod images_siliconflow;

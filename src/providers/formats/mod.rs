@@ -2,6 +2,7 @@
 
 pub(crate) mod errors;
 pub(crate) mod fastapi;
+pub(crate) mod google;
 pub(crate) mod model_list;
 pub(crate) mod multipart;
 pub(crate) mod rerank;

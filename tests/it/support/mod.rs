@@ -177,6 +177,7 @@ switchyard:
     stability: {{kind: stability, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     bfl: {{kind: bfl, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     kling: {{kind: kling, api_key: "{KLING_ACCESS_KEY}", secret_key: "{KLING_SECRET_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    gemini: {{kind: gemini, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
@@ -213,6 +214,9 @@ switchyard:
     flux-pro-1.1: {{family: flux, targets: [{{provider: bfl, model: flux-pro-1.1}}]}}
     flux-kontext-pro: {{family: flux-kontext, targets: [{{provider: bfl, model: flux-kontext-pro}}]}}
     kling-v2-1: {{family: kling, targets: [{{provider: kling, model: kling-v2-1}}]}}
+    gemini-3-pro-image: {{family: gemini-image, targets: [{{provider: gemini, model: gemini-3-pro-image}}]}}
+    gemini-3.1-flash-image: {{family: gemini-flash-image, targets: [{{provider: gemini, model: gemini-3.1-flash-image}}]}}
+    gemini-2.5-flash-image: {{family: gemini-2.5-flash-image, targets: [{{provider: gemini, model: gemini-2.5-flash-image, lifecycle: {{still_available: true}}}}]}}
 "#,
         p0 = ports.0,
         p1 = ports.1,
