@@ -11,6 +11,7 @@
 pub mod env;
 pub mod file;
 mod lifecycle;
+mod prices;
 pub mod tls;
 pub mod voice_map;
 
@@ -160,6 +161,10 @@ pub struct GatewaySettings {
     /// What the operator should act on soon, found at load (models near or past their shutdown):
     /// printed by `switchyard -t`, logged at start and on reload.
     pub warnings: Vec<String>,
+    /// The configured models with a target that has no price (none built in, none configured,
+    /// or declared `unpriced`), one line each: printed by `switchyard -t`. Their cost is unknown,
+    /// never 0.
+    pub unpriced: Vec<String>,
     /// The provider kinds registered from outside the crate that this was loaded with
     /// ([`load_str_with`]); a reload reads the configuration with the same ones.
     pub kinds: ProviderKinds,
@@ -589,6 +594,7 @@ fn build(
     }
 
     let mut warnings = Vec::new();
+    let mut unpriced = Vec::new();
     let catalog = build_catalog(
         &file.models,
         &file.providers,
@@ -596,7 +602,7 @@ fn build(
         &adapters,
         clock,
         errors,
-        &mut warnings,
+        (&mut warnings, &mut unpriced),
     );
     let models = Listing::build(&catalog, crate::api::images::now()).unwrap_or_else(|m| {
         errors.push(m);
@@ -633,6 +639,7 @@ fn build(
         access_log,
         ejection,
         warnings,
+        unpriced,
         kinds: kinds.clone(),
     })
 }
@@ -995,7 +1002,7 @@ fn build_catalog(
     adapters: &Registry,
     clock: &Clock,
     errors: &mut Vec<String>,
-    warnings: &mut Vec<String>,
+    (warnings, unpriced): (&mut Vec<String>, &mut Vec<String>),
 ) -> Catalog {
     let catalog = Catalog::with_clock(clock.clone());
     let mut built = Vec::with_capacity(models.len());
@@ -1036,6 +1043,7 @@ fn build_catalog(
         if m.targets.is_empty() {
             errors.push(format!("{at}.targets: at least one target is required"));
         }
+        let model_price = prices::of_model(m.price.as_ref(), &at, errors);
         let mut targets = Vec::new();
         for (i, t) in m.targets.iter().enumerate() {
             match providers.get(&t.provider) {
@@ -1048,6 +1056,15 @@ fn build_catalog(
                     }
                     let mut target = Target::new(p.clone(), t.model.clone(), t.weight);
                     target.lifecycle = lifecycle::of_target(m, (i, t), &p.kind, &at, errors);
+                    target.price = prices::of_target(
+                        name,
+                        model_price.as_ref(),
+                        (i, t),
+                        &p.kind,
+                        &at,
+                        errors,
+                        unpriced,
+                    );
                     targets.push(target);
                 }
                 Some(_) => errors.push(format!(
