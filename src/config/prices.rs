@@ -57,7 +57,7 @@ pub(super) fn of_target(
         format!("{model_at}.price")
     };
     match table.resolve(kind, &t.model, model, own.as_ref(), &at) {
-        Ok(Priced::Known(p)) => Some(Arc::new(p)),
+        Ok(Priced::Known(p)) => Some(Arc::new(*p)),
         Ok(Priced::Unknown) => {
             unpriced.push(format!(
                 "model `{name}`: {kind} `{}` has no price (none built in; set `price:` on the \

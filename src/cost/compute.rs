@@ -217,7 +217,7 @@ fn images(price: &Price, i: &ImagesMetered<'_>) -> Result<Cost, NoCost> {
 fn image_tokens(price: &Price, u: &ImageUsage) -> Result<Cost, NoCost> {
     let mut sum = Sum::new(price);
     let detail = |map: &std::collections::BTreeMap<String, u64>, k: &str| map.get(k).copied();
-    let mut part = |kind: TokenKind, tokens: u64, sum: &mut Sum<'_>| -> Result<(), NoCost> {
+    let part = |kind: TokenKind, tokens: u64, sum: &mut Sum<'_>| -> Result<(), NoCost> {
         if tokens == 0 {
             return Ok(());
         }

@@ -69,7 +69,7 @@ impl Override {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Priced {
     /// Its price.
-    Known(Price),
+    Known(Box<Price>),
     /// Neither the table nor the configuration has one.
     Unknown,
     /// The configuration says it is unpriced.
@@ -80,11 +80,6 @@ impl Table {
     /// The built-in entry of `native` at a provider of `kind`.
     pub(crate) fn get(&self, kind: &str, native: &str) -> Option<&Price> {
         self.entries.get(&(kind.to_string(), native.to_string()))
-    }
-
-    /// How many entries it has.
-    pub(crate) fn len(&self) -> usize {
-        self.entries.len()
     }
 
     /// The price of target (`kind`, `native`) with the model's `price:` (`model`) and the
@@ -109,7 +104,7 @@ impl Table {
             return Ok(self
                 .get(kind, native)
                 .cloned()
-                .map_or(Priced::Unknown, Priced::Known));
+                .map_or(Priced::Unknown, |p| Priced::Known(Box::new(p))));
         };
         let key = w.model.clone().unwrap_or_else(|| native.to_string());
         let base = self.get(kind, &key);
@@ -126,7 +121,7 @@ impl Table {
             ));
         }
         w.over(base)
-            .map(Priced::Known)
+            .map(|p| Priced::Known(Box::new(p)))
             .map_err(|e| format!("{at}: {e}"))
     }
 }

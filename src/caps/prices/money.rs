@@ -21,12 +21,15 @@ impl Amount {
     /// Nothing.
     pub(crate) const ZERO: Amount = Amount(0);
 
-    /// `nanos` billionths of a unit.
+    /// `nanos` billionths of a unit (what a shared budget counter holds).
+    // Read by budgets and the usage ledger (issue 28), which the request path does not have yet.
+    #[allow(dead_code)]
     pub(crate) const fn from_nanos(nanos: u64) -> Amount {
         Amount(nanos)
     }
 
     /// In billionths of a unit.
+    #[allow(dead_code)]
     pub(crate) const fn nanos(self) -> u64 {
         self.0
     }
