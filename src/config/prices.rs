@@ -60,10 +60,8 @@ pub(super) fn of_target(
         Ok(Priced::Known(p)) => Some(Arc::new(*p)),
         Ok(Priced::Unknown) => {
             unpriced.push(format!(
-                "model `{name}`: {kind} `{}` has no price (none built in; set `price:` on the \
-                 model or target, or `price: {}` to say so)",
-                t.model,
-                prices::UNPRICED
+                "model `{name}`: {kind} `{}` has no price (none built in or configured)",
+                t.model
             ));
             None
         }

@@ -7,7 +7,7 @@
 //! unpriced ([`Table::resolve`]).
 //!
 //! A model with no price is never priced at 0: it has no [`Price`], and the configuration test
-//! lists it. What a request cost, from a price and its usage, is `crate::cost`'s.
+//! lists it. What a request cost, from a price and its usage, is the `cost` module's, above.
 //!
 //! - `money`: [`Amount`] (exact nano-units) and [`Currency`];
 //! - `schema`: the runtime [`Price`] and its rates;

@@ -1,7 +1,7 @@
 //! What a native model costs, in the units its provider bills: the runtime [`Price`] and its
 //! rates. A price may carry several units at once — a GPT image model is billed in tokens by
 //! kind, and its provider also publishes what one image of a size and quality costs, which is
-//! what can be known before the call — and the cost computation (`crate::cost`) picks the one
+//! what can be known before the call — and the cost computation (the `cost` module) picks the one
 //! the usage at hand fits.
 
 use std::collections::BTreeMap;
