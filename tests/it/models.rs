@@ -212,7 +212,17 @@ fn each_target_shows_its_price_or_null() {
         json!({"per_image": "0.04"})
     );
     // No source confirmed a price for these: null, not 0.
-    for unpriced in ["rerank-v3.5", "azure-tts", "cogview-4", "local-bm25"] {
+    // A price of 0 the provider states is shown as such.
+    assert_eq!(
+        price("mxbai-rerank-large-v2", 0)["tokens"],
+        json!({"per": 1000000, "input": "0"})
+    );
+    for unpriced in [
+        "rerank-english-v3.0",
+        "azure-tts",
+        "cogview-4",
+        "local-bm25",
+    ] {
         assert_eq!(price(unpriced, 0), Value::Null, "{unpriced}");
     }
     // The configuration's price over the built-in entry (which keeps its source), a target
