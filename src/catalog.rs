@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::caps::lifecycle::{Clock, Lifecycle};
+use crate::caps::prices::Price;
 use crate::caps::Caps;
 use crate::common::Operation;
 use crate::upstream::health::{Cell, Health};
@@ -35,6 +36,9 @@ pub struct Target {
     pub weight: u32,
     /// When its provider deprecates and shuts down the native model (`None`: nothing known).
     pub lifecycle: Option<Arc<Lifecycle>>,
+    /// What its native model costs at its provider (`None`: no price is known, or the operator
+    /// declared it unpriced; never a price of 0).
+    pub(crate) price: Option<Arc<Price>>,
     /// Its health cell, fetched by name from the health table on first use (so it is the same
     /// cell across configuration reloads).
     health: OnceLock<Arc<Cell>>,
@@ -48,6 +52,7 @@ impl Target {
             native_model: native_model.into(),
             weight,
             lifecycle: None,
+            price: None,
             health: OnceLock::new(),
         }
     }
@@ -59,6 +64,7 @@ impl Target {
             native_model: self.native_model.clone(),
             weight: self.weight,
             lifecycle: self.lifecycle.clone(),
+            price: self.price.clone(),
             health: OnceLock::new(),
         }
     }

@@ -49,6 +49,10 @@ fn main() {
         }
     }
     if opt.test {
+        // Models whose cost cannot be known: stated, never counted as 0.
+        for line in settings.gateway.unpriced() {
+            eprintln!("{source}: unpriced: {line}");
+        }
         println!("{source}: configuration is valid");
         return;
     }

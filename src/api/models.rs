@@ -4,7 +4,8 @@
 //! alongside each model: its `operation`, `family`, whether it is `available`, its `targets`
 //! (provider kind and native model: never an account's name, key or URL) and its `capabilities`;
 //! for a model being retired, its `lifecycle` (dates, replacement, source; also per target) and
-//! `successor`.
+//! `successor`; each target's `price` (its units, rates, currency, source and date; `null` when
+//! unpriced).
 //!
 //! The capabilities are rendered from the catalog's own values, the ones validation checks
 //! requests against, under the names `caps/families.yaml` and a model's `capabilities:` override
@@ -20,6 +21,7 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 use crate::caps::lifecycle::Lifecycle;
+use crate::caps::prices::Price;
 use crate::caps::schema::MAX_N;
 use crate::caps::{Caps, ImageCaps, Limit, RerankCaps, SizeRule, SpeechCaps, Unit};
 use crate::catalog::{Catalog, Model};
@@ -126,16 +128,17 @@ impl<'a> Entry<'a> {
         let mut targets: Vec<TargetView<'a>> = Vec::with_capacity(model.targets.len());
         for t in &model.targets {
             let enabled = t.provider.enabled();
-            match targets
-                .iter_mut()
-                .find(|v| v.provider == t.provider.kind && v.model == t.native_model)
-            {
+            let price = t.price.as_deref();
+            match targets.iter_mut().find(|v| {
+                v.provider == t.provider.kind && v.model == t.native_model && v.price == price
+            }) {
                 Some(seen) => seen.available |= enabled,
                 None => targets.push(TargetView {
                     provider: &t.provider.kind,
                     model: &t.native_model,
                     available: enabled,
                     lifecycle: t.lifecycle.as_deref().map(LifecycleView::of),
+                    price,
                 }),
             }
         }
@@ -166,6 +169,10 @@ struct TargetView<'a> {
     /// Its provider's deprecation and shutdown of the model, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     lifecycle: Option<LifecycleView<'a>>,
+    /// What the native model costs at this provider, in the units it bills (`caps::prices`):
+    /// always present, `null` when no price is known or the operator declared it unpriced — never
+    /// a price of 0. Amounts are exact decimal strings.
+    price: Option<&'a Price>,
 }
 
 /// A model's capabilities, under the capability table's names.

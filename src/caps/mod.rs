@@ -13,7 +13,9 @@
 //! - `check`: the checks on a merged entry, and building (and leaking) the runtime values;
 //! - `load`: the table's `templates`/`families`, `extends` and `operation`;
 //! - [`lifecycle`]: each native model's deprecation and shutdown dates, replacement and source
-//!   (`lifecycle.yaml`, built in the same way), and the clock lifecycle decisions read.
+//!   (`lifecycle.yaml`, built in the same way), and the clock lifecycle decisions read;
+//! - `prices`: what each native model costs, in its provider's billing unit and currency, with
+//!   source and date (`prices.yaml`, built in the same way), and a configuration's overrides.
 //!
 //! It sits low in the layers: above `common` (whose `Operation` a family serves) and `tokens`
 //! (token limits), below everything that reads capabilities.
@@ -22,12 +24,13 @@ mod check;
 pub mod lifecycle;
 mod load;
 mod patch;
+pub(crate) mod prices;
 pub(crate) mod schema;
 
 use std::sync::OnceLock;
 
 pub(crate) use load::{load, Table};
-pub(crate) use schema::SizeRule;
+pub(crate) use schema::{parse_size, SizeRule};
 pub use schema::{Caps, ImageCaps, Limit, RerankCaps, SpeechCaps, Unit};
 
 /// The built-in capability table, as written.

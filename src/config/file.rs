@@ -379,6 +379,11 @@ pub struct ModelFile {
     /// key): dates, replacement, `still_available` (see `caps::lifecycle::Override`).
     #[serde(default)]
     pub lifecycle: Option<crate::caps::lifecycle::Override>,
+    /// The price of every target of the model, over the built-in `src/caps/prices.yaml` entry
+    /// (a target's own `price:` wins key by key), or `unpriced`. Kept as YAML: `config::prices`
+    /// reads it with `caps::prices`, which names every problem by its path.
+    #[serde(default)]
+    pub price: Option<serde_yaml::Value>,
     /// The public model that serves this one's requests once every target of it is past its
     /// shutdown.
     #[serde(default)]
@@ -397,6 +402,9 @@ pub struct TargetFile {
     /// This target's lifecycle overrides (over the model's `lifecycle:`).
     #[serde(default)]
     pub lifecycle: Option<crate::caps::lifecycle::Override>,
+    /// This target's price (over the model's `price:`), or `unpriced`.
+    #[serde(default)]
+    pub price: Option<serde_yaml::Value>,
 }
 
 fn d_weight() -> u32 {

@@ -11,6 +11,7 @@
 pub mod env;
 pub mod file;
 mod lifecycle;
+mod prices;
 pub mod tls;
 pub mod voice_map;
 
@@ -160,6 +161,10 @@ pub struct GatewaySettings {
     /// What the operator should act on soon, found at load (models near or past their shutdown):
     /// printed by `switchyard -t`, logged at start and on reload.
     pub(crate) warnings: Vec<String>,
+    /// The configured models with a target that has no price (none built in, none configured,
+    /// or declared `unpriced`), one line each: printed by `switchyard -t`. Their cost is unknown,
+    /// never 0.
+    pub(crate) unpriced: Vec<String>,
     /// The provider kinds registered from outside the crate that this was loaded with
     /// ([`load_str_with`]); a reload reads the configuration with the same ones.
     pub(crate) kinds: ProviderKinds,
@@ -170,6 +175,12 @@ impl GatewaySettings {
     /// shutdown): the binary prints them for `-t` and logs them at start and on reload.
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// The configured models with a target that has no price, one line each (their cost is
+    /// unknown, never 0): the binary prints them for `-t`.
+    pub fn unpriced(&self) -> &[String] {
+        &self.unpriced
     }
 
     // For the crate's own tests and benchmarks (not part of the API).
@@ -613,6 +624,7 @@ fn build(
     }
 
     let mut warnings = Vec::new();
+    let mut unpriced = Vec::new();
     let catalog = build_catalog(
         &file.models,
         &file.providers,
@@ -620,7 +632,7 @@ fn build(
         &adapters,
         clock,
         errors,
-        &mut warnings,
+        (&mut warnings, &mut unpriced),
     );
     let models = Listing::build(&catalog, crate::api::images::now()).unwrap_or_else(|m| {
         errors.push(m);
@@ -657,6 +669,7 @@ fn build(
         access_log,
         ejection,
         warnings,
+        unpriced,
         kinds: kinds.clone(),
     })
 }
@@ -1019,7 +1032,7 @@ fn build_catalog(
     adapters: &Registry,
     clock: &Clock,
     errors: &mut Vec<String>,
-    warnings: &mut Vec<String>,
+    (warnings, unpriced): (&mut Vec<String>, &mut Vec<String>),
 ) -> Catalog {
     let catalog = Catalog::with_clock(clock.clone());
     let mut built = Vec::with_capacity(models.len());
@@ -1060,6 +1073,7 @@ fn build_catalog(
         if m.targets.is_empty() {
             errors.push(format!("{at}.targets: at least one target is required"));
         }
+        let model_price = prices::of_model(m.price.as_ref(), &at, errors);
         let mut targets = Vec::new();
         for (i, t) in m.targets.iter().enumerate() {
             match providers.get(&t.provider) {
@@ -1072,6 +1086,15 @@ fn build_catalog(
                     }
                     let mut target = Target::new(p.clone(), t.model.clone(), t.weight);
                     target.lifecycle = lifecycle::of_target(m, (i, t), &p.kind, &at, errors);
+                    target.price = prices::of_target(
+                        name,
+                        model_price.as_ref(),
+                        (i, t),
+                        &p.kind,
+                        &at,
+                        errors,
+                        unpriced,
+                    );
                     targets.push(target);
                 }
                 Some(_) => errors.push(format!(

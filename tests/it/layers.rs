@@ -23,6 +23,7 @@ const LAYERS: &[&str] = &[
     "limits",
     "catalog",
     "api",
+    "cost",
     "providers",
     "config",
     "engine",

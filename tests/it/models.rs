@@ -24,6 +24,13 @@ const EXTRA_MODELS: &str = r#"
     team/tts:
       family: openai-tts
       targets: [{provider: disabled, model: tts-1}, {provider: openai, model: tts-1}, {provider: azure, model: tts-deployment}]
+    tts-priced:
+      family: openai-tts
+      price: {currency: EUR, characters: {price: 14, per: 1000000}}
+      targets: [{provider: openai, model: tts-1}, {provider: openai, model: tts-1-hd, price: unpriced}]
+    seedream-cny:
+      family: seedream
+      targets: [{provider: ark, model: doubao-seedream-4-0-250828, price: {currency: CNY, images: {per_image: 0.2}}}]
 "#;
 
 fn setup() -> (FakeProvider, TestGateway, String) {
@@ -113,7 +120,7 @@ fn the_list_is_openai_shaped_and_holds_every_configured_model() {
     assert_eq!(azure["owned_by"], "azure-openai");
     assert_eq!(
         azure["targets"],
-        json!([{"provider": "azure-openai", "model": "tts-deployment", "available": true}])
+        json!([{"provider": "azure-openai", "model": "tts-deployment", "available": true, "price": null}])
     );
     let text = resp.text();
     for secret in [
@@ -128,9 +135,9 @@ fn the_list_is_openai_shaped_and_holds_every_configured_model() {
     // A model whose provider has no key is listed, and says so.
     let off = entry(models, "tts-off");
     assert_eq!(off["available"], false);
-    // (tts-1's lifecycle, also listed per target, is `lifecycle.rs`'s subject.)
+    // (tts-1's lifecycle and price, also listed per target, have tests of their own.)
     assert_eq!(
-        targets_without_lifecycle(off),
+        targets_plain(off),
         json!([{"provider": "openai", "model": "tts-1", "available": false}])
     );
     assert_eq!(entry(models, "tts-1")["available"], true);
@@ -140,7 +147,7 @@ fn the_list_is_openai_shaped_and_holds_every_configured_model() {
     assert_eq!(team["available"], true);
     assert_eq!(team["owned_by"], "openai");
     assert_eq!(
-        targets_without_lifecycle(team),
+        targets_plain(team),
         json!([
             {"provider": "openai", "model": "tts-1", "available": true},
             {"provider": "azure-openai", "model": "tts-deployment", "available": true},
@@ -150,15 +157,90 @@ fn the_list_is_openai_shaped_and_holds_every_configured_model() {
     assert!(fake.requests().is_empty(), "listing asks no provider");
 }
 
-/// A model's `targets`, each without its `lifecycle`.
-fn targets_without_lifecycle(model: &Value) -> Value {
+/// A model's `targets`, each without its `lifecycle` and `price`.
+fn targets_plain(model: &Value) -> Value {
     let mut targets = model["targets"].clone();
     for t in targets.as_array_mut().into_iter().flatten() {
         if let Some(t) = t.as_object_mut() {
             t.remove("lifecycle");
+            t.remove("price");
         }
     }
     targets
+}
+
+/// Each target lists its price in the units its provider bills, exact decimals as strings, with
+/// currency, source and date; a configured price is shown in place of the built-in one; a target
+/// with no price says `null`, never 0.
+#[test]
+fn each_target_shows_its_price_or_null() {
+    let (_fake, gw, _) = setup();
+    let models = list(&gw);
+    let price = |model: &str, i: usize| entry(&models, model)["targets"][i]["price"].clone();
+    assert_eq!(
+        price("tts-1", 0),
+        json!({
+            "currency": "USD",
+            "characters": {"price": "15", "per": 1000000},
+            "source": "https://developers.openai.com/api/docs/models/tts-1",
+            "checked": "2026-11-27",
+        })
+    );
+    let speech = price("gpt-4o-mini-tts", 0);
+    assert_eq!(
+        speech["tokens"],
+        json!({"per": 1000000, "text_in": "0.6", "audio_out": "12"})
+    );
+    let image = price("gpt-image-2", 0);
+    assert_eq!(
+        image["tokens"],
+        json!({"per": 1000000, "text_in": "5", "image_in": "8", "text_out": "10", "image_out": "30"})
+    );
+    let table = image["images"]["table"].as_array().unwrap();
+    assert!(
+        table.contains(&json!({"quality": "high", "size": "1024x1024", "price": "0.211"})),
+        "{image}"
+    );
+    assert!(
+        table.contains(&json!({"quality": "low", "size": "1024x1536", "price": "0.005"})),
+        "{image}"
+    );
+    assert_eq!(
+        price("voyage-rerank-2.5", 0)["tokens"],
+        json!({"per": 1000000, "input": "0.05"})
+    );
+    assert_eq!(
+        price("flux-pro-1.1", 0)["images"],
+        json!({"per_image": "0.04"})
+    );
+    // No source confirmed a price for these: null, not 0.
+    // A price of 0 the provider states is shown as such.
+    assert_eq!(
+        price("mxbai-rerank-large-v2", 0)["tokens"],
+        json!({"per": 1000000, "input": "0"})
+    );
+    for unpriced in [
+        "rerank-english-v3.0",
+        "azure-tts",
+        "cogview-4",
+        "local-bm25",
+    ] {
+        assert_eq!(price(unpriced, 0), Value::Null, "{unpriced}");
+    }
+    // The configuration's price over the built-in entry (which keeps its source), a target
+    // declared unpriced, and a price in yuan for a model the table lacks.
+    let priced = price("tts-priced", 0);
+    assert_eq!(priced["currency"], "EUR");
+    assert_eq!(priced["characters"], json!({"price": "14", "per": 1000000}));
+    assert_eq!(
+        priced["source"],
+        "https://developers.openai.com/api/docs/models/tts-1"
+    );
+    assert_eq!(price("tts-priced", 1), Value::Null);
+    assert_eq!(
+        price("seedream-cny", 0),
+        json!({"currency": "CNY", "images": {"per_image": "0.2"}})
+    );
 }
 
 /// The capabilities of a few models of each operation are their family's, from the built-in table.

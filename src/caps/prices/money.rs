@@ -1,0 +1,179 @@
+//! Money as the price table and the cost computation write it: an [`Amount`] is a whole number of
+//! billionths of a currency's unit (nano-units) in a `u64`, and a [`Currency`] its ISO 4217 code.
+//!
+//! Why integers rather than floats or a decimal crate: every price a provider publishes is a
+//! decimal with at most a few places (`$0.000015`, `¥0.0008`), and nano-units hold any of them
+//! exactly; sums are exact; `u64` holds 18 billion units of a currency, more than any request or
+//! budget; and a whole number is what a shared counter (Redis `INCRBY`) adds, which budgets need.
+//! A cost is computed as `quantity × price ÷ per` in `u128` and rounded once, half up, to a
+//! nano-unit, so no rounding is ever larger than half a billionth of the currency.
+
+use std::fmt;
+
+/// Nano-units in one unit of a currency.
+pub(crate) const NANOS: u64 = 1_000_000_000;
+
+/// An amount of money: billionths of a currency's unit. Never negative.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Amount(u64);
+
+impl Amount {
+    /// Nothing.
+    pub(crate) const ZERO: Amount = Amount(0);
+
+    /// `nanos` billionths of a unit (what a shared budget counter holds).
+    // Read by budgets and the usage ledger (issue 28), which the request path does not have yet.
+    #[allow(dead_code)]
+    pub(crate) const fn from_nanos(nanos: u64) -> Amount {
+        Amount(nanos)
+    }
+
+    /// In billionths of a unit.
+    #[allow(dead_code)]
+    pub(crate) const fn nanos(self) -> u64 {
+        self.0
+    }
+
+    /// A decimal as written (`15`, `0.000015`, `2.50`): digits, at most one point, at most nine
+    /// places after it. `None` for anything else (a sign, an exponent, a tenth place, too large).
+    pub(crate) fn parse(text: &str) -> Option<Amount> {
+        let (whole, frac) = match text.split_once('.') {
+            Some((w, f)) => (w, f),
+            None => (text, ""),
+        };
+        let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+        if whole.is_empty() || !digits(whole) || !digits(frac) || frac.len() > 9 {
+            return None;
+        }
+        let whole: u64 = whole.parse().ok()?;
+        let mut frac_nanos: u64 = 0;
+        for (i, b) in frac.bytes().enumerate() {
+            frac_nanos += u64::from(b - b'0') * 10u64.pow(8 - i as u32);
+        }
+        whole
+            .checked_mul(NANOS)?
+            .checked_add(frac_nanos)
+            .map(Amount)
+    }
+
+    /// `self + other`, saturating (18 billion units is past any real figure).
+    pub(crate) fn plus(self, other: Amount) -> Amount {
+        Amount(self.0.saturating_add(other.0))
+    }
+
+    /// `quantity` units at `self` per `per` units: `quantity × self ÷ per`, rounded half up to a
+    /// nano-unit (the one rounding a cost goes through), saturating.
+    pub(crate) fn times(self, quantity: u64, per: u64) -> Amount {
+        let per = u128::from(per.max(1));
+        let exact = u128::from(quantity) * u128::from(self.0);
+        let rounded = (exact + per / 2) / per;
+        Amount(u64::try_from(rounded).unwrap_or(u64::MAX))
+    }
+}
+
+impl fmt::Display for Amount {
+    /// The decimal, without trailing zeros (`15`, `0.000015`, `0.0425`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (whole, frac) = (self.0 / NANOS, self.0 % NANOS);
+        if frac == 0 {
+            return write!(f, "{whole}");
+        }
+        let frac = format!("{frac:09}");
+        write!(f, "{whole}.{}", frac.trim_end_matches('0'))
+    }
+}
+
+impl serde::Serialize for Amount {
+    /// As a decimal string: exact, where a JSON number read as a float would not be.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// A currency: its ISO 4217 code (three capital letters: `USD`, `CNY`, `EUR`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Currency([u8; 3]);
+
+impl Currency {
+    /// `code` if it has the shape of an ISO 4217 code (three ASCII capital letters).
+    pub(crate) fn parse(code: &str) -> Option<Currency> {
+        let b = code.as_bytes();
+        (b.len() == 3 && b.iter().all(u8::is_ascii_uppercase)).then(|| Currency([b[0], b[1], b[2]]))
+    }
+
+    /// The code.
+    pub(crate) fn as_str(&self) -> &str {
+        // Three ASCII capitals, checked by `parse`.
+        std::str::from_utf8(&self.0).unwrap_or("???")
+    }
+}
+
+impl fmt::Display for Currency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for Currency {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_parse_exactly_and_print_back() {
+        for (text, nanos, shown) in [
+            ("15", 15 * NANOS, "15"),
+            ("15.00", 15 * NANOS, "15"),
+            ("0.000015", 15_000, "0.000015"),
+            ("2.5", 2_500_000_000, "2.5"),
+            ("0.000000001", 1, "0.000000001"),
+            ("0", 0, "0"),
+        ] {
+            let a = Amount::parse(text).unwrap_or_else(|| panic!("{text}"));
+            assert_eq!(a.nanos(), nanos, "{text}");
+            assert_eq!(a.to_string(), shown, "{text}");
+        }
+        for bad in [
+            "",
+            ".5",
+            "-1",
+            "1e-5",
+            "0.0000000001",
+            "1.2.3",
+            " 1",
+            "1,5",
+            "99999999999",
+        ] {
+            assert_eq!(Amount::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_quantity_is_priced_with_one_rounding_half_up() {
+        // $0.02 per 1M tokens, 1,234 tokens: 0.00002468 → 24,680 nano-dollars, exact.
+        let rate = Amount::parse("0.02").unwrap();
+        assert_eq!(rate.times(1_234, 1_000_000).nanos(), 24_680);
+        assert_eq!(rate.times(1, 1_000_000).nanos(), 20);
+        // $0.000001 per 1M: 499 units are 0.499 nano-dollars (rounds down), 500 are 0.5 (up).
+        let tiny = Amount::parse("0.000001").unwrap();
+        assert_eq!(tiny.times(499, 1_000_000).nanos(), 0);
+        assert_eq!(tiny.times(500, 1_000_000).nanos(), 1);
+        assert_eq!(
+            Amount::from_nanos(u64::MAX).times(u64::MAX, 1).nanos(),
+            u64::MAX
+        );
+    }
+
+    #[test]
+    fn currencies_are_iso_codes() {
+        assert_eq!(Currency::parse("CNY").unwrap().to_string(), "CNY");
+        for bad in ["usd", "US", "USDT", "U5D", ""] {
+            assert!(Currency::parse(bad).is_none(), "{bad}");
+        }
+    }
+}

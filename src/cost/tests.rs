@@ -1,0 +1,391 @@
+//! Every pricing unit against a figure computed by hand (in the comments), from the built-in
+//! prices where they exist and from small tables of its own where a unit has none built in.
+
+use super::*;
+use crate::api::rerank::{QueryCounting, Usage as RerankUsage};
+use crate::caps::prices::{builtin, load, Price};
+use crate::common::images::ImageUsage;
+use crate::stream::audio::SpeechUsage;
+
+fn price(kind: &str, model: &str) -> Price {
+    builtin()
+        .unwrap()
+        .get(kind, model)
+        .unwrap_or_else(|| panic!("{kind} {model}"))
+        .clone()
+}
+
+/// An entry of a table written here.
+fn own(entry: &str) -> Price {
+    let text =
+        format!("k:\n  m:\n{entry}    source: https://example.com\n    checked: 2026-11-27\n");
+    load(&text).unwrap().get("k", "m").unwrap().clone()
+}
+
+fn nanos(c: &Result<Cost, NoCost>) -> u64 {
+    c.as_ref().unwrap_or_else(|e| panic!("{e}")).amount.nanos()
+}
+
+#[test]
+fn speech_by_characters() {
+    // 1,234 characters at $15 / 1M = $0.01851.
+    let c = of(
+        &price("openai", "tts-1"),
+        &Metered::Speech(SpeechMetered {
+            characters: 1_234,
+            text_tokens: 300,
+            reported: None,
+        }),
+    )
+    .unwrap();
+    assert_eq!(c.amount.to_string(), "0.01851");
+    assert_eq!((c.currency.as_str(), c.basis), ("USD", Basis::Gateway));
+    assert_eq!(c.partial, None);
+    let k = known(
+        &price("openai", "tts-1-hd"),
+        &Planned::Speech {
+            characters: 1_000,
+            text_tokens: 0,
+        },
+    );
+    // 1,000 characters at $30 / 1M = $0.03.
+    assert_eq!(nanos(&k), 30_000_000);
+}
+
+#[test]
+fn speech_by_token_kind_for_gpt_4o_mini_tts() {
+    let p = price("openai", "gpt-4o-mini-tts");
+    // Reported: 100 text tokens at $0.60 / 1M + 600 audio tokens at $12 / 1M
+    // = $0.00006 + $0.0072 = $0.00726.
+    let c = of(
+        &p,
+        &Metered::Speech(SpeechMetered {
+            characters: 400,
+            text_tokens: 90,
+            reported: Some(SpeechUsage {
+                input_tokens: Some(100),
+                output_tokens: Some(600),
+            }),
+        }),
+    )
+    .unwrap();
+    assert_eq!(c.amount.to_string(), "0.00726");
+    assert_eq!((c.basis, c.partial), (Basis::Provider, None));
+    // Nothing reported (the raw-audio answer): the gateway's 90 text tokens ($0.000054), and the
+    // audio it cannot count is named, never priced at 0 silently.
+    let c = of(
+        &p,
+        &Metered::Speech(SpeechMetered {
+            characters: 400,
+            text_tokens: 90,
+            reported: None,
+        }),
+    )
+    .unwrap();
+    assert_eq!(c.amount.to_string(), "0.000054");
+    assert_eq!(c.basis, Basis::Gateway);
+    assert!(c.partial.unwrap().contains("audio output tokens"));
+    // Before the call, the same: a lower bound.
+    let k = known(
+        &p,
+        &Planned::Speech {
+            characters: 400,
+            text_tokens: 90,
+        },
+    )
+    .unwrap();
+    assert!(k.partial.is_some() && k.amount.nanos() == 54_000);
+}
+
+#[test]
+fn images_by_token_kind_for_gpt_image_2() {
+    let usage = ImageUsage {
+        input_tokens: 1_050,
+        output_tokens: 4_160,
+        total_tokens: 5_210,
+        input_tokens_details: [("text_tokens".into(), 50), ("image_tokens".into(), 1_000)].into(),
+        output_tokens_details: Default::default(),
+    };
+    // 50 text in × $5 + 1,000 image in × $8 + 4,160 image out × $30, per 1M
+    // = (250 + 8,000 + 124,800) / 1M = $0.13305 (image output at the text rate, $10, would
+    // make it $0.04985).
+    let c = of(
+        &price("openai", "gpt-image-2"),
+        &Metered::Images(ImagesMetered {
+            images: 1,
+            size: Some("1024x1024"),
+            quality: Some("high"),
+            input_pixels: &[],
+            reported: Some(&usage),
+        }),
+    )
+    .unwrap();
+    assert_eq!(c.amount.to_string(), "0.13305");
+    assert_eq!((c.basis, c.partial), (Basis::Provider, None));
+    // Input not itemised: all at the text rate, and said so.
+    let flat = ImageUsage {
+        input_tokens: 100,
+        output_tokens: 1_000,
+        ..ImageUsage::default()
+    };
+    let c = of(
+        &price("openai", "gpt-image-2"),
+        &Metered::Images(ImagesMetered {
+            images: 1,
+            reported: Some(&flat),
+            ..ImagesMetered::default()
+        }),
+    )
+    .unwrap();
+    // 100 × $5 + 1,000 × $30 = $0.0305 per 1M units.
+    assert_eq!(c.amount.to_string(), "0.0305");
+    assert!(c.partial.unwrap().contains("text rate"));
+}
+
+#[test]
+fn image_cost_differs_by_size_and_quality() {
+    let p = price("openai", "gpt-image-2");
+    let cost = |n, size, quality| {
+        known(
+            &p,
+            &Planned::Images {
+                n,
+                size: Some(size),
+                quality: Some(quality),
+                input_pixels: &[],
+            },
+        )
+    };
+    // OpenAI's per-image figures: 2 × $0.211, 2 × $0.165, 2 × $0.006, 3 × $0.053.
+    assert_eq!(nanos(&cost(2, "1024x1024", "high")), 422_000_000);
+    assert_eq!(nanos(&cost(2, "1024x1536", "high")), 330_000_000);
+    assert_eq!(nanos(&cost(2, "1024x1024", "low")), 12_000_000);
+    assert_eq!(nanos(&cost(3, "1024x1024", "medium")), 159_000_000);
+    // A size the table does not list has no cost rather than a guessed one.
+    assert!(matches!(
+        cost(1, "1536x1024", "high"),
+        Err(NoCost::NotBillable(_))
+    ));
+    // Without the provider's usage, the delivered images are priced the same way (the gateway's
+    // count).
+    let c = of(
+        &p,
+        &Metered::Images(ImagesMetered {
+            images: 2,
+            size: Some("1024x1024"),
+            quality: Some("high"),
+            ..ImagesMetered::default()
+        }),
+    )
+    .unwrap();
+    assert_eq!((c.amount.nanos(), c.basis), (422_000_000, Basis::Gateway));
+
+    // A table by size alone and one by quality alone, in yuan.
+    let by_size =
+        own("    currency: CNY\n    images: {by_size: {1024x1024: 0.14, 2048x2048: 0.2}}\n");
+    let one = |p: &Price, size, quality| {
+        known(
+            p,
+            &Planned::Images {
+                n: 1,
+                size,
+                quality,
+                input_pixels: &[],
+            },
+        )
+    };
+    assert_eq!(nanos(&one(&by_size, Some("2048x2048"), None)), 200_000_000);
+    assert_eq!(
+        nanos(&one(&by_size, Some("1024x1024"), Some("hd"))),
+        140_000_000
+    );
+    assert!(one(&by_size, None, None).is_err());
+    let by_quality =
+        own("    currency: USD\n    images: {by_quality: {standard: 0.04, hd: 0.08}}\n");
+    assert_eq!(
+        nanos(&one(&by_quality, Some("1x1"), Some("hd"))),
+        80_000_000
+    );
+    let flat = price("stability", "sd3.5-large");
+    assert_eq!(nanos(&one(&flat, None, None)), 65_000_000);
+}
+
+#[test]
+fn images_by_megapixel_for_flux_2() {
+    let p = price("bfl", "flux-2-pro");
+    let cost = |n, size, input_pixels: &[u64]| {
+        known(
+            &p,
+            &Planned::Images {
+                n,
+                size: Some(size),
+                quality: None,
+                input_pixels,
+            },
+        )
+    };
+    // 1024×1024 is one megapixel: $0.03.
+    assert_eq!(nanos(&cost(1, "1024x1024", &[])), 30_000_000);
+    // 1440×1440 = 2,073,600 px, 1.98 MP: two started, $0.03 + $0.015.
+    assert_eq!(nanos(&cost(1, "1440x1440", &[])), 45_000_000);
+    // Two 2048×2048 images (4 MP each): 2 × ($0.03 + 3 × $0.015) = $0.15.
+    assert_eq!(nanos(&cost(2, "2048x2048", &[])), 150_000_000);
+    // An edit with one 1 MP input image: $0.03 + $0.015.
+    assert_eq!(nanos(&cost(1, "1024x1024", &[1024 * 1024])), 45_000_000);
+    // Megapixel pricing needs the size.
+    let unknown = known(
+        &p,
+        &Planned::Images {
+            n: 1,
+            size: None,
+            quality: None,
+            input_pixels: &[],
+        },
+    );
+    assert!(unknown.is_err());
+}
+
+fn rerank_usage(total: u64) -> RerankUsage {
+    RerankUsage {
+        total_tokens: total,
+        query_tokens: 0,
+        documents_tokens: total,
+    }
+}
+
+#[test]
+fn rerank_per_search_unit_is_never_zero() {
+    let p = price("cohere", "rerank-v4.0-pro");
+    let usage = rerank_usage(2_000);
+    let docs = [100u64; 150];
+    let metered = |search_units| {
+        of(
+            &p,
+            &Metered::Rerank(RerankMetered {
+                usage: &usage,
+                billed: false,
+                query_tokens: 10,
+                document_tokens: &docs,
+                search_units,
+            }),
+        )
+        .unwrap()
+    };
+    // Cohere billed 1 unit: 1 × $2.50 / 1,000 = $0.0025.
+    let c = metered(Some(1.0));
+    assert_eq!(
+        (c.amount.to_string(), c.basis),
+        ("0.0025".into(), Basis::Provider)
+    );
+    // Not reported: 150 documents of 110 tokens with the query, one chunk each, make two units
+    // of up to 100: $0.005.
+    let c = metered(None);
+    assert_eq!(
+        (c.amount.to_string(), c.basis),
+        ("0.005".into(), Basis::Gateway)
+    );
+    // A 1,200-token document with a 10-token query is three 500-token chunks: with 98 short
+    // documents, 101 chunks, two units.
+    let mut long = vec![1_200u64];
+    long.extend([50u64; 98]);
+    let k = known(
+        &p,
+        &Planned::Rerank {
+            query_tokens: 10,
+            document_tokens: &long,
+            counting: QueryCounting::PerDocument,
+        },
+    );
+    assert_eq!(nanos(&k), 5_000_000);
+    // One short document is still one unit.
+    let k = known(
+        &price("cohere", "rerank-v4.0-fast"),
+        &Planned::Rerank {
+            query_tokens: 5,
+            document_tokens: &[20],
+            counting: QueryCounting::PerDocument,
+        },
+    );
+    assert_eq!(nanos(&k), 2_000_000);
+}
+
+#[test]
+fn rerank_per_query_is_never_zero() {
+    let p = own("    currency: USD\n    queries: {price: 1, per: 1000, documents: 100}\n");
+    let plan = |docs: &[u64]| {
+        known(
+            &p,
+            &Planned::Rerank {
+                query_tokens: 8,
+                document_tokens: docs,
+                counting: QueryCounting::Once,
+            },
+        )
+    };
+    // 40 documents: one query at $1 / 1,000 = $0.001; 250 documents: three queries, $0.003.
+    assert_eq!(nanos(&plan(&[30; 40])), 1_000_000);
+    assert_eq!(nanos(&plan(&[30; 250])), 3_000_000);
+}
+
+#[test]
+fn rerank_by_tokens() {
+    let p = price("voyage", "rerank-2.5");
+    let usage = rerank_usage(12_345);
+    let metered = |billed| {
+        of(
+            &p,
+            &Metered::Rerank(RerankMetered {
+                usage: &usage,
+                billed,
+                query_tokens: 0,
+                document_tokens: &[],
+                search_units: None,
+            }),
+        )
+        .unwrap()
+    };
+    // 12,345 tokens at $0.05 / 1M = $0.00061725.
+    let c = metered(true);
+    assert_eq!(
+        (c.amount.to_string(), c.basis),
+        ("0.00061725".into(), Basis::Provider)
+    );
+    assert_eq!(metered(false).basis, Basis::Gateway);
+    // Before the call, the query counted per document as Voyage bills it: 10 × 2 + 100 + 200 =
+    // 320 tokens at $0.05 / 1M = $0.000016.
+    let k = known(
+        &p,
+        &Planned::Rerank {
+            query_tokens: 10,
+            document_tokens: &[100, 200],
+            counting: QueryCounting::PerDocument,
+        },
+    );
+    assert_eq!(nanos(&k), 16_000);
+}
+
+#[test]
+fn a_price_in_other_units_gives_no_cost_rather_than_zero() {
+    let images_only = price("stability", "core");
+    let c = of(
+        &images_only,
+        &Metered::Speech(SpeechMetered {
+            characters: 10,
+            ..SpeechMetered::default()
+        }),
+    );
+    let Err(NoCost::NotBillable(why)) = c else {
+        panic!("{c:?}")
+    };
+    assert!(why.contains("images"), "{why}");
+    // Token-priced images without the provider's usage or a per-image figure.
+    let tokens_only = own("    currency: USD\n    tokens: {per: 1000000, image_out: 30}\n");
+    assert!(of(
+        &tokens_only,
+        &Metered::Images(ImagesMetered {
+            images: 1,
+            ..ImagesMetered::default()
+        })
+    )
+    .is_err());
+}
