@@ -40,8 +40,10 @@ const MIN_HS256_SECRET_BYTES: usize = 32;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AuthSettings {
+    /// `api_keys:` — the API keys that may call, each with its name and optional limits.
     #[serde(default)]
     pub api_keys: Vec<ApiKeySetting>,
+    /// `jwt:` — how bearer JWTs are verified, and their per-subject limits (absent: none accepted).
     #[serde(default)]
     pub jwt: Option<JwtSettings>,
     /// What a request of a caller with limits gets when the shared store (Redis)

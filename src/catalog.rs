@@ -207,6 +207,7 @@ impl Catalog {
         &self.clock
     }
 
+    /// Add `model`, replacing any model of the same name.
     pub fn insert(&mut self, model: Model) {
         self.models.insert(model.name.clone(), Arc::new(model));
     }

@@ -84,6 +84,7 @@ pub struct Redacting<L> {
 }
 
 impl<L> Redacting<L> {
+    /// `inner`, handed only redacted records.
     pub fn new(inner: L) -> Redacting<L> {
         Redacting { inner }
     }

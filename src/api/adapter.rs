@@ -143,6 +143,7 @@ impl Registry {
         self.accounts.len() - 1
     }
 
+    /// The adapters of `provider`'s account (`None`: not registered).
     pub fn get(&self, provider: &Provider) -> Option<&Adapters> {
         self.accounts.get(provider.id)
     }
@@ -160,18 +161,24 @@ impl Registry {
         self.discovery.get(provider.id).copied().unwrap_or_default()
     }
 
+    /// The account's speech adapter; an internal error if it has none (the config refuses a model
+    /// that would need it).
     pub fn speech(&self, provider: &Provider) -> Result<&dyn SpeechAdapter, GatewayError> {
         self.get(provider)
             .and_then(|a| a.speech.as_deref())
             .ok_or_else(|| not_served(provider, "speech"))
     }
 
+    /// The account's image adapter; an internal error if it has none (the config refuses a model
+    /// that would need it).
     pub fn images(&self, provider: &Provider) -> Result<&dyn ImageAdapter, GatewayError> {
         self.get(provider)
             .and_then(|a| a.images.as_deref())
             .ok_or_else(|| not_served(provider, "images"))
     }
 
+    /// The account's rerank adapter; an internal error if it has none (the config refuses a model
+    /// that would need it).
     pub fn rerank(&self, provider: &Provider) -> Result<&dyn RerankAdapter, GatewayError> {
         self.get(provider)
             .and_then(|a| a.rerank.as_deref())

@@ -12,11 +12,14 @@ use crate::common::native::NativeRequest;
 /// provider gives one, a display name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed {
+    /// What a configuration or a request names it by.
     pub id: String,
+    /// Its display name, when the provider gives one.
     pub name: Option<String>,
 }
 
 impl Listed {
+    /// An entry named `id`, with its display name if the provider gave one.
     pub fn new(id: impl Into<String>, name: Option<String>) -> Listed {
         Listed {
             id: id.into(),
@@ -28,7 +31,9 @@ impl Listed {
 /// One page of a list, and the token that asks for the next one (`None`: the last page).
 #[derive(Debug, Default)]
 pub struct Page {
+    /// This page's entries.
     pub items: Vec<Listed>,
+    /// The token that asks for the next page (`None`: this is the last).
     pub next: Option<String>,
 }
 
@@ -36,7 +41,9 @@ pub struct Page {
 /// first page) and how a 2xx answer reads. An answer that does not read is a message saying why.
 #[derive(Clone, Copy)]
 pub struct ListFns {
+    /// Builds the request for a page, given the previous page's token (`None`: the first page).
     pub request: fn(Option<&str>) -> NativeRequest,
+    /// Reads a 2xx answer into a page.
     pub response: ReadList,
 }
 

@@ -121,7 +121,9 @@ impl ImageRequest<'_> {
 pub struct ImageResult {
     /// Unix time in seconds.
     pub created: i64,
+    /// The images (empty until the task succeeds).
     pub data: Vec<ImageItem>,
+    /// The id to read the task by at `GET /api/v1/images/{task_id}`.
     pub task_id: String,
     /// `pending`, `running`, `succeed` or `failed`.
     pub task_status: &'static str,
@@ -138,19 +140,25 @@ pub struct ImageResult {
 /// The Error object of a failed task.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct TaskFailure {
+    /// The error code, as in the API's Error object (e.g. `upstream_timeout`).
     pub code: String,
+    /// What went wrong, for people.
     pub message: String,
     /// Per-field problems, for a `validation_error` found while the task ran.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub details: std::collections::BTreeMap<String, String>,
 }
 
+/// One image of an answer: a link or base64 bytes, as `response_format` asked.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ImageItem {
+    /// Link to the image (hosted by the gateway, or the provider's), for `response_format: url`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// The image, base64-encoded, for `response_format: b64_json`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub b64_json: Option<String>,
+    /// The prompt the provider actually used, when it rewrote the request's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revised_prompt: Option<String>,
     /// For one layer of a decomposed image (Seedream's `extra_body.layer_decomposition`): its

@@ -120,6 +120,7 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 /// What time it is, for lifecycle decisions: the system's clock, or one a test sets.
 #[derive(Debug, Clone, Default)]
 pub enum Clock {
+    /// The system's clock (the default).
     #[default]
     System,
     /// A hand-set time, in Unix seconds, shared by every clone.
@@ -160,9 +161,11 @@ pub struct Lifecycle {
     pub shutdown: Date,
     /// The provider's recommended replacements (its own model ids), best first.
     pub replacement: Vec<String>,
+    /// A remark on the retirement; messages show it when no replacement is named.
     pub note: Option<String>,
     /// Where the facts were read (a URL for the built-in entries).
     pub source: Option<String>,
+    /// When the facts were last checked against `source`.
     pub checked: Option<Date>,
     /// The operator says the account still serves it past `shutdown` (config only): never
     /// refused, never treated as gone.
@@ -203,16 +206,23 @@ pub struct Override {
     /// (an Azure deployment).
     #[serde(default)]
     pub model: Option<String>,
+    /// Deprecation date, `YYYY-MM-DD`, over the built-in one.
     #[serde(default)]
     pub deprecated: Option<String>,
+    /// Shutdown date (the first day it is no longer served), `YYYY-MM-DD`; required when there is
+    /// no built-in entry.
     #[serde(default)]
     pub shutdown: Option<String>,
+    /// The replacement model ids, best first (instead of the built-in list).
     #[serde(default)]
     pub replacement: Option<Vec<String>>,
+    /// A remark on the retirement (instead of the built-in one).
     #[serde(default)]
     pub note: Option<String>,
+    /// Where the facts come from, e.g. the provider's deprecations page.
     #[serde(default)]
     pub source: Option<String>,
+    /// `true`: the account still serves it past `shutdown`, so it is never refused as gone.
     #[serde(default)]
     pub still_available: Option<bool>,
 }
@@ -252,6 +262,7 @@ impl Table {
         self.entries.len()
     }
 
+    /// Whether the table has no entries.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

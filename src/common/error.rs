@@ -193,6 +193,7 @@ impl fmt::Display for UpstreamError {
 pub struct LimitRefusal {
     /// The limit's name in the config: `requests_per_minute`, `concurrent`, `tokens_per_day`...
     pub limit: &'static str,
+    /// The limit's value: how many the window allows (or how many at once, for `concurrent`).
     pub quota: u64,
     /// The window's length in seconds; `None` for `concurrent`.
     pub window: Option<u64>,

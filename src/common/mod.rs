@@ -14,12 +14,16 @@ pub mod native;
 /// The three public operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Operation {
+    /// Text to speech (`POST /api/v1/audio/speech`).
     Speech,
+    /// Image generation (`POST /api/v1/images/generations`, and image edits).
     Images,
+    /// Reranking documents against a query (`POST /api/v1/rerank`, and the compatible surfaces).
     Rerank,
 }
 
 impl Operation {
+    /// The operation's name as metrics, access lines and messages spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             Operation::Speech => "speech",

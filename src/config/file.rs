@@ -9,34 +9,45 @@ use serde::Deserialize;
 
 use crate::auth::AuthSettings;
 
+/// The `switchyard:` section as written: the gateway's own settings (Pingora's keys sit beside
+/// it, at the top level of the file).
 #[derive(Debug, Deserialize)]
 pub struct GatewayFile {
     /// Required by the binary; a gateway hosted in another Pingora server may have none
     /// (`config::Sockets::Host`).
     #[serde(default)]
     pub listeners: Vec<ListenerFile>,
+    /// `limits:` — the largest request body per operation.
     #[serde(default)]
     pub limits: LimitsFile,
+    /// `retries:` — how many retries a request may ask for, and how they are spaced.
     #[serde(default)]
     pub retries: RetriesFile,
+    /// `auth:` — who may call: API keys, JWT verification and per-caller limits.
     #[serde(default)]
     pub auth: AuthSettings,
+    /// `providers:` — provider accounts by name: kind, key, endpoints, timeouts.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderFile>,
+    /// `models:` — the public model names clients send, each served by provider targets.
     #[serde(default)]
     pub models: BTreeMap<String, ModelFile>,
     /// Seconds a resolved provider address is reused.
     #[serde(default = "d_dns_ttl")]
     pub dns_ttl_seconds: u64,
+    /// `images:` — image downloads, hosted images and asynchronous image tasks.
     #[serde(default)]
     pub images: ImagesFile,
+    /// `store:` — where state shared between instances lives (Redis, else this process's memory).
     #[serde(default)]
     pub store: StoreFile,
+    /// `clients:` — how long the gateway waits for what clients send.
     #[serde(default)]
     pub clients: ClientsFile,
     /// Prometheus metrics on their own listener; absent: no listener, and nothing is recorded.
     #[serde(default)]
     pub metrics: Option<MetricsFile>,
+    /// `access_log:` — the shape of the access line.
     #[serde(default)]
     pub access_log: AccessLogFile,
     /// How requests are spread over a model's targets and when failing targets are ejected.
@@ -48,6 +59,7 @@ pub struct GatewayFile {
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
 pub struct RoutingFile {
+    /// `routing.ejection:` — when a failing target is ejected, and for how long.
     pub ejection: EjectionFile,
 }
 
@@ -133,11 +145,13 @@ impl Default for ClientsFile {
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
 pub struct StoreFile {
+    /// One Redis server: a `redis://` or `rediss://` (TLS) URL; empty or blank counts as unset.
     pub redis_url: Option<String>,
     /// Seed node URLs of a Redis Cluster.
     pub redis_cluster: Option<Vec<String>>,
     /// A primary found through Sentinel.
     pub redis_sentinel: Option<SentinelFile>,
+    /// Prepended to every Redis key, so gateways can share one Redis (default `switchyard:`).
     pub key_prefix: Option<String>,
     /// Longest a store call may take (connecting included) before it fails with 503.
     pub timeout_ms: Option<u64>,
@@ -154,7 +168,9 @@ pub struct SentinelFile {
     pub master: String,
     /// Credentials and database on the primary.
     pub username: Option<String>,
+    /// Password on the data nodes (the sentinels' own goes in their URLs).
     pub password: Option<String>,
+    /// Database number on the data nodes (default 0).
     pub db: i64,
     /// Tasks and hosted files are acknowledged only once this many replicas hold them (`WAIT`).
     pub min_replicas_acked: u32,
@@ -214,11 +230,15 @@ impl Default for ImagesFile {
     }
 }
 
+/// One entry point under `listeners:`: where it listens and how much it takes on.
 #[derive(Debug, Deserialize)]
 pub struct ListenerFile {
+    /// The entry point's name, unique among `listeners` (logs and access lines carry it).
     pub name: String,
+    /// Which providers' `region_base_urls` this entry point's requests use (default `default`).
     #[serde(default = "d_region")]
     pub region: String,
+    /// `IP:port` to listen on, e.g. `127.0.0.1:8080`.
     pub address: String,
     /// Open client connections this entry point serves; requests on connections past it are
     /// answered `503 overloaded` and the connection is closed.
@@ -252,11 +272,15 @@ pub struct ListenerTlsFile {
     pub reload_interval_ms: u64,
 }
 
+/// `limits:` — the largest request body per operation, in bytes (413 past it).
 #[derive(Debug, Deserialize)]
 #[serde(default)]
 pub struct LimitsFile {
+    /// Largest speech request body (default 1 MiB).
     pub speech_body_bytes: usize,
+    /// Largest image request body, base64 reference images included (default 32 MiB).
     pub images_body_bytes: usize,
+    /// Largest rerank request body (default 16 MiB).
     pub rerank_body_bytes: usize,
 }
 
@@ -270,12 +294,17 @@ impl Default for LimitsFile {
     }
 }
 
+/// `retries:` — the most retries a request may ask for, and the backoff between attempts.
 #[derive(Debug, Deserialize)]
 #[serde(default)]
 pub struct RetriesFile {
+    /// The largest `retries` a request may ask for (default 5).
     pub max: u32,
+    /// The first backoff, in ms; it doubles on each retry, with jitter (default 200).
     pub initial_backoff_ms: u64,
+    /// The longest backoff, in ms (default 5000).
     pub max_backoff_ms: u64,
+    /// A provider's `Retry-After` is waited at most this long, in ms (default 20000).
     pub max_retry_after_ms: u64,
 }
 
@@ -290,6 +319,7 @@ impl Default for RetriesFile {
     }
 }
 
+/// One provider account under `providers:`.
 #[derive(Debug, Deserialize)]
 pub struct ProviderFile {
     /// The provider's kind (`kind: openai`, …) and the settings only that kind takes, read into
@@ -305,13 +335,16 @@ pub struct ProviderFile {
     /// Region name → base URL, for entry points whose `region` matches.
     #[serde(default)]
     pub region_base_urls: BTreeMap<String, String>,
+    /// `timeouts:` — connect, read, write and idle deadlines towards this provider.
     #[serde(default)]
     pub timeouts: TimeoutsFile,
+    /// Largest non-streamed answer read from the provider, in bytes (default 64 MiB).
     #[serde(default = "d_max_response")]
     pub max_response_bytes: usize,
     /// Hosts result URLs may be downloaded from (absent: the kind's default, see the README).
     #[serde(default)]
     pub result_hosts: Option<Vec<String>>,
+    /// `tls:` — which certificate authorities this provider's certificates must chain to.
     #[serde(default)]
     pub tls: ProviderTlsFile,
 }
@@ -326,13 +359,19 @@ pub struct ProviderTlsFile {
     pub ca_file: Option<String>,
 }
 
+/// A provider's `timeouts:`, in milliseconds.
 #[derive(Debug, Deserialize)]
 #[serde(default)]
 pub struct TimeoutsFile {
+    /// Time to open the TCP connection (default 5000).
     pub connect_ms: u64,
+    /// Time to connect, TLS handshake included (default 10000).
     pub total_connect_ms: u64,
+    /// Longest wait for one read of the answer (default 120000).
     pub read_ms: u64,
+    /// Longest wait for one write of the request (default 30000).
     pub write_ms: u64,
+    /// How long a pooled connection may sit unused before it is closed (default 60000).
     pub idle_ms: u64,
 }
 
@@ -348,10 +387,12 @@ impl Default for TimeoutsFile {
     }
 }
 
+/// One public model under `models:`: its capability family and the targets that serve it.
 #[derive(Debug, Deserialize)]
 pub struct ModelFile {
     /// Capability family from the built-in table (see the README).
     pub family: String,
+    /// The provider accounts and native models that serve it (retries move between them).
     pub targets: Vec<TargetFile>,
     /// Any of the family's capabilities, changed for this model (keys as in
     /// `src/caps/families.yaml`). Kept as YAML here: which keys exist depends on the family's
@@ -390,8 +431,10 @@ pub struct ModelFile {
     pub successor: Option<String>,
 }
 
+/// One target of a model: a provider account and its native model.
 #[derive(Debug, Deserialize)]
 pub struct TargetFile {
+    /// The account's name under `providers:`.
     pub provider: String,
     /// The provider's own model name.
     pub model: String,

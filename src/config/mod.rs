@@ -52,10 +52,15 @@ pub const DEFAULT_CONFIG: &str = include_str!("../../conf/switchyard.yaml");
 /// One entry point.
 #[derive(Debug, Clone)]
 pub struct Listener {
+    /// The entry point's name, unique among the listeners.
     pub name: String,
+    /// Which of the providers' `region_base_urls` this entry point's requests use.
     pub region: String,
+    /// The socket address it listens on.
     pub address: SocketAddr,
+    /// Open client connections it serves; past it, `503 overloaded`.
     pub max_connections: usize,
+    /// Requests it handles at once; past it, `503 overloaded`.
     pub max_in_flight: usize,
     /// TLS on this entry point (`None`: plain TCP).
     pub tls: Option<ListenerTls>,
@@ -64,18 +69,24 @@ pub struct Listener {
 /// Deadlines on what clients send (`clients:` in the file; see `file::ClientsFile`).
 #[derive(Debug, Clone, Copy)]
 pub struct ClientLimits {
+    /// Time a request head has to arrive whole (HTTP/1.x).
     pub head_timeout: Duration,
+    /// Time a request body gets, plus one second for each `body_min_rate` bytes received.
     pub body_timeout: Duration,
     /// Bytes per second; never 0.
     pub body_min_rate: u64,
+    /// An idle client connection is closed after this long.
     pub idle_timeout: Duration,
+    /// A client that takes no answer bytes for this long is cut off.
     pub write_timeout: Duration,
 }
 
 /// A listener's certificate files and the certificate read from them at load.
 #[derive(Clone)]
 pub struct ListenerTls {
+    /// Path of the PEM certificate chain.
     pub cert_file: String,
+    /// Path of the PEM private key.
     pub key_file: String,
     /// How often the files are checked for a replacement (`None`: never).
     pub reload_interval: Option<Duration>,
@@ -97,12 +108,16 @@ impl std::fmt::Debug for ListenerTls {
 /// Request body limits per operation.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
+    /// Largest speech request body, in bytes.
     pub speech: usize,
+    /// Largest image request body, in bytes.
     pub images: usize,
+    /// Largest rerank request body, in bytes.
     pub rerank: usize,
 }
 
 impl Limits {
+    /// The largest request body `op` takes, in bytes (413 past it).
     pub fn body_limit(&self, op: Operation) -> usize {
         match op {
             Operation::Speech => self.speech,
@@ -117,10 +132,13 @@ impl Limits {
 pub struct ImageSettings {
     /// What may be downloaded on a caller's behalf (reference images given as URLs).
     pub download: DownloadPolicy,
+    /// How long a hosted image stays available.
     pub file_ttl: Duration,
+    /// Most bytes of hosted images kept in memory without Redis (the oldest go first).
     pub file_store_bytes: usize,
     /// Most bytes of tasks (and synchronous answers) kept in memory without Redis.
     pub task_store_bytes: usize,
+    /// How long a finished asynchronous task can be read.
     pub task_ttl: Duration,
     /// Without a trailing `/`.
     pub public_base_url: Option<String>,
@@ -211,7 +229,9 @@ pub enum AccessLogFormat {
 
 /// Everything the file configures.
 pub struct Settings {
+    /// Pingora's server settings (the file's top-level keys).
     pub server: ServerConf,
+    /// The gateway's settings (the `switchyard:` section), validated.
     pub gateway: GatewaySettings,
 }
 

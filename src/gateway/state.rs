@@ -28,6 +28,7 @@ pub struct GatewayState {
     /// The configuration in force. A request takes one snapshot ([`GatewayState::settings`]) when
     /// it starts and keeps it to its end, so a reload never changes a request half-way.
     pub(super) live: ArcSwap<GatewaySettings>,
+    /// Talking to providers: connection pool, DNS cache, retry policy and targets' health.
     pub upstream: Upstream,
     /// Images the gateway hosts for `response_format: url`.
     pub files: HostedFiles,
@@ -51,6 +52,8 @@ pub struct GatewayState {
 }
 
 impl GatewayState {
+    /// The state for `settings` at start: metrics, stores (in Redis or memory), limits and
+    /// targets' health.
     pub fn new(settings: GatewaySettings) -> Arc<GatewayState> {
         let metrics = match settings.metrics {
             Some(_) => Metrics::on().unwrap_or_else(|e| {

@@ -193,7 +193,7 @@ pub struct ImageFns {
     pub request: fn(&Target, &ImageRequest<'_>, u64) -> Result<NativeRequest, GatewayError>,
     /// The provider's own refusals ([`ImageAdapter::validate`]); [`no_checks`] when it has none.
     pub validate: fn(&Target, &ImageRequest<'_>) -> Result<(), GatewayError>,
-    /// A 2xx answer: the images ([`images`] wraps a synchronous answer), or the task to poll.
+    /// A 2xx answer: the images (`images` wraps a synchronous answer), or the task to poll.
     pub response:
         fn(&Provider, &ImageRequest<'_>, &HeaderMap, &[u8]) -> Result<ImageAnswer, UpstreamError>,
     /// Whether reference images travel as bytes ([`ImageAdapter::input_as_bytes`]).

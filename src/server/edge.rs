@@ -30,9 +30,13 @@ use crate::metrics::IntCounter;
 /// The app one entry point's listening service runs: `SV` is the gateway (the binary) or a
 /// host's own `ProxyHttp` that delegates to it.
 pub struct EdgeApp<SV> {
+    /// The proxy that serves each accepted connection's requests.
     pub http: Arc<HttpProxy<SV>>,
+    /// This entry point's load shedding: its connection and in-flight counts and caps.
     pub admission: Arc<Admission>,
+    /// Deadlines on what clients send.
     pub clients: ClientLimits,
+    /// The entry point's name, for logs and access lines.
     pub listener: String,
     /// For the access-log format in force (it reloads).
     pub state: Arc<GatewayState>,

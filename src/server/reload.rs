@@ -70,7 +70,9 @@ impl ConfigSource {
 
 /// Reloads one gateway's configuration from its source.
 pub struct Reloader {
+    /// The gateway whose settings a reload swaps.
     pub state: Arc<GatewayState>,
+    /// Where the configuration is read from on each reload.
     pub source: ConfigSource,
     /// Pingora's settings as the source gave them at start (they never reload).
     pub server: ServerConf,

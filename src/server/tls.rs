@@ -155,6 +155,7 @@ pub struct EdgeTls {
 }
 
 impl EdgeTls {
+    /// The certificates of those `listeners` that serve TLS, as loaded with the configuration.
     pub fn new(listeners: &[Listener]) -> EdgeTls {
         let certs = listeners
             .iter()

@@ -18,15 +18,24 @@ use rand::RngCore;
 /// A hosted file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredFile {
+    /// The `Content-Type` it is served with.
     pub content_type: String,
+    /// Its contents.
     pub bytes: Bytes,
 }
 
 /// Why the store could not do what was asked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
+    /// The file alone is larger than the memory store's capacity (`images.file_store_bytes`).
     #[error("file of {size} bytes is larger than the store's {limit}-byte capacity")]
-    TooLarge { size: usize, limit: usize },
+    TooLarge {
+        /// The file's size, in bytes.
+        size: usize,
+        /// The store's capacity, in bytes.
+        limit: usize,
+    },
+    /// The store could not be used (Redis down, refusing or too slow; a poisoned lock): why.
     #[error("file store unavailable: {0}")]
     Unavailable(String),
 }
@@ -40,6 +49,7 @@ impl From<StoreError> for crate::common::error::GatewayError {
 /// Hosted files by id, each kept for a limited time.
 #[async_trait]
 pub trait FileStore: Send + Sync {
+    /// Keep `file` under `id` for `ttl`.
     async fn put(&self, id: &str, file: StoredFile, ttl: Duration) -> Result<(), StoreError>;
     /// The file and the time it has left, if it exists and has not expired.
     async fn get(&self, id: &str) -> Result<Option<(StoredFile, Duration)>, StoreError>;
@@ -89,6 +99,7 @@ pub struct MemoryStore {
 }
 
 impl MemoryStore {
+    /// An empty store holding at most `max_bytes` of files.
     pub fn new(max_bytes: usize) -> MemoryStore {
         MemoryStore {
             inner: Mutex::new(Inner::default()),

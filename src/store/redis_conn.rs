@@ -40,15 +40,24 @@ use crate::store::files::StoreError;
 pub enum Topology {
     /// One server: `redis://[user:password@]host[:port][/db]`, or `rediss://` for TLS (server
     /// certificates are checked against the system's roots).
-    Single { url: String },
+    Single {
+        /// The server's URL.
+        url: String,
+    },
     /// A Redis Cluster, found from these seed nodes' URLs (any reachable one is enough).
-    Cluster { nodes: Vec<String> },
+    Cluster {
+        /// The seed nodes' URLs.
+        nodes: Vec<String>,
+    },
     /// The primary that the sentinels at `sentinels` (URLs) name `master`.
     Sentinel {
+        /// The sentinels' URLs (with their own credentials).
         sentinels: Vec<String>,
+        /// The name the sentinels monitor the primary under.
         master: String,
         /// Credentials for the data nodes (the sentinels' own go in their URLs).
         username: Option<String>,
+        /// Password on the data nodes.
         password: Option<String>,
         /// Database number on the data nodes.
         db: i64,
@@ -61,6 +70,7 @@ pub enum Topology {
 /// Where the Redis is and how long a call may take.
 #[derive(Clone, PartialEq, Eq)]
 pub struct RedisSettings {
+    /// Which Redis: one server, a cluster, or a primary found through Sentinel.
     pub topology: Topology,
     /// Prepended to every key, so several gateways (or other users) can share one Redis.
     pub key_prefix: String,
@@ -149,10 +159,19 @@ pub fn redact(url: &str) -> String {
 /// Settings that cannot work whatever Redis does: a configuration error, reported at startup.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvalidRedisSettings {
+    /// A URL that does not parse, or that the Redis client refuses.
     #[error("invalid redis url {url}: {reason}")]
-    Url { url: String, reason: String },
+    Url {
+        /// The URL, with any credentials in it blanked.
+        url: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// `timeout` is zero (`store.timeout_ms: 0`).
     #[error("redis timeout must be more than zero")]
     ZeroTimeout,
+    /// A topology that cannot work (no nodes, no sentinels, no primary's name) or that the Redis
+    /// client refuses; the message says which.
     #[error("{0}")]
     Topology(String),
 }
@@ -161,8 +180,11 @@ pub enum InvalidRedisSettings {
 /// handle to a multiplexed connection).
 #[derive(Clone)]
 pub enum StoreConn {
+    /// One server, through a connection manager.
     Single(ConnectionManager),
+    /// A Redis Cluster: each command goes to its slot's node.
     Cluster(ClusterConnection),
+    /// The primary the sentinels named when the connection was opened.
     Sentinel(MultiplexedConnection),
 }
 

@@ -40,9 +40,13 @@ use crate::store::redis_conn::RedisSettings;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskStatus {
+    /// Queued: the provider reports it has not started yet.
     Pending,
+    /// Under way: the state a task is created in, and while the provider works on it.
     Running,
+    /// Finished with images (`data`).
     Succeed,
+    /// Finished without images (`error` says why).
     Failed,
 }
 
@@ -66,7 +70,9 @@ impl TaskStatus {
 /// Why a task failed, as the caller sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskError {
+    /// The error code, as in the API's Error object (e.g. `upstream_timeout`).
     pub code: String,
+    /// What went wrong, for people.
     pub message: String,
     /// Per-field problems of a `validation_error` found only while the task ran (a reference
     /// image or mask fetched from a URL that the provider cannot take).
@@ -79,7 +85,9 @@ pub struct TaskError {
 pub struct TaskRecord {
     /// The caller's principal id (API key name or JWT subject): only they may read it.
     pub owner: String,
+    /// The public model the task was asked of.
     pub model: String,
+    /// Where the task stands.
     pub status: TaskStatus,
     /// Unix seconds.
     pub created: i64,

@@ -136,6 +136,7 @@ impl<F> Whole<F>
 where
     F: FnMut(&Provider, &[u8], &mut Vec<Bytes>) -> Result<Finished, UpstreamError> + Send,
 {
+    /// A buffer for `provider`'s answer, decoded by `decode` once it is whole.
     pub fn new(provider: &Arc<Provider>, decode: F) -> Whole<F> {
         Whole {
             provider: provider.clone(),

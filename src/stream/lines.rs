@@ -5,6 +5,7 @@
 
 use bytes::{Bytes, BytesMut};
 
+/// Splits a byte stream into complete lines (NDJSON records), skipping blank ones.
 #[derive(Default)]
 pub struct LineSplitter {
     buf: BytesMut,
@@ -13,10 +14,12 @@ pub struct LineSplitter {
 }
 
 impl LineSplitter {
+    /// An empty splitter.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Add bytes from the stream.
     pub fn push(&mut self, chunk: &[u8]) {
         self.buf.extend_from_slice(chunk);
     }

@@ -17,6 +17,7 @@ pub struct EventSplitter {
 }
 
 impl EventSplitter {
+    /// An empty splitter.
     pub fn new() -> Self {
         Self::default()
     }
