@@ -65,6 +65,8 @@ pub mod config;
 pub mod embed;
 pub mod engine;
 pub mod gateway;
+#[cfg(feature = "ledger")]
+pub mod ledger;
 pub mod limits;
 pub mod logging;
 pub mod metrics;

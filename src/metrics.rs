@@ -223,6 +223,12 @@ families! {
     config_last_reload_success: IntGaugeVec = "switchyard_config_last_reload_success_timestamp_seconds",
         "When the configuration in force was loaded successfully last, in Unix seconds (the start counts)",
         [];
+    ledger_records: IntCounterVec = "switchyard_ledger_records_total",
+        "Usage-ledger records by outcome: written to the database, or dropped (the queue was full, or the server stopped before they were written)",
+        ["outcome"];
+    ledger_held: IntGaugeVec = "switchyard_ledger_records_held",
+        "Usage-ledger records in memory not yet written to the database",
+        [];
     model_shutdown: IntGaugeVec = "switchyard_model_shutdown_timestamp_seconds",
         "When a model's target (provider account and native model) is shut down by its provider, in Unix seconds (00:00 UTC of the shutdown date); only targets with a known date",
         ["model", "provider", "native_model"];

@@ -10,6 +10,7 @@
 
 pub mod env;
 pub mod file;
+pub mod ledger;
 mod lifecycle;
 pub mod tls;
 pub mod voice_map;
@@ -154,6 +155,9 @@ pub struct GatewaySettings {
     pub clients: ClientLimits,
     /// Where Prometheus metrics are served (`None`: no metrics listener, nothing recorded).
     pub metrics: Option<SocketAddr>,
+    /// The usage ledger's database and bounds (`None`: no ledger). Read once at start, like the
+    /// metrics listener: a reload does not move it.
+    pub ledger: Option<ledger::LedgerSettings>,
     pub access_log: AccessLogFormat,
     /// When failing targets are ejected (`routing.ejection`).
     pub ejection: EjectionPolicy,
@@ -606,6 +610,7 @@ fn build(
     let redis = redis_settings(&file.store, errors);
     let clients = client_limits(&file.clients, errors);
     let metrics = metrics_address(file.metrics.as_ref(), &listeners, errors);
+    let ledger = ledger::ledger_settings(file.ledger.as_ref(), errors);
     let ejection = ejection_policy(&file.routing.ejection, errors);
     let access_log = match file.access_log.format.as_str() {
         "text" => AccessLogFormat::Text,
@@ -630,6 +635,7 @@ fn build(
         redis,
         clients,
         metrics,
+        ledger,
         access_log,
         ejection,
         warnings,

@@ -25,6 +25,7 @@ const LAYERS: &[&str] = &[
     "api",
     "providers",
     "config",
+    "ledger",
     "engine",
     "gateway",
     "server",
