@@ -48,7 +48,7 @@ pub struct GatewayFile {
 }
 
 /// `ledger:` — one record per finished request, written in batches to PostgreSQL off the
-/// request path (`crate::ledger`).
+/// request path (the `ledger` module).
 #[derive(Debug, Deserialize)]
 #[serde(default)]
 pub struct LedgerFile {

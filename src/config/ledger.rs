@@ -1,5 +1,5 @@
 //! The `ledger:` section checked into [`LedgerSettings`]: where the usage ledger writes
-//! (`crate::ledger`) and how much it may hold while the database is slow or down.
+//! (the `ledger` module) and how much it may hold while the database is slow or down.
 //!
 //! An absent section, or one whose `database_url` is empty (the default configuration's
 //! `${SWITCHYARD_LEDGER_DATABASE_URL:-}` when the variable is unset), is no ledger. A build

@@ -1,7 +1,8 @@
 //! `switchyard spend`: spend and usage per caller and model over a period, read from the usage
 //! ledger without writing SQL (`spend.rs` asks). The database is the configuration's
 //! `ledger.database_url` (the file loaded exactly as the gateway loads it, `${ENV}` and all), or
-//! `--database-url`. Nothing secret is printed: errors go through the logger's credential filter.
+//! `--database-url`. Nothing secret is printed: the ledger holds no credential, and errors go
+//! through the logger's credential filter.
 
 use std::time::Duration;
 
@@ -84,7 +85,9 @@ pub fn main(args: &[String]) -> i32 {
             } else {
                 report.text()
             };
-            print!("{}", crate::logging::redact(&out));
+            // Not put through the logger's filter: the report is the ledger's data (caller names
+            // like `key:alice`, which the filter would take for a credential), never a secret.
+            print!("{out}");
             EXIT_OK
         }
         Err(e) => {

@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 use super::record::Record;
 use crate::metrics::{inc, Metrics};
 
-/// The queue and its counters, shared by the [`super::Ledger`] handles and the writer.
+/// The queue and its counters, shared by the `Ledger` handles and the writer.
 pub(crate) struct Queue {
     state: Mutex<State>,
     /// Most records not yet written.

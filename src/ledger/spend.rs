@@ -172,7 +172,14 @@ struct Total {
 }
 
 impl Report {
-    fn totals(&self) -> BTreeMap<Option<&str>, Total> {
+    /// Totals per currency, the requests of unknown cost last.
+    fn totals(&self) -> Vec<(Option<&str>, Total)> {
+        let mut totals: Vec<_> = self.by_currency().into_iter().collect();
+        totals.rotate_left(usize::from(totals.first().is_some_and(|t| t.0.is_none())));
+        totals
+    }
+
+    fn by_currency(&self) -> BTreeMap<Option<&str>, Total> {
         let mut out: BTreeMap<Option<&str>, Total> = BTreeMap::new();
         for r in &self.rows {
             let t = out.entry(r.currency.as_deref()).or_insert(Total {
@@ -368,7 +375,7 @@ mod tests {
         assert!(text.contains("1.750000 USD"), "{text}");
         let doc: Value = serde_json::from_str(&report.json()).unwrap();
         assert_eq!(doc["rows"][0]["caller"], "key:alice");
-        assert_eq!(doc["totals"][0]["currency"], Value::Null);
-        assert_eq!(doc["totals"][1]["cost"], "1.750000");
+        assert_eq!(doc["totals"][0]["cost"], "1.750000");
+        assert_eq!(doc["totals"][1]["currency"], Value::Null);
     }
 }

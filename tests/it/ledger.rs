@@ -401,6 +401,29 @@ async fn spend_reads_back_spend_and_usage_per_caller_model_and_day() {
         (&json!(4), &json!("0.049000"))
     );
 
+    // The same as a table: names as they are (`key:alice` is a caller, not a credential to
+    // blank), numbers right-aligned, a total per currency with the unknown cost last.
+    let args: Vec<&str> = db.iter().chain(&november).copied().collect();
+    let (code, out, err) = spend(&args, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    for line in [
+        "caller     model        requests  errors  tokens  characters  images  cost",
+        "jwt:bob    rerank-v3.5         2       0    8000           0       0  0.004000 USD",
+        "key:alice  tts-1               2       0       0        3000       0  0.045000 USD",
+        "key:alice  tts-1               1       1       0           0       0  unknown",
+    ] {
+        assert!(out.contains(line), "`{line}` not in:\n{out}");
+    }
+    let totals: Vec<&str> = out.lines().filter(|l| l.starts_with("total")).collect();
+    assert_eq!(
+        totals,
+        [
+            "total                          4       0    8000        3000       0  0.049000 USD",
+            "total                          1       1       0           0       0  unknown",
+        ],
+        "{out}"
+    );
+
     // Per day for one caller, as a table.
     let args: Vec<&str> = db
         .iter()
