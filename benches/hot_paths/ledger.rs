@@ -58,7 +58,8 @@ fn settings(url: &str, schema: &str) -> LedgerSettings {
 }
 
 fn start(rt: &Runtime, settings: &LedgerSettings) -> Running {
-    let (ledger, writer) = Ledger::new(settings, Metrics::off());
+    let ledger = Ledger::new(settings, Metrics::off());
+    let writer = ledger.writer();
     let (stop, watch) = watch::channel(false);
     rt.spawn(async move { writer.start(watch).await });
     Running { ledger, stop }

@@ -39,24 +39,35 @@ use queue::Queue;
 #[derive(Clone)]
 pub struct Ledger {
     queue: Arc<Queue>,
+    settings: Arc<LedgerSettings>,
+    metrics: Metrics,
 }
 
 impl Ledger {
-    /// A ledger writing where `settings` say, and the writer to run as a background service
-    /// ([`LedgerWriter::service`]). Records are held until the writer runs. `metrics` counts
-    /// written and dropped records.
-    pub fn new(settings: &LedgerSettings, metrics: Metrics) -> (Ledger, LedgerWriter) {
+    /// A ledger writing where `settings` say. Records are held until its writer runs
+    /// ([`Ledger::writer`]). `metrics` counts written and dropped records.
+    pub fn new(settings: &LedgerSettings, metrics: Metrics) -> Ledger {
         let queue = Arc::new(Queue::new(
             settings.queue_records,
             settings.batch_records,
             metrics.clone(),
         ));
-        let writer = LedgerWriter {
-            queue: queue.clone(),
-            settings: settings.clone(),
+        Ledger {
+            queue,
+            settings: Arc::new(settings.clone()),
             metrics,
-        };
-        (Ledger { queue }, writer)
+        }
+    }
+
+    /// The background service that writes this ledger's records: add it to the Pingora server
+    /// once ([`LedgerWriter::service`] names it), or run its `BackgroundService::start` with a
+    /// shutdown watch. (A second writer would drain the same queue over a second connection.)
+    pub fn writer(&self) -> LedgerWriter {
+        LedgerWriter {
+            queue: self.queue.clone(),
+            settings: (*self.settings).clone(),
+            metrics: self.metrics.clone(),
+        }
     }
 
     /// Hand `record` to the writer. Never waits: when `queue_records` records are already held

@@ -105,6 +105,32 @@ struct Columns {
     trace_id: Vec<Option<String>>,
 }
 
+/// Text as PostgreSQL's `text` takes it: it refuses NUL, and one record it refuses would fail its
+/// whole batch on every retry, holding up every record behind it. A NUL (only a client's bytes in
+/// a path could bring one) becomes U+FFFD.
+fn text(s: &str) -> String {
+    if s.contains('\0') {
+        s.replace('\0', "\u{FFFD}")
+    } else {
+        s.to_string()
+    }
+}
+
+fn opt_text(s: &Option<String>) -> Option<String> {
+    s.as_deref().map(text)
+}
+
+/// JSON as `jsonb` takes it: no `\u0000` in its strings or keys either.
+fn json(v: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => Value::String(text(s)),
+        Value::Array(items) => Value::Array(items.iter().map(json).collect()),
+        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (text(k), json(v))).collect()),
+        other => other.clone(),
+    }
+}
+
 /// A count as PostgreSQL's `bigint` holds it (no usage comes near 2^63).
 fn big(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
@@ -138,25 +164,25 @@ impl Columns {
         for (id, r) in batch {
             c.id.push(*id);
             c.finished_at.push(r.time);
-            c.request_id.push(r.request_id.clone());
-            c.caller.push(r.caller.clone());
-            c.entry_point.push(r.entry_point.clone());
-            c.path.push(r.path.clone());
-            c.operation.push(r.operation.clone());
-            c.model.push(r.model.clone());
-            c.provider.push(r.provider.clone());
-            c.native_model.push(r.native_model.clone());
+            c.request_id.push(opt_text(&r.request_id));
+            c.caller.push(opt_text(&r.caller));
+            c.entry_point.push(text(&r.entry_point));
+            c.path.push(text(&r.path));
+            c.operation.push(opt_text(&r.operation));
+            c.model.push(opt_text(&r.model));
+            c.provider.push(opt_text(&r.provider));
+            c.native_model.push(opt_text(&r.native_model));
             c.tokens.push(big(r.usage.tokens));
             c.characters.push(big(r.usage.characters));
             c.images.push(big(r.usage.images));
-            c.usage_detail.push(r.usage.detail.clone());
+            c.usage_detail.push(r.usage.detail.as_ref().map(json));
             c.cost_micros.push(r.cost_micros);
-            c.currency.push(r.currency.clone());
-            c.cost_basis.push(r.cost_basis.clone());
+            c.currency.push(opt_text(&r.currency));
+            c.cost_basis.push(opt_text(&r.cost_basis));
             c.status.push(i16::try_from(r.status).unwrap_or(i16::MAX));
             c.attempts
                 .push(i32::try_from(r.attempts).unwrap_or(i32::MAX));
-            c.trace_id.push(r.trace_id.clone());
+            c.trace_id.push(opt_text(&r.trace_id));
         }
         c
     }

@@ -175,7 +175,8 @@ impl Report {
     /// Totals per currency, the requests of unknown cost last.
     fn totals(&self) -> Vec<(Option<&str>, Total)> {
         let mut totals: Vec<_> = self.by_currency().into_iter().collect();
-        totals.rotate_left(usize::from(totals.first().is_some_and(|t| t.0.is_none())));
+        let unknown_first = totals.first().is_some_and(|t| t.0.is_none());
+        totals.rotate_left(usize::from(unknown_first));
         totals
     }
 

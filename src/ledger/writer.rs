@@ -28,7 +28,7 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 /// The longest wait between two tries while the database is down.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
-/// The background service writing a `Ledger`'s records, made with it by `Ledger::new`.
+/// The background service writing a `Ledger`'s records (`Ledger::writer`).
 pub struct LedgerWriter {
     pub(crate) queue: Arc<Queue>,
     pub(crate) settings: LedgerSettings,

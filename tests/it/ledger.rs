@@ -34,7 +34,8 @@ fn start(
     settings: &LedgerSettings,
     metrics: Metrics,
 ) -> (Ledger, watch::Sender<bool>, JoinHandle<()>) {
-    let (ledger, writer) = Ledger::new(settings, metrics);
+    let ledger = Ledger::new(settings, metrics);
+    let writer = ledger.writer();
     let (stop, watch) = watch::channel(false);
     let task = tokio::spawn(async move { writer.start(watch).await });
     (ledger, stop, task)
@@ -106,12 +107,30 @@ async fn records_arrive_in_postgresql_with_every_field() {
     for i in 0..24 {
         ledger.record(record(&format!("req-{i}")));
     }
-    eventually("25 records written", PATIENCE, || async {
-        ledger.written() == 25
+    // A NUL (PostgreSQL's text and jsonb refuse it) must not fail its batch forever.
+    let mut nul = record("req-nul");
+    nul.path = "/api/v1/x\0y".into();
+    nul.usage.detail = Some(json!({"k\u{0}": "v\u{0}"}));
+    ledger.record(nul);
+    eventually("26 records written", PATIENCE, || async {
+        ledger.written() == 26
     })
     .await;
-    assert_eq!(count(&url, &schema.name).await, 25);
+    assert_eq!(count(&url, &schema.name).await, 26);
     assert_eq!(ledger.dropped(), 0);
+    let nul = raw(&url)
+        .await
+        .query_one(
+            &format!(
+                "SELECT path, usage_detail FROM {}.usage_records WHERE request_id = 'req-nul'",
+                schema.name
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(nul.get::<_, String>(0), "/api/v1/x\u{FFFD}y");
+    assert_eq!(nul.get::<_, Value>(1), json!({"k\u{FFFD}": "v\u{FFFD}"}));
     let row = raw(&url)
         .await
         .query_one(
