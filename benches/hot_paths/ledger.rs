@@ -43,6 +43,7 @@ fn record(i: usize) -> Record {
 struct Running {
     ledger: Ledger,
     stop: watch::Sender<bool>,
+    writer: tokio::task::JoinHandle<()>,
 }
 
 fn settings(url: &str, schema: &str) -> LedgerSettings {
@@ -61,8 +62,12 @@ fn start(rt: &Runtime, settings: &LedgerSettings) -> Running {
     let ledger = Ledger::new(settings, Metrics::off());
     let writer = ledger.writer();
     let (stop, watch) = watch::channel(false);
-    rt.spawn(async move { writer.start(watch).await });
-    Running { ledger, stop }
+    let writer = rt.spawn(async move { writer.start(watch).await });
+    Running {
+        ledger,
+        stop,
+        writer,
+    }
 }
 
 /// Time `record` over `iters` records made beforehand.
@@ -120,6 +125,8 @@ pub fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("ledger");
     let mut per_record = Vec::new();
+    // The stopped writers, still making their last write: waited for before the schema goes.
+    let mut stopped = Vec::new();
     let mut cases = vec![("record_db_down", down)];
     if reachable(&rt, &live) {
         cases.insert(0, ("record_db_up", live.clone()));
@@ -139,6 +146,7 @@ pub fn bench(c: &mut Criterion) {
                 let running = start(&rt, &settings(&url, &schema));
                 let took = timed(&running.ledger, iters);
                 let _ = running.stop.send(true);
+                stopped.push(running.writer);
                 total = (total.0 + took, total.1 + iters);
                 took
             })
@@ -152,5 +160,10 @@ pub fn bench(c: &mut Criterion) {
             b / a
         );
     }
+    rt.block_on(async {
+        for writer in stopped {
+            let _ = writer.await;
+        }
+    });
     drop_schema(&rt, &live, &schema);
 }
