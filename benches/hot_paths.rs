@@ -7,7 +7,9 @@
 //! - image: the same four steps for DALL·E 3;
 //! - SSE: splitting OpenAI's events (pass-through) and wrapping raw audio in the gateway's events
 //!   (ElevenLabs);
-//! - authentication of an API key.
+//! - authentication of an API key;
+//! - the usage ledger's `record` with its writer running and with the database down, and their
+//!   ratio (`hot_paths/ledger.rs`).
 //!
 //! `cargo bench --bench hot_paths`; see `benches/README.md`.
 
@@ -16,6 +18,10 @@
 #[allow(dead_code)]
 #[path = "throughput/workload.rs"]
 mod workload;
+
+#[cfg(feature = "ledger")]
+#[path = "hot_paths/ledger.rs"]
+mod ledger;
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -276,11 +282,16 @@ fn auth(c: &mut Criterion) {
     });
 }
 
+fn ledger_record(_c: &mut Criterion) {
+    #[cfg(feature = "ledger")]
+    ledger::bench(_c);
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = rerank_100, rerank_10, image, sse, auth
+    targets = rerank_100, rerank_10, image, sse, auth, ledger_record
 }
 criterion_main!(benches);

@@ -1,7 +1,8 @@
 # Sourced by scripts/run, scripts/test and .ci/run: install what building and testing need when it
 # is missing, from Debian's packages (as root, or through sudo).
 #   need_build: cmake and a C compiler (Pingora's zlib-ng is built with cmake);
-#   need_tests: the above, redis-server (the shared-state tests) and Python's venv (the client suite).
+#   need_tests: the above, redis-server (the shared-state tests), PostgreSQL's server and client (the
+#   usage-ledger tests) and Python's venv (the client suite).
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -23,10 +24,23 @@ need_build() {
   install_missing $(build_missing)
 }
 
+# The path of one of PostgreSQL's server programs: on PATH, else in Debian's versioned directory.
+pg_bin() {
+  command -v "$1" 2>/dev/null && return 0
+  local found
+  found=$(ls -d /usr/lib/postgresql/*/bin/"$1" 2>/dev/null | sort -V | tail -1)
+  [ -n "$found" ] && echo "$found"
+}
+
 need_tests() {
   local missing
   missing=$(build_missing)
   command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"
+  # The ledger tests use the server (a running one, and initdb/pg_ctl for a private one they
+  # stop and restart) and psql (scripts/test checks the server with it).
+  if ! command -v psql >/dev/null 2>&1 || ! pg_bin initdb >/dev/null; then
+    missing="$missing postgresql"
+  fi
   command -v python3 >/dev/null 2>&1 || missing="$missing python3"
   python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$missing python3-venv"
   # shellcheck disable=SC2086

@@ -43,6 +43,11 @@ pub mod engine {
     }
 }
 
+/// The gateway's metrics.
+pub mod metrics {
+    pub use crate::metrics::{encode, Metrics};
+}
+
 /// The logger's credential filter.
 pub mod logging {
     pub use crate::logging::sensitive_name;
@@ -76,4 +81,16 @@ pub mod upstream {
 /// The configuration reloader.
 pub mod reload {
     pub use crate::server::reload::Reloader;
+}
+
+/// The usage ledger.
+#[cfg(feature = "ledger")]
+pub mod ledger {
+    pub use crate::config::ledger::LedgerSettings;
+    pub use crate::ledger::{Ledger, Record, Usage};
+
+    /// `switchyard spend`.
+    pub mod cli {
+        pub use crate::ledger::cli::main;
+    }
 }

@@ -71,6 +71,8 @@ pub(crate) mod cost;
 pub mod embed;
 mod engine;
 mod gateway;
+#[cfg(feature = "ledger")]
+mod ledger;
 mod limits;
 pub mod logging;
 mod metrics;

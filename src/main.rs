@@ -1,11 +1,28 @@
 //! The `switchyard` binary: Pingora's standard options (`-c`, `-t`, `-d`, `-u`), the gateway's
 //! configuration, and the server; or, as `switchyard check-providers [-c FILE] [--json]`, the live
-//! check of the configured providers (`switchyard::check`).
+//! check of the configured providers (`check/`); or, as `switchyard spend [...]`, spend
+//! and usage per caller and model read back from the usage ledger (`ledger/cli.rs`).
 
 use pingora::server::configuration::Opt;
 
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// `switchyard spend`, in a build with the usage ledger.
+#[cfg(feature = "ledger")]
+fn spend(args: &[String]) -> i32 {
+    switchyard::internals::ledger::cli::main(args)
+}
+
+/// `switchyard spend` in a build without the usage ledger: refused, naming the feature.
+#[cfg(not(feature = "ledger"))]
+fn spend(_args: &[String]) -> i32 {
+    eprintln!(
+        "spend: {}; build with `--features ledger`",
+        switchyard::config::ledger::NO_LEDGER
+    );
+    2
+}
 
 fn main() {
     // RUST_LOG as env_logger reads it (default `info`), credentials blanked at every level.
@@ -17,6 +34,9 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("check-providers") {
         std::process::exit(switchyard::internals::check::main(&args[2..]));
+    }
+    if args.get(1).map(String::as_str) == Some("spend") {
+        std::process::exit(spend(&args[2..]));
     }
     let opt = Opt::parse_args();
     let loaded = match &opt.conf {

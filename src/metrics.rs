@@ -225,6 +225,12 @@ families! {
     config_last_reload_success: IntGaugeVec = "switchyard_config_last_reload_success_timestamp_seconds",
         "When the configuration in force was loaded successfully last, in Unix seconds (the start counts)",
         [];
+    ledger_records: IntCounterVec = "switchyard_ledger_records_total",
+        "Usage-ledger records by outcome: written to the database, or dropped (the queue was full, or the server stopped before they were written)",
+        ["outcome"];
+    ledger_held: IntGaugeVec = "switchyard_ledger_records_held",
+        "Usage-ledger records in memory not yet written to the database",
+        [];
     model_shutdown: IntGaugeVec = "switchyard_model_shutdown_timestamp_seconds",
         "When a model's target (provider account and native model) is shut down by its provider, in Unix seconds (00:00 UTC of the shutdown date); only targets with a known date",
         ["model", "provider", "native_model"];
@@ -269,6 +275,7 @@ impl Metrics {
         Err(NO_METRICS.into())
     }
 
+    /// Whether anything is recorded (a `metrics:` listener is configured and the build has them).
     pub fn enabled(&self) -> bool {
         self.0.is_some()
     }
@@ -406,13 +413,13 @@ pub(crate) fn key_label(principal_id: &str) -> &str {
 
 /// Nothing to expose: this build has no metrics.
 #[cfg(not(feature = "metrics"))]
-pub(crate) fn encode(_registry: &Registry) -> Result<Vec<u8>, String> {
+pub fn encode(_registry: &Registry) -> Result<Vec<u8>, String> {
     Err(NO_METRICS.into())
 }
 
 /// The text exposition of `registry`.
 #[cfg(feature = "metrics")]
-pub(crate) fn encode(registry: &Registry) -> Result<Vec<u8>, String> {
+pub fn encode(registry: &Registry) -> Result<Vec<u8>, String> {
     use prometheus::Encoder;
     let mut out = Vec::with_capacity(16 * 1024);
     prometheus::TextEncoder::new()

@@ -53,6 +53,44 @@ pub struct GatewayFile {
     /// How requests are spread over a model's targets and when failing targets are ejected.
     #[serde(default)]
     pub routing: RoutingFile,
+    /// The usage ledger in PostgreSQL; absent (or an empty `database_url`): none.
+    #[serde(default)]
+    pub ledger: Option<LedgerFile>,
+}
+
+/// `ledger:` — one record per finished request, written in batches to PostgreSQL off the
+/// request path (the `ledger` module).
+#[derive(Debug, Deserialize)]
+#[serde(default)]
+pub struct LedgerFile {
+    /// A libpq-style URL or `key=value` string (`postgresql://user:pass@host:5432/db`), normally
+    /// `${SWITCHYARD_LEDGER_DATABASE_URL:-}`; empty: no ledger.
+    pub database_url: String,
+    /// The PostgreSQL schema holding the `usage_records` table (created when absent).
+    pub schema: String,
+    /// Most records held in memory waiting to be written (while the database is slow or down);
+    /// past it new records are dropped and counted.
+    pub queue_records: usize,
+    /// Most records written by one statement.
+    pub batch_records: usize,
+    /// A record waits at most this long before its batch is written.
+    pub flush_interval_ms: u64,
+    /// Longest one connection attempt or one batch's write may take before it is abandoned and
+    /// retried.
+    pub write_timeout_ms: u64,
+}
+
+impl Default for LedgerFile {
+    fn default() -> Self {
+        LedgerFile {
+            database_url: String::new(),
+            schema: "public".into(),
+            queue_records: 100_000,
+            batch_records: 500,
+            flush_interval_ms: 1_000,
+            write_timeout_ms: 10_000,
+        }
+    }
 }
 
 /// `routing:` — health-aware routing.

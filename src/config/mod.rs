@@ -10,6 +10,7 @@
 
 pub mod env;
 pub mod file;
+pub mod ledger;
 mod lifecycle;
 mod prices;
 pub mod tls;
@@ -173,6 +174,9 @@ pub struct GatewaySettings {
     pub(crate) clients: ClientLimits,
     /// Where Prometheus metrics are served (`None`: no metrics listener, nothing recorded).
     pub(crate) metrics: Option<SocketAddr>,
+    /// The usage ledger's database and bounds (`None`: no ledger). Read once at start, like the
+    /// metrics listener: a reload does not move it.
+    pub(crate) ledger: Option<ledger::LedgerSettings>,
     pub(crate) access_log: AccessLogFormat,
     /// When failing targets are ejected (`routing.ejection`).
     pub(crate) ejection: EjectionPolicy,
@@ -662,6 +666,7 @@ fn build(
     let redis = redis_settings(&file.store, errors);
     let clients = client_limits(&file.clients, errors);
     let metrics = metrics_address(file.metrics.as_ref(), &listeners, errors);
+    let ledger = ledger::ledger_settings(file.ledger.as_ref(), errors);
     let ejection = ejection_policy(&file.routing.ejection, errors);
     let access_log = match file.access_log.format.as_str() {
         "text" => AccessLogFormat::Text,
@@ -686,6 +691,7 @@ fn build(
         redis,
         clients,
         metrics,
+        ledger,
         access_log,
         ejection,
         warnings,

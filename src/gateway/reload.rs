@@ -8,7 +8,8 @@
 //! the access-log format, the client body deadlines and write timeout, the retry back-off (the
 //! upstream's, swapped beside the settings). What needs a restart (or a `-u` upgrade), because
 //! it was built into long-lived parts at start: listeners (addresses, caps, TLS file paths —
-//! certificates themselves reload by mtime), the metrics address, Redis (`store:`), the client
+//! certificates themselves reload by mtime), the metrics address, Redis (`store:`), the usage
+//! ledger (`ledger:`), the client
 //! head and idle timeouts, the DNS cache's TTL (the upstream's), and the hosted-file store's
 //! size and TTL. A reload that changes any of those applies the rest and [`restart_only`] names
 //! each such field, for a warning.
@@ -74,6 +75,8 @@ pub(crate) fn restart_only(old: &GatewaySettings, new: &GatewaySettings) -> Vec<
         }
     }
     note(old.metrics != new.metrics, "switchyard.metrics".into());
+    // The ledger's writer is built once, at start.
+    note(old.ledger != new.ledger, "switchyard.ledger".into());
     let redis = |s: &GatewaySettings| {
         s.redis
             .as_ref()

@@ -26,6 +26,7 @@ const LAYERS: &[&str] = &[
     "cost",
     "providers",
     "config",
+    "ledger",
     "engine",
     "gateway",
     "server",

@@ -43,6 +43,8 @@ mod images_siliconflow;
 mod images_stability;
 mod images_zhipu;
 mod layers;
+#[cfg(feature = "ledger")]
+mod ledger;
 mod lifecycle;
 mod limits;
 mod logs;

@@ -4,6 +4,8 @@
 pub mod client;
 pub mod fake;
 pub mod image_conformance;
+#[cfg(feature = "ledger")]
+pub mod postgres;
 #[cfg(feature = "redis")]
 pub mod redis;
 #[cfg(feature = "redis")]
