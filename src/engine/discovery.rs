@@ -57,7 +57,7 @@ pub(crate) const VOICES_FAILURE_TTL: Duration = Duration::from_secs(30);
 /// Provider voice lists by account name and region, each kept for [`VOICES_TTL`] (a failure for
 /// [`VOICES_FAILURE_TTL`]). Runtime state: it outlives a configuration reload, keyed by names.
 #[derive(Default)]
-pub struct VoiceCache {
+pub(crate) struct VoiceCache {
     entries: Mutex<HashMap<(String, String), Cached>>,
 }
 
@@ -70,7 +70,7 @@ struct Cached {
 impl VoiceCache {
     /// The account's voices: the kept list while it is fresh, else the provider's list now. Two
     /// listings that miss at once both ask; the later answer is kept.
-    pub async fn voices(
+    pub(crate) async fn voices(
         &self,
         upstream: &Upstream,
         provider: &Provider,

@@ -29,26 +29,27 @@ pub struct GatewayState {
     /// it starts and keeps it to its end, so a reload never changes a request half-way.
     pub(super) live: ArcSwap<GatewaySettings>,
     /// Talking to providers: connection pool, DNS cache, retry policy and targets' health.
-    pub upstream: Upstream,
+    pub(crate) upstream: Upstream,
     /// Images the gateway hosts for `response_format: url`.
-    pub files: HostedFiles,
+    pub(crate) files: HostedFiles,
     /// Asynchronous image tasks.
-    pub tasks: Box<dyn TaskStore>,
+    pub(crate) tasks: Box<dyn TaskStore>,
     /// This process's id in task records (which instance runs a task).
-    pub instance: String,
+    pub(crate) instance: String,
     /// The task jobs running on this instance.
-    pub jobs: task_job::Jobs,
+    pub(crate) jobs: task_job::Jobs,
     /// This gateway's metrics (empty without a `metrics:` listener).
-    pub metrics: Metrics,
+    pub(crate) metrics: Metrics,
     /// The Redis connection made at start (`None`: no Redis), shared by the stores and by what
     /// else shares state between instances (limits, ejections). A reload does not replace it: a
     /// changed `store:` needs a restart.
-    pub redis: Option<crate::store::redis_conn::RedisConn>,
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) redis: Option<crate::store::redis_conn::RedisConn>,
     /// Per-caller limits: budgets and concurrent slots, by principal id (in Redis when one is
     /// configured).
-    pub limits: Limiter,
+    pub(crate) limits: Limiter,
     /// Providers' voice lists, kept a while (`GET /api/v1/audio/voices`).
-    pub voices: crate::engine::discovery::VoiceCache,
+    pub(crate) voices: crate::engine::discovery::VoiceCache,
 }
 
 impl GatewayState {
@@ -130,5 +131,13 @@ impl GatewayState {
             files: &self.files,
             settings: &s.images,
         }
+    }
+}
+
+impl GatewayState {
+    // For the crate's own tests (not part of the API): the retry back-off in force.
+    #[doc(hidden)]
+    pub fn max_backoff(&self) -> std::time::Duration {
+        self.upstream.retry.load().max_backoff
     }
 }

@@ -44,7 +44,7 @@ pub(crate) enum Work {
 /// The jobs running on this instance, by task id (`None`: a takeover of that task is being
 /// decided here, so no second one starts).
 #[derive(Default)]
-pub struct Jobs {
+pub(crate) struct Jobs {
     running: Mutex<HashMap<String, Option<tokio::task::AbortHandle>>>,
     /// Woken whenever a job ends.
     ended: Notify,
@@ -52,7 +52,7 @@ pub struct Jobs {
 
 impl Jobs {
     /// Ids of the jobs still running.
-    pub fn ids(&self) -> Vec<String> {
+    pub(crate) fn ids(&self) -> Vec<String> {
         self.running
             .lock()
             .map(|m| {
@@ -68,7 +68,7 @@ impl Jobs {
     /// another takeover of it is under way on this instance. (Claims in the store separate
     /// instances; this separates a read and a sweep of the same instance, whose claims could
     /// otherwise both succeed.)
-    pub fn reserve(&self, id: &str) -> bool {
+    pub(crate) fn reserve(&self, id: &str) -> bool {
         match self.running.lock() {
             Ok(mut m) if !m.contains_key(id) => {
                 m.insert(id.to_string(), None);
@@ -79,7 +79,7 @@ impl Jobs {
     }
 
     /// Drop a reservation that did not become a job.
-    pub fn unreserve(&self, id: &str) {
+    pub(crate) fn unreserve(&self, id: &str) {
         if let Ok(mut m) = self.running.lock() {
             if m.get(id).is_some_and(Option::is_none) {
                 m.remove(id);
@@ -87,12 +87,12 @@ impl Jobs {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.running.lock().map(|m| m.is_empty()).unwrap_or(true)
     }
 
     /// Wait until no job runs, or until `deadline`.
-    pub async fn drained(&self, deadline: Instant) {
+    pub(crate) async fn drained(&self, deadline: Instant) {
         loop {
             let ended = self.ended.notified();
             if self.is_empty() {
@@ -105,7 +105,7 @@ impl Jobs {
     }
 
     /// Stop job `id` (its future is dropped at its next await).
-    pub fn abort(&self, id: &str) {
+    pub(crate) fn abort(&self, id: &str) {
         if let Some(handle) = self
             .running
             .lock()

@@ -44,13 +44,13 @@ enum Backend {
 
 /// The gateway's limit accounting. Runtime state: it lives in `GatewayState`, keyed by the
 /// principal's id, so budgets and slots outlive a reload of the configuration.
-pub struct Limiter {
+pub(crate) struct Limiter {
     backend: Backend,
     metrics: Metrics,
 }
 
 /// A concurrent slot, held until dropped (its backend's slot gives it back on drop).
-pub struct Lease {
+pub(crate) struct Lease {
     _slot: LeaseInner,
 }
 
@@ -67,7 +67,7 @@ enum LeaseInner {
 impl Limiter {
     /// In Redis when `redis` is given (every instance on it shares the budgets), else in this
     /// process.
-    pub fn new(redis: Option<&RedisConn>, metrics: Metrics) -> Limiter {
+    pub(crate) fn new(redis: Option<&RedisConn>, metrics: Metrics) -> Limiter {
         let backend = match redis {
             #[cfg(feature = "redis")]
             Some(conn) => Backend::Redis(redis::Counts::new(conn.clone())),
@@ -81,7 +81,7 @@ impl Limiter {
     /// A request of `scope` (the principal's id) with `set` starts: counts it against
     /// `requests_per_minute`, takes a `concurrent` slot, and refuses it when a budget of the
     /// operation's `meter` is already spent.
-    pub async fn admit(
+    pub(crate) async fn admit(
         &self,
         scope: &str,
         set: &LimitSet,
@@ -131,7 +131,7 @@ impl Limiter {
 
     /// The request's cost in `meter` is known before it runs (`cost` characters, images):
     /// refused when it exceeds what is left of a window.
-    pub async fn check_usage(
+    pub(crate) async fn check_usage(
         &self,
         scope: &str,
         set: &LimitSet,
@@ -160,7 +160,7 @@ impl Limiter {
     /// What a finished request used: added to every window of `meter`. Its concurrent slot
     /// (`lease`), if any, is given back in the same Redis call. A store error is only counted
     /// and logged (the answer has been sent; there is nobody left to refuse).
-    pub async fn charge(
+    pub(crate) async fn charge(
         &self,
         scope: &str,
         set: &LimitSet,

@@ -31,17 +31,17 @@ use crate::metrics::IntCounter;
 /// host's own `ProxyHttp` that delegates to it.
 pub struct EdgeApp<SV> {
     /// The proxy that serves each accepted connection's requests.
-    pub http: Arc<HttpProxy<SV>>,
+    pub(crate) http: Arc<HttpProxy<SV>>,
     /// This entry point's load shedding: its connection and in-flight counts and caps.
-    pub admission: Arc<Admission>,
+    pub(crate) admission: Arc<Admission>,
     /// Deadlines on what clients send.
-    pub clients: ClientLimits,
+    pub(crate) clients: ClientLimits,
     /// The entry point's name, for logs and access lines.
-    pub listener: String,
+    pub(crate) listener: String,
     /// For the access-log format in force (it reloads).
-    pub state: Arc<GatewayState>,
+    pub(crate) state: Arc<GatewayState>,
     /// This entry point's head and idle deadline expiries, resolved once.
-    pub expired: [Option<IntCounter>; 2],
+    pub(crate) expired: [Option<IntCounter>; 2],
 }
 
 #[async_trait]

@@ -68,7 +68,9 @@ impl ConfigSource {
     }
 }
 
-/// Reloads one gateway's configuration from its source.
+/// Reloads one gateway's configuration from its source (hosts use `embed::Builder::reload_from`;
+/// this is for the crate's own binary and tests).
+#[doc(hidden)]
 pub struct Reloader {
     /// The gateway whose settings a reload swaps.
     pub state: Arc<GatewayState>,

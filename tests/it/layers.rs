@@ -32,6 +32,7 @@ const LAYERS: &[&str] = &[
     "embed",
     "check",
     "provider_api",
+    "internals",
 ];
 
 /// A source file's module path (`src/a/b.rs` → `[a, b]`, `src/a/mod.rs` → `[a]`).

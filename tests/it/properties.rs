@@ -276,7 +276,7 @@ fn speech_cases() -> &'static [(String, speech::SpeechRequest<'static>)] {
                 let body: &'static str =
                     Box::leak(format!(r#"{{"model":"{name}","input":"Hello"{extra}}}"#).into());
                 // Models that cannot stream SSE refuse the second body; every model takes the first.
-                match speech::parse(body.as_bytes(), &s.catalog(), 5) {
+                match speech::parse(body.as_bytes(), s.catalog(), 5) {
                     Ok(req) => out.push((format!("{name}{extra}"), req)),
                     Err(e) => assert!(!extra.is_empty(), "{name}: {e:?}"),
                 }

@@ -515,10 +515,7 @@ fn the_library_reload_swaps_settings_and_keeps_snapshots() {
         vec!["switchyard.dns_ttl_seconds".to_string()]
     );
     // The back-off is the upstream's, and reloads with the rest.
-    assert_eq!(
-        state.upstream.retry.load().max_backoff,
-        Duration::from_millis(7)
-    );
+    assert_eq!(state.max_backoff(), Duration::from_millis(7));
     let mut headers = http::HeaderMap::new();
     headers.insert("service-api-key", support::KEY.parse().unwrap());
     let old = before.auth().authenticate(&headers).unwrap();
