@@ -385,3 +385,44 @@ fn an_unpriced_model_costs_unknown_never_zero() {
     assert!(lines[0]["cost_note"].is_string(), "{}", lines[0]);
     assert_counted(&gw, "local-bm25", 0);
 }
+
+/// Raw audio from a token-priced model reports no tokens: the header's estimate (text tokens by
+/// the gateway's count) is all there is, and the access line says what it leaves out.
+#[test]
+fn raw_audio_from_a_token_priced_model_says_what_its_cost_leaves_out() {
+    let fake = FakeProvider::start();
+    fake.push(Reply::bytes(200, "audio/mpeg", mp3(64)));
+    let gw = start(&fake, "json");
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        json!({"model": "gpt-4o-mini-tts", "input": "hello world", "voice": "alloy"}),
+    );
+    assert!(
+        cost_header(&resp).ends_with(" USD; basis=gateway; estimate"),
+        "{}",
+        cost_header(&resp)
+    );
+    let lines = access_lines(&gw, 1);
+    assert_eq!(lines[0]["cost_basis"], "gateway");
+    let note = lines[0]["cost_note"].as_str().unwrap_or_default();
+    assert!(note.contains("audio output tokens"), "{}", lines[0]);
+}
+
+/// An asynchronous image task is accepted before its images exist: its answer says so.
+#[test]
+fn an_accepted_image_task_has_no_cost_yet() {
+    let fake = FakeProvider::start();
+    fake.set_default(Reply::json(
+        200,
+        json!({"created": 1, "data": [{"b64_json": b64(&png(64, 1))}]}),
+    ));
+    let gw = start(&fake, "json");
+    let resp = post(
+        &gw,
+        "/api/v1/images/generations",
+        json!({"model": "gpt-image-2", "prompt": "p", "quality": "low", "size": "1024x1024",
+               "async": true}),
+    );
+    assert_eq!(cost_header(&resp), "unknown; reason=asynchronous");
+}
