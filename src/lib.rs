@@ -64,9 +64,6 @@ mod catalog;
 mod check;
 mod common;
 pub mod config;
-// Not yet called by the request path (issue 28: the gateway wires cost into answers, budgets
-// and the ledger next); until then only its tests use it.
-#[allow(dead_code, unused_imports)]
 pub(crate) mod cost;
 pub mod embed;
 mod engine;

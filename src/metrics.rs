@@ -195,6 +195,9 @@ families! {
     images_generated: IntCounterVec = "switchyard_images_generated_total",
         "Images delivered, by public model and API-key name",
         ["model", "key"];
+    cost_nanos: IntCounterVec = "switchyard_cost_nanos_total",
+        "What answered requests cost at their targets' prices, in billionths of the currency's unit, by public model, API-key name and currency",
+        ["model", "key", "currency"];
     image_tasks: IntCounterVec = "switchyard_image_tasks_total",
         "Asynchronous image tasks reaching a state (accepted, succeeded, failed), by public model",
         ["model", "state"];

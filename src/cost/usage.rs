@@ -60,6 +60,9 @@ pub(crate) struct RerankMetered<'a> {
 
 /// What a request is known to use before the provider is called.
 #[derive(Debug, Clone, Copy)]
+// Speech plans the cost its answer's head carries; images and rerank are planned by money
+// budgets (issue 28), which the request path does not call yet.
+#[allow(dead_code)]
 pub(crate) enum Planned<'a> {
     /// Speech of `characters` characters (`text_tokens` by the gateway's tokenizer).
     Speech { characters: u64, text_tokens: u64 },

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use pingora::proxy::Session;
 
 use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::stream::audio::SpeechUsage;
 use crate::stream::sse::{self, EventSplitter};
 use crate::upstream::exchange::Response;
 
@@ -27,12 +28,12 @@ pub(crate) enum StreamError {
 }
 
 /// Copy raw bytes (after `first`, already read) until the provider's body ends, then finish the
-/// client's body.
+/// client's body. Raw audio reports no usage: the usage returned is empty.
 pub(crate) async fn bytes(
     session: &mut Session,
     mut resp: Response<'_>,
     first: Vec<Bytes>,
-) -> Result<(), StreamError> {
+) -> Result<SpeechUsage, StreamError> {
     for chunk in first {
         session
             .write_response_body(Some(chunk), false)
@@ -54,22 +55,23 @@ pub(crate) async fn bytes(
         .await
         .map_err(|_| StreamError::Client)?;
     resp.release().await;
-    Ok(())
+    Ok(SpeechUsage::default())
 }
 
 /// Copy an SSE speech stream (after `first`, already read) event by event; a provider failure,
-/// or an end without the closing `END_EVENT`, becomes a final `error` event.
+/// or an end without the closing `END_EVENT`, becomes a final `error` event. The usage the closing
+/// event reports is returned (empty when the stream did not close).
 pub(crate) async fn events(
     session: &mut Session,
     mut resp: Response<'_>,
     first: Vec<Bytes>,
-) -> Result<(), StreamError> {
+) -> Result<SpeechUsage, StreamError> {
     let mut splitter = EventSplitter::new();
-    let mut ended = false;
+    let mut ended: Option<SpeechUsage> = None;
     for chunk in first {
         splitter.push(&chunk);
         while let Some(ev) = splitter.next_event() {
-            ended |= closes(&ev);
+            ended = ended.or_else(|| closing(&ev));
             session
                 .write_response_body(Some(ev), false)
                 .await
@@ -81,7 +83,7 @@ pub(crate) async fn events(
             Ok(Some(chunk)) => {
                 splitter.push(&chunk);
                 while let Some(ev) = splitter.next_event() {
-                    ended |= closes(&ev);
+                    ended = ended.or_else(|| closing(&ev));
                     session
                         .write_response_body(Some(ev), false)
                         .await
@@ -93,14 +95,17 @@ pub(crate) async fn events(
                 // whole closing event (its JSON complete, just its blank line missing) is
                 // forwarded, completed: an SSE client would drop it unterminated. Anything else
                 // is half an event and never reaches the client.
-                if let Some(rest) = splitter.remainder().filter(|rest| closes(rest)) {
-                    ended = true;
+                if let Some((rest, usage)) = splitter
+                    .remainder()
+                    .and_then(|rest| closing(&rest).map(|u| (rest, u)))
+                {
+                    ended = Some(usage);
                     session
                         .write_response_body(Some(terminated(rest)), false)
                         .await
                         .map_err(|_| StreamError::Client)?;
                 }
-                if ended {
+                if ended.is_some() {
                     break None;
                 }
                 break Some(GatewayError::Upstream(UpstreamError::new(
@@ -128,7 +133,7 @@ pub(crate) async fn events(
                 .map_err(|_| StreamError::Client)?;
         }
     }
-    Ok(())
+    Ok(ended.unwrap_or_default())
 }
 
 /// `event` ending in the blank line that dispatches it.
@@ -149,18 +154,32 @@ fn terminated(event: Bytes) -> Bytes {
     Bytes::from(out)
 }
 
-/// Whether `event` is the stream's closing event. Audio deltas are base64 (no `.`), so only a
-/// small event can hold the name; only those are parsed.
-fn closes(event: &[u8]) -> bool {
+/// The usage of `event` if it is the stream's closing event (`None` otherwise): OpenAI's
+/// `usage.input_tokens` and `usage.output_tokens`, each when present as a whole number. Audio
+/// deltas are base64 (no `.`), so only a small event can hold the name; only those are parsed.
+fn closing(event: &[u8]) -> Option<SpeechUsage> {
     if !event
         .windows(END_EVENT.len())
         .any(|w| w == END_EVENT.as_bytes())
     {
-        return false;
+        return None;
     }
-    sse::data_of(event)
-        .and_then(|data| serde_json::from_str::<serde_json::Value>(&data).ok())
-        .is_some_and(|v| v.get("type").and_then(|t| t.as_str()) == Some(END_EVENT))
+    let v = sse::data_of(event)
+        .and_then(|data| serde_json::from_str::<serde_json::Value>(&data).ok())?;
+    if v.get("type").and_then(|t| t.as_str()) != Some(END_EVENT) {
+        return None;
+    }
+    let count = |name: &str| v.get("usage")?.get(name)?.as_u64();
+    Some(SpeechUsage {
+        input_tokens: count("input_tokens"),
+        output_tokens: count("output_tokens"),
+    })
+}
+
+/// Whether `event` is the stream's closing event.
+#[cfg(test)]
+fn closes(event: &[u8]) -> bool {
+    closing(event).is_some()
 }
 
 /// `data: {"type":"error","error":{"code":…,"message":…}}`
@@ -192,6 +211,21 @@ mod tests {
             b"data: {\"type\":\"error\",\"message\":\"before speech.audio.done\"}\n\n"
         ));
         assert!(!closes(b"data: speech.audio.done\n\n"));
+    }
+
+    #[test]
+    fn the_done_event_hands_back_its_usage() {
+        assert_eq!(
+            closing(b"data: {\"type\":\"speech.audio.done\",\"usage\":{\"input_tokens\":14,\"output_tokens\":101,\"total_tokens\":115}}\n\n"),
+            Some(SpeechUsage {
+                input_tokens: Some(14),
+                output_tokens: Some(101)
+            })
+        );
+        assert_eq!(
+            closing(b"data: {\"type\":\"speech.audio.done\"}\n\n"),
+            Some(SpeechUsage::default())
+        );
     }
 
     #[test]

@@ -152,7 +152,8 @@ fn first_bytes(chunks: &[Bytes]) -> Vec<u8> {
 }
 
 /// Write the primed answer to the client. `input` is the caller's text, for usage the provider
-/// does not report.
+/// does not report. The usage the provider reported is handed back (empty where it reported
+/// none: raw audio passed through, or a stream that failed), for the request's cost.
 ///
 /// Not an `async fn`: that would hold the primed answer, then its parts, then the copy's future
 /// that holds them again (7.3 KB, in the request's future); the copy is picked here and its
@@ -162,7 +163,7 @@ pub(crate) fn relay<'a>(
     primed: Primed<'a>,
     sse: bool,
     input: &'a str,
-) -> impl Future<Output = Result<(), StreamError>> + Send + 'a {
+) -> impl Future<Output = Result<SpeechUsage, StreamError>> + Send + 'a {
     use futures_util::future::Either;
     let Primed {
         resp,
@@ -186,7 +187,7 @@ async fn decode(
     done: Option<SpeechUsage>,
     sse: bool,
     input: &str,
-) -> Result<(), StreamError> {
+) -> Result<SpeechUsage, StreamError> {
     let write = |piece: &Bytes| {
         if sse {
             delta_event(piece)
@@ -225,8 +226,8 @@ async fn decode(
     };
     match failure {
         None => {
+            let usage = done.unwrap_or_default();
             if sse {
-                let usage = done.unwrap_or_default();
                 session
                     .write_response_body(Some(done_event(usage, input)), false)
                     .await
@@ -237,7 +238,7 @@ async fn decode(
                 .await
                 .map_err(|_| StreamError::Client)?;
             resp.release().await;
-            Ok(())
+            Ok(usage)
         }
         Some(err) => {
             let err = GatewayError::Upstream(err);
@@ -246,7 +247,7 @@ async fn decode(
                     .write_response_body(Some(passthrough::error_event(&err)), true)
                     .await
                     .map_err(|_| StreamError::Client)?;
-                Ok(())
+                Ok(SpeechUsage::default())
             } else {
                 Err(StreamError::Upstream(err))
             }

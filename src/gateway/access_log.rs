@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use super::route::FILES_PREFIX;
+use crate::caps::prices::{Amount, Currency};
 use crate::config::AccessLogFormat;
 
 /// What an answer used, as billed or counted (zero when it does not apply).
@@ -48,6 +49,14 @@ pub(crate) struct Record<'a> {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub usage: Usage,
+    /// What the request cost, a decimal string (`"0.0185"`), in `currency`; `null` when not
+    /// known (`cost_note` says why) or not asked (a refused request).
+    pub cost: Option<Amount>,
+    pub currency: Option<Currency>,
+    /// `provider` or `gateway` (`crate::cost::Basis`).
+    pub cost_basis: Option<&'static str>,
+    /// What a partial cost leaves out (then `cost` is a lower bound), or why there is none.
+    pub cost_note: Option<&'a str>,
     pub aborted: Option<&'a str>,
 }
 
@@ -92,7 +101,7 @@ pub(crate) fn write(format: AccessLogFormat, record: &Record<'_>) {
         },
         AccessLogFormat::Text => log::info!(
             target: "access",
-            "{} {} {} status={} code={} model={} caller={} ms={:.1}{}",
+            "{} {} {} status={} code={} model={} caller={} ms={:.1}{}{}",
             record.entry_point,
             record.method,
             record.path,
@@ -101,11 +110,22 @@ pub(crate) fn write(format: AccessLogFormat, record: &Record<'_>) {
             record.model.unwrap_or("-"),
             record.principal.unwrap_or("-"),
             record.duration_ms,
+            text_cost(record),
             record
                 .aborted
                 .map(|a| format!(" aborted=\"{a}\""))
                 .unwrap_or_default(),
         ),
+    }
+}
+
+/// The text line's cost: ` cost=0.0185 USD`, ` cost=unknown` when it is not known, nothing when
+/// no answer got far enough to ask.
+fn text_cost(record: &Record<'_>) -> String {
+    match (record.cost, record.currency) {
+        (Some(amount), Some(currency)) => format!(" cost={amount} {currency}"),
+        _ if record.cost_note.is_some() => " cost=unknown".to_string(),
+        _ => String::new(),
     }
 }
 

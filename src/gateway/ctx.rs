@@ -9,6 +9,7 @@ use pingora::proxy::Session;
 
 use super::access_log::Usage;
 use super::admission::InFlight;
+use super::costing::RequestCost;
 use super::mount;
 use super::outcome::{Failure, Outcome};
 use crate::api::compat::Surface;
@@ -52,6 +53,8 @@ pub struct Ctx {
     pub(crate) usage: Usage,
     /// What the caller's limits are charged.
     pub(crate) charge: Usage,
+    /// What it cost, or why that is not known (`None`: no answer got far enough to ask).
+    pub(crate) cost: Option<RequestCost>,
     /// Set when an answer had begun and had to be abandoned.
     pub(crate) aborted: Option<String>,
     /// The client went away before its answer was complete: said once, in the access log.
@@ -78,6 +81,7 @@ impl Ctx {
             ttfb: None,
             usage: Usage::default(),
             charge: Usage::default(),
+            cost: None,
             aborted: None,
             client_gone: false,
         }
@@ -102,6 +106,7 @@ impl Ctx {
         self.status = outcome.status;
         self.ttfb = outcome.first_byte;
         self.usage = outcome.usage;
+        self.cost = outcome.cost;
         outcome.result
     }
 }

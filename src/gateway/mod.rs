@@ -8,7 +8,8 @@
 //!
 //! By concern: `state` (what entry points share), `service` (the `ProxyHttp` hooks), `dispatch`
 //! (route, admission, authentication, body), `outcome` (the one request context an endpoint or
-//! operation takes and the one outcome it returns), `ctx` (the proxy's per-request state, where
+//! operation takes and the one outcome it returns), `costing` (what a request cost, as its
+//! outcome, header and access line carry it), `ctx` (the proxy's per-request state, where
 //! an outcome is recorded), `operations` and `endpoints` (the handlers), `record` (metrics and
 //! the access line), `limited` (the caller's limits, usage charged in one place).
 
@@ -16,6 +17,7 @@ pub(crate) mod access_log;
 pub(crate) mod admission;
 pub(crate) mod body;
 pub(crate) mod client_conn;
+pub(crate) mod costing;
 mod ctx;
 mod dispatch;
 mod endpoints;

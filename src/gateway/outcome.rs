@@ -10,6 +10,7 @@ use bytes::Bytes;
 use pingora::proxy::Session;
 
 use super::access_log::Usage;
+use super::costing::RequestCost;
 use super::mount::{self, Mount};
 use super::{respond, GatewayState};
 use crate::api::compat::Surface;
@@ -67,8 +68,8 @@ impl Call<'_> {
 }
 
 /// What an endpoint or operation did, for the proxy layer to record: the model it served, the
-/// answer's status, its first byte, what it used and what the caller is charged, and how it
-/// ended.
+/// answer's status, its first byte, what it used, what it cost and what the caller is charged,
+/// and how it ended.
 pub(crate) struct Outcome {
     /// The model the request named, once known (also when it failed after: its access line
     /// names the model, and an error about a deprecated model carries the lifecycle headers).
@@ -82,6 +83,10 @@ pub(crate) struct Outcome {
     /// What the caller's limits are charged, when it differs from `usage`: an asynchronous image
     /// task is charged its images as asked when it is accepted, since it outlives its request.
     pub(crate) charge: Option<Usage>,
+    /// What it cost at the answering target's price, or why that is not known (`None`: no answer
+    /// got far enough to ask, e.g. a refused request). Computed once per operation, from what
+    /// the answer used (`gateway/costing.rs`).
+    pub(crate) cost: Option<RequestCost>,
     /// How it ended.
     pub(crate) result: Result<(), Failure>,
 }
@@ -95,6 +100,7 @@ impl Outcome {
             first_byte: None,
             usage: Usage::default(),
             charge: None,
+            cost: None,
             result: Ok(()),
         }
     }

@@ -49,6 +49,7 @@ impl Gateway {
         }
         let h = session.req_header();
         let target = ctx.trace.target(ctx.model.as_deref());
+        let cost = ctx.cost.as_ref().and_then(|c| c.cost());
         let record = access_log::Record {
             time: SystemTime::now(),
             entry_point: &self.listener,
@@ -67,6 +68,10 @@ impl Gateway {
             bytes_in: session.as_downstream().body_bytes_read() as u64,
             bytes_out,
             usage: ctx.usage,
+            cost: cost.map(|c| c.amount),
+            currency: cost.map(|c| c.currency),
+            cost_basis: cost.map(|c| c.basis.as_str()),
+            cost_note: ctx.cost.as_ref().and_then(|c| c.note()),
             aborted: ctx.aborted.as_deref(),
         };
         access_log::write(ctx.settings.access_log, &record);
@@ -106,6 +111,12 @@ impl Gateway {
                 ] {
                     if n > 0 {
                         metrics::inc(family, &[model, key], n);
+                    }
+                }
+                if let Some(c) = ctx.cost.as_ref().and_then(|c| c.cost()) {
+                    let nanos = c.amount.nanos();
+                    if nanos > 0 {
+                        metrics::inc(&f.cost_nanos, &[model, key, c.currency.as_str()], nanos);
                     }
                 }
             }

@@ -116,6 +116,10 @@ impl<SV> EdgeApp<SV> {
             bytes_in: 0,
             bytes_out: 0,
             usage: access_log::Usage::default(),
+            cost: None,
+            currency: None,
+            cost_basis: None,
+            cost_note: None,
             aborted: Some(why),
         };
         access_log::write(self.state.settings().access_log, &record);

@@ -18,6 +18,7 @@ mod support;
 mod auth;
 mod check_providers;
 mod cli;
+mod cost;
 mod edge_clients;
 mod edge_tls;
 // The delegation test counts requests on the host's metrics listener.

@@ -29,7 +29,6 @@ impl Amount {
     }
 
     /// In billionths of a unit.
-    #[allow(dead_code)]
     pub(crate) const fn nanos(self) -> u64 {
         self.0
     }

@@ -4,6 +4,7 @@
 use bytes::Bytes;
 use pingora::proxy::Session;
 
+use super::super::costing::RequestCost;
 use super::super::image_tasks;
 use super::super::limited;
 use super::super::outcome::{Call, Outcome};
@@ -13,7 +14,9 @@ use crate::common::authority;
 use crate::common::error::GatewayError;
 use crate::common::Operation;
 use crate::config::GatewaySettings;
+use crate::cost::{ImagesMetered, Metered};
 use crate::engine::images::{generate, Synchronous};
+use crate::engine::trace;
 
 /// `POST /api/v1/images/generations` (and an image edit, turned into a generation's body).
 pub(crate) async fn images(call: &mut Call<'_>, body: Bytes) -> Outcome {
@@ -26,11 +29,12 @@ pub(crate) async fn images(call: &mut Call<'_>, body: Bytes) -> Outcome {
     out.model = Some(req.model.clone());
     match answer(call, req, &body, &mut out).await {
         Ok(json) => {
-            let headers = out
+            let mut headers = out
                 .model
                 .as_deref()
                 .map(|m| mount::link_headers(lifecycle::headers(m), call.prefix))
                 .unwrap_or_default();
+            headers.extend(out.cost.as_ref().map(RequestCost::header));
             call.json(out, json, &headers).await
         }
         Err(e) => {
@@ -69,19 +73,49 @@ async fn answer(
             images: asked,
             ..Default::default()
         });
+        out.cost = Some(RequestCost::Asynchronous);
         accepted
     } else {
         let engine = state.images(s);
         let progress = Synchronous::new(&engine);
         let model = req.model.clone();
+        // What the cost needs of the request, which the engine takes.
+        let (size, quality) = (req.size.to_string(), req.quality);
         let result = generate(&engine, call.region, req, &base, &progress).await?;
         image_tasks::keep_finished(state, s, &owner, &model.name, &result).await;
         out.usage.images = result.data.len() as u64;
+        out.cost = Some(cost(&model, &result, &size, quality));
         result
     };
     serde_json::to_vec(&result)
         .map(Bytes::from)
         .map_err(|e| GatewayError::Internal(format!("serializing result: {e}")))
+}
+
+/// What the answer cost at the price of the target that answered (the last one the attempt loop
+/// noted): the provider's token usage when it reported it (GPT image models), else the images
+/// delivered at their size and quality — the answer's when it says, else the request's. Input
+/// images' pixels are not counted (FLUX.2 prices them): such a cost leaves them out.
+fn cost(
+    model: &crate::catalog::Model,
+    result: &images::ImageResult,
+    size: &str,
+    quality: Option<&str>,
+) -> RequestCost {
+    let Some(target) = trace::current().target(Some(model)) else {
+        return RequestCost::NotBillable("the target that answered is not known".into());
+    };
+    let facts = result.facts.as_deref();
+    RequestCost::of(
+        target,
+        &Metered::Images(ImagesMetered {
+            images: result.data.len() as u64,
+            size: facts.and_then(|f| f.size.as_deref()).or(Some(size)),
+            quality: facts.and_then(|f| f.quality.as_deref()).or(quality),
+            input_pixels: &[],
+            reported: facts.and_then(|f| f.usage.as_ref()),
+        }),
+    )
 }
 
 /// Where links to hosted files point (the caller appends a mount prefix): the configured public

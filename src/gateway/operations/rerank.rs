@@ -3,10 +3,13 @@
 
 use bytes::Bytes;
 
+use super::super::costing::RequestCost;
 use super::super::outcome::{Call, Outcome};
 use super::super::{lifecycle, mount};
-use crate::api::rerank;
+use crate::api::rerank::{self, RerankRequest, RerankResult};
+use crate::catalog::Target;
 use crate::common::error::GatewayError;
+use crate::cost::{Metered, RerankMetered};
 use crate::engine::attempts;
 
 /// `POST /api/v1/rerank` (and the compatibility surfaces' rerank paths).
@@ -14,11 +17,12 @@ pub(crate) async fn rerank(call: &mut Call<'_>, body: &[u8]) -> Outcome {
     let mut out = Outcome::new();
     match answer(call, body, &mut out).await {
         Ok(json) => {
-            let headers = out
+            let mut headers = out
                 .model
                 .as_deref()
                 .map(|m| mount::link_headers(lifecycle::headers(m), call.prefix))
                 .unwrap_or_default();
+            headers.extend(out.cost.as_ref().map(RequestCost::header));
             call.json(out, json, &headers).await
         }
         Err(e) => {
@@ -43,11 +47,19 @@ async fn answer(call: &Call<'_>, body: &[u8], out: &mut Outcome) -> Result<Bytes
         |t| s.adapters.rerank(&t.provider)?.request(t, &req),
     )
     .await?;
-    let result = s
+    let mut result = s
         .adapters
         .rerank(&target.provider)?
         .response(&target.provider, &req, &headers, &native)
         .map_err(GatewayError::Upstream)?;
+    let cost = cost(target, &req, &result);
+    // The spec's rerank answer has a `metadata` object: the cost goes there too, when known.
+    if let Some(c) = cost.cost() {
+        if let Ok(v) = serde_json::to_value(c) {
+            result.metadata.insert("cost".into(), v);
+        }
+    }
+    out.cost = Some(cost);
     let json = match &translated {
         Some(t) => surface.answer(&result, t),
         None => serde_json::to_vec(&result).map_err(|e| format!("serializing result: {e}")),
@@ -55,4 +67,43 @@ async fn answer(call: &Call<'_>, body: &[u8], out: &mut Outcome) -> Result<Bytes
     .map_err(GatewayError::Internal)?;
     out.usage.tokens = result.usage.total_tokens;
     Ok(json.into())
+}
+
+/// What the answer cost at `target`'s price: the provider's billed search units (Cohere's, which
+/// its adapter puts in `metadata.search_units`) or billed tokens when it gave them, else the
+/// gateway's own count (the query and each document, by its tokenizer, as validation counts
+/// them; counted only for a price in search units or queries, which chunk by document).
+fn cost(target: &Target, req: &RerankRequest<'_>, result: &RerankResult<'_>) -> RequestCost {
+    let Some(price) = &target.price else {
+        return RequestCost::Unpriced;
+    };
+    let search_units = result
+        .metadata
+        .get("search_units")
+        .and_then(serde_json::Value::as_f64);
+    let billed = result
+        .metadata
+        .get("total_tokens_source")
+        .and_then(|v| v.as_str())
+        == Some("provider");
+    let chunked = price.search_units.is_some() || price.queries.is_some();
+    let (query_tokens, document_tokens) = if chunked && search_units.is_none() {
+        let count = |s: &str| crate::tokens::count(s) as u64;
+        (
+            count(req.query.as_str()),
+            req.documents.iter().map(|d| count(d.as_str())).collect(),
+        )
+    } else {
+        (0, Vec::new())
+    };
+    RequestCost::of(
+        target,
+        &Metered::Rerank(RerankMetered {
+            usage: &result.usage,
+            billed,
+            query_tokens,
+            document_tokens: &document_tokens,
+            search_units,
+        }),
+    )
 }

@@ -3,6 +3,7 @@
 
 use pingora::proxy::Session;
 
+use super::super::costing::RequestCost;
 use super::super::limited;
 use super::super::outcome::{Call, Failure, Outcome};
 use super::super::{lifecycle, mount, respond};
@@ -11,9 +12,11 @@ use crate::api::speech::{self, SpeechRequest};
 use crate::catalog::Target;
 use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::common::Operation;
+use crate::cost::{Metered, Planned, SpeechMetered};
 use crate::engine::attempts::{self, AcceptFuture, Reply};
 use crate::engine::passthrough::StreamError;
 use crate::engine::speech::{self as stream_speech, Primed};
+use crate::stream::audio::SpeechUsage;
 use crate::upstream::exchange::{Response, Upstream};
 
 /// `POST /api/v1/audio/speech`.
@@ -47,7 +50,7 @@ async fn serve(
     let adapters = &call.settings.adapters;
     // Priming (reading up to the first audio) runs inside the attempt loop, so errors a provider
     // reports inside a 200 answer are retried like any other until the first byte goes out.
-    let (reply, _target) = attempts::run_with(
+    let (reply, target) = attempts::run_with(
         upstream,
         &req.model,
         call.region,
@@ -73,7 +76,24 @@ async fn serve(
     } else {
         speech::content_type(req.response_format)
     };
-    let headers = mount::link_headers(lifecycle::headers(&req.model), call.prefix);
+    // The head goes out before the audio ends: it carries the cost known now — exact for a
+    // character-priced model, an estimate (marked so) where audio tokens are billed too.
+    // The gateway's token count only for a token-priced model (a tokenizer pass is not free).
+    let by_tokens = target.price.as_ref().is_some_and(|p| p.tokens.is_some());
+    let text_tokens = if by_tokens {
+        crate::tokens::count(req.input.as_str()) as u64
+    } else {
+        0
+    };
+    let at_head = RequestCost::known(
+        target,
+        &Planned::Speech {
+            characters,
+            text_tokens,
+        },
+    );
+    let mut headers = mount::link_headers(lifecycle::headers(&req.model), call.prefix);
+    headers.push(at_head.header());
     respond::stream_head(call.session, content_type, &headers)
         .await
         .map_err(|e| Failure::written("writing response head", e))?;
@@ -81,17 +101,30 @@ async fn serve(
     // The head goes out only once the first audio is in hand (priming), so this is the time to
     // the first byte of audio too.
     out.first_byte = Some(call.start.elapsed());
-    relay(call.session, primed, req).await
+    out.cost = Some(at_head);
+    let reported = relay(call.session, primed, req).await?;
+    if by_tokens {
+        // The final figure, with the tokens the provider reported at the stream's end.
+        out.cost = Some(RequestCost::of(
+            target,
+            &Metered::Speech(SpeechMetered {
+                characters,
+                text_tokens,
+                reported: Some(reported),
+            }),
+        ));
+    }
+    Ok(())
 }
 
-/// Relay the primed answer to its end.
+/// Relay the primed answer to its end; the usage the provider reported comes back.
 async fn relay(
     session: &mut Session,
     primed: Primed<'_>,
     req: &SpeechRequest<'_>,
-) -> Result<(), Failure> {
+) -> Result<SpeechUsage, Failure> {
     match stream_speech::relay(session, primed, req.sse, req.input.as_str()).await {
-        Ok(()) => Ok(()),
+        Ok(usage) => Ok(usage),
         Err(StreamError::Client) => Err(Failure::ClientGone),
         Err(StreamError::Upstream(e)) => Err(Failure::Abort(format!(
             "provider failed mid-stream: {}",
