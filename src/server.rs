@@ -128,6 +128,10 @@ pub fn background_services(
     if let (Some(address), Some(registry)) = (settings.metrics, state.metrics.registry()) {
         services.push(Box::new(metrics::service(address, registry.clone())));
     }
+    #[cfg(feature = "ledger")]
+    if let Some(ledger) = &state.ledger {
+        services.push(Box::new(ledger.writer().service()));
+    }
     services
 }
 

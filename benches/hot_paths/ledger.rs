@@ -32,7 +32,7 @@ fn record(i: usize) -> Record {
         tokens: 4_000,
         ..Usage::default()
     };
-    r.cost_micros = Some(2_000);
+    r.cost_nanos = Some(2_000_000);
     r.currency = Some("USD".into());
     r.cost_basis = Some("provider".into());
     r.attempts = 1;

@@ -44,6 +44,8 @@ impl Gateway {
         self.count(ctx, bytes_out);
         // Dropped here, not when Pingora drops the context: the gauge counts requests being served.
         ctx.gauge = None;
+        #[cfg(feature = "ledger")]
+        self.ledger(session, ctx);
         if !log::log_enabled!(target: "access", log::Level::Info) {
             return;
         }
@@ -75,6 +77,41 @@ impl Gateway {
             aborted: ctx.aborted.as_deref(),
         };
         access_log::write(ctx.settings.access_log, &record);
+    }
+
+    /// The finished request's record in the usage ledger (when there is one): what the access
+    /// line says of it, for billing. An operation's requests only: a health check or a model
+    /// list is nobody's spend.
+    #[cfg(feature = "ledger")]
+    fn ledger(&self, session: &Session, ctx: &Ctx) {
+        let (Some(ledger), Some(op)) = (&self.state.ledger, ctx.operation) else {
+            return;
+        };
+        let h = session.req_header();
+        let target = ctx.trace.target(ctx.model.as_deref());
+        let cost = ctx.cost.as_ref().and_then(|c| c.cost());
+        let path = access_log::logged_path_under(h.uri.path(), ctx.prefix());
+        let mut r = crate::ledger::Record::new(&self.listener, &path, ctx.status);
+        r.caller = ctx.principal.as_ref().map(|p| p.id.clone());
+        r.operation = Some(op.as_str().to_string());
+        r.model = ctx.model.as_ref().map(|m| m.name.clone());
+        r.provider = target.map(|t| t.provider.name.clone());
+        r.native_model = target.map(|t| t.native_model.clone());
+        r.usage = crate::ledger::Usage {
+            tokens: ctx.usage.tokens,
+            characters: ctx.usage.characters,
+            images: ctx.usage.images,
+            detail: None,
+        };
+        r.cost_nanos = cost.and_then(|c| i64::try_from(c.amount.nanos()).ok());
+        r.currency = cost.map(|c| c.currency.as_str().to_string());
+        r.cost_basis = match (cost, &ctx.cost) {
+            (Some(c), _) => Some(c.basis.as_str().to_string()),
+            (None, Some(why)) => why.reason().map(str::to_string),
+            (None, None) => None,
+        };
+        r.attempts = ctx.trace.attempts;
+        ledger.record(r);
     }
 
     /// Count the finished request in the metrics.

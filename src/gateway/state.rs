@@ -50,6 +50,11 @@ pub struct GatewayState {
     pub(crate) limits: Limiter,
     /// Providers' voice lists, kept a while (`GET /api/v1/audio/voices`).
     pub(crate) voices: crate::engine::discovery::VoiceCache,
+    /// The usage ledger, when `ledger:` names a database: one record per finished request
+    /// (`gateway/record.rs`), written by its background service (`server::background_services`).
+    /// Made at start; a reload does not move it.
+    #[cfg(feature = "ledger")]
+    pub(crate) ledger: Option<crate::ledger::Ledger>,
 }
 
 impl GatewayState {
@@ -91,6 +96,11 @@ impl GatewayState {
             ttl: settings.images.file_ttl,
         };
         let redis = settings.redis.clone();
+        #[cfg(feature = "ledger")]
+        let ledger = settings
+            .ledger
+            .as_ref()
+            .map(|l| crate::ledger::Ledger::new(l, metrics.clone()));
         Arc::new(GatewayState {
             live: ArcSwap::from_pointee(settings),
             upstream,
@@ -102,6 +112,8 @@ impl GatewayState {
             redis,
             limits,
             voices: Default::default(),
+            #[cfg(feature = "ledger")]
+            ledger,
         })
     }
 }

@@ -43,8 +43,9 @@ pub struct Record {
     pub native_model: Option<String>,
     /// What the answer used.
     pub usage: Usage,
-    /// The cost in millionths of `currency` (1 USD = 1,000,000); `None`: not known.
-    pub cost_micros: Option<i64>,
+    /// The cost in billionths of `currency` (nano-units, as prices are kept: 1 USD =
+    /// 1,000,000,000); `None`: not known.
+    pub cost_nanos: Option<i64>,
     /// ISO 4217 code of the cost (`USD`, `CNY`).
     pub currency: Option<String>,
     /// Where the cost came from (`provider` usage, the gateway's own `counted` usage, `unpriced`).
@@ -72,7 +73,7 @@ impl Record {
             provider: None,
             native_model: None,
             usage: Usage::default(),
-            cost_micros: None,
+            cost_nanos: None,
             currency: None,
             cost_basis: None,
             status,

@@ -37,7 +37,7 @@ pub(crate) fn create_sql(schema: &str) -> String {
     characters   bigint      NOT NULL DEFAULT 0,
     images       bigint      NOT NULL DEFAULT 0,
     usage_detail jsonb,
-    cost_micros  bigint,
+    cost_nanos  bigint,
     currency     text,
     cost_basis   text,
     status       smallint    NOT NULL,
@@ -56,7 +56,7 @@ fn insert_sql(schema: &str) -> String {
     format!(
         "INSERT INTO {schema}.{TABLE} (id, finished_at, request_id, caller, entry_point, path, \
          operation, model, provider, native_model, tokens, characters, images, usage_detail, \
-         cost_micros, currency, cost_basis, status, attempts, trace_id)
+         cost_nanos, currency, cost_basis, status, attempts, trace_id)
          SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], \
          $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::int8[], $12::int8[], \
          $13::int8[], $14::jsonb[], $15::int8[], $16::text[], $17::text[], $18::int2[], \
@@ -97,7 +97,7 @@ struct Columns {
     characters: Vec<i64>,
     images: Vec<i64>,
     usage_detail: Vec<Option<serde_json::Value>>,
-    cost_micros: Vec<Option<i64>>,
+    cost_nanos: Vec<Option<i64>>,
     currency: Vec<Option<String>>,
     cost_basis: Vec<Option<String>>,
     status: Vec<i16>,
@@ -154,7 +154,7 @@ impl Columns {
             characters: Vec::with_capacity(n),
             images: Vec::with_capacity(n),
             usage_detail: Vec::with_capacity(n),
-            cost_micros: Vec::with_capacity(n),
+            cost_nanos: Vec::with_capacity(n),
             currency: Vec::with_capacity(n),
             cost_basis: Vec::with_capacity(n),
             status: Vec::with_capacity(n),
@@ -176,7 +176,7 @@ impl Columns {
             c.characters.push(big(r.usage.characters));
             c.images.push(big(r.usage.images));
             c.usage_detail.push(r.usage.detail.as_ref().map(json));
-            c.cost_micros.push(r.cost_micros);
+            c.cost_nanos.push(r.cost_nanos);
             c.currency.push(opt_text(&r.currency));
             c.cost_basis.push(opt_text(&r.cost_basis));
             c.status.push(i16::try_from(r.status).unwrap_or(i16::MAX));
@@ -223,7 +223,7 @@ pub(crate) async fn insert(
                 &c.characters,
                 &c.images,
                 &c.usage_detail,
-                &c.cost_micros,
+                &c.cost_nanos,
                 &c.currency,
                 &c.cost_basis,
                 &c.status,

@@ -84,8 +84,8 @@ pub(crate) struct Row {
     pub tokens: i64,
     pub characters: i64,
     pub images: i64,
-    /// The summed cost in millionths of `currency` (`None` when no request's cost is known).
-    pub cost_micros: Option<i64>,
+    /// The summed cost in billionths (nano-units) of `currency` (`None` when no request's cost is known).
+    pub cost_nanos: Option<i64>,
 }
 
 /// The answer: the period as PostgreSQL read it, and the rows.
@@ -121,7 +121,7 @@ pub(crate) async fn run(client: &Client, schema: &str, q: &Query) -> Result<Repo
     let sql = format!(
         "SELECT {keys}, currency, count(*)::int8, count(*) FILTER (WHERE status >= 400)::int8, \
          coalesce(sum(tokens), 0)::int8, coalesce(sum(characters), 0)::int8, \
-         coalesce(sum(images), 0)::int8, sum(cost_micros)::int8
+         coalesce(sum(images), 0)::int8, sum(cost_nanos)::int8
          FROM {schema}.{TABLE}
          WHERE finished_at >= $1::text::timestamptz AND finished_at < $2::text::timestamptz
            AND ($3::text IS NULL OR caller = $3) AND ($4::text IS NULL OR model = $4)
@@ -143,7 +143,7 @@ pub(crate) async fn run(client: &Client, schema: &str, q: &Query) -> Result<Repo
             tokens: r.get(n + 3),
             characters: r.get(n + 4),
             images: r.get(n + 5),
-            cost_micros: r.get(n + 6),
+            cost_nanos: r.get(n + 6),
         })
         .collect();
     Ok(Report {
@@ -154,11 +154,15 @@ pub(crate) async fn run(client: &Client, schema: &str, q: &Query) -> Result<Repo
     })
 }
 
-/// Millionths as a decimal amount (`12345678` → `12.345678`).
-pub(crate) fn amount(micros: i64) -> String {
-    let sign = if micros < 0 { "-" } else { "" };
-    let m = micros.unsigned_abs();
-    format!("{sign}{}.{:06}", m / 1_000_000, m % 1_000_000)
+/// Billionths (nano-units, as prices and costs are kept) as a decimal amount with at least six
+/// decimals and no trailing zeros beyond them (`12345678000` → `12.345678`, `61700` →
+/// `0.0000617`).
+pub(crate) fn amount(nanos: i64) -> String {
+    let sign = if nanos < 0 { "-" } else { "" };
+    let n = nanos.unsigned_abs();
+    let frac = format!("{:09}", n % 1_000_000_000);
+    let keep = frac.trim_end_matches('0').len().max(6);
+    format!("{sign}{}.{}", n / 1_000_000_000, &frac[..keep])
 }
 
 /// Totals per currency (`None`: requests whose cost is not known).
@@ -168,7 +172,7 @@ struct Total {
     tokens: i64,
     characters: i64,
     images: i64,
-    cost_micros: i64,
+    cost_nanos: i64,
 }
 
 impl Report {
@@ -189,14 +193,14 @@ impl Report {
                 tokens: 0,
                 characters: 0,
                 images: 0,
-                cost_micros: 0,
+                cost_nanos: 0,
             });
             t.requests += r.requests;
             t.errors += r.errors;
             t.tokens += r.tokens;
             t.characters += r.characters;
             t.images += r.images;
-            t.cost_micros += r.cost_micros.unwrap_or(0);
+            t.cost_nanos += r.cost_nanos.unwrap_or(0);
         }
         out
     }
@@ -226,7 +230,7 @@ impl Report {
             ]
             .map(String::from),
         );
-        let cost = |micros: Option<i64>, currency: Option<&str>| match (micros, currency) {
+        let cost = |nanos: Option<i64>, currency: Option<&str>| match (nanos, currency) {
             (Some(m), Some(c)) => format!("{} {c}", amount(m)),
             _ => "unknown".to_string(),
         };
@@ -240,7 +244,7 @@ impl Report {
             line.extend(
                 [r.requests, r.errors, r.tokens, r.characters, r.images].map(|n| n.to_string()),
             );
-            line.push(cost(r.cost_micros, r.currency.as_deref()));
+            line.push(cost(r.cost_nanos, r.currency.as_deref()));
             lines.push(line);
         }
         for (currency, t) in self.totals() {
@@ -249,7 +253,7 @@ impl Report {
             line.extend(
                 [t.requests, t.errors, t.tokens, t.characters, t.images].map(|n| n.to_string()),
             );
-            line.push(cost(currency.map(|_| t.cost_micros), currency));
+            line.push(cost(currency.map(|_| t.cost_nanos), currency));
             lines.push(line);
         }
         let columns = lines[0].len();
@@ -284,7 +288,7 @@ impl Report {
 
     /// The report as one JSON document: the period, the grouping, the rows (each group's keys by
     /// name) and the totals per currency. Costs are given both as decimal strings and as
-    /// integer millionths.
+    /// integer billionths (nano-units).
     pub(crate) fn json(&self) -> String {
         let rows: Vec<Value> = self
             .rows
@@ -300,8 +304,8 @@ impl Report {
                 row.insert("characters".into(), json!(r.characters));
                 row.insert("images".into(), json!(r.images));
                 row.insert("currency".into(), json!(r.currency));
-                row.insert("cost".into(), json!(r.cost_micros.map(amount)));
-                row.insert("cost_micros".into(), json!(r.cost_micros));
+                row.insert("cost".into(), json!(r.cost_nanos.map(amount)));
+                row.insert("cost_nanos".into(), json!(r.cost_nanos));
                 Value::Object(row)
             })
             .collect();
@@ -309,7 +313,7 @@ impl Report {
             .totals()
             .into_iter()
             .map(|(currency, t)| {
-                let micros = currency.map(|_| t.cost_micros);
+                let nanos = currency.map(|_| t.cost_nanos);
                 json!({
                     "currency": currency,
                     "requests": t.requests,
@@ -317,8 +321,8 @@ impl Report {
                     "tokens": t.tokens,
                     "characters": t.characters,
                     "images": t.images,
-                    "cost": micros.map(amount),
-                    "cost_micros": micros,
+                    "cost": nanos.map(amount),
+                    "cost_nanos": nanos,
                 })
             })
             .collect();
@@ -339,10 +343,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn amounts_are_decimal_millionths() {
-        assert_eq!(amount(12_345_678), "12.345678");
-        assert_eq!(amount(5), "0.000005");
-        assert_eq!(amount(-1_500_000), "-1.500000");
+    fn amounts_are_decimals_of_nano_units() {
+        assert_eq!(amount(12_345_678_000), "12.345678");
+        assert_eq!(amount(5_000), "0.000005");
+        assert_eq!(amount(61_700), "0.0000617");
+        assert_eq!(amount(-1_500_000_000), "-1.500000");
     }
 
     #[test]
@@ -355,7 +360,7 @@ mod tests {
             tokens: 10,
             characters: 0,
             images: 0,
-            cost_micros: cost,
+            cost_nanos: cost,
         };
         let report = Report {
             from: "2026-11-01T00:00:00.000000Z".into(),

@@ -98,7 +98,7 @@ async fn records_arrive_in_postgresql_with_every_field() {
         images: 2,
         detail: Some(json!({"input_text_tokens": 16, "output_image_tokens": 1040})),
     };
-    full.cost_micros = Some(84_000);
+    full.cost_nanos = Some(84_000_000);
     full.currency = Some("USD".into());
     full.cost_basis = Some("provider".into());
     full.attempts = 2;
@@ -137,7 +137,7 @@ async fn records_arrive_in_postgresql_with_every_field() {
             &format!(
                 "SELECT extract(epoch FROM finished_at)::int8, caller, entry_point, path, operation, \
                  model, provider, native_model, tokens, characters, images, usage_detail, \
-                 cost_micros, currency, cost_basis, status, attempts, trace_id \
+                 cost_nanos, currency, cost_basis, status, attempts, trace_id \
                  FROM {}.usage_records WHERE request_id = 'req-full'",
                 schema.name
             ),
@@ -172,7 +172,7 @@ async fn records_arrive_in_postgresql_with_every_field() {
         row.get::<_, Value>(11),
         json!({"input_text_tokens": 16, "output_image_tokens": 1040})
     );
-    assert_eq!(row.get::<_, Option<i64>>(12), Some(84_000));
+    assert_eq!(row.get::<_, Option<i64>>(12), Some(84_000_000));
     assert_eq!(row.get::<_, Option<String>>(13).as_deref(), Some("USD"));
     assert_eq!(
         row.get::<_, Option<String>>(14).as_deref(),
@@ -289,30 +289,44 @@ async fn seed(url: &str, schema: &str) {
             images: usage.2,
             detail: None,
         };
-        r.cost_micros = cost;
+        r.cost_nanos = cost;
         r.currency = cost.map(|_| "USD".into());
         ledger.record(r);
     };
     // alice: two speech requests on Nov 3 (1,000 and 2,000 characters at $15 per million), one
     // failed one on Nov 20 (no cost); an image on Dec 2 (outside November).
-    add(NOV_3, "key:alice", "tts-1", (0, 1000, 0), Some(15_000), 200);
+    add(
+        NOV_3,
+        "key:alice",
+        "tts-1",
+        (0, 1000, 0),
+        Some(15_000_000),
+        200,
+    );
     add(
         NOV_3 + 60,
         "key:alice",
         "tts-1",
         (0, 2000, 0),
-        Some(30_000),
+        Some(30_000_000),
         200,
     );
     add(NOV_20, "key:alice", "tts-1", (0, 0, 0), None, 502);
-    add(DEC_2, "key:alice", "dall-e-3", (0, 0, 1), Some(40_000), 200);
+    add(
+        DEC_2,
+        "key:alice",
+        "dall-e-3",
+        (0, 0, 1),
+        Some(40_000_000),
+        200,
+    );
     // bob: rerank on Nov 20, 5,000 tokens, $0.002 per search.
     add(
         NOV_20,
         "jwt:bob",
         "rerank-v3.5",
         (5000, 0, 0),
-        Some(2_000),
+        Some(2_000_000),
         200,
     );
     add(
@@ -320,7 +334,7 @@ async fn seed(url: &str, schema: &str) {
         "jwt:bob",
         "rerank-v3.5",
         (3000, 0, 0),
-        Some(2_000),
+        Some(2_000_000),
         200,
     );
     eventually("the seed written", PATIENCE, || async {
@@ -400,13 +414,13 @@ async fn spend_reads_back_spend_and_usage_per_caller_model_and_day() {
             &bob["model"],
             &bob["requests"],
             &bob["tokens"],
-            &bob["cost_micros"]
+            &bob["cost_nanos"]
         ),
         (
             &json!("rerank-v3.5"),
             &json!(2),
             &json!(8000),
-            &json!(4_000)
+            &json!(4_000_000)
         )
     );
     assert_eq!(rows.len(), 3, "{out}");
@@ -542,4 +556,98 @@ fn spend_names_an_unreachable_database_without_its_password() {
         !format!("{out}{err}").contains("pw-SPEND-SECRET-1"),
         "{err}"
     );
+}
+
+/// The gateway itself writes one record per finished operation, with the caller, the model, the
+/// account that answered, the usage and the cost its answer announced (`tts-1`: 11 characters at
+/// $15 per million = 165,000 nano-dollars); a health check and a model listing are nobody's
+/// spend and leave none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_records_each_finished_operation_with_its_cost() {
+    use crate::support::fake::{FakeProvider, Reply};
+    use crate::support::{client, KEY};
+
+    let url = postgres_url();
+    let schema = Schema::new(&url);
+    let fake = FakeProvider::start();
+    fake.push(Reply::bytes(
+        200,
+        "audio/mpeg",
+        vec![0xFF, 0xF3, 0x44, 0xC4, 1, 2, 3],
+    ));
+    let base = fake.base_url();
+    let ledger = format!(
+        "switchyard:\n  ledger: {{database_url: \"{url}\", schema: {}, flush_interval_ms: 50}}\n",
+        schema.name
+    );
+    let bin = crate::logs::Binary::start(
+        |port| {
+            crate::support::config(&base, (port, crate::support::free_port())).replacen(
+                "switchyard:\n",
+                &ledger,
+                1,
+            )
+        },
+        "warn",
+    );
+    let addr = bin.addr;
+    tokio::task::spawn_blocking(move || {
+        let body = json!({"model": "tts-1", "input": "hello world", "voice": "alloy"});
+        let resp = client::post_json(
+            addr,
+            "/api/v1/audio/speech",
+            &[("Service-API-Key", KEY)],
+            &body,
+        );
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        assert_eq!(
+            client::request(addr, "GET", "/healthz", &[], b"").status,
+            200
+        );
+        let models = client::request(
+            addr,
+            "GET",
+            "/api/v1/models",
+            &[("Service-API-Key", KEY)],
+            b"",
+        );
+        assert_eq!(models.status, 200);
+    })
+    .await
+    .unwrap();
+    eventually("the gateway's record", PATIENCE, || async {
+        count(&url, &schema.name).await == 1
+    })
+    .await;
+    let row = raw(&url)
+        .await
+        .query_one(
+            &format!(
+                "SELECT caller, operation, model, provider, native_model, characters, \
+                 cost_nanos, currency, cost_basis, status, attempts, path \
+                 FROM {}.usage_records",
+                schema.name
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        row.get::<_, Option<String>>(0).as_deref(),
+        Some("key:tester")
+    );
+    assert_eq!(row.get::<_, Option<String>>(1).as_deref(), Some("speech"));
+    assert_eq!(row.get::<_, Option<String>>(2).as_deref(), Some("tts-1"));
+    assert_eq!(row.get::<_, Option<String>>(3).as_deref(), Some("openai"));
+    assert_eq!(row.get::<_, Option<String>>(4).as_deref(), Some("tts-1"));
+    assert_eq!(row.get::<_, i64>(5), 11);
+    assert_eq!(row.get::<_, Option<i64>>(6), Some(165_000));
+    assert_eq!(row.get::<_, Option<String>>(7).as_deref(), Some("USD"));
+    assert_eq!(row.get::<_, Option<String>>(8).as_deref(), Some("gateway"));
+    assert_eq!(row.get::<_, i16>(9), 200);
+    assert_eq!(row.get::<_, i32>(10), 1);
+    assert_eq!(row.get::<_, String>(11), "/api/v1/audio/speech");
+    // Nothing more arrives for the health check and the model list.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(count(&url, &schema.name).await, 1);
 }
