@@ -74,6 +74,7 @@ mod gateway;
 mod limits;
 pub mod logging;
 mod metrics;
+mod money;
 pub mod provider_api;
 mod providers;
 pub mod server;

@@ -53,6 +53,11 @@ pub struct GatewayFile {
     /// How requests are spread over a model's targets and when failing targets are ejected.
     #[serde(default)]
     pub routing: RoutingFile,
+    /// What one unit of a currency is worth in another, for money budgets in a currency some
+    /// prices are not in: `CNY: {USD: "0.14"}` (1 CNY = 0.14 USD). Only the direction stated
+    /// is used.
+    #[serde(default)]
+    pub currency_rates: BTreeMap<String, BTreeMap<String, serde_yaml::Value>>,
 }
 
 /// `routing:` — health-aware routing.

@@ -19,6 +19,7 @@ use crate::config::GatewaySettings;
 use crate::engine::trace::Trace;
 use crate::limits::Lease;
 use crate::metrics;
+use crate::money::{Amount, Currency};
 
 /// Per-request state of the gateway's `ProxyHttp` service.
 pub struct Ctx {
@@ -52,6 +53,10 @@ pub struct Ctx {
     pub(crate) usage: Usage,
     /// What the caller's limits are charged.
     pub(crate) charge: Usage,
+    /// What the caller's money budget is charged: the request's cost and its currency (`None`:
+    /// not known, nothing charged). [`Ctx::record`] notes it from the outcome; the limits
+    /// convert it into the budget's currency.
+    pub(crate) cost_charge: Option<(Amount, Currency)>,
     /// Set when an answer had begun and had to be abandoned.
     pub(crate) aborted: Option<String>,
     /// The client went away before its answer was complete: said once, in the access log.
@@ -78,6 +83,7 @@ impl Ctx {
             ttfb: None,
             usage: Usage::default(),
             charge: Usage::default(),
+            cost_charge: None,
             aborted: None,
             client_gone: false,
         }
@@ -99,6 +105,11 @@ impl Ctx {
         if let Some(model) = outcome.model {
             self.model = Some(model);
         }
+        // The served target's price at the gateway's counts; the lead's merge makes this the
+        // outcome's own computed cost (issue 28 item 2), which also counts provider-reported usage.
+        self.cost_charge = self.operation.and_then(|op| {
+            super::limited::estimated_cost(self.model.as_deref(), &self.trace, op, &self.charge)
+        });
         self.status = outcome.status;
         self.ttfb = outcome.first_byte;
         self.usage = outcome.usage;
