@@ -162,3 +162,79 @@ pub(crate) fn estimated_cost(
     let c = cost::of(price, &metered).ok()?;
     Some((c.amount, c.currency))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn settings(targets: &str) -> crate::config::Settings {
+        let yaml = format!(
+            r#"
+switchyard:
+  listeners: [{{name: a, address: "127.0.0.1:1"}}]
+  currency_rates: {{CNY: {{USD: "0.14"}}}}
+  providers:
+    openai: {{kind: openai, api_key: k, base_url: "https://api.openai.com/v1"}}
+    off: {{kind: openai, api_key: "", base_url: "https://api.openai.com/v1"}}
+  models:
+    tts: {{family: openai-tts, targets: {targets}}}
+"#
+        );
+        crate::config::load_str(&yaml, &|_| None).unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    fn known(targets: &str, characters: u64, currency: &str) -> Option<Amount> {
+        let s = settings(targets);
+        let model = s.gateway.catalog.get("tts").unwrap();
+        let planned = Planned::Speech {
+            characters,
+            text_tokens: 0,
+        };
+        known_cost(
+            model,
+            &planned,
+            &s.gateway.rates,
+            Currency::parse(currency).unwrap(),
+        )
+    }
+
+    #[test]
+    fn the_known_cost_is_the_dearest_enabled_targets_in_the_budgets_currency() {
+        // tts-1: $15 per 1M characters; tts-1-hd: $30; 1,000 characters.
+        let both = "[{provider: openai, model: tts-1}, {provider: openai, model: tts-1-hd}]";
+        assert_eq!(known(both, 1_000, "USD"), Amount::parse("0.03"));
+        // ¥300 per 1M at 0.14: $42 per 1M, the dearest once converted.
+        let cny = "[{provider: openai, model: tts-1}, {provider: openai, model: tts-1, \
+                   price: {currency: CNY, characters: {price: 300, per: 1000000}}}]";
+        assert_eq!(known(cny, 1_000, "USD"), Amount::parse("0.042"));
+        // A disabled provider's target cannot serve the request: its price is left out.
+        let off = "[{provider: openai, model: tts-1}, {provider: off, model: tts-1-hd}]";
+        assert_eq!(known(off, 1_000, "USD"), Amount::parse("0.015"));
+        // No target priced: nothing known (charged after the fact only).
+        let unpriced = "[{provider: openai, model: tts-1, price: unpriced}]";
+        assert_eq!(known(unpriced, 1_000, "USD"), None);
+    }
+
+    #[test]
+    fn a_charge_is_converted_into_the_budgets_currency() {
+        let rates = settings("[{provider: openai, model: tts-1}]").gateway.rates;
+        let set: LimitSet =
+            serde_yaml::from_str("budget: {currency: USD, per_day: \"1\"}").unwrap();
+        let (cny, usd) = (
+            Currency::parse("CNY").unwrap(),
+            Currency::parse("USD").unwrap(),
+        );
+        let one = Amount::parse("1").unwrap();
+        assert_eq!(
+            money_charged(&set, Some((one, cny)), &rates),
+            Amount::parse("0.14")
+        );
+        assert_eq!(money_charged(&set, Some((one, usd)), &rates), Some(one));
+        assert_eq!(money_charged(&set, None, &rates), None);
+        assert_eq!(
+            money_charged(&LimitSet::default(), Some((one, usd)), &rates),
+            None
+        );
+    }
+}
