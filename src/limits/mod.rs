@@ -117,17 +117,16 @@ impl Limiter {
             set.limits_of(Meter::Requests)
                 .map(|l| counter(now, l, 1, 1)),
         );
-        // Spent means nothing left: 1 more would not fit. A request that meters nothing but
-        // itself (a host's route behind `embed::AuthModule`) is counted once, above.
+        // Spent means nothing left: 1 more would not fit. Every operation costs money, so a spent
+        // money budget refuses them all. A request that meters nothing but itself (a host's
+        // route behind `embed::AuthModule`, which costs nothing here) is counted once, above.
         if meter != Meter::Requests {
-            check
-                .counters
-                .extend(set.limits_of(meter).map(|l| counter(now, l, 1, 0)));
+            check.counters.extend(
+                set.limits_of(meter)
+                    .chain(set.limits_of(Meter::Money))
+                    .map(|l| counter(now, l, 1, 0)),
+            );
         }
-        // Every operation costs money: a spent budget (not a nano-unit left) refuses them all.
-        check
-            .counters
-            .extend(set.limits_of(Meter::Money).map(|l| counter(now, l, 1, 0)));
         if check.counters.is_empty() && check.slot.is_none() {
             return Ok(None);
         }
@@ -401,6 +400,8 @@ mod tests {
                 .map(|_| ()),
         );
         assert_eq!((r.limit, r.remaining, r.cost), ("budget_per_day", 0, 0));
+        // A host's route (metering only itself) costs nothing here: not refused by it.
+        assert!(limits.admit("a", &set, Meter::Requests, OPEN).await.is_ok());
         // The next UTC day starts from nothing.
         clock.set(day("2026-11-28"));
         assert!(limits.admit("a", &set, Meter::Images, OPEN).await.is_ok());

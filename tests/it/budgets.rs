@@ -239,3 +239,50 @@ fn two_instances_on_one_redis_share_a_money_budget() {
     }
     assert_eq!(fake.requests().len(), 2);
 }
+
+#[test]
+fn images_are_known_to_cost_their_number_size_and_quality_before_the_call() {
+    let fake = FakeProvider::start();
+    fake.set_default(Reply::json(
+        200,
+        json!({"created": 9, "data": [{"b64_json": "iVBORw0KGgo="}]}),
+    ));
+    let clock = Clock::manual(late_evening());
+    let gw = TestGateway::start_with_limits_clock(
+        |ports| {
+            budgeted(
+                &fake,
+                ports,
+                "{budget: {currency: USD, per_day: \"0.4\"}}",
+                None,
+            )
+        },
+        &clock,
+    );
+    let generate = |n: u64, quality: &str| {
+        client::post_json(
+            gw.addr,
+            "/api/v1/images/generations",
+            &[("Service-API-Key", LIMITED)],
+            &json!({"model": "gpt-image-2", "prompt": "a fox", "n": n, "size": "1024x1024",
+                    "quality": quality, "response_format": "b64_json"}),
+        )
+    };
+    // gpt-image-2 at high quality, 1024x1024: $0.211 an image (the built-in table).
+    let resp = generate(2, "high");
+    assert_over_budget(
+        &resp,
+        "budget_per_day",
+        400_000_000,
+        "known to cost 0.422 USD of budget_per_day (0.4 USD), and 0.4 USD is left",
+        3_600,
+    );
+    assert!(
+        fake.requests().is_empty(),
+        "the refused request reached the provider"
+    );
+    // Two at low quality are $0.012: they fit.
+    let resp = generate(2, "low");
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert!(!fake.requests().is_empty());
+}
