@@ -73,6 +73,7 @@ mod ledger;
 mod limits;
 pub mod logging;
 mod metrics;
+mod money;
 pub mod provider_api;
 mod providers;
 pub mod server;

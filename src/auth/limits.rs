@@ -12,6 +12,8 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use crate::money::{Amount, Currency};
+
 /// One caller's limits. Every field is optional; an unset one is no limit.
 /// Windows are fixed: the current UTC minute, the current UTC day.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -38,6 +40,72 @@ pub struct LimitSet {
     pub images_per_minute: Option<u64>,
     #[serde(default)]
     pub images_per_day: Option<u64>,
+    /// Money: what the caller's requests may cost per UTC day and UTC calendar month, in one
+    /// currency ([`Budget`]).
+    #[serde(default)]
+    pub budget: Option<Budget>,
+}
+
+/// `budget: {currency: USD, per_day: "5.00", per_month: "100"}`: what a caller's requests may
+/// cost, in one currency. Amounts are decimals with at most nine places, read exactly (quoted,
+/// or a whole number); a cost in another currency is converted by the configuration's
+/// `currency_rates`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    #[serde(deserialize_with = "currency")]
+    pub(crate) currency: Currency,
+    #[serde(default, deserialize_with = "amount")]
+    pub(crate) per_day: Option<Amount>,
+    #[serde(default, deserialize_with = "amount")]
+    pub(crate) per_month: Option<Amount>,
+}
+
+impl Budget {
+    /// The budget's currency.
+    pub(crate) fn currency(&self) -> Currency {
+        self.currency
+    }
+}
+
+fn currency<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Currency, D::Error> {
+    let code = String::deserialize(d)?;
+    Currency::parse(&code).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "`{code}` is not a currency: write its ISO 4217 code (USD, CNY, EUR)"
+        ))
+    })
+}
+
+/// A decimal amount: a string (`"5.00"`) or a whole number (`100`). A fractional YAML number is
+/// refused rather than read through a float, which would not keep it exact.
+fn amount<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Amount>, D::Error> {
+    struct Visit;
+    impl serde::de::Visitor<'_> for Visit {
+        type Value = Amount;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an amount such as \"5.00\" (quoted) or 100")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Amount, E> {
+            Amount::parse(v).ok_or_else(|| {
+                E::custom(format!(
+                    "`{v}` is not an amount: digits with at most nine places after the point"
+                ))
+            })
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Amount, E> {
+            self.visit_str(&v.to_string())
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Amount, E> {
+            self.visit_str(&v.to_string())
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Amount, E> {
+            Err(E::custom(format!(
+                "write {v} in quotes (\"{v}\"): amounts are read exactly, never as floats"
+            )))
+        }
+    }
+    d.deserialize_any(Visit).map(Some)
 }
 
 /// What a usage limit counts.
@@ -47,23 +115,16 @@ pub enum Meter {
     Tokens,
     Characters,
     Images,
+    /// Money, in nano-units of the budget's currency (every operation).
+    Money,
 }
 
-/// A fixed window: the current UTC minute or UTC day.
+/// A fixed window: the current UTC minute, UTC day or UTC calendar month.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Window {
     Minute,
     Day,
-}
-
-impl Window {
-    /// The window's length in seconds.
-    pub const fn seconds(self) -> u64 {
-        match self {
-            Window::Minute => 60,
-            Window::Day => 86_400,
-        }
-    }
+    Month,
 }
 
 /// One configured limit: its config name (also the refusal's and the RateLimit
@@ -77,8 +138,11 @@ pub struct Limit {
 }
 
 impl LimitSet {
-    /// Every windowed limit that is set (concurrency is not windowed).
-    fn windowed(&self) -> [(&'static str, Meter, Window, Option<u64>); 7] {
+    /// Every windowed limit that is set (concurrency is not windowed). A budget's quotas are in
+    /// nano-units of its currency.
+    fn windowed(&self) -> [(&'static str, Meter, Window, Option<u64>); 9] {
+        let budget =
+            |f: fn(&Budget) -> Option<Amount>| self.budget.as_ref().and_then(f).map(Amount::nanos);
         use Meter::*;
         use Window::*;
         [
@@ -104,6 +168,8 @@ impl LimitSet {
             ),
             ("images_per_minute", Images, Minute, self.images_per_minute),
             ("images_per_day", Images, Day, self.images_per_day),
+            ("budget_per_day", Money, Day, budget(|b| b.per_day)),
+            ("budget_per_month", Money, Month, budget(|b| b.per_month)),
         ]
     }
 
@@ -129,7 +195,14 @@ impl LimitSet {
 
     /// Whether no limit is set at all.
     pub fn is_empty(&self) -> bool {
-        self.concurrent.is_none() && self.windowed().iter().all(|(.., q)| q.is_none())
+        self.concurrent.is_none()
+            && self.budget.is_none()
+            && self.windowed().iter().all(|(.., q)| q.is_none())
+    }
+
+    /// The budget's currency, when a budget is set.
+    pub(crate) fn budget_currency(&self) -> Option<Currency> {
+        self.budget.as_ref().map(Budget::currency)
     }
 
     /// Every problem with these limits, each named with `path`.
@@ -143,7 +216,15 @@ impl LimitSet {
         {
             if value == Some(0) {
                 // 0 would refuse every request; disabling a key is removing it.
+                let name = name.replacen("budget_", "budget.", 1);
                 errors.push(format!("{path}.{name}: must be greater than 0"));
+            }
+        }
+        if let Some(b) = &self.budget {
+            if b.per_day.is_none() && b.per_month.is_none() {
+                errors.push(format!(
+                    "{path}.budget: set per_day, per_month or both (or remove budget)"
+                ));
             }
         }
     }
@@ -268,6 +349,81 @@ mod tests {
         assert_eq!(names, ["characters_per_minute", "characters_per_day"]);
         assert!(!set.counts(Meter::Tokens));
         assert!(shared(&LimitSet::default()).is_none());
+    }
+
+    #[test]
+    fn a_budget_is_read_exactly_in_its_currency() {
+        let set: LimitSet =
+            serde_yaml::from_str("budget: {currency: USD, per_day: \"5.00\", per_month: 100}")
+                .unwrap();
+        let b = set.budget.as_ref().unwrap();
+        assert_eq!(set.budget_currency(), Currency::parse("USD"));
+        assert_eq!(b.per_day, Amount::parse("5"));
+        assert_eq!(b.per_month, Amount::parse("100"));
+        let limits: Vec<_> = set
+            .limits_of(Meter::Money)
+            .map(|l| (l.name, l.window, l.quota))
+            .collect();
+        assert_eq!(
+            limits,
+            [
+                ("budget_per_day", Window::Day, 5_000_000_000),
+                ("budget_per_month", Window::Month, 100_000_000_000),
+            ]
+        );
+        assert!(!set.is_empty());
+        let mut errors = Vec::new();
+        set.check("auth.api_keys[0].limits", &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        // Nine places at most: a nano-unit is the smallest amount.
+        let tiny: LimitSet =
+            serde_yaml::from_str("budget: {currency: CNY, per_day: \"0.000000001\"}").unwrap();
+        assert_eq!(tiny.limits_of(Meter::Money).next().unwrap().quota, 1);
+    }
+
+    #[test]
+    fn bad_budgets_are_refused() {
+        let read = |yaml: &str| serde_yaml::from_str::<LimitSet>(yaml).map_err(|e| e.to_string());
+        for (yaml, says) in [
+            (
+                "budget: {currency: usd, per_day: \"1\"}",
+                "`usd` is not a currency",
+            ),
+            (
+                "budget: {currency: USD, per_day: 1.5}",
+                "write 1.5 in quotes",
+            ),
+            (
+                "budget: {currency: USD, per_day: \"1.5 \"}",
+                "is not an amount",
+            ),
+            (
+                "budget: {currency: USD, per_day: \"0.0000000001\"}",
+                "is not an amount",
+            ),
+            (
+                "budget: {currency: USD, per_week: \"1\"}",
+                "unknown field `per_week`",
+            ),
+            ("budget: {per_day: \"1\"}", "missing field `currency`"),
+        ] {
+            let e = read(yaml).unwrap_err();
+            assert!(e.contains(says), "{yaml}: {e}");
+        }
+        let mut errors = Vec::new();
+        read("budget: {currency: USD}")
+            .unwrap()
+            .check("auth.jwt.limits.default", &mut errors);
+        read("budget: {currency: USD, per_day: \"0\", per_month: \"10\"}")
+            .unwrap()
+            .check("auth.api_keys[1].limits", &mut errors);
+        assert_eq!(
+            errors,
+            [
+                "auth.jwt.limits.default.budget: set per_day, per_month or both (or remove budget)",
+                "auth.api_keys[1].limits.budget.per_day: must be greater than 0",
+            ]
+        );
     }
 
     #[test]

@@ -204,10 +204,30 @@ pub struct LimitRefusal {
     /// The request's own known cost, when that is what does not fit (speech characters,
     /// images asked for); 0 when the budget is simply spent.
     pub cost: u64,
+    /// A money budget's currency: `quota`, `remaining` and `cost` are then nano-units of it
+    /// (billionths), which the message writes as decimals.
+    pub(crate) currency: Option<crate::money::Currency>,
 }
 
 impl LimitRefusal {
     fn message(&self) -> String {
+        if let Some(currency) = self.currency {
+            let money = |n: u64| format!("{} {currency}", crate::money::Amount::from_nanos(n));
+            let (quota, left) = (money(self.quota), money(self.remaining));
+            return match self.cost {
+                0 => format!(
+                    "budget reached: {} is {quota} for this caller, and it is spent; retry in {} s",
+                    self.limit, self.retry_after
+                ),
+                cost => format!(
+                    "budget reached: this request is known to cost {} of {} ({quota}), and {left} \
+                     is left; retry in {} s",
+                    money(cost),
+                    self.limit,
+                    self.retry_after
+                ),
+            };
+        }
         match (self.window, self.cost) {
             (None, _) => format!(
                 "rate limit reached: concurrent is {} requests at once for this caller; retry \
@@ -231,9 +251,13 @@ impl LimitRefusal {
     /// the policy's name as a string with `q` quota, `w` window, `qu` quota unit, and `r`
     /// remaining, `t` seconds to the reset). <https://www.ietf.org/archive/id/draft-ietf-httpapi-ratelimit-headers-10.txt>
     fn headers(&self) -> Vec<(&'static str, String)> {
-        let policy = match self.window {
-            Some(w) => format!("\"{}\";q={};w={w}", self.limit, self.quota),
-            None => format!(
+        let policy = match (self.window, self.currency) {
+            // A budget's quota is in nano-units of its currency, which its quota unit names.
+            (Some(w), Some(c)) => {
+                format!("\"{}\";q={};w={w};qu=\"nano-{c}\"", self.limit, self.quota)
+            }
+            (Some(w), None) => format!("\"{}\";q={};w={w}", self.limit, self.quota),
+            (None, _) => format!(
                 "\"{}\";q={};qu=\"concurrent-requests\"",
                 self.limit, self.quota
             ),
@@ -594,6 +618,7 @@ mod tests {
             remaining: 0,
             retry_after: 12,
             cost: 0,
+            currency: None,
         });
         assert_eq!((e.status(), e.code()), (429, "rate_limited"));
         assert_eq!(
@@ -609,6 +634,48 @@ mod tests {
                     "\"requests_per_minute\";q=60;w=60".to_string()
                 ),
                 ("ratelimit", "\"requests_per_minute\";r=0;t=12".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_budget_refusal_writes_money_as_decimals_of_its_currency() {
+        let usd = crate::money::Currency::parse("USD");
+        let refusal = |cost| {
+            GatewayError::RateLimited(LimitRefusal {
+                limit: "budget_per_day",
+                quota: 5_000_000_000,
+                window: Some(86_400),
+                remaining: 120_000_000,
+                retry_after: 3_600,
+                cost,
+                currency: usd,
+            })
+        };
+        let e = refusal(150_000_000);
+        assert_eq!((e.status(), e.code()), (429, "rate_limited"));
+        assert_eq!(
+            e.message(),
+            "budget reached: this request is known to cost 0.15 USD of budget_per_day (5 USD), \
+             and 0.12 USD is left; retry in 3600 s"
+        );
+        assert_eq!(
+            refusal(0).message(),
+            "budget reached: budget_per_day is 5 USD for this caller, and it is spent; retry in \
+             3600 s"
+        );
+        assert_eq!(
+            e.extra_headers(),
+            vec![
+                ("retry-after", "3600".to_string()),
+                (
+                    "ratelimit-policy",
+                    "\"budget_per_day\";q=5000000000;w=86400;qu=\"nano-USD\"".to_string()
+                ),
+                (
+                    "ratelimit",
+                    "\"budget_per_day\";r=120000000;t=3600".to_string()
+                ),
             ]
         );
     }

@@ -56,6 +56,11 @@ pub struct GatewayFile {
     /// The usage ledger in PostgreSQL; absent (or an empty `database_url`): none.
     #[serde(default)]
     pub ledger: Option<LedgerFile>,
+    /// What one unit of a currency is worth in another, for money budgets in a currency some
+    /// prices are not in: `CNY: {USD: "0.14"}` (1 CNY = 0.14 USD). Only the direction stated
+    /// is used.
+    #[serde(default)]
+    pub currency_rates: BTreeMap<String, BTreeMap<String, serde_yaml::Value>>,
 }
 
 /// `ledger:` — one record per finished request, written in batches to PostgreSQL off the

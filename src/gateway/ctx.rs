@@ -20,6 +20,7 @@ use crate::config::GatewaySettings;
 use crate::engine::trace::Trace;
 use crate::limits::Lease;
 use crate::metrics;
+use crate::money::{Amount, Currency};
 
 /// Per-request state of the gateway's `ProxyHttp` service.
 pub struct Ctx {
@@ -55,6 +56,10 @@ pub struct Ctx {
     pub(crate) charge: Usage,
     /// What it cost, or why that is not known (`None`: no answer got far enough to ask).
     pub(crate) cost: Option<RequestCost>,
+    /// What the caller's money budget is charged: the request's cost and its currency (`None`:
+    /// not known, nothing charged). [`Ctx::record`] notes it from the outcome; the limits
+    /// convert it into the budget's currency.
+    pub(crate) cost_charge: Option<(Amount, Currency)>,
     /// Set when an answer had begun and had to be abandoned.
     pub(crate) aborted: Option<String>,
     /// The client went away before its answer was complete: said once, in the access log.
@@ -82,6 +87,7 @@ impl Ctx {
             usage: Usage::default(),
             charge: Usage::default(),
             cost: None,
+            cost_charge: None,
             aborted: None,
             client_gone: false,
         }
@@ -103,6 +109,20 @@ impl Ctx {
         if let Some(model) = outcome.model {
             self.model = Some(model);
         }
+        // The money budget is charged what the request cost, when its usage is charged at all
+        // (a speech stream cut short charges neither). The outcome's own cost counts the
+        // provider's reported usage; without one (an accepted image task, whose images are
+        // charged as asked) the served target's price at the gateway's counts stands in.
+        let charged = self.charge;
+        let used = charged.tokens + charged.characters + charged.images > 0;
+        self.cost_charge = match outcome.cost.as_ref().and_then(|c| c.cost()) {
+            Some(c) if used => Some((c.amount, c.currency)),
+            Some(_) => None,
+            None if used => self.operation.and_then(|op| {
+                super::limited::estimated_cost(self.model.as_deref(), &self.trace, op, &charged)
+            }),
+            None => None,
+        };
         self.status = outcome.status;
         self.ttfb = outcome.first_byte;
         self.usage = outcome.usage;

@@ -1,14 +1,21 @@
 //! Where a request meets its caller's limits (the accounting is `crate::limits`'s): before its
-//! body is read, once its known cost is validated, and its usage when its answer is complete.
-//! A caller without limits (`Principal.limits` is `None`) passes each of these at its first
-//! instruction.
+//! body is read, once its known cost is validated, and its usage and cost when its answer is
+//! complete. A caller without limits (`Principal.limits` is `None`) passes each of these at its
+//! first instruction.
+//!
+//! Money budgets are counted in the budget's currency: a cost in another is converted by the
+//! configuration's `currency_rates` (whose presence for every priced model the configuration
+//! checked at load).
 
 use super::ctx::Ctx;
 use super::outcome::Call;
 use super::GatewayState;
-use crate::auth::limits::Meter;
+use crate::auth::limits::{LimitSet, Meter};
+use crate::catalog::Model;
 use crate::common::error::GatewayError;
 use crate::common::Operation;
+use crate::cost::{self, Planned};
+use crate::money::{Amount, Currency, Rates};
 
 /// What an operation's usage limits count.
 fn meter(op: Operation) -> Meter {
@@ -20,7 +27,8 @@ fn meter(op: Operation) -> Meter {
 }
 
 /// After authentication, before the body: `requests_per_minute`, a `concurrent` slot (kept in
-/// the context until the answer has been sent), and the operation's usage not yet spent.
+/// the context until the answer has been sent), and the operation's usage and the money budget
+/// not yet spent.
 pub(crate) async fn admit(
     state: &GatewayState,
     ctx: &mut Ctx,
@@ -37,9 +45,16 @@ pub(crate) async fn admit(
     Ok(())
 }
 
-/// Once the body is validated: a cost known up front (speech characters, images asked for)
-/// must fit in what is left.
-pub(crate) async fn cost(call: &Call<'_>, op: Operation, cost: u64) -> Result<(), GatewayError> {
+/// Once the body is validated: what the request is known to use up front (`used`: speech
+/// characters, images asked for) and to cost (`planned` at `model`'s prices) must fit in what is
+/// left, in one check.
+pub(crate) async fn cost(
+    call: &Call<'_>,
+    op: Operation,
+    used: u64,
+    model: &Model,
+    planned: &Planned<'_>,
+) -> Result<(), GatewayError> {
     let Some(p) = call.principal else {
         return Ok(());
     };
@@ -47,19 +62,43 @@ pub(crate) async fn cost(call: &Call<'_>, op: Operation, cost: u64) -> Result<()
         return Ok(());
     };
     let meter = meter(op);
-    if !set.counts(meter) {
+    let money = set
+        .budget_currency()
+        .and_then(|c| known_cost(model, planned, &call.settings.rates, c));
+    if !set.counts(meter) && money.is_none() {
         return Ok(());
     }
     let on_error = call.settings.auth.on_store_error();
     call.state
         .limits
-        .check_usage(&p.id, set, meter, cost, on_error)
+        .check_known(&p.id, set, (meter, used), money, on_error)
         .await
 }
 
-/// The answer is out: what the request is charged (its outcome's) is charged to its caller, and
-/// its concurrent slot given back (one Redis call for both). Called once per request, from the
-/// proxy layer's one place (`service.rs`).
+/// What a request planned as `planned` is known to cost at `model`, in `currency`: the highest
+/// known cost among its enabled targets. The highest because the attempt loop may fail over to
+/// any of them, so a request checked against a cheaper target's cost could still be served (and
+/// charged) by a dearer one; checking the dearest keeps the charge within what was checked.
+/// Targets with no price, or none for what is planned (`cost::NoCost`), are left out; `None`
+/// when no target's cost is known (the request is then charged after the fact only).
+pub(crate) fn known_cost(
+    model: &Model,
+    planned: &Planned<'_>,
+    rates: &Rates,
+    currency: Currency,
+) -> Option<Amount> {
+    model
+        .enabled_targets()
+        .filter_map(|t| {
+            let c = cost::known(t.price.as_deref()?, planned).ok()?;
+            rates.convert(c.amount, c.currency, currency)
+        })
+        .max()
+}
+
+/// The answer is out: what the request is charged (its outcome's usage, and its cost in the
+/// budget's currency) is charged to its caller, and its concurrent slot given back (one Redis
+/// call for all). Called once per request, from the proxy layer's one place (`service.rs`).
 pub(crate) async fn charge(state: &GatewayState, ctx: &mut Ctx) {
     let lease = ctx.lease.take();
     let (Some(p), Some(op)) = (&ctx.principal, ctx.operation) else {
@@ -74,8 +113,128 @@ pub(crate) async fn charge(state: &GatewayState, ctx: &mut Ctx) {
         Operation::Images => u.images,
         Operation::Rerank => u.tokens,
     };
+    let cost = money_charged(set, ctx.cost_charge, &ctx.settings.rates);
     state
         .limits
-        .charge(&p.id, set, meter(op), used, lease)
+        .charge(&p.id, set, (meter(op), used), cost, lease)
         .await;
+}
+
+/// `cost` in the currency of `set`'s budget (`None`: no budget, no cost, or no rate, which the
+/// configuration's check at load rules out for every priced model).
+fn money_charged(
+    set: &LimitSet,
+    cost: Option<(Amount, Currency)>,
+    rates: &Rates,
+) -> Option<Amount> {
+    let budget = set.budget_currency()?;
+    let (amount, currency) = cost?;
+    let converted = rates.convert(amount, currency, budget);
+    if converted.is_none() {
+        log::warn!("limits: a cost in {currency} not counted: no rate into {budget}");
+    }
+    converted
+}
+
+/// What a finished request cost at the price of the target that served it (`trace`), from the
+/// gateway's own counts of what it is charged (`used`): characters spoken, images delivered.
+/// [`Ctx::record`] notes this for the budget only when the outcome has no computed cost of its
+/// own (an accepted image task, charged its images as asked). Rerank is not estimated here (its
+/// price may bill search units, which the charged tokens do not give).
+pub(crate) fn estimated_cost(
+    model: Option<&Model>,
+    trace: &crate::engine::trace::Trace,
+    op: Operation,
+    used: &super::access_log::Usage,
+) -> Option<(Amount, Currency)> {
+    let price = trace.target(model)?.price.as_deref()?;
+    let metered = match op {
+        Operation::Speech if used.characters > 0 => cost::Metered::Speech(cost::SpeechMetered {
+            characters: used.characters,
+            ..Default::default()
+        }),
+        Operation::Images if used.images > 0 => cost::Metered::Images(cost::ImagesMetered {
+            images: used.images,
+            ..Default::default()
+        }),
+        _ => return None,
+    };
+    let c = cost::of(price, &metered).ok()?;
+    Some((c.amount, c.currency))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn settings(targets: &str) -> crate::config::Settings {
+        let yaml = format!(
+            r#"
+switchyard:
+  listeners: [{{name: a, address: "127.0.0.1:1"}}]
+  currency_rates: {{CNY: {{USD: "0.14"}}}}
+  providers:
+    openai: {{kind: openai, api_key: k, base_url: "https://api.openai.com/v1"}}
+    off: {{kind: openai, api_key: "", base_url: "https://api.openai.com/v1"}}
+  models:
+    tts: {{family: openai-tts, targets: {targets}}}
+"#
+        );
+        crate::config::load_str(&yaml, &|_| None).unwrap_or_else(|e| panic!("{e:?}"))
+    }
+
+    fn known(targets: &str, characters: u64, currency: &str) -> Option<Amount> {
+        let s = settings(targets);
+        let model = s.gateway.catalog.get("tts").unwrap();
+        let planned = Planned::Speech {
+            characters,
+            text_tokens: 0,
+        };
+        known_cost(
+            model,
+            &planned,
+            &s.gateway.rates,
+            Currency::parse(currency).unwrap(),
+        )
+    }
+
+    #[test]
+    fn the_known_cost_is_the_dearest_enabled_targets_in_the_budgets_currency() {
+        // tts-1: $15 per 1M characters; tts-1-hd: $30; 1,000 characters.
+        let both = "[{provider: openai, model: tts-1}, {provider: openai, model: tts-1-hd}]";
+        assert_eq!(known(both, 1_000, "USD"), Amount::parse("0.03"));
+        // ¥300 per 1M at 0.14: $42 per 1M, the dearest once converted.
+        let cny = "[{provider: openai, model: tts-1}, {provider: openai, model: tts-1, \
+                   price: {currency: CNY, characters: {price: 300, per: 1000000}}}]";
+        assert_eq!(known(cny, 1_000, "USD"), Amount::parse("0.042"));
+        // A disabled provider's target cannot serve the request: its price is left out.
+        let off = "[{provider: openai, model: tts-1}, {provider: off, model: tts-1-hd}]";
+        assert_eq!(known(off, 1_000, "USD"), Amount::parse("0.015"));
+        // No target priced: nothing known (charged after the fact only).
+        let unpriced = "[{provider: openai, model: tts-1, price: unpriced}]";
+        assert_eq!(known(unpriced, 1_000, "USD"), None);
+    }
+
+    #[test]
+    fn a_charge_is_converted_into_the_budgets_currency() {
+        let rates = settings("[{provider: openai, model: tts-1}]").gateway.rates;
+        let set: LimitSet =
+            serde_yaml::from_str("budget: {currency: USD, per_day: \"1\"}").unwrap();
+        let (cny, usd) = (
+            Currency::parse("CNY").unwrap(),
+            Currency::parse("USD").unwrap(),
+        );
+        let one = Amount::parse("1").unwrap();
+        assert_eq!(
+            money_charged(&set, Some((one, cny)), &rates),
+            Amount::parse("0.14")
+        );
+        assert_eq!(money_charged(&set, Some((one, usd)), &rates), Some(one));
+        assert_eq!(money_charged(&set, None, &rates), None);
+        assert_eq!(
+            money_charged(&LimitSet::default(), Some((one, usd)), &rates),
+            None
+        );
+    }
 }

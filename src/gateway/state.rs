@@ -90,7 +90,11 @@ impl GatewayState {
                 Box::new(MemoryTaskStore::new(settings.images.task_store_bytes)),
             ),
         };
-        let limits = Limiter::new(settings.redis.as_ref(), metrics.clone());
+        let limits = Limiter::new(
+            settings.redis.as_ref(),
+            metrics.clone(),
+            settings.limits_clock.clone(),
+        );
         let files = HostedFiles {
             store,
             ttl: settings.images.file_ttl,

@@ -16,6 +16,7 @@
 mod support;
 
 mod auth;
+mod budgets;
 mod check_providers;
 mod cli;
 mod cost;

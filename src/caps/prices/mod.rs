@@ -9,11 +9,11 @@
 //! A model with no price is never priced at 0: it has no [`Price`], and the configuration test
 //! lists it. What a request cost, from a price and its usage, is the `cost` module's, above.
 //!
-//! - `money`: [`Amount`] (exact nano-units) and [`Currency`];
+//! - [`Amount`] (exact nano-units) and [`Currency`] are `crate::money`'s (budgets and errors
+//!   use them too), re-exported here;
 //! - `schema`: the runtime [`Price`] and its rates;
 //! - `read`: one entry as written (the table's, or a configuration's).
 
-mod money;
 mod read;
 mod schema;
 
@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 
 use serde_yaml::Value;
 
-pub(crate) use money::{Amount, Currency};
+pub(crate) use crate::money::{Amount, Currency};
 pub(crate) use schema::{megapixels, GroupRate, Price, Rate, TokenKind};
 
 use read::Written;

@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 
 use serde_yaml::{Mapping, Value};
 
-use super::money::{Amount, Currency};
 use super::schema::{
     GroupRate, ImageRate, ImageRates, MegapixelRates, Price, Rate, TokenKind, TokenRates,
 };
 use crate::caps::lifecycle::Date;
+use crate::money::{Amount, Currency};
 
 /// The keys an entry may have (`model` only in a configuration).
 pub(crate) const KEYS: [&str; 11] = [

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::money::{Amount, Currency};
 use crate::caps::lifecycle::Date;
+use crate::money::{Amount, Currency};
 
 /// A native model's price at one provider kind, with where it was read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -55,7 +55,13 @@ async fn answer(
     let (state, s) = (call.state, call.settings);
     // The provider's own refusals, before a task is accepted or a call is sent.
     crate::engine::images::validate(&s.adapters, &req)?;
-    limited::cost(call, Operation::Images, req.n).await?;
+    let planned = crate::cost::Planned::Images {
+        n: req.n,
+        size: Some(&req.size),
+        quality: req.quality,
+        input_pixels: &[],
+    };
+    limited::cost(call, Operation::Images, req.n, &req.model, &planned).await?;
     let mut base = public_base(s, call.session, req.response_format == "url")?;
     // Under a mount, the links (hosted files) are the mount's paths too.
     if let Some(prefix) = call.prefix {

@@ -45,7 +45,11 @@ async fn serve(
     characters: u64,
     out: &mut Outcome,
 ) -> Result<(), Failure> {
-    limited::cost(call, Operation::Speech, characters).await?;
+    let planned = crate::cost::Planned::Speech {
+        characters,
+        text_tokens: 0,
+    };
+    limited::cost(call, Operation::Speech, characters, &req.model, &planned).await?;
     let upstream = &call.state.upstream;
     let adapters = &call.settings.adapters;
     // Priming (reading up to the first audio) runs inside the attempt loop, so errors a provider

@@ -272,6 +272,20 @@ impl TestGateway {
         Self::start_at_with(make, clock, &ProviderKinds::new())
     }
 
+    /// Start with a config built from the two listener ports, the per-caller limits' windows
+    /// (minutes, days, months) counted by `limits`, which the test may move.
+    pub fn start_with_limits_clock(
+        make: impl FnOnce((u16, u16)) -> String,
+        limits: &Clock,
+    ) -> TestGateway {
+        Self::start_inner(
+            make,
+            Clock::manual(TEST_NOW),
+            &ProviderKinds::new(),
+            Some(limits),
+        )
+    }
+
     /// [`TestGateway::start_with`], the config loaded knowing the provider `kinds` a host
     /// registered besides the built-in ones.
     pub fn start_with_kinds(
@@ -286,12 +300,23 @@ impl TestGateway {
         clock: Clock,
         kinds: &ProviderKinds,
     ) -> TestGateway {
+        Self::start_inner(make, clock, kinds, None)
+    }
+
+    fn start_inner(
+        make: impl FnOnce((u16, u16)) -> String,
+        clock: Clock,
+        kinds: &ProviderKinds,
+        limits: Option<&Clock>,
+    ) -> TestGateway {
         let _starting = gateway_starting();
         let ports = (free_port(), free_port());
         let yaml = make(ports);
-        let settings = switchyard::config::Loader::new()
-            .clock(&clock)
-            .kinds(kinds)
+        let mut loader = switchyard::config::Loader::new().clock(&clock).kinds(kinds);
+        if let Some(limits) = limits {
+            loader = loader.limits_clock(limits);
+        }
+        let settings = loader
             .text(&yaml, &|_| None)
             .unwrap_or_else(|e| panic!("test config invalid: {e:#?}"));
         let (tx, rx) = tokio::sync::oneshot::channel();

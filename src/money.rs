@@ -1,4 +1,5 @@
-//! Money as the price table and the cost computation write it: an [`Amount`] is a whole number of
+//! Money as the price table, the cost computation, budgets and their refusals write it (a leaf
+//! module: every layer may use it): an [`Amount`] is a whole number of
 //! billionths of a currency's unit (nano-units) in a `u64`, and a [`Currency`] its ISO 4217 code.
 //!
 //! Why integers rather than floats or a decimal crate: every price a provider publishes is a
@@ -8,6 +9,7 @@
 //! A cost is computed as `quantity × price ÷ per` in `u128` and rounded once, half up, to a
 //! nano-unit, so no rounding is ever larger than half a billionth of the currency.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// Nano-units in one unit of a currency.
@@ -119,6 +121,75 @@ impl serde::Serialize for Currency {
     }
 }
 
+/// `currency_rates:` as the operator states them: what one unit of a currency is worth in
+/// another (`CNY: {USD: "0.14"}`: 1 CNY is 0.14 USD), exact to nine places. Only the direction
+/// stated is used: a rate is never inverted, since `1 / 7.1` has no exact decimal.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Rates {
+    rates: BTreeMap<(Currency, Currency), Amount>,
+}
+
+impl Rates {
+    /// Read `currency_rates` (`from → to → rate`); problems are pushed with their path.
+    pub(crate) fn read(
+        written: &BTreeMap<String, BTreeMap<String, serde_yaml::Value>>,
+        errors: &mut Vec<String>,
+    ) -> Rates {
+        let mut rates = BTreeMap::new();
+        for (from, to_rates) in written {
+            let Some(f) = Currency::parse(from) else {
+                errors.push(format!(
+                    "switchyard.currency_rates.{from}: not a currency: write its ISO 4217 code (USD, CNY)"
+                ));
+                continue;
+            };
+            for (to, rate) in to_rates {
+                let at = format!("switchyard.currency_rates.{from}.{to}");
+                let Some(t) = Currency::parse(to) else {
+                    errors.push(format!(
+                        "{at}: `{to}` is not a currency: write its ISO 4217 code (USD, CNY)"
+                    ));
+                    continue;
+                };
+                let amount = match rate {
+                    serde_yaml::Value::String(s) => Amount::parse(s),
+                    serde_yaml::Value::Number(n) if n.is_u64() => Amount::parse(&n.to_string()),
+                    _ => None,
+                };
+                match amount {
+                    Some(a) if a > Amount::ZERO && f != t => {
+                        rates.insert((f, t), a);
+                    }
+                    Some(_) if f == t => {
+                        errors.push(format!("{at}: a currency converts to itself at 1"))
+                    }
+                    _ => errors.push(format!(
+                        "{at}: write the rate as a quoted decimal greater than 0 with at most \
+                         nine places (\"0.14\")"
+                    )),
+                }
+            }
+        }
+        Rates { rates }
+    }
+
+    /// Whether an amount in `from` can be converted into `to` (the same currency, or a rate
+    /// stated).
+    pub(crate) fn converts(&self, from: Currency, to: Currency) -> bool {
+        from == to || self.rates.contains_key(&(from, to))
+    }
+
+    /// `amount` of `from` in `to`: `amount × rate`, rounded half up to a nano-unit. `None` when
+    /// no rate is stated.
+    pub(crate) fn convert(&self, amount: Amount, from: Currency, to: Currency) -> Option<Amount> {
+        if from == to {
+            return Some(amount);
+        }
+        let rate = self.rates.get(&(from, to))?;
+        Some(amount.times(rate.nanos(), NANOS))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +236,67 @@ mod tests {
         assert_eq!(
             Amount::from_nanos(u64::MAX).times(u64::MAX, 1).nanos(),
             u64::MAX
+        );
+    }
+
+    fn written(yaml: &str) -> BTreeMap<String, BTreeMap<String, serde_yaml::Value>> {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn rates_convert_exactly_in_the_direction_stated() {
+        let mut errors = Vec::new();
+        let rates = Rates::read(&written("CNY: {USD: \"0.14\"}\nEUR: {USD: 1}"), &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        let (cny, usd, eur) = (
+            Currency::parse("CNY").unwrap(),
+            Currency::parse("USD").unwrap(),
+            Currency::parse("EUR").unwrap(),
+        );
+        // ¥0.25 at 0.14: $0.035, exact.
+        let quarter = Amount::parse("0.25").unwrap();
+        assert_eq!(rates.convert(quarter, cny, usd), Amount::parse("0.035"));
+        // One nano-yuan is 0.14 nano-dollars: rounds to 0; four are 0.56: rounds up to 1.
+        assert_eq!(
+            rates
+                .convert(Amount::from_nanos(1), cny, usd)
+                .unwrap()
+                .nanos(),
+            0
+        );
+        assert_eq!(
+            rates
+                .convert(Amount::from_nanos(4), cny, usd)
+                .unwrap()
+                .nanos(),
+            1
+        );
+        assert_eq!(rates.convert(quarter, eur, usd), Some(quarter));
+        assert_eq!(rates.convert(quarter, usd, usd), Some(quarter));
+        // Never inverted.
+        assert_eq!(rates.convert(quarter, usd, cny), None);
+        assert!(rates.converts(cny, usd) && !rates.converts(usd, cny) && rates.converts(cny, cny));
+    }
+
+    #[test]
+    fn bad_rates_are_named_by_path() {
+        let mut errors = Vec::new();
+        Rates::read(
+            &written("cny: {USD: \"0.14\"}\nCNY: {USD: 0.14, EUR: \"0\", CNY: \"1\", usd: \"1\"}"),
+            &mut errors,
+        );
+        assert_eq!(
+            errors,
+            [
+                "switchyard.currency_rates.CNY.CNY: a currency converts to itself at 1",
+                "switchyard.currency_rates.CNY.EUR: write the rate as a quoted decimal greater than 0 with at \
+                 most nine places (\"0.14\")",
+                "switchyard.currency_rates.CNY.USD: write the rate as a quoted decimal greater than 0 with at \
+                 most nine places (\"0.14\")",
+                "switchyard.currency_rates.CNY.usd: `usd` is not a currency: write its ISO 4217 code (USD, \
+                 CNY)",
+                "switchyard.currency_rates.cny: not a currency: write its ISO 4217 code (USD, CNY)",
+            ]
         );
     }
 
