@@ -367,8 +367,8 @@ mod tests {
             to: "2026-12-01T00:00:00.000000Z".into(),
             by: vec![By::Caller],
             rows: vec![
-                row("key:alice", Some("USD"), Some(1_500_000)),
-                row("key:bob", Some("USD"), Some(250_000)),
+                row("key:alice", Some("USD"), Some(1_500_000_000)),
+                row("key:bob", Some("USD"), Some(250_000_000)),
                 row("key:bob", None, None),
             ],
         };
