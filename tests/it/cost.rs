@@ -84,14 +84,18 @@ fn logged(line: &Value) -> (Value, Value, Value) {
 }
 
 /// `switchyard_cost_nanos_total{model, key="tester", currency="USD"}` is `nanos` (a series
-/// that is absent counts 0). Nothing to check in a build without metrics.
+/// that is absent counts 0). A request is counted as it is logged, just after its answer is out,
+/// so the counter is read until it arrives (within 5 s). Nothing to check in a build without
+/// metrics.
 fn assert_counted(gw: &Gw, model: &str, nanos: u64) {
     if cfg!(feature = "metrics") {
-        assert_eq!(
-            cost_nanos(gw, model),
-            nanos,
-            "switchyard_cost_nanos_total of {model}"
-        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut seen = cost_nanos(gw, model);
+        while seen != nanos && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            seen = cost_nanos(gw, model);
+        }
+        assert_eq!(seen, nanos, "switchyard_cost_nanos_total of {model}");
     }
 }
 
