@@ -40,7 +40,10 @@ def test_models_retrieve(gateway, fake):
     [target] = model.model_extra["targets"]
     # tts-1 is deprecated: its target carries the provider's dates (README, "Model lifecycles").
     lifecycle = target.pop("lifecycle")
+    # Its price, as the built-in table has it (README, "Prices"): $15 per million characters.
+    price = target.pop("price")
     assert target == {"provider": "openai", "model": "tts-1", "available": True}
+    assert (price["currency"], price["characters"]) == ("USD", {"price": "15", "per": 1000000})
     assert (lifecycle["shutdown"], lifecycle["replacement"]) == ("2027-01-06", [])
     assert model.model_extra["lifecycle"]["shutdown"] == "2027-01-06"
     with pytest.raises(openai.NotFoundError) as err:
