@@ -583,6 +583,7 @@ fn a_jpeg_answer_is_reported_and_hosted_as_jpeg() {
 }
 
 #[test]
+#[cfg(feature = "multipart")]
 fn edits_send_every_reference_image_inline() {
     let fake = FakeProvider::start();
     let gw = start(&fake);
