@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
     ));
     match out {
         Ok(json) => {
-            if let Err(e) = images::parse(&json, &world().gateway.catalog, MAX_RETRIES) {
+            if let Err(e) = images::parse(&json, world().gateway.catalog(), MAX_RETRIES) {
                 check_client_error(&e);
             }
         }

@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&selector, body)) = data.split_first() else {
         return;
     };
-    let catalog = &world().gateway.catalog;
+    let catalog = world().gateway.catalog();
     match selector % 6 {
         0 => {
             if let Err(e) = speech::parse(body, catalog, MAX_RETRIES) {

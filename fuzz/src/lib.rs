@@ -8,14 +8,14 @@
 use std::sync::Arc;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
-use switchyard::api::adapter::{ImageAdapter, RerankAdapter, SpeechAdapter};
-use switchyard::api::images::ImageRequest;
-use switchyard::api::rerank::RerankRequest;
-use switchyard::api::speech::SpeechRequest;
-use switchyard::common::error::GatewayError;
-use switchyard::common::Operation;
+use switchyard::internals::api::adapter::{ImageAdapter, RerankAdapter, SpeechAdapter};
+use switchyard::internals::api::images::ImageRequest;
+use switchyard::internals::api::rerank::RerankRequest;
+use switchyard::internals::api::speech::SpeechRequest;
+use switchyard::internals::common::error::GatewayError;
+use switchyard::internals::common::Operation;
 use switchyard::config::{self, GatewaySettings};
-use switchyard::upstream::provider::Provider;
+use switchyard::internals::upstream::provider::Provider;
 
 /// Retries a parsed request may ask for.
 pub const MAX_RETRIES: u32 = 5;
@@ -123,7 +123,7 @@ fn build_world() -> World {
         Err(e) => panic!("fuzz config invalid: {e:?}"),
     };
     let gateway: &'static GatewaySettings = Box::leak(Box::new(settings.gateway));
-    let catalog = &gateway.catalog;
+    let catalog = &gateway.catalog();
     let mut w = World {
         gateway,
         speech: Vec::new(),
@@ -143,14 +143,14 @@ fn build_world() -> World {
                 let label = format!("{name}@{}", provider.name);
                 match op {
                     Operation::Speech => {
-                        let Ok(adapter) = gateway.adapters.speech(&provider) else {
+                        let Ok(adapter) = gateway.adapters().speech(&provider) else {
                             continue;
                         };
                         for extra in ["", r#","stream_format":"sse""#] {
                             let body = leak(format!(
                                 r#"{{"model":"{name}","input":"Hello there, how are you?"{extra}}}"#
                             ));
-                            match switchyard::api::speech::parse(body, catalog, MAX_RETRIES) {
+                            match switchyard::internals::api::speech::parse(body, catalog, MAX_RETRIES) {
                                 Ok(req) => w.speech.push(SpeechCase {
                                     label: format!("{label}{extra}"),
                                     provider: provider.clone(),
@@ -162,16 +162,16 @@ fn build_world() -> World {
                         }
                     }
                     Operation::Images => {
-                        let Ok(adapter) = gateway.adapters.images(&provider) else {
+                        let Ok(adapter) = gateway.adapters().images(&provider) else {
                             continue;
                         };
                         let plain = format!(r#"{{"model":"{name}","prompt":"a red fox"}}"#);
                         let with_image = format!(
                             r#"{{"model":"{name}","prompt":"a red fox","image":"{PNG_DATA_URL}"}}"#
                         );
-                        let req = switchyard::api::images::parse(leak(plain), catalog, MAX_RETRIES)
+                        let req = switchyard::internals::api::images::parse(leak(plain), catalog, MAX_RETRIES)
                             .or_else(|_| {
-                                switchyard::api::images::parse(
+                                switchyard::internals::api::images::parse(
                                     leak(with_image),
                                     catalog,
                                     MAX_RETRIES,
@@ -188,13 +188,13 @@ fn build_world() -> World {
                         }
                     }
                     Operation::Rerank => {
-                        let Ok(adapter) = gateway.adapters.rerank(&provider) else {
+                        let Ok(adapter) = gateway.adapters().rerank(&provider) else {
                             continue;
                         };
                         let body = leak(format!(
                             r#"{{"model":"{name}","query":"what is rust","documents":["rust is a language","a fox","iron oxide"],"top_n":2,"return_documents":true}}"#
                         ));
-                        match switchyard::api::rerank::parse(body, catalog, MAX_RETRIES) {
+                        match switchyard::internals::api::rerank::parse(body, catalog, MAX_RETRIES) {
                             Ok(req) => w.rerank.push(RerankCase {
                                 label,
                                 provider,
