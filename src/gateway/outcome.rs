@@ -12,7 +12,7 @@ use pingora::proxy::Session;
 use super::access_log::Usage;
 use super::costing::RequestCost;
 use super::mount::{self, Mount};
-use super::{respond, GatewayState};
+use super::GatewayState;
 use crate::api::compat::Surface;
 use crate::auth::Principal;
 use crate::catalog::Model;
@@ -52,7 +52,9 @@ impl Call<'_> {
         self.principal.map_or("", |p| p.id.as_str())
     }
 
-    /// Answer `200` with the JSON `body` (and `headers`): `out` committed to that answer.
+    /// Answer `200` with the JSON `body` (and `headers`): `out` committed to that answer, which
+    /// the proxy layer writes once it has charged the request to its caller (so a caller's next
+    /// request, sent the moment it has this answer, meets its limits with this one counted).
     pub(crate) async fn json(
         &mut self,
         mut out: Outcome,
@@ -60,9 +62,10 @@ impl Call<'_> {
         headers: &[(&'static str, String)],
     ) -> Outcome {
         out.status = 200;
-        out.result = respond::json(self.session, 200, body, headers)
-            .await
-            .map_err(|e| Failure::written("writing answer", e));
+        out.answer = Some(Answer {
+            body,
+            headers: headers.to_vec(),
+        });
         out
     }
 }
@@ -87,8 +90,19 @@ pub(crate) struct Outcome {
     /// got far enough to ask, e.g. a refused request). Computed once per operation, from what
     /// the answer used (`gateway/costing.rs`).
     pub(crate) cost: Option<RequestCost>,
+    /// A complete JSON answer (status 200) still to be written: the proxy layer writes it after
+    /// the charge. `None`: the handler wrote its answer itself (a stream, a file) or failed.
+    pub(crate) answer: Option<Answer>,
     /// How it ended.
     pub(crate) result: Result<(), Failure>,
+}
+
+/// A complete JSON answer, written by the proxy layer.
+pub(crate) struct Answer {
+    /// The body.
+    pub(crate) body: Bytes,
+    /// Headers besides `Content-Type` and `Content-Length`.
+    pub(crate) headers: Vec<(&'static str, String)>,
 }
 
 impl Outcome {
@@ -101,6 +115,7 @@ impl Outcome {
             usage: Usage::default(),
             charge: None,
             cost: None,
+            answer: None,
             result: Ok(()),
         }
     }

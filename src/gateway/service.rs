@@ -128,7 +128,9 @@ impl ProxyHttp for Gateway {
             (outcome, trace::noted(traced))
         };
         ctx.trace = noted;
-        let handled = ctx.record(outcome);
+        let mut outcome = outcome;
+        let answer = outcome.answer.take();
+        let mut handled = ctx.record(outcome);
         // The one place a request's usage is charged to its caller. The answer is out (or is an
         // error about to be written): its usage is charged and its concurrent slot given back
         // now, not after Pingora's own end of request, so that a client sending its next request
@@ -136,6 +138,12 @@ impl ProxyHttp for Gateway {
         // the limits live there). A request that never gets here (its future dropped) gives its
         // slot back as its context drops, and has delivered nothing to charge.
         limited::charge(&self.state, ctx).await;
+        // A complete JSON answer goes out after its charge (`outcome::Call::json`).
+        if let (Ok(()), Some(a)) = (&handled, answer) {
+            handled = respond::json(session, 200, a.body, &a.headers)
+                .await
+                .map_err(|e| Failure::written("writing answer", e));
+        }
         match handled {
             Ok(()) => Ok(true),
             Err(Failure::Answer(err)) => {
