@@ -135,6 +135,22 @@ pub struct ImageResult {
     /// Boxed: rare, and results travel through the engine's futures.
     #[serde(flatten)]
     pub facts: Option<Box<AnswerFacts>>,
+    /// What each native call of the generation delivered, for its cost (never in the answer):
+    /// the calls of one fan-out may be served by different targets, each at its own price.
+    #[serde(skip)]
+    pub served: Vec<Served>,
+}
+
+/// What one native call delivered: the target that served it, its images and what its provider
+/// reported of them.
+#[derive(Debug, Clone, Default)]
+pub struct Served {
+    /// The serving target's index in the model's `targets`.
+    pub target: usize,
+    /// Images it delivered.
+    pub images: u64,
+    /// What its provider reported (token usage, size, quality).
+    pub facts: Option<Box<AnswerFacts>>,
 }
 
 /// The Error object of a failed task.

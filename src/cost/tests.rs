@@ -116,6 +116,7 @@ fn images_by_token_kind_for_gpt_image_2() {
             size: Some("1024x1024"),
             quality: Some("high"),
             input_pixels: &[],
+            unmeasured_inputs: 0,
             reported: Some(&usage),
         }),
     )
@@ -153,6 +154,7 @@ fn image_cost_differs_by_size_and_quality() {
                 size: Some(size),
                 quality: Some(quality),
                 input_pixels: &[],
+                unmeasured_inputs: 0,
             },
         )
     };
@@ -191,6 +193,7 @@ fn image_cost_differs_by_size_and_quality() {
                 size,
                 quality,
                 input_pixels: &[],
+                unmeasured_inputs: 0,
             },
         )
     };
@@ -221,6 +224,7 @@ fn images_by_megapixel_for_flux_2() {
                 size: Some(size),
                 quality: None,
                 input_pixels,
+                unmeasured_inputs: 0,
             },
         )
     };
@@ -232,6 +236,29 @@ fn images_by_megapixel_for_flux_2() {
     assert_eq!(nanos(&cost(2, "2048x2048", &[])), 150_000_000);
     // An edit with one 1 MP input image: $0.03 + $0.015.
     assert_eq!(nanos(&cost(1, "1024x1024", &[1024 * 1024])), 45_000_000);
+    // Two inputs of 1.5 MP each: two started megapixels each, 4 × $0.015.
+    assert_eq!(
+        nanos(&cost(1, "1024x1024", &[1536 * 1024, 1536 * 1024])),
+        90_000_000
+    );
+    // An input given by URL is not measured: the cost counts the rest and says it is a lower
+    // bound.
+    let by_url = of(
+        &p,
+        &Metered::Images(ImagesMetered {
+            images: 1,
+            size: Some("1024x1024"),
+            input_pixels: &[1024 * 1024],
+            unmeasured_inputs: 1,
+            ..ImagesMetered::default()
+        }),
+    )
+    .unwrap();
+    assert_eq!(by_url.amount.nanos(), 45_000_000);
+    assert!(by_url
+        .partial
+        .as_deref()
+        .is_some_and(|p| p.contains("1 input image(s) given by URL")));
     // Megapixel pricing needs the size.
     let unknown = known(
         &p,
@@ -240,6 +267,7 @@ fn images_by_megapixel_for_flux_2() {
             size: None,
             quality: None,
             input_pixels: &[],
+            unmeasured_inputs: 0,
         },
     );
     assert!(unknown.is_err());
