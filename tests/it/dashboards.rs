@@ -108,10 +108,49 @@ fn every_metric_named_is_a_family() {
             );
         }
     }
-    // The queries are all found (rows' panels too), and each says which entry points it covers
-    // where its metric has them.
+    // The queries are all found (rows' panels too).
     let queries = dashboard_queries();
     assert!(queries.len() >= 25, "{queries:?}");
+}
+
+/// The dashboard imports into any Grafana: every panel reads the data source the `datasource`
+/// variable picks (no data source uid of the machine it was drawn on), panel ids are unique, and
+/// a request panel whose metric has an entry point follows the `entry_point` variable.
+#[test]
+fn the_dashboard_is_portable() {
+    let text = std::fs::read_to_string(repo_file("deploy/grafana/switchyard.json")).unwrap();
+    let dash: Value = serde_json::from_str(&text).unwrap();
+    let vars: Vec<&str> = dash["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(vars, ["datasource", "entry_point"]);
+    let mut ids = Vec::new();
+    for panel in dash["panels"].as_array().unwrap() {
+        ids.push(panel["id"].as_u64().unwrap());
+        if panel["type"] == "row" {
+            continue;
+        }
+        assert_eq!(panel["datasource"]["uid"], "${datasource}", "{panel}");
+        for target in panel["targets"].as_array().unwrap() {
+            assert_eq!(target["datasource"]["uid"], "${datasource}", "{target}");
+            let expr = target["expr"].as_str().unwrap();
+            for family in [
+                "switchyard_requests_total",
+                "switchyard_requests_shed_total",
+            ] {
+                if expr.contains(family) {
+                    assert!(expr.contains("entry_point=~\"$entry_point\""), "{expr}");
+                }
+            }
+        }
+    }
+    let count = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "panel ids repeat");
 }
 
 /// A Prometheus server of its own, stopped and its directory removed when dropped.
