@@ -20,6 +20,9 @@ mod budgets;
 mod check_providers;
 mod cli;
 mod cost;
+// A real Prometheus scrapes two gateways, one with its Redis down.
+#[cfg(all(feature = "redis", feature = "metrics"))]
+mod dashboards;
 mod edge_clients;
 mod edge_tls;
 // The delegation test counts requests on the host's metrics listener.
