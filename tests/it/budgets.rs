@@ -38,6 +38,12 @@ fn budgeted(
         hashed,
         &format!("      - {{name: limited, key: \"{LIMITED}\", limits: {limits}}}\n{hashed}"),
     );
+    // The standard config has models priced in yuan (Zhipu, DashScope): a budget in dollars
+    // must be able to count them, so the rate is stated (a missing one is a load error).
+    yaml = yaml.replace(
+        "  images: {",
+        "  currency_rates: {CNY: {USD: \"0.14\"}}\n  images: {",
+    );
     if let Some((url, prefix)) = store {
         yaml = yaml.replace(
             "  images: {",
