@@ -261,7 +261,10 @@ fn image_tokens(price: &Price, u: &ImageUsage) -> Result<Cost, NoCost> {
         detail(&u.output_tokens_details, "image_tokens"),
     );
     if text_out.is_some() || image_out.is_some() {
-        part(TokenKind::TextOut, text_out.unwrap_or(0), &mut sum)?;
+        // Thinking tokens (Gemini's `thoughtsTokenCount`) are billed as text output.
+        let reasoning = detail(&u.output_tokens_details, "reasoning_tokens").unwrap_or(0);
+        let text_out = text_out.unwrap_or(0).saturating_add(reasoning);
+        part(TokenKind::TextOut, text_out, &mut sum)?;
         part(TokenKind::ImageOut, image_out.unwrap_or(0), &mut sum)?;
     } else {
         part(TokenKind::ImageOut, u.output_tokens, &mut sum)?;

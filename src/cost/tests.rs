@@ -450,6 +450,13 @@ fn gemini_image_cost_from_usage_metadata_and_per_tier_figures() {
     // $60) / 1M = (6 + 280 + 151,200) / 1M = $0.151486. The resolution is in the token count.
     let flash = price("gemini", "gemini-3.1-flash-image");
     assert_eq!(nanos(&metered(&flash, &usage(2_520), "4K")), 151_486_000);
+    // Thinking tokens (`reasoning_tokens`, from `thoughtsTokenCount`) are billed as text
+    // output: 200 more at $12 per 1M on Pro add $0.0024.
+    let mut thinking = usage(1_120);
+    thinking
+        .output_tokens_details
+        .insert("reasoning_tokens".into(), 200);
+    assert_eq!(nanos(&metered(&pro, &thinking, "1K")), 137_944_000);
     // Before the call: Google's per-image figures by the size's tier.
     let planned = |p: &Price, n, size| {
         known(
@@ -459,6 +466,7 @@ fn gemini_image_cost_from_usage_metadata_and_per_tier_figures() {
                 size: Some(size),
                 quality: None,
                 input_pixels: &[],
+                unmeasured_inputs: 0,
             },
         )
     };
