@@ -2,6 +2,7 @@
 //! ports, in a background thread), fake providers and a raw HTTP client.
 
 pub mod client;
+pub mod costs;
 pub mod fake;
 pub mod image_conformance;
 #[cfg(feature = "ledger")]
