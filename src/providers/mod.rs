@@ -24,6 +24,7 @@ pub(crate) mod local;
 pub(crate) mod minimax;
 pub(crate) mod mixedbread;
 pub(crate) mod openai;
+pub(crate) mod recraft;
 pub(crate) mod registry;
 pub(crate) mod siliconflow;
 pub(crate) mod stability;
