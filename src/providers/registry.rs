@@ -74,6 +74,8 @@ pub(crate) enum ProviderConfig {
     // Image providers of issue 30.
     #[serde(rename = "recraft")]
     Recraft(NoSettings),
+    #[serde(rename = "together")]
+    Together(NoSettings),
 }
 
 /// A kind with no settings of its own: any extra key is an error naming it.
@@ -122,6 +124,7 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::Kling(s) => kling::kind(s, key),
         // Image providers of issue 30.
         ProviderConfig::Recraft(_) => recraft::kind(key),
+        ProviderConfig::Together(_) => together::kind(key),
     }
 }
 
@@ -152,7 +155,7 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         | ProviderConfig::Bfl(_)
         | ProviderConfig::Kling(_) => Discovery::default(),
         // Image providers of issue 30: no list endpoint sourced yet.
-        ProviderConfig::Recraft(_) => Discovery::default(),
+        ProviderConfig::Recraft(_) | ProviderConfig::Together(_) => Discovery::default(),
     }
 }
 

@@ -45,6 +45,7 @@ mod images_openai;
 mod images_recraft;
 mod images_siliconflow;
 mod images_stability;
+mod images_together;
 mod images_zhipu;
 mod layers;
 #[cfg(feature = "ledger")]

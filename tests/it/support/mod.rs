@@ -182,6 +182,7 @@ switchyard:
     gemini: {{kind: gemini, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     # Image providers of issue 30.
     recraft: {{kind: recraft, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    together: {{kind: together, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
@@ -227,6 +228,8 @@ switchyard:
     recraft-v4.1-pro: {{family: recraft-v4-pro, targets: [{{provider: recraft, model: recraftv4_1_pro}}]}}
     recraft-v4.1-vector: {{family: recraft-v4-vector, targets: [{{provider: recraft, model: recraftv4_1_vector}}]}}
     recraft-v3: {{family: recraft-v3, targets: [{{provider: recraft, model: recraftv3}}]}}
+    flux.1-schnell: {{family: together-flux, targets: [{{provider: together, model: black-forest-labs/FLUX.1-schnell}}]}}
+    flux.1-kontext-pro: {{family: together-flux-kontext, targets: [{{provider: together, model: black-forest-labs/FLUX.1-kontext-pro}}]}}
 "#,
         p0 = ports.0,
         p1 = ports.1,
