@@ -18,6 +18,7 @@ pub(crate) mod external;
 pub(crate) mod formats;
 pub(crate) mod gemini;
 pub(crate) mod google;
+pub(crate) mod ideogram;
 pub(crate) mod jina;
 pub(crate) mod kling;
 pub(crate) mod local;

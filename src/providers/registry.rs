@@ -76,6 +76,8 @@ pub(crate) enum ProviderConfig {
     Recraft(NoSettings),
     #[serde(rename = "together")]
     Together(NoSettings),
+    #[serde(rename = "ideogram")]
+    Ideogram(NoSettings),
 }
 
 /// A kind with no settings of its own: any extra key is an error naming it.
@@ -125,6 +127,7 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         // Image providers of issue 30.
         ProviderConfig::Recraft(_) => recraft::kind(key),
         ProviderConfig::Together(_) => together::kind(key),
+        ProviderConfig::Ideogram(_) => ideogram::kind(key),
     }
 }
 
@@ -155,7 +158,9 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         | ProviderConfig::Bfl(_)
         | ProviderConfig::Kling(_) => Discovery::default(),
         // Image providers of issue 30: no list endpoint sourced yet.
-        ProviderConfig::Recraft(_) | ProviderConfig::Together(_) => Discovery::default(),
+        ProviderConfig::Recraft(_) | ProviderConfig::Together(_) | ProviderConfig::Ideogram(_) => {
+            Discovery::default()
+        }
     }
 }
 

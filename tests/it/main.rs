@@ -39,6 +39,7 @@ mod images_dashscope;
 #[cfg(feature = "multipart")]
 mod images_edits;
 mod images_gemini;
+mod images_ideogram;
 mod images_kling;
 mod images_minimax;
 mod images_openai;

@@ -183,6 +183,7 @@ switchyard:
     # Image providers of issue 30.
     recraft: {{kind: recraft, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     together: {{kind: together, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    ideogram: {{kind: ideogram, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
@@ -230,6 +231,7 @@ switchyard:
     recraft-v3: {{family: recraft-v3, targets: [{{provider: recraft, model: recraftv3}}]}}
     flux.1-schnell: {{family: together-flux, targets: [{{provider: together, model: black-forest-labs/FLUX.1-schnell}}]}}
     flux.1-kontext-pro: {{family: together-flux-kontext, targets: [{{provider: together, model: black-forest-labs/FLUX.1-kontext-pro}}]}}
+    ideogram-v3: {{family: ideogram-v3, targets: [{{provider: ideogram, model: ideogram-v3}}]}}
 "#,
         p0 = ports.0,
         p1 = ports.1,
