@@ -111,6 +111,7 @@ impl ImageRequest<'_> {
         match self.output_format {
             "jpg" => "image/jpeg",
             "webp" => "image/webp",
+            "svg" => "image/svg+xml",
             _ => "image/png",
         }
     }
@@ -705,7 +706,7 @@ mod tests {
             &c,
         );
         assert!(
-            msg.contains("must be one of png, jpg, webp (jpeg is the same as jpg)"),
+            msg.contains("must be one of png, jpg, webp, svg (jpeg is the same as jpg)"),
             "{msg}"
         );
         // A family without JPEG refuses both spellings, listing what it makes.

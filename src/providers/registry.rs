@@ -71,6 +71,13 @@ pub(crate) enum ProviderConfig {
     Bfl(NoSettings),
     #[serde(rename = "kling")]
     Kling(kling::Settings),
+    // Image providers of issue 30.
+    #[serde(rename = "recraft")]
+    Recraft(NoSettings),
+    #[serde(rename = "together")]
+    Together(NoSettings),
+    #[serde(rename = "ideogram")]
+    Ideogram(NoSettings),
 }
 
 /// A kind with no settings of its own: any extra key is an error naming it.
@@ -117,6 +124,10 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::Stability(_) => stability::kind(key),
         ProviderConfig::Bfl(_) => bfl::kind(key),
         ProviderConfig::Kling(s) => kling::kind(s, key),
+        // Image providers of issue 30.
+        ProviderConfig::Recraft(_) => recraft::kind(key),
+        ProviderConfig::Together(_) => together::kind(key),
+        ProviderConfig::Ideogram(_) => ideogram::kind(key),
     }
 }
 
@@ -146,6 +157,10 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         | ProviderConfig::Stability(_)
         | ProviderConfig::Bfl(_)
         | ProviderConfig::Kling(_) => Discovery::default(),
+        // Image providers of issue 30: no list endpoint sourced yet.
+        ProviderConfig::Recraft(_) | ProviderConfig::Together(_) | ProviderConfig::Ideogram(_) => {
+            Discovery::default()
+        }
     }
 }
 

@@ -42,10 +42,14 @@ mod images_dashscope;
 #[cfg(feature = "multipart")]
 mod images_edits;
 mod images_gemini;
+mod images_ideogram;
 mod images_kling;
+mod images_minimax;
 mod images_openai;
+mod images_recraft;
 mod images_siliconflow;
 mod images_stability;
+mod images_together;
 mod images_zhipu;
 mod layers;
 #[cfg(feature = "ledger")]

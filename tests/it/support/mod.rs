@@ -181,6 +181,10 @@ switchyard:
     bfl: {{kind: bfl, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     kling: {{kind: kling, api_key: "{KLING_ACCESS_KEY}", secret_key: "{KLING_SECRET_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     gemini: {{kind: gemini, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    # Image providers of issue 30.
+    recraft: {{kind: recraft, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    together: {{kind: together, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    ideogram: {{kind: ideogram, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
@@ -220,6 +224,15 @@ switchyard:
     gemini-3-pro-image: {{family: gemini-image, targets: [{{provider: gemini, model: gemini-3-pro-image}}]}}
     gemini-3.1-flash-image: {{family: gemini-flash-image, targets: [{{provider: gemini, model: gemini-3.1-flash-image}}]}}
     gemini-2.5-flash-image: {{family: gemini-2.5-flash-image, targets: [{{provider: gemini, model: gemini-2.5-flash-image, lifecycle: {{still_available: true}}}}]}}
+    # Image providers of issue 30 (MiniMax images, Recraft, Together, Ideogram).
+    image-01: {{family: minimax-image, targets: [{{provider: minimax, model: image-01}}]}}
+    recraft-v4.1: {{family: recraft-v4, targets: [{{provider: recraft, model: recraftv4_1}}]}}
+    recraft-v4.1-pro: {{family: recraft-v4-pro, targets: [{{provider: recraft, model: recraftv4_1_pro}}]}}
+    recraft-v4.1-vector: {{family: recraft-v4-vector, targets: [{{provider: recraft, model: recraftv4_1_vector}}]}}
+    recraft-v3: {{family: recraft-v3, targets: [{{provider: recraft, model: recraftv3}}]}}
+    flux.1-schnell: {{family: together-flux, targets: [{{provider: together, model: black-forest-labs/FLUX.1-schnell}}]}}
+    flux.1-kontext-pro: {{family: together-flux-kontext, targets: [{{provider: together, model: black-forest-labs/FLUX.1-kontext-pro}}]}}
+    ideogram-v3: {{family: ideogram-v3, targets: [{{provider: ideogram, model: ideogram-v3}}]}}
 "#,
         p0 = ports.0,
         p1 = ports.1,
