@@ -10,6 +10,7 @@
 pub(crate) mod ark;
 pub(crate) mod azure;
 pub(crate) mod bfl;
+pub(crate) mod cartesia;
 pub(crate) mod cohere;
 pub(crate) mod cohere_v1;
 pub(crate) mod dashscope;

@@ -71,6 +71,9 @@ pub(crate) enum ProviderConfig {
     Bfl(NoSettings),
     #[serde(rename = "kling")]
     Kling(kling::Settings),
+    // ---- speech: voice-agent vendors (issue 30)
+    #[serde(rename = "cartesia")]
+    Cartesia(NoSettings),
 }
 
 /// A kind with no settings of its own: any extra key is an error naming it.
@@ -117,6 +120,8 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::Stability(_) => stability::kind(key),
         ProviderConfig::Bfl(_) => bfl::kind(key),
         ProviderConfig::Kling(s) => kling::kind(s, key),
+        // ---- speech: voice-agent vendors (issue 30)
+        ProviderConfig::Cartesia(_) => cartesia::kind(key),
     }
 }
 
@@ -146,6 +151,8 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         | ProviderConfig::Stability(_)
         | ProviderConfig::Bfl(_)
         | ProviderConfig::Kling(_) => Discovery::default(),
+        // ---- speech: voice-agent vendors (issue 30); no list endpoint sourced yet
+        ProviderConfig::Cartesia(_) => Discovery::default(),
     }
 }
 
