@@ -14,6 +14,7 @@ pub(crate) mod cartesia;
 pub(crate) mod cohere;
 pub(crate) mod cohere_v1;
 pub(crate) mod dashscope;
+pub(crate) mod deepgram;
 pub(crate) mod elevenlabs;
 pub(crate) mod external;
 pub(crate) mod formats;

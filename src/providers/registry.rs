@@ -74,6 +74,8 @@ pub(crate) enum ProviderConfig {
     // ---- speech: voice-agent vendors (issue 30)
     #[serde(rename = "cartesia")]
     Cartesia(NoSettings),
+    #[serde(rename = "deepgram")]
+    Deepgram(NoSettings),
 }
 
 /// A kind with no settings of its own: any extra key is an error naming it.
@@ -122,6 +124,7 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::Kling(s) => kling::kind(s, key),
         // ---- speech: voice-agent vendors (issue 30)
         ProviderConfig::Cartesia(_) => cartesia::kind(key),
+        ProviderConfig::Deepgram(_) => deepgram::kind(key),
     }
 }
 
@@ -152,7 +155,7 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         | ProviderConfig::Bfl(_)
         | ProviderConfig::Kling(_) => Discovery::default(),
         // ---- speech: voice-agent vendors (issue 30); no list endpoint sourced yet
-        ProviderConfig::Cartesia(_) => Discovery::default(),
+        ProviderConfig::Cartesia(_) | ProviderConfig::Deepgram(_) => Discovery::default(),
     }
 }
 

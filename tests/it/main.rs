@@ -83,6 +83,7 @@ mod speech;
 mod speech_cartesia;
 mod speech_checks;
 mod speech_dashscope;
+mod speech_deepgram;
 mod speech_elevenlabs;
 mod speech_google;
 mod speech_memory;

@@ -181,6 +181,7 @@ switchyard:
     kling: {{kind: kling, api_key: "{KLING_ACCESS_KEY}", secret_key: "{KLING_SECRET_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     gemini: {{kind: gemini, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     cartesia: {{kind: cartesia, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    deepgram: {{kind: deepgram, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
@@ -221,6 +222,7 @@ switchyard:
     gemini-3.1-flash-image: {{family: gemini-flash-image, targets: [{{provider: gemini, model: gemini-3.1-flash-image}}]}}
     gemini-2.5-flash-image: {{family: gemini-2.5-flash-image, targets: [{{provider: gemini, model: gemini-2.5-flash-image, lifecycle: {{still_available: true}}}}]}}
     sonic-3: {{family: cartesia-sonic, targets: [{{provider: cartesia, model: sonic-3}}]}}
+    aura-2: {{family: deepgram-aura-2, targets: [{{provider: deepgram, model: aura-2}}]}}
 "#,
         p0 = ports.0,
         p1 = ports.1,
