@@ -17,6 +17,7 @@ pub(crate) mod dashscope;
 pub(crate) mod deepgram;
 pub(crate) mod elevenlabs;
 pub(crate) mod external;
+pub(crate) mod fish_audio;
 pub(crate) mod formats;
 pub(crate) mod gemini;
 pub(crate) mod google;

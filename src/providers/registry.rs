@@ -76,6 +76,8 @@ pub(crate) enum ProviderConfig {
     Cartesia(NoSettings),
     #[serde(rename = "deepgram")]
     Deepgram(NoSettings),
+    #[serde(rename = "fish-audio")]
+    FishAudio(NoSettings),
 }
 
 /// A kind with no settings of its own: any extra key is an error naming it.
@@ -125,6 +127,7 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         // ---- speech: voice-agent vendors (issue 30)
         ProviderConfig::Cartesia(_) => cartesia::kind(key),
         ProviderConfig::Deepgram(_) => deepgram::kind(key),
+        ProviderConfig::FishAudio(_) => fish_audio::kind(key),
     }
 }
 
@@ -155,7 +158,9 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         | ProviderConfig::Bfl(_)
         | ProviderConfig::Kling(_) => Discovery::default(),
         // ---- speech: voice-agent vendors (issue 30); no list endpoint sourced yet
-        ProviderConfig::Cartesia(_) | ProviderConfig::Deepgram(_) => Discovery::default(),
+        ProviderConfig::Cartesia(_)
+        | ProviderConfig::Deepgram(_)
+        | ProviderConfig::FishAudio(_) => Discovery::default(),
     }
 }
 
