@@ -9,6 +9,7 @@
 
 pub(crate) mod ark;
 pub(crate) mod azure;
+pub(crate) mod azure_speech;
 pub(crate) mod bfl;
 pub(crate) mod cartesia;
 pub(crate) mod cohere;

@@ -78,6 +78,8 @@ pub(crate) enum ProviderConfig {
     Deepgram(NoSettings),
     #[serde(rename = "fish-audio")]
     FishAudio(NoSettings),
+    #[serde(rename = "azure-speech")]
+    AzureSpeech(NoSettings),
 }
 
 /// A kind with no settings of its own: any extra key is an error naming it.
@@ -128,6 +130,7 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::Cartesia(_) => cartesia::kind(key),
         ProviderConfig::Deepgram(_) => deepgram::kind(key),
         ProviderConfig::FishAudio(_) => fish_audio::kind(key),
+        ProviderConfig::AzureSpeech(_) => azure_speech::kind(key),
     }
 }
 
@@ -161,6 +164,7 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         ProviderConfig::Cartesia(_)
         | ProviderConfig::Deepgram(_)
         | ProviderConfig::FishAudio(_) => Discovery::default(),
+        ProviderConfig::AzureSpeech(_) => azure_speech::DISCOVERY,
     }
 }
 

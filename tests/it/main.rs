@@ -80,6 +80,7 @@ mod routing;
 #[cfg(feature = "redis")]
 mod shared_files;
 mod speech;
+mod speech_azure;
 mod speech_cartesia;
 mod speech_checks;
 mod speech_dashscope;
