@@ -263,7 +263,7 @@ mod tests {
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 21, "{names:?}");
+        assert_eq!(names.len(), 25, "{names:?}");
     }
 
     #[test]
