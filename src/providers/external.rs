@@ -263,7 +263,7 @@ mod tests {
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 24, "{names:?}");
+        assert_eq!(names.len(), 28, "{names:?}");
     }
 
     #[test]

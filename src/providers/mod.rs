@@ -9,12 +9,16 @@
 
 pub(crate) mod ark;
 pub(crate) mod azure;
+pub(crate) mod azure_speech;
 pub(crate) mod bfl;
+pub(crate) mod cartesia;
 pub(crate) mod cohere;
 pub(crate) mod cohere_v1;
 pub(crate) mod dashscope;
+pub(crate) mod deepgram;
 pub(crate) mod elevenlabs;
 pub(crate) mod external;
+pub(crate) mod fish_audio;
 pub(crate) mod formats;
 pub(crate) mod gemini;
 pub(crate) mod google;

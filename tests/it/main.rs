@@ -87,9 +87,13 @@ mod routing;
 #[cfg(feature = "redis")]
 mod shared_files;
 mod speech;
+mod speech_azure;
+mod speech_cartesia;
 mod speech_checks;
 mod speech_dashscope;
+mod speech_deepgram;
 mod speech_elevenlabs;
+mod speech_fish_audio;
 mod speech_google;
 mod speech_memory;
 mod speech_minimax;

@@ -185,6 +185,10 @@ switchyard:
     recraft: {{kind: recraft, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     together: {{kind: together, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     ideogram: {{kind: ideogram, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    cartesia: {{kind: cartesia, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    deepgram: {{kind: deepgram, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    fish-audio: {{kind: fish-audio, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    azure-speech: {{kind: azure-speech, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
@@ -233,6 +237,10 @@ switchyard:
     flux.1-schnell: {{family: together-flux, targets: [{{provider: together, model: black-forest-labs/FLUX.1-schnell}}]}}
     flux.1-kontext-pro: {{family: together-flux-kontext, targets: [{{provider: together, model: black-forest-labs/FLUX.1-kontext-pro}}]}}
     ideogram-v3: {{family: ideogram-v3, targets: [{{provider: ideogram, model: ideogram-v3}}]}}
+    sonic-3: {{family: cartesia-sonic, targets: [{{provider: cartesia, model: sonic-3}}]}}
+    aura-2: {{family: deepgram-aura-2, targets: [{{provider: deepgram, model: aura-2}}]}}
+    fish-s2.1-pro: {{family: fish-audio-tts, targets: [{{provider: fish-audio, model: s2.1-pro}}]}}
+    azure-neural: {{family: azure-speech, targets: [{{provider: azure-speech, model: neural}}]}}
 "#,
         p0 = ports.0,
         p1 = ports.1,
