@@ -27,8 +27,11 @@ fn expected(model: &str) -> Option<&'static str> {
         // $0.60 per 1M text tokens in; the sentence is 10 cl100k tokens: $0.000006, a lower bound
         // (raw audio reports no audio tokens, billed at $12 per 1M).
         "gpt-4o-mini-tts" => "0.000006 USD; basis=gateway; estimate",
-        // Azure deployments, Google's `default` voice tier, Volcengine: no confirmed price.
-        "azure-tts" | "azure-tts-v1" | "google-tts" | "doubao-tts" => UNPRICED,
+        // Azure deployments, Google's `default` voice tier, Volcengine, Azure AI Speech; Cartesia
+        // (credits per plan), Deepgram, Fish Audio (per UTF-8 byte): no confirmed price in the
+        // units the table holds.
+        "azure-tts" | "azure-tts-v1" | "google-tts" | "doubao-tts" | "azure-neural" | "sonic-3"
+        | "aura-2" | "fish-s2.1-pro" => UNPRICED,
 
         // Images: one at the model's defaults.
         // OpenAI's usage: 10 text in × $5 + 40 image in × $8 + 50 out (not itemised: image
@@ -44,6 +47,11 @@ fn expected(model: &str) -> Option<&'static str> {
         "stable-image-ultra" => "0.08 USD; basis=gateway",
         // Zhipu: 0.06 CNY an image.
         "cogview-4" => "0.06 CNY; basis=gateway",
+        // Recraft: 35 and 40 API units an image, at 1,000 units to the dollar.
+        "recraft-v4.1" => "0.035 USD; basis=gateway",
+        "recraft-v3" => "0.04 USD; basis=gateway",
+        // No confirmed price: MiniMax images, Together, Ideogram.
+        "image-01" | "flux.1-schnell" | "flux.1-kontext-pro" | "ideogram-v3" => UNPRICED,
         // No confirmed price: Ark, Azure deployments, `gpt-image-1`, SiliconFlow.
         "seedream-4" | "seededit-3" | "azure-gpt-image" | "azure-gpt-image-2" | "gpt-image-1"
         | "qwen-image" | "kolors" => UNPRICED,
