@@ -15,6 +15,7 @@
 
 pub(crate) mod access_log;
 pub(crate) mod admission;
+mod cached;
 pub(crate) mod body;
 pub(crate) mod client_conn;
 pub(crate) mod costing;

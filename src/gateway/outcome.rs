@@ -93,6 +93,8 @@ pub(crate) struct Outcome {
     /// A complete JSON answer (status 200) still to be written: the proxy layer writes it after
     /// the charge. `None`: the handler wrote its answer itself (a stream, a file) or failed.
     pub(crate) answer: Option<Answer>,
+    /// What the response cache did (`None`: the model is not cached).
+    pub(crate) cache: Option<super::cached::CacheUse>,
     /// How it ended.
     pub(crate) result: Result<(), Failure>,
 }
@@ -116,6 +118,7 @@ impl Outcome {
             charge: None,
             cost: None,
             answer: None,
+            cache: None,
             result: Ok(()),
         }
     }
