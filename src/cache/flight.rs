@@ -75,7 +75,7 @@ pub(crate) enum Follow {
     Piece(Bytes),
     /// The answer is complete.
     Done(Meta),
-    /// The leader failed; `Reader::read` says whether anything had been read.
+    /// The leader failed.
     Failed,
 }
 
@@ -87,11 +87,6 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
-    /// Pieces read so far.
-    pub(crate) fn read(&self) -> usize {
-        self.next
-    }
-
     /// The next piece, or how the answer ended; waits for the leader.
     pub(crate) async fn next(&mut self) -> Follow {
         loop {
@@ -138,11 +133,6 @@ impl Leader {
             listed,
             finished: false,
         }
-    }
-
-    /// The key this leader answers.
-    pub(crate) fn key(&self) -> &Key {
-        &self.key
     }
 
     /// A piece of the answer, as written to the leader's own client.

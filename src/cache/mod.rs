@@ -224,13 +224,5 @@ impl Cache {
             Store::Redis(r) => r.remove(&key).await,
         }
     }
-
-    /// Bytes held by the in-memory store (`None` for Redis).
-    pub(crate) fn held_bytes(&self) -> Option<u64> {
-        match &self.store {
-            Store::Memory(m) => Some(m.bytes()),
-            #[cfg(feature = "redis")]
-            Store::Redis(_) => None,
-        }
     }
 }

@@ -127,15 +127,23 @@ impl Plan {
         &self,
         model: &Model,
         saved: Option<(Amount, Currency)>,
-        planned: &Planned<'_>,
+        planned: Option<&Planned<'_>>,
     ) -> RequestCost {
-        let (amount, currency) = match saved {
-            Some(s) => s,
-            None => match model.targets.first().map(|t| RequestCost::known(t, planned)) {
-                Some(RequestCost::Known(c)) => (c.amount, c.currency),
-                Some(other) => return other,
-                None => return RequestCost::Unpriced,
-            },
+        let (amount, currency) = match (saved, planned) {
+            (Some(s), _) => s,
+            (None, Some(planned)) => {
+                match model.targets.first().map(|t| RequestCost::known(t, planned)) {
+                    Some(RequestCost::Known(c)) => (c.amount, c.currency),
+                    Some(other) => return other,
+                    None => return RequestCost::Unpriced,
+                }
+            }
+            (None, None) => {
+                return RequestCost::NotBillable(
+                    "served from the response cache; what the answer cost when made is not known"
+                        .into(),
+                )
+            }
         };
         RequestCost::Known(Cost {
             amount: if self.hits_count { amount } else { Amount::ZERO },

@@ -88,7 +88,7 @@ async fn hit(
         characters,
         text_tokens: 0,
     };
-    let cost = plan.served_cost(&req.model, entry.meta.cost, &planned);
+    let cost = plan.served_cost(&req.model, entry.meta.cost, Some(&planned));
     served(out, plan, Status::Hit, entry.meta.cost);
     head(call, req, plan, Status::Hit, Some(entry.age()), &cost).await?;
     out.status = 200;
@@ -116,7 +116,7 @@ async fn follow(
         characters,
         text_tokens: 0,
     };
-    let cost = plan.served_cost(&req.model, None, &planned);
+    let cost = plan.served_cost(&req.model, None, Some(&planned));
     served(out, plan, Status::Collapsed, None);
     if let Err(e) = head(call, req, plan, Status::Collapsed, None, &cost).await {
         return Followed::Ended(Err(e));
@@ -144,7 +144,7 @@ async fn follow(
         }
         return Followed::Ended(match next {
             Follow::Done(meta) => {
-                out.cost = Some(plan.served_cost(&req.model, meta.cost, &planned));
+                out.cost = Some(plan.served_cost(&req.model, meta.cost, Some(&planned)));
                 served(out, plan, Status::Collapsed, meta.cost);
                 end(call).await
             }
