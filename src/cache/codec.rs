@@ -62,7 +62,10 @@ mod tests {
 
     #[test]
     fn round_trip() {
-        for cost in [None, Some((Amount::from_nanos(1234), Currency::parse("USD").unwrap()))] {
+        for cost in [
+            None,
+            Some((Amount::from_nanos(1234), Currency::parse("USD").unwrap())),
+        ] {
             let e = Entry {
                 body: Bytes::from_static(b"ID3 audio"),
                 meta: Meta {
@@ -74,6 +77,11 @@ mod tests {
             };
             assert_eq!(decode(Bytes::from(encode(&e))), Some(e));
         }
-        assert_eq!(decode(Bytes::from_static(b"SYC0 and more bytes than a header, surely")), None);
+        assert_eq!(
+            decode(Bytes::from_static(
+                b"SYC0 and more bytes than a header, surely"
+            )),
+            None
+        );
     }
 }

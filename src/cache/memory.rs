@@ -78,7 +78,8 @@ impl MemoryStore {
             generation,
             entry,
         });
-        self.bytes.fetch_add(weight_bytes(weight), Ordering::Relaxed);
+        self.bytes
+            .fetch_add(weight_bytes(weight), Ordering::Relaxed);
         let evicted = self.ufo.put(ufo_key, held, weight);
         let mut count = 0;
         for kv in evicted {

@@ -112,10 +112,9 @@ impl Cache {
     ) -> Cache {
         let store = match (settings.store, redis) {
             #[cfg(feature = "redis")]
-            (StoreKind::Redis, Some(conn)) => Store::Redis(self::redis::RedisStore::new(
-                conn.clone(),
-                metrics.clone(),
-            )),
+            (StoreKind::Redis, Some(conn)) => {
+                Store::Redis(self::redis::RedisStore::new(conn.clone(), metrics.clone()))
+            }
             #[cfg(not(feature = "redis"))]
             (StoreKind::Redis, Some(conn)) => match *conn {},
             _ => Store::Memory(memory::MemoryStore::new(
@@ -223,6 +222,5 @@ impl Cache {
             #[cfg(feature = "redis")]
             Store::Redis(r) => r.remove(&key).await,
         }
-    }
     }
 }

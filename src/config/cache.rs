@@ -71,9 +71,7 @@ pub(crate) fn settings(
             StoreKind::Redis
         }
         other => {
-            errors.push(format!(
-                "{at}.store: `{other}` is not one of memory, redis"
-            ));
+            errors.push(format!("{at}.store: `{other}` is not one of memory, redis"));
             StoreKind::Memory
         }
     };

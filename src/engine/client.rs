@@ -24,6 +24,10 @@ pub(crate) struct Relayed {
     /// The client went away while followers still read the answer: it was read to its end for
     /// them.
     pub(crate) client_gone: bool,
+    /// The body's end is still to be written ([`Client::end`] of a leader): the caller stores
+    /// the answer first, so a client that sends the same request the moment its answer ends
+    /// finds it stored.
+    pub(crate) end_pending: bool,
 }
 
 /// The client's session and, when leading, the followers.
@@ -31,6 +35,7 @@ pub(crate) struct Client<'a> {
     session: &'a mut Session,
     leader: Option<&'a Leader>,
     gone: bool,
+    end_pending: bool,
 }
 
 impl<'a> Client<'a> {
@@ -39,6 +44,7 @@ impl<'a> Client<'a> {
             session,
             leader,
             gone: false,
+            end_pending: false,
         }
     }
 
@@ -56,9 +62,13 @@ impl<'a> Client<'a> {
         }
     }
 
-    /// End the body.
+    /// End the body (a leader's end is left to its caller: [`Relayed::end_pending`]).
     pub(crate) async fn end(&mut self) -> Result<(), StreamError> {
         if self.gone {
+            return Ok(());
+        }
+        if self.leader.is_some() {
+            self.end_pending = true;
             return Ok(());
         }
         match self.session.write_response_body(None, true).await {
@@ -83,6 +93,7 @@ impl<'a> Client<'a> {
             usage,
             complete,
             client_gone: self.gone,
+            end_pending: self.end_pending,
         }
     }
 }

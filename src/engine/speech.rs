@@ -234,9 +234,7 @@ async fn decode(
         Some(err) => {
             let err = GatewayError::Upstream(err);
             if sse {
-                client
-                    .write(passthrough::error_event(&err), true)
-                    .await?;
+                client.write(passthrough::error_event(&err), true).await?;
                 Ok(client.relayed(SpeechUsage::default(), false))
             } else {
                 Err(StreamError::Upstream(err))

@@ -112,7 +112,11 @@ impl Plan {
 
     /// The headers an answer of this plan carries: what the cache did, the key, and `Age` for
     /// a hit.
-    pub(crate) fn headers(&self, status: Status, age: Option<u64>) -> [Option<(&'static str, String)>; 3] {
+    pub(crate) fn headers(
+        &self,
+        status: Status,
+        age: Option<u64>,
+    ) -> [Option<(&'static str, String)>; 3] {
         [
             Some((HEADER, status.as_str().to_string())),
             Some((KEY_HEADER, self.key.hex())),
@@ -129,24 +133,31 @@ impl Plan {
         saved: Option<(Amount, Currency)>,
         planned: Option<&Planned<'_>>,
     ) -> RequestCost {
-        let (amount, currency) = match (saved, planned) {
-            (Some(s), _) => s,
-            (None, Some(planned)) => {
-                match model.targets.first().map(|t| RequestCost::known(t, planned)) {
-                    Some(RequestCost::Known(c)) => (c.amount, c.currency),
-                    Some(other) => return other,
-                    None => return RequestCost::Unpriced,
+        let (amount, currency) =
+            match (saved, planned) {
+                (Some(s), _) => s,
+                (None, Some(planned)) => {
+                    match model
+                        .targets
+                        .first()
+                        .map(|t| RequestCost::known(t, planned))
+                    {
+                        Some(RequestCost::Known(c)) => (c.amount, c.currency),
+                        Some(other) => return other,
+                        None => return RequestCost::Unpriced,
+                    }
                 }
-            }
-            (None, None) => {
-                return RequestCost::NotBillable(
+                (None, None) => return RequestCost::NotBillable(
                     "served from the response cache; what the answer cost when made is not known"
                         .into(),
-                )
-            }
-        };
+                ),
+            };
         RequestCost::Known(Cost {
-            amount: if self.hits_count { amount } else { Amount::ZERO },
+            amount: if self.hits_count {
+                amount
+            } else {
+                Amount::ZERO
+            },
             currency,
             basis: Basis::Gateway,
             partial: None,

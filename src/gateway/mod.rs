@@ -15,8 +15,8 @@
 
 pub(crate) mod access_log;
 pub(crate) mod admission;
-mod cached;
 pub(crate) mod body;
+mod cached;
 pub(crate) mod client_conn;
 pub(crate) mod costing;
 mod ctx;

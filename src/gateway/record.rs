@@ -145,10 +145,18 @@ impl Gateway {
             if let (Some(c), Some(op)) = (ctx.cache, ctx.operation) {
                 // Only answered requests: a refused one never reached the cache.
                 if ctx.status == 200 {
-                    metrics::inc(&f.cache_requests, &[op.as_str(), model, c.status.as_str()], 1);
+                    metrics::inc(
+                        &f.cache_requests,
+                        &[op.as_str(), model, c.status.as_str()],
+                        1,
+                    );
                 }
                 if let Some((amount, currency)) = c.saved.filter(|_| c.status.served()) {
-                    metrics::inc(&f.cache_saved_nanos, &[model, currency.as_str()], amount.nanos());
+                    metrics::inc(
+                        &f.cache_saved_nanos,
+                        &[model, currency.as_str()],
+                        amount.nanos(),
+                    );
                 }
             }
             let u = ctx.usage;

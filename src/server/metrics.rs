@@ -82,12 +82,10 @@ impl ServeHttp for MetricsApp {
 
 /// `POST /cache/purge?model=NAME` (every entry of the model) or `...&key=HEX` (one entry, the
 /// key an answer's `Switchyard-Cache-Key` named): a JSON answer saying what was dropped.
-async fn purge(
-    state: &GatewayState,
-    post: bool,
-    query: &str,
-) -> (u16, &'static str, Vec<u8>) {
-    let answer = |status: u16, v: serde_json::Value| (status, "application/json", v.to_string().into_bytes());
+async fn purge(state: &GatewayState, post: bool, query: &str) -> (u16, &'static str, Vec<u8>) {
+    let answer = |status: u16, v: serde_json::Value| {
+        (status, "application/json", v.to_string().into_bytes())
+    };
     if !post {
         return answer(405, serde_json::json!({"error": "a purge is a POST"}));
     }
@@ -100,19 +98,28 @@ async fn purge(
         }
     }
     let Some(model) = model.filter(|m| !m.is_empty()) else {
-        return answer(400, serde_json::json!({"error": "name the model: ?model=NAME[&key=HEX]"}));
+        return answer(
+            400,
+            serde_json::json!({"error": "name the model: ?model=NAME[&key=HEX]"}),
+        );
     };
     let cache = state.cache();
     match key {
         Some(key) => match cache.purge_key(&model, &key).await {
-            Ok(found) => answer(200, serde_json::json!({"model": model, "key": key, "purged": u8::from(found)})),
+            Ok(found) => answer(
+                200,
+                serde_json::json!({"model": model, "key": key, "purged": u8::from(found)}),
+            ),
             Err(e) => answer(400, serde_json::json!({"error": e})),
         },
         None => match cache.purge_model(&model).await {
             Ok(n) => answer(200, serde_json::json!({"model": model, "purged": n})),
             Err(e) => {
                 log::warn!("response cache purge of {model}: {e}");
-                answer(503, serde_json::json!({"error": "the cache's store could not be reached"}))
+                answer(
+                    503,
+                    serde_json::json!({"error": "the cache's store could not be reached"}),
+                )
             }
         },
     }

@@ -56,7 +56,15 @@ async fn answer(
     let (leader, status) = if plan.lookup {
         loop {
             if let Some(entry) = plan.cache.get(&plan.key).await {
-                return Ok(served(out, &plan, cached, Status::Hit, Some(entry.age()), entry.body, entry.meta));
+                return Ok(served(
+                    out,
+                    &plan,
+                    cached,
+                    Status::Hit,
+                    Some(entry.age()),
+                    entry.body,
+                    entry.meta,
+                ));
             }
             match plan.cache.join(&plan.key) {
                 Joined::Lead(leader) => break (leader, Status::Miss),
@@ -67,7 +75,15 @@ async fn answer(
                             Follow::Piece(p) => pieces.push(p),
                             Follow::Done(meta) => {
                                 let body = pieces.concat().into();
-                                return Ok(served(out, &plan, cached, Status::Collapsed, None, body, meta));
+                                return Ok(served(
+                                    out,
+                                    &plan,
+                                    cached,
+                                    Status::Collapsed,
+                                    None,
+                                    body,
+                                    meta,
+                                ));
                             }
                             // The leader failed: try again (lead, or follow the next leader).
                             Follow::Failed => break,
@@ -80,7 +96,10 @@ async fn answer(
         (plan.cache.solo(&plan.key), Status::Bypass)
     };
     cached.extend(plan.headers(status, None).into_iter().flatten());
-    out.cache = Some(CacheUse { status, saved: None });
+    out.cache = Some(CacheUse {
+        status,
+        saved: None,
+    });
     let json = provide(call, &req, translated.as_ref(), out).await?;
     leader.push(&json);
     let meta = plan.meta(out.usage.tokens, out.cost.as_ref());

@@ -1,14 +1,14 @@
 //! Speech: validated, sent with retries until a provider's first audio is in hand, then relayed
 //! to the client as it arrives (raw audio, or SSE).
 
+use super::super::cached::{CacheUse, Plan, Status};
 use super::super::costing::RequestCost;
 use super::super::limited;
 use super::super::outcome::{Call, Failure, Outcome};
-use super::super::cached::{CacheUse, Plan, Status};
 use super::super::{lifecycle, mount, respond};
-use crate::cache::{KeyBuilder, Leader};
 use crate::api::adapter::Registry;
 use crate::api::speech::{self, SpeechRequest};
+use crate::cache::{KeyBuilder, Leader};
 use crate::catalog::Target;
 use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::common::Operation;
@@ -150,6 +150,12 @@ pub(super) async fn provide(
     }
     if relayed.client_gone {
         return Err(Failure::ClientGone);
+    }
+    if relayed.end_pending {
+        call.session
+            .write_response_body(None, true)
+            .await
+            .map_err(|e| Failure::written("ending the audio", e))?;
     }
     Ok(())
 }

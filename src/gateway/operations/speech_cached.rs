@@ -32,7 +32,14 @@ pub(super) async fn cached_speech(
 ) -> Result<(), Failure> {
     if !plan.lookup {
         let solo = plan.cache.solo(&plan.key);
-        return provide(call, req, characters, out, Some((&plan, solo, Status::Bypass))).await;
+        return provide(
+            call,
+            req,
+            characters,
+            out,
+            Some((&plan, solo, Status::Bypass)),
+        )
+        .await;
     }
     loop {
         if let Some(entry) = plan.cache.get(&plan.key).await {
@@ -40,8 +47,14 @@ pub(super) async fn cached_speech(
         }
         match plan.cache.join(&plan.key) {
             Joined::Lead(leader) => {
-                return provide(call, req, characters, out, Some((&plan, leader, Status::Miss)))
-                    .await
+                return provide(
+                    call,
+                    req,
+                    characters,
+                    out,
+                    Some((&plan, leader, Status::Miss)),
+                )
+                .await
             }
             Joined::Follow(reader) => {
                 match follow(call, req, characters, out, &plan, reader).await {
@@ -170,7 +183,12 @@ async fn follow(
 
 /// Note in `out` what the cache did, and what a served answer saved; a hit is not charged to
 /// the caller unless the operator counts hits.
-fn served(out: &mut Outcome, plan: &Plan, status: Status, saved: Option<(crate::money::Amount, crate::money::Currency)>) {
+fn served(
+    out: &mut Outcome,
+    plan: &Plan,
+    status: Status,
+    saved: Option<(crate::money::Amount, crate::money::Currency)>,
+) {
     out.cache = Some(CacheUse { status, saved });
     if !plan.hits_count {
         out.charge = Some(Default::default());
