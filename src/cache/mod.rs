@@ -77,7 +77,8 @@ pub(crate) fn now_secs() -> u64 {
 
 /// Where entries are kept.
 enum Store {
-    Memory(memory::MemoryStore),
+    // Boxed: TinyUFO's queues make it far larger than the Redis handle.
+    Memory(Box<memory::MemoryStore>),
     #[cfg(feature = "redis")]
     Redis(self::redis::RedisStore),
 }
@@ -117,10 +118,10 @@ impl Cache {
             }
             #[cfg(not(feature = "redis"))]
             (StoreKind::Redis, Some(conn)) => match *conn {},
-            _ => Store::Memory(memory::MemoryStore::new(
+            _ => Store::Memory(Box::new(memory::MemoryStore::new(
                 settings.max_bytes,
                 metrics.clone(),
-            )),
+            ))),
         };
         Cache {
             store,

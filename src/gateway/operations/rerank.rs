@@ -159,7 +159,6 @@ async fn provide(
     out: &mut Outcome,
 ) -> Result<Bytes, GatewayError> {
     let (s, surface) = (call.settings, call.surface);
-    let req = req;
     let ((headers, native), target) = attempts::run(
         &call.state.upstream,
         &req.model,
