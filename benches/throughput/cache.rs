@@ -14,7 +14,10 @@ use crate::workload::http_post;
 
 /// `(stream, hit_ns, miss_ns)`: time from a request's last byte written to its answer's first
 /// body byte, `n` of each, for each stream format.
-pub async fn ttfb(addr: SocketAddr, n: usize) -> Result<Vec<(&'static str, Vec<i64>, Vec<i64>)>, String> {
+pub async fn ttfb(
+    addr: SocketAddr,
+    n: usize,
+) -> Result<Vec<(&'static str, Vec<i64>, Vec<i64>)>, String> {
     let s = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
     s.set_nodelay(true).map_err(|e| e.to_string())?;
     let mut buf = Buf::default();
@@ -26,13 +29,32 @@ pub async fn ttfb(addr: SocketAddr, n: usize) -> Result<Vec<(&'static str, Vec<i
     ] {
         let body = |input: &str| format!(r#"{{"model":"{model}","input":"{input}"{sse}}}"#);
         let hit_input = format!("cached greeting {run}");
-        one(&s, &mut buf, http_post("/api/v1/audio/speech", &body(&hit_input), true)).await?;
+        one(
+            &s,
+            &mut buf,
+            http_post("/api/v1/audio/speech", &body(&hit_input), true),
+        )
+        .await?;
         let mut hits = Vec::with_capacity(n);
         let mut misses = Vec::with_capacity(n);
         for i in 0..n {
-            hits.push(one(&s, &mut buf, http_post("/api/v1/audio/speech", &body(&hit_input), true)).await?);
+            hits.push(
+                one(
+                    &s,
+                    &mut buf,
+                    http_post("/api/v1/audio/speech", &body(&hit_input), true),
+                )
+                .await?,
+            );
             let miss_input = format!("uncached line {run} {i}");
-            misses.push(one(&s, &mut buf, http_post("/api/v1/audio/speech", &body(&miss_input), true)).await?);
+            misses.push(
+                one(
+                    &s,
+                    &mut buf,
+                    http_post("/api/v1/audio/speech", &body(&miss_input), true),
+                )
+                .await?,
+            );
         }
         hits.sort_unstable();
         misses.sort_unstable();

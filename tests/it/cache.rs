@@ -3,6 +3,7 @@
 //! kept is not; identical requests in flight make one provider call; the caller's
 //! `Cache-Control`; the memory bound; purges; entries in Redis shared by instances.
 
+#[cfg(feature = "metrics")]
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -10,7 +11,9 @@ use crate::support;
 use base64::Engine;
 use serde_json::json;
 use support::fake::{FakeProvider, Reply};
-use support::{client, free_port, wait_listening, TestGateway, KEY};
+use support::{client, TestGateway, KEY};
+#[cfg(feature = "metrics")]
+use support::{free_port, wait_listening};
 
 /// Cache-enabled models appended to the standard test config, and the cache's own section.
 fn config(fake: &FakeProvider, ports: (u16, u16), cache: &str) -> String {
@@ -376,6 +379,17 @@ fn a_second_identical_rerank_is_served_from_the_cache() {
     assert_eq!(cache_of(&second), Some("hit"));
     assert_eq!(second.json(), first.json());
     assert_eq!(fake.requests().len(), 1);
+    // The miss cost what Cohere bills; the hit cost nothing upstream, and says so.
+    let cost = first.header("switchyard-cost").unwrap();
+    assert!(
+        !cost.starts_with("unknown") && !cost.starts_with("0 "),
+        "{cost}"
+    );
+    let currency = cost.split([' ', ';']).nth(1).unwrap();
+    assert_eq!(
+        second.header("switchyard-cost"),
+        Some(format!("0 {currency}; basis=gateway").as_str())
+    );
     // A changed field is another request.
     fake.push(Reply::json(
         200,
@@ -401,6 +415,7 @@ fn a_second_identical_rerank_is_served_from_the_cache() {
     assert_eq!(cache_of(&plain), None);
 }
 
+#[cfg(feature = "metrics")]
 fn with_metrics(fake: &FakeProvider, cache: &str) -> (TestGateway, SocketAddr) {
     let m = free_port();
     let gw = TestGateway::start_with(|ports| {
@@ -415,6 +430,7 @@ fn with_metrics(fake: &FakeProvider, cache: &str) -> (TestGateway, SocketAddr) {
 }
 
 /// The value of an unlabelled series in the metrics text.
+#[cfg(feature = "metrics")]
 fn series(metrics: SocketAddr, name: &str) -> u64 {
     let text = client::request(metrics, "GET", "/metrics", &[], b"").text();
     text.lines()
@@ -422,6 +438,8 @@ fn series(metrics: SocketAddr, name: &str) -> u64 {
         .map_or(0, |v| v as u64)
 }
 
+// The bound is read from the metrics; the memory store's own unit tests check it without them.
+#[cfg(feature = "metrics")]
 #[test]
 fn memory_stays_within_its_bound() {
     let fake = FakeProvider::start();
@@ -449,6 +467,8 @@ fn memory_stays_within_its_bound() {
     assert_eq!(cache_of(&speech(&gw, &big)), Some("miss"));
 }
 
+// The purge is served by the metrics listener.
+#[cfg(feature = "metrics")]
 #[test]
 fn an_operator_purges_a_key_or_a_model() {
     let fake = FakeProvider::start();
