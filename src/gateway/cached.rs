@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use super::costing::RequestCost;
 use super::outcome::Call;
+pub(crate) use super::outcome::{CacheUse, Status};
 use crate::cache::{Cache, Key, KeyBuilder, Meta, Policy};
 use crate::catalog::Model;
 use crate::cost::{Basis, Cost, Planned};
@@ -20,39 +21,6 @@ use crate::money::{Amount, Currency};
 pub(crate) const HEADER: &str = "Switchyard-Cache";
 /// The header naming the answer's cache key (what an operator purges).
 pub(crate) const KEY_HEADER: &str = "Switchyard-Cache-Key";
-
-/// What the cache did for a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Status {
-    Hit,
-    Collapsed,
-    Miss,
-    Bypass,
-}
-
-impl Status {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Status::Hit => "hit",
-            Status::Collapsed => "collapsed",
-            Status::Miss => "miss",
-            Status::Bypass => "bypass",
-        }
-    }
-
-    /// Served without the provider (a hit or a collapsed request).
-    pub(crate) fn served(self) -> bool {
-        matches!(self, Status::Hit | Status::Collapsed)
-    }
-}
-
-/// What the cache did for a request, for its access line, ledger record and metrics.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct CacheUse {
-    pub(crate) status: Status,
-    /// Served without the provider: what the answer cost when it was made (the money saved).
-    pub(crate) saved: Option<(Amount, Currency)>,
-}
 
 /// A request to a cache-enabled model: its key and what its `Cache-Control` allows.
 pub(crate) struct Plan {

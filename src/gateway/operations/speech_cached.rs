@@ -137,34 +137,24 @@ async fn follow(
     out.status = 200;
     out.first_byte = Some(call.start.elapsed());
     out.cost = Some(cost);
-    let mut last = first;
+    // Each piece goes out as soon as the leader has it.
+    let mut piece = first;
     loop {
-        let next = reader.next().await;
-        let done = !matches!(next, Follow::Piece(_));
-        let piece = std::mem::replace(
-            &mut last,
-            match &next {
-                Follow::Piece(p) => p.clone(),
-                _ => Bytes::new(),
-            },
-        );
-        // The last piece goes out with the body's end.
-        if let Err(e) = write(call, piece.clone(), false).await {
+        let error_event = req.sse && piece.starts_with(b"data: {\"type\":\"error\"");
+        if let Err(e) = write(call, piece, false).await {
             return Followed::Ended(Err(e));
         }
-        if !done {
-            continue;
-        }
-        return Followed::Ended(match next {
+        piece = match reader.next().await {
+            Follow::Piece(p) => p,
             Follow::Done(meta) => {
                 out.cost = Some(plan.served_cost(&req.model, meta.cost, Some(&planned)));
                 served(out, plan, Status::Collapsed, meta.cost);
-                end(call).await
+                return Followed::Ended(end(call).await);
             }
-            _ if req.sse => {
-                // The leader's stream failed: its error event, if it wrote one, was the last
-                // piece; else the follower says so itself.
-                if !piece.starts_with(b"data: {\"type\":\"error\"") {
+            // The leader's stream failed after its first audio: an SSE client gets the error
+            // event (the leader's, when it wrote one), raw audio is cut as the leader's was.
+            Follow::Failed if req.sse => {
+                if !error_event {
                     let e = crate::common::error::GatewayError::Internal(
                         "the answer this request waited for failed".into(),
                     );
@@ -172,12 +162,14 @@ async fn follow(
                         return Followed::Ended(Err(e));
                     }
                 }
-                end(call).await
+                return Followed::Ended(end(call).await);
             }
-            _ => Err(Failure::Abort(
-                "the answer this request waited for failed mid-stream".into(),
-            )),
-        });
+            Follow::Failed => {
+                return Followed::Ended(Err(Failure::Abort(
+                    "the answer this request waited for failed mid-stream".into(),
+                )))
+            }
+        };
     }
 }
 
