@@ -95,6 +95,8 @@ pub struct Model {
     pub voice_map: BTreeMap<String, String>,
     /// Its targets' shutdown dates and what follows from them (empty for most models).
     pub lifecycle: ModelLifecycle,
+    /// Its answers' response cache (`cache:` in the config; `None`: not cached).
+    pub(crate) cache: Option<crate::cache::Policy>,
 }
 
 impl Model {
@@ -109,7 +111,14 @@ impl Model {
             next: AtomicUsize::new(0),
             voice_map: BTreeMap::new(),
             lifecycle: ModelLifecycle::default(),
+            cache: None,
         }
+    }
+
+    /// This model with its answers cached under `policy` (`None`: not cached).
+    pub(crate) fn with_cache(mut self, policy: Option<crate::cache::Policy>) -> Model {
+        self.cache = policy;
+        self
     }
 
     /// This model with a voice map (speech; checked by the config).

@@ -59,6 +59,7 @@
 
 mod api;
 mod auth;
+mod cache;
 mod caps;
 mod catalog;
 mod check;

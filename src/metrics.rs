@@ -234,6 +234,21 @@ families! {
     ledger_held: IntGaugeVec = "switchyard_ledger_records_held",
         "Usage-ledger records in memory not yet written to the database",
         [];
+    cache_requests: IntCounterVec = "switchyard_cache_requests_total",
+        "Requests to a cache-enabled model by what the response cache did (hit, miss, collapsed onto a request in flight, bypass), by operation and public model",
+        ["operation", "model", "result"];
+    cache_writes: IntCounterVec = "switchyard_cache_writes_total",
+        "Complete answers handed to the response cache, by outcome (stored, too_large, error)",
+        ["outcome"];
+    cache_bytes: IntGaugeVec = "switchyard_cache_bytes",
+        "Bytes the in-memory response cache holds (answers and their overhead, as weighed against cache.max_bytes)",
+        [];
+    cache_evictions: IntCounterVec = "switchyard_cache_evictions_total",
+        "Entries the in-memory response cache evicted to stay within cache.max_bytes",
+        [];
+    cache_saved_nanos: IntCounterVec = "switchyard_cache_saved_nanos_total",
+        "What answers served by the response cache (hits and collapsed requests) cost when the provider made them, in billionths of the currency's unit: money not spent upstream, by public model and currency",
+        ["model", "currency"];
     model_shutdown: IntGaugeVec = "switchyard_model_shutdown_timestamp_seconds",
         "When a model's target (provider account and native model) is shut down by its provider, in Unix seconds (00:00 UTC of the shutdown date); only targets with a known date",
         ["model", "provider", "native_model"];
@@ -318,6 +333,15 @@ impl Metrics {
         self.with(|f| {
             if let Some(g) = series(&f.target_ejected_now, &[provider, native_model]) {
                 g.set(value);
+            }
+        });
+    }
+
+    /// The bytes the in-memory response cache holds.
+    pub(crate) fn cache_bytes(&self, bytes: u64) {
+        self.with(|f| {
+            if let Some(g) = series(&f.cache_bytes, &[]) {
+                g.set(i64::try_from(bytes).unwrap_or(i64::MAX));
             }
         });
     }

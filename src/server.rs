@@ -126,7 +126,11 @@ pub fn background_services(
         )));
     }
     if let (Some(address), Some(registry)) = (settings.metrics, state.metrics.registry()) {
-        services.push(Box::new(metrics::service(address, registry.clone())));
+        services.push(Box::new(metrics::service(
+            address,
+            registry.clone(),
+            state.clone(),
+        )));
     }
     #[cfg(feature = "ledger")]
     if let Some(ledger) = &state.ledger {

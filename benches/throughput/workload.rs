@@ -14,14 +14,21 @@ pub enum Workload {
     Rerank100,
     Speech,
     Image,
+    /// Speech to a model with a response cache: after the first request, every one is a hit
+    /// (no upstream exchange at all), against the proxy fetching the same bytes.
+    SpeechHit,
+    /// Rerank (10 documents) to a cached model: hits.
+    Rerank10Hit,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 4] = [
+    pub const ALL: [Workload; 6] = [
         Workload::Rerank10,
         Workload::Rerank100,
         Workload::Speech,
         Workload::Image,
+        Workload::SpeechHit,
+        Workload::Rerank10Hit,
     ];
 
     pub fn name(self) -> &'static str {
@@ -30,6 +37,8 @@ impl Workload {
             Workload::Rerank100 => "rerank-100",
             Workload::Speech => "speech",
             Workload::Image => "image",
+            Workload::SpeechHit => "speech-hit",
+            Workload::Rerank10Hit => "rerank-10-hit",
         }
     }
 
@@ -39,6 +48,8 @@ impl Workload {
             Workload::Rerank10 => ("/api/v1/rerank", rerank_body("rerank-v3.5", 10)),
             Workload::Rerank100 => ("/api/v1/rerank", rerank_body("rerank-v3.5-d100", 100)),
             Workload::Speech => ("/api/v1/audio/speech", speech_body("tts-1")),
+            Workload::SpeechHit => ("/api/v1/audio/speech", speech_body("tts-1-cached")),
+            Workload::Rerank10Hit => ("/api/v1/rerank", rerank_body("rerank-v3.5-cached", 10)),
             Workload::Image => (
                 "/api/v1/images/generations",
                 format!(r#"{{"model":"seedream-4.0","prompt":"{PROMPT}","size":"1024x1024"}}"#),
@@ -49,9 +60,11 @@ impl Workload {
     /// `(path, body)` of the native request, as the gateway sends it to the fake provider.
     pub fn native(self) -> (&'static str, String) {
         match self {
-            Workload::Rerank10 => ("/v2/rerank", rerank_body("rerank-v3.5", 10)),
+            Workload::Rerank10 | Workload::Rerank10Hit => {
+                ("/v2/rerank", rerank_body("rerank-v3.5", 10))
+            }
             Workload::Rerank100 => ("/d100/v2/rerank", rerank_body("rerank-v3.5", 100)),
-            Workload::Speech => (
+            Workload::Speech | Workload::SpeechHit => (
                 "/v1/audio/speech",
                 format!(
                     r#"{{"model":"tts-1","input":"{SPEECH}","voice":"alloy","response_format":"mp3","speed":1.0}}"#

@@ -61,6 +61,9 @@ pub struct GatewayFile {
     /// is used.
     #[serde(default)]
     pub currency_rates: BTreeMap<String, BTreeMap<String, serde_yaml::Value>>,
+    /// `cache:` — the response cache's store (models opt in with their own `cache:`).
+    #[serde(default)]
+    pub cache: super::cache::CacheFile,
 }
 
 /// `ledger:` — one record per finished request, written in batches to PostgreSQL off the
@@ -472,6 +475,9 @@ pub struct ModelFile {
     /// shutdown.
     #[serde(default)]
     pub successor: Option<String>,
+    /// Its answers kept in the response cache (speech and rerank; absent: not cached).
+    #[serde(default)]
+    pub cache: Option<super::cache::ModelCacheFile>,
 }
 
 /// One target of a model: a provider account and its native model.

@@ -9,6 +9,7 @@
 //! it). `switchyard -t -c FILE` prints them and exits non-zero.
 
 mod budgets;
+pub mod cache;
 pub mod env;
 pub mod file;
 pub mod ledger;
@@ -178,6 +179,8 @@ pub struct GatewaySettings {
     /// The usage ledger's database and bounds (`None`: no ledger). Read once at start, like the
     /// metrics listener: a reload does not move it.
     pub(crate) ledger: Option<ledger::LedgerSettings>,
+    /// The response cache's store (`cache`): read once at start, like the ledger.
+    pub(crate) cache: crate::cache::CacheSettings,
     pub(crate) access_log: AccessLogFormat,
     /// When failing targets are ejected (`routing.ejection`).
     pub(crate) ejection: EjectionPolicy,
@@ -689,6 +692,7 @@ fn build(
     let clients = client_limits(&file.clients, errors);
     let metrics = metrics_address(file.metrics.as_ref(), &listeners, errors);
     let ledger = ledger::ledger_settings(file.ledger.as_ref(), errors);
+    let cache = cache::settings(&file.cache, redis.as_ref(), errors);
     let ejection = ejection_policy(&file.routing.ejection, errors);
     let access_log = match file.access_log.format.as_str() {
         "text" => AccessLogFormat::Text,
@@ -714,6 +718,7 @@ fn build(
         clients,
         metrics,
         ledger,
+        cache,
         access_log,
         ejection,
         warnings,
@@ -1161,7 +1166,12 @@ fn build_catalog(
             }
         }
         let voice_map = voice_map::check(&m.voice_map, caps, &at, errors);
-        built.push(Model::new(name.clone(), caps, targets).with_voice_map(voice_map));
+        let cached = cache::policy(m.cache.as_ref(), op, &at, errors);
+        built.push(
+            Model::new(name.clone(), caps, targets)
+                .with_voice_map(voice_map)
+                .with_cache(cached),
+        );
     }
     lifecycle::finish(built, models, clock, errors, warnings)
 }

@@ -2,6 +2,7 @@
 //! streams audio or SSE to the client, and image delivery and task polling.
 
 pub(crate) mod attempts;
+pub(crate) mod client;
 pub(crate) mod deliver;
 pub(crate) mod discovery;
 pub(crate) mod images;

@@ -9,9 +9,9 @@
 //! ends with an `error` event too; a half event it ended inside is never forwarded.
 
 use bytes::Bytes;
-use pingora::proxy::Session;
 
 use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
+use crate::engine::client::{Client, Relayed};
 use crate::stream::audio::SpeechUsage;
 use crate::stream::sse::{self, EventSplitter};
 use crate::upstream::exchange::Response;
@@ -30,52 +30,40 @@ pub(crate) enum StreamError {
 /// Copy raw bytes (after `first`, already read) until the provider's body ends, then finish the
 /// client's body. Raw audio reports no usage: the usage returned is empty.
 pub(crate) async fn bytes(
-    session: &mut Session,
+    client: &mut Client<'_>,
     mut resp: Response<'_>,
     first: Vec<Bytes>,
-) -> Result<SpeechUsage, StreamError> {
+) -> Result<Relayed, StreamError> {
     for chunk in first {
-        session
-            .write_response_body(Some(chunk), false)
-            .await
-            .map_err(|_| StreamError::Client)?;
+        client.write(chunk, false).await?;
     }
     loop {
         match resp.chunk().await {
-            Ok(Some(chunk)) => session
-                .write_response_body(Some(chunk), false)
-                .await
-                .map_err(|_| StreamError::Client)?,
+            Ok(Some(chunk)) => client.write(chunk, false).await?,
             Ok(None) => break,
             Err(e) => return Err(StreamError::Upstream(GatewayError::Upstream(e))),
         }
     }
-    session
-        .write_response_body(None, true)
-        .await
-        .map_err(|_| StreamError::Client)?;
+    client.end().await?;
     resp.release().await;
-    Ok(SpeechUsage::default())
+    Ok(client.relayed(SpeechUsage::default(), true))
 }
 
 /// Copy an SSE speech stream (after `first`, already read) event by event; a provider failure,
 /// or an end without the closing `END_EVENT`, becomes a final `error` event. The usage the closing
 /// event reports is returned (empty when the stream did not close).
 pub(crate) async fn events(
-    session: &mut Session,
+    client: &mut Client<'_>,
     mut resp: Response<'_>,
     first: Vec<Bytes>,
-) -> Result<SpeechUsage, StreamError> {
+) -> Result<Relayed, StreamError> {
     let mut splitter = EventSplitter::new();
     let mut ended: Option<SpeechUsage> = None;
     for chunk in first {
         splitter.push(&chunk);
         while let Some(ev) = splitter.next_event() {
             ended = ended.or_else(|| closing(&ev));
-            session
-                .write_response_body(Some(ev), false)
-                .await
-                .map_err(|_| StreamError::Client)?;
+            client.write(ev, false).await?;
         }
     }
     let failure = loop {
@@ -84,10 +72,7 @@ pub(crate) async fn events(
                 splitter.push(&chunk);
                 while let Some(ev) = splitter.next_event() {
                     ended = ended.or_else(|| closing(&ev));
-                    session
-                        .write_response_body(Some(ev), false)
-                        .await
-                        .map_err(|_| StreamError::Client)?;
+                    client.write(ev, false).await?;
                 }
             }
             Ok(None) => {
@@ -100,10 +85,7 @@ pub(crate) async fn events(
                     .and_then(|rest| closing(&rest).map(|u| (rest, u)))
                 {
                     ended = Some(usage);
-                    session
-                        .write_response_body(Some(terminated(rest)), false)
-                        .await
-                        .map_err(|_| StreamError::Client)?;
+                    client.write(terminated(rest), false).await?;
                 }
                 if ended.is_some() {
                     break None;
@@ -117,23 +99,18 @@ pub(crate) async fn events(
             Err(e) => break Some(GatewayError::Upstream(e)),
         }
     };
+    let complete = failure.is_none();
     match failure {
         None => {
-            session
-                .write_response_body(None, true)
-                .await
-                .map_err(|_| StreamError::Client)?;
+            client.end().await?;
             resp.release().await;
         }
         Some(err) => {
             // A half event in the splitter is dropped: the client only ever sees whole events.
-            session
-                .write_response_body(Some(error_event(&err)), true)
-                .await
-                .map_err(|_| StreamError::Client)?;
+            client.write(error_event(&err), true).await?;
         }
     }
-    Ok(ended.unwrap_or_default())
+    Ok(client.relayed(ended.unwrap_or_default(), complete))
 }
 
 /// `event` ending in the blank line that dispatches it.

@@ -22,10 +22,10 @@ use std::sync::Arc;
 
 use base64::Engine;
 use bytes::{BufMut, Bytes, BytesMut};
-use pingora::proxy::Session;
 
 use crate::common::error::GatewayError;
 use crate::common::error::UpstreamError;
+use crate::engine::client::{Client, Relayed};
 use crate::engine::passthrough;
 use crate::engine::passthrough::StreamError;
 use crate::stream::audio::{AudioDecoder, Finished, Raw, SpeechDecoding, SpeechUsage};
@@ -159,11 +159,11 @@ fn first_bytes(chunks: &[Bytes]) -> Vec<u8> {
 /// that holds them again (7.3 KB, in the request's future); the copy is picked here and its
 /// future returned as it is.
 pub(crate) fn relay<'a>(
-    session: &'a mut Session,
+    client: &'a mut Client<'a>,
     primed: Primed<'a>,
     sse: bool,
     input: &'a str,
-) -> impl Future<Output = Result<SpeechUsage, StreamError>> + Send + 'a {
+) -> impl Future<Output = Result<Relayed, StreamError>> + Send + 'a {
     use futures_util::future::Either;
     let Primed {
         resp,
@@ -172,22 +172,22 @@ pub(crate) fn relay<'a>(
         done,
     } = primed;
     match decoder {
-        None if sse => Either::Left(Either::Left(passthrough::events(session, resp, pending))),
-        None => Either::Left(Either::Right(passthrough::bytes(session, resp, pending))),
-        Some(decoder) => Either::Right(decode(session, resp, decoder, pending, done, sse, input)),
+        None if sse => Either::Left(Either::Left(passthrough::events(client, resp, pending))),
+        None => Either::Left(Either::Right(passthrough::bytes(client, resp, pending))),
+        Some(decoder) => Either::Right(decode(client, resp, decoder, pending, done, sse, input)),
     }
 }
 
 /// [`relay`] through the decoder.
 async fn decode(
-    session: &mut Session,
+    client: &mut Client<'_>,
     mut resp: Response<'_>,
     mut decoder: Box<dyn AudioDecoder>,
     pending: Vec<Bytes>,
     done: Option<SpeechUsage>,
     sse: bool,
     input: &str,
-) -> Result<SpeechUsage, StreamError> {
+) -> Result<Relayed, StreamError> {
     let write = |piece: &Bytes| {
         if sse {
             delta_event(piece)
@@ -200,10 +200,7 @@ async fn decode(
     let mut done = done;
     let failure: Option<UpstreamError> = loop {
         for piece in out.drain(..) {
-            session
-                .write_response_body(Some(write(&piece)), false)
-                .await
-                .map_err(|_| StreamError::Client)?;
+            client.write(write(&piece), false).await?;
         }
         if done.is_some() {
             break None;
@@ -228,26 +225,17 @@ async fn decode(
         None => {
             let usage = done.unwrap_or_default();
             if sse {
-                session
-                    .write_response_body(Some(done_event(usage, input)), false)
-                    .await
-                    .map_err(|_| StreamError::Client)?;
+                client.write(done_event(usage, input), false).await?;
             }
-            session
-                .write_response_body(None, true)
-                .await
-                .map_err(|_| StreamError::Client)?;
+            client.end().await?;
             resp.release().await;
-            Ok(usage)
+            Ok(client.relayed(usage, true))
         }
         Some(err) => {
             let err = GatewayError::Upstream(err);
             if sse {
-                session
-                    .write_response_body(Some(passthrough::error_event(&err)), true)
-                    .await
-                    .map_err(|_| StreamError::Client)?;
-                Ok(SpeechUsage::default())
+                client.write(passthrough::error_event(&err), true).await?;
+                Ok(client.relayed(SpeechUsage::default(), false))
             } else {
                 Err(StreamError::Upstream(err))
             }

@@ -58,6 +58,12 @@ pub(crate) struct Record<'a> {
     /// What a partial cost leaves out (then `cost` is a lower bound), or why there is none.
     pub cost_note: Option<&'a str>,
     pub aborted: Option<&'a str>,
+    /// What the response cache did (`hit`, `collapsed`, `miss`, `bypass`; `null`: the model is
+    /// not cached) and, for an answer served without the provider, what it cost when it was
+    /// made: the money not spent upstream.
+    pub cache: Option<&'static str>,
+    pub cost_saved: Option<Amount>,
+    pub cost_saved_currency: Option<Currency>,
 }
 
 /// The path as logged: a hosted file's id is a capability, so it is never written.
@@ -101,7 +107,7 @@ pub(crate) fn write(format: AccessLogFormat, record: &Record<'_>) {
         },
         AccessLogFormat::Text => log::info!(
             target: "access",
-            "{} {} {} status={} code={} model={} caller={} ms={:.1}{}{}",
+            "{} {} {} status={} code={} model={} caller={} ms={:.1}{}{}{}",
             record.entry_point,
             record.method,
             record.path,
@@ -111,6 +117,7 @@ pub(crate) fn write(format: AccessLogFormat, record: &Record<'_>) {
             record.principal.unwrap_or("-"),
             record.duration_ms,
             text_cost(record),
+            text_cache(record),
             record
                 .aborted
                 .map(|a| format!(" aborted=\"{a}\""))
@@ -125,6 +132,15 @@ fn text_cost(record: &Record<'_>) -> String {
     match (record.cost, record.currency) {
         (Some(amount), Some(currency)) => format!(" cost={amount} {currency}"),
         _ if record.cost_note.is_some() => " cost=unknown".to_string(),
+        _ => String::new(),
+    }
+}
+
+/// The text line's cache: ` cache=hit saved=0.0185 USD`, nothing for a model not cached.
+fn text_cache(record: &Record<'_>) -> String {
+    match (record.cache, record.cost_saved, record.cost_saved_currency) {
+        (Some(c), Some(amount), Some(currency)) => format!(" cache={c} saved={amount} {currency}"),
+        (Some(c), _, _) => format!(" cache={c}"),
         _ => String::new(),
     }
 }

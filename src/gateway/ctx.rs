@@ -60,6 +60,8 @@ pub struct Ctx {
     /// not known, nothing charged). [`Ctx::record`] notes it from the outcome; the limits
     /// convert it into the budget's currency.
     pub(crate) cost_charge: Option<(Amount, Currency)>,
+    /// What the response cache did (`None`: the model is not cached).
+    pub(crate) cache: Option<super::cached::CacheUse>,
     /// Set when an answer had begun and had to be abandoned.
     pub(crate) aborted: Option<String>,
     /// The client went away before its answer was complete: said once, in the access log.
@@ -88,6 +90,7 @@ impl Ctx {
             charge: Usage::default(),
             cost: None,
             cost_charge: None,
+            cache: None,
             aborted: None,
             client_gone: false,
         }
@@ -132,6 +135,7 @@ impl Ctx {
         self.ttfb = outcome.first_byte;
         self.usage = outcome.usage;
         self.cost = outcome.cost;
+        self.cache = outcome.cache;
         outcome.result
     }
 }

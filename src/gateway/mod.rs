@@ -16,6 +16,7 @@
 pub(crate) mod access_log;
 pub(crate) mod admission;
 pub(crate) mod body;
+mod cached;
 pub(crate) mod client_conn;
 pub(crate) mod costing;
 mod ctx;

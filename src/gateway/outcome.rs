@@ -98,8 +98,44 @@ pub(crate) struct Outcome {
     /// A complete JSON answer (status 200) still to be written: the proxy layer writes it after
     /// the charge. `None`: the handler wrote its answer itself (a stream, a file) or failed.
     pub(crate) answer: Option<Answer>,
+    /// What the response cache did (`None`: the model is not cached).
+    pub(crate) cache: Option<CacheUse>,
     /// How it ended.
     pub(crate) result: Result<(), Failure>,
+}
+
+/// What the response cache did for a request (`gateway/cached.rs`; its `Switchyard-Cache`
+/// header's values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Status {
+    Hit,
+    Collapsed,
+    Miss,
+    Bypass,
+}
+
+impl Status {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Status::Hit => "hit",
+            Status::Collapsed => "collapsed",
+            Status::Miss => "miss",
+            Status::Bypass => "bypass",
+        }
+    }
+
+    /// Served without the provider (a hit or a collapsed request).
+    pub(crate) fn served(self) -> bool {
+        matches!(self, Status::Hit | Status::Collapsed)
+    }
+}
+
+/// What the cache did for a request, for its access line, ledger record and metrics.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CacheUse {
+    pub(crate) status: Status,
+    /// Served without the provider: what the answer cost when it was made (the money saved).
+    pub(crate) saved: Option<(Amount, Currency)>,
 }
 
 /// A complete JSON answer, written by the proxy layer.
@@ -122,6 +158,7 @@ impl Outcome {
             cost: None,
             cost_charge: None,
             answer: None,
+            cache: None,
             result: Ok(()),
         }
     }

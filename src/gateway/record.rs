@@ -75,6 +75,9 @@ impl Gateway {
             cost_basis: cost.map(|c| c.basis.as_str()),
             cost_note: ctx.cost.as_ref().and_then(|c| c.note()),
             aborted: ctx.aborted.as_deref(),
+            cache: ctx.cache.map(|c| c.status.as_str()),
+            cost_saved: ctx.cache.and_then(|c| c.saved).map(|s| s.0),
+            cost_saved_currency: ctx.cache.and_then(|c| c.saved).map(|s| s.1),
         };
         access_log::write(ctx.settings.access_log, &record);
     }
@@ -111,6 +114,7 @@ impl Gateway {
             (None, None) => None,
         };
         r.attempts = ctx.trace.attempts;
+        r.cache = ctx.cache.map(|c| c.status.as_str().to_string());
         ledger.record(r);
     }
 
@@ -137,6 +141,23 @@ impl Gateway {
             }
             if ctx.code == Some("request_timeout") {
                 metrics::inc(&f.client_timeouts, &[entry, "body"], 1);
+            }
+            if let (Some(c), Some(op)) = (ctx.cache, ctx.operation) {
+                // Only answered requests: a refused one never reached the cache.
+                if ctx.status == 200 {
+                    metrics::inc(
+                        &f.cache_requests,
+                        &[op.as_str(), model, c.status.as_str()],
+                        1,
+                    );
+                }
+                if let Some((amount, currency)) = c.saved.filter(|_| c.status.served()) {
+                    metrics::inc(
+                        &f.cache_saved_nanos,
+                        &[model, currency.as_str()],
+                        amount.nanos(),
+                    );
+                }
             }
             let u = ctx.usage;
             if let Some(p) = &ctx.principal {

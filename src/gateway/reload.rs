@@ -77,6 +77,8 @@ pub(crate) fn restart_only(old: &GatewaySettings, new: &GatewaySettings) -> Vec<
     note(old.metrics != new.metrics, "switchyard.metrics".into());
     // The ledger's writer is built once, at start.
     note(old.ledger != new.ledger, "switchyard.ledger".into());
+    // The response cache's store is made once (each model's `cache:` reloads with the catalog).
+    note(old.cache != new.cache, "switchyard.cache".into());
     let redis = |s: &GatewaySettings| {
         s.redis
             .as_ref()

@@ -55,6 +55,8 @@ pub struct GatewayState {
     /// Made at start; a reload does not move it.
     #[cfg(feature = "ledger")]
     pub(crate) ledger: Option<crate::ledger::Ledger>,
+    /// The response cache (`switchyard.cache`), made on first use by a cache-enabled model.
+    pub(crate) cache: std::sync::OnceLock<Arc<crate::cache::Cache>>,
 }
 
 impl GatewayState {
@@ -118,6 +120,7 @@ impl GatewayState {
             voices: Default::default(),
             #[cfg(feature = "ledger")]
             ledger,
+            cache: std::sync::OnceLock::new(),
         })
     }
 }
@@ -137,6 +140,19 @@ impl GatewayState {
     /// snapshot for the whole of a request or job.
     pub fn settings(&self) -> Arc<GatewaySettings> {
         self.live.load_full()
+    }
+
+    /// The response cache, made on first use from the settings in force then (its store is read
+    /// once: a reload that changes `cache:` names it for a restart).
+    pub(crate) fn cache(&self) -> &Arc<crate::cache::Cache> {
+        self.cache.get_or_init(|| {
+            let s = self.settings();
+            Arc::new(crate::cache::Cache::new(
+                &s.cache,
+                self.redis.as_ref(),
+                self.metrics.clone(),
+            ))
+        })
     }
 
     /// What the image generation engine uses of this state, under the settings `s` (a snapshot).

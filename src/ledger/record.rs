@@ -56,6 +56,9 @@ pub struct Record {
     pub attempts: u32,
     /// The trace the request belonged to, when tracing is on.
     pub trace_id: Option<String>,
+    /// What the response cache did (`hit`, `collapsed`, `miss`, `bypass`); `None`: the model is
+    /// not cached. A `hit` or `collapsed` request cost nothing upstream.
+    pub cache: Option<String>,
 }
 
 impl Record {
@@ -79,6 +82,7 @@ impl Record {
             status,
             attempts: 0,
             trace_id: None,
+            cache: None,
         }
     }
 }

@@ -47,6 +47,7 @@ pub(crate) fn create_sql(schema: &str) -> String {
 CREATE INDEX IF NOT EXISTS {TABLE}_finished_at ON {schema}.{TABLE} (finished_at);
 CREATE INDEX IF NOT EXISTS {TABLE}_caller ON {schema}.{TABLE} (caller, finished_at);
 CREATE INDEX IF NOT EXISTS {TABLE}_model ON {schema}.{TABLE} (model, finished_at);
+ALTER TABLE {schema}.{TABLE} ADD COLUMN IF NOT EXISTS cache text;
 "
     )
 }
@@ -56,11 +57,11 @@ fn insert_sql(schema: &str) -> String {
     format!(
         "INSERT INTO {schema}.{TABLE} (id, finished_at, request_id, caller, entry_point, path, \
          operation, model, provider, native_model, tokens, characters, images, usage_detail, \
-         cost_nanos, currency, cost_basis, status, attempts, trace_id)
+         cost_nanos, currency, cost_basis, status, attempts, trace_id, cache)
          SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], \
          $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::int8[], $12::int8[], \
          $13::int8[], $14::jsonb[], $15::int8[], $16::text[], $17::text[], $18::int2[], \
-         $19::int4[], $20::text[])
+         $19::int4[], $20::text[], $21::text[])
          ON CONFLICT (id) DO NOTHING"
     )
 }
@@ -103,6 +104,7 @@ struct Columns {
     status: Vec<i16>,
     attempts: Vec<i32>,
     trace_id: Vec<Option<String>>,
+    cache: Vec<Option<String>>,
 }
 
 /// Text as PostgreSQL's `text` takes it: it refuses NUL, and one record it refuses would fail its
@@ -160,6 +162,7 @@ impl Columns {
             status: Vec::with_capacity(n),
             attempts: Vec::with_capacity(n),
             trace_id: Vec::with_capacity(n),
+            cache: Vec::with_capacity(n),
         };
         for (id, r) in batch {
             c.id.push(*id);
@@ -183,6 +186,7 @@ impl Columns {
             c.attempts
                 .push(i32::try_from(r.attempts).unwrap_or(i32::MAX));
             c.trace_id.push(opt_text(&r.trace_id));
+            c.cache.push(opt_text(&r.cache));
         }
         c
     }
@@ -229,6 +233,7 @@ pub(crate) async fn insert(
                 &c.status,
                 &c.attempts,
                 &c.trace_id,
+                &c.cache,
             ],
         )
         .await

@@ -121,6 +121,9 @@ impl<SV> EdgeApp<SV> {
             cost_basis: None,
             cost_note: None,
             aborted: Some(why),
+            cache: None,
+            cost_saved: None,
+            cost_saved_currency: None,
         };
         access_log::write(self.state.settings().access_log, &record);
     }

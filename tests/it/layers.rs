@@ -22,6 +22,7 @@ const LAYERS: &[&str] = &[
     "stream",
     "store",
     "limits",
+    "cache",
     "catalog",
     "api",
     "cost",

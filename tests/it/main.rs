@@ -17,6 +17,7 @@ mod support;
 
 mod auth;
 mod budgets;
+mod cache;
 mod check_providers;
 mod cli;
 mod cost;

@@ -7,6 +7,7 @@
 mod images;
 mod rerank;
 mod speech;
+mod speech_cached;
 
 pub(crate) use images::images;
 pub(crate) use rerank::rerank;

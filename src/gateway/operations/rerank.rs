@@ -3,10 +3,13 @@
 
 use bytes::Bytes;
 
+use super::super::cached::{CacheUse, Plan, Status};
 use super::super::costing::RequestCost;
 use super::super::outcome::{Call, Outcome};
 use super::super::{lifecycle, mount};
+use crate::api::compat::{Surface, Translated};
 use crate::api::rerank::{self, RerankRequest, RerankResult};
+use crate::cache::{Follow, Joined, KeyBuilder, Meta};
 use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::cost::{Metered, RerankMetered};
@@ -15,7 +18,8 @@ use crate::engine::attempts;
 /// `POST /api/v1/rerank` (and the compatibility surfaces' rerank paths).
 pub(crate) async fn rerank(call: &mut Call<'_>, body: &[u8]) -> Outcome {
     let mut out = Outcome::new();
-    match answer(call, body, &mut out).await {
+    let mut cached = Vec::new();
+    match answer(call, body, &mut out, &mut cached).await {
         Ok(json) => {
             let mut headers = out
                 .model
@@ -23,6 +27,7 @@ pub(crate) async fn rerank(call: &mut Call<'_>, body: &[u8]) -> Outcome {
                 .map(|m| mount::link_headers(lifecycle::headers(m), call.prefix))
                 .unwrap_or_default();
             headers.extend(out.cost.as_ref().map(RequestCost::header));
+            headers.append(&mut cached);
             call.json(out, json, &headers).await
         }
         Err(e) => {
@@ -32,27 +37,142 @@ pub(crate) async fn rerank(call: &mut Call<'_>, body: &[u8]) -> Outcome {
     }
 }
 
-/// The answer's JSON in the request's surface; the model and the tokens used are noted in `out`.
-async fn answer(call: &Call<'_>, body: &[u8], out: &mut Outcome) -> Result<Bytes, GatewayError> {
+/// The answer's JSON in the request's surface; the model and the tokens used are noted in `out`,
+/// and what the response cache did in `cached` (its headers), for a cache-enabled model.
+async fn answer(
+    call: &Call<'_>,
+    body: &[u8],
+    out: &mut Outcome,
+    cached: &mut Vec<(&'static str, String)>,
+) -> Result<Bytes, GatewayError> {
     let (s, surface) = (call.settings, call.surface);
     let translated = surface.translate(body)?;
     let own = translated.as_ref().map_or(body, |t| t.body.as_slice());
     let req = rerank::parse(own, &s.catalog, s.retry.max_retries)?;
     out.model = Some(req.model.clone());
+    let Some(plan) = Plan::of(call, &req.model, "rerank", |b| key_fields(b, &req, surface)) else {
+        return provide(call, &req, translated.as_ref(), out).await;
+    };
+    let (leader, status) = if plan.lookup {
+        loop {
+            if let Some(entry) = plan.cache.get(&plan.key).await {
+                return Ok(served(
+                    out,
+                    &plan,
+                    cached,
+                    Status::Hit,
+                    Some(entry.age()),
+                    entry.body,
+                    entry.meta,
+                ));
+            }
+            match plan.cache.join(&plan.key) {
+                Joined::Lead(leader) => break (leader, Status::Miss),
+                Joined::Follow(mut reader) => {
+                    let mut pieces = Vec::new();
+                    loop {
+                        match reader.next().await {
+                            Follow::Piece(p) => pieces.push(p),
+                            Follow::Done(meta) => {
+                                let body = pieces.concat().into();
+                                return Ok(served(
+                                    out,
+                                    &plan,
+                                    cached,
+                                    Status::Collapsed,
+                                    None,
+                                    body,
+                                    meta,
+                                ));
+                            }
+                            // The leader failed: try again (lead, or follow the next leader).
+                            Follow::Failed => break,
+                        }
+                    }
+                }
+            }
+        }
+    } else {
+        (plan.cache.solo(&plan.key), Status::Bypass)
+    };
+    cached.extend(plan.headers(status, None).into_iter().flatten());
+    out.cache = Some(CacheUse {
+        status,
+        saved: None,
+    });
+    let json = provide(call, &req, translated.as_ref(), out).await?;
+    leader.push(&json);
+    let meta = plan.meta(out.usage.tokens, out.cost.as_ref());
+    leader.finish(meta, plan.store).await;
+    Ok(json)
+}
+
+/// An answer served without the provider (a hit, or the request in flight's): its body as made,
+/// what it saved, and whether the caller is charged for it.
+fn served(
+    out: &mut Outcome,
+    plan: &Plan,
+    cached: &mut Vec<(&'static str, String)>,
+    status: Status,
+    age: Option<u64>,
+    body: Bytes,
+    meta: Meta,
+) -> Bytes {
+    cached.extend(plan.headers(status, age).into_iter().flatten());
+    out.cache = Some(CacheUse {
+        status,
+        saved: meta.cost,
+    });
+    out.usage.tokens = meta.usage;
+    if let Some(model) = out.model.clone() {
+        out.cost = Some(plan.served_cost(&model, meta.cost, None));
+    }
+    if !plan.hits_count {
+        out.charge = Some(Default::default());
+    }
+    body
+}
+
+/// The fields that change a rerank answer: the surface it is rendered in, the query, each
+/// document's literal (the answer echoes it), `top_n` as applied, `return_documents` and the
+/// native fields; never `retries`.
+fn key_fields(b: &mut KeyBuilder, req: &RerankRequest<'_>, surface: Surface) {
+    b.field("surface", &[surface as u8])
+        .field("query", req.query.as_str().as_bytes())
+        .field("top_n", &(req.top_n as u64).to_le_bytes())
+        .field("return_documents", &[u8::from(req.return_documents)]);
+    for d in &req.documents {
+        b.field("document", d.raw().get().as_bytes());
+    }
+    let mut extra: Vec<_> = req.passthrough.iter().collect();
+    extra.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+    for (name, value) in extra {
+        b.field(name.as_str(), value.get().as_bytes());
+    }
+}
+
+/// Ask a provider: the answer's JSON in the request's surface.
+async fn provide(
+    call: &Call<'_>,
+    req: &RerankRequest<'_>,
+    translated: Option<&Translated<'_>>,
+    out: &mut Outcome,
+) -> Result<Bytes, GatewayError> {
+    let (s, surface) = (call.settings, call.surface);
     let ((headers, native), target) = attempts::run(
         &call.state.upstream,
         &req.model,
         call.region,
         req.retries,
-        |t| s.adapters.rerank(&t.provider)?.request(t, &req),
+        |t| s.adapters.rerank(&t.provider)?.request(t, req),
     )
     .await?;
     let mut result = s
         .adapters
         .rerank(&target.provider)?
-        .response(&target.provider, &req, &headers, &native)
+        .response(&target.provider, req, &headers, &native)
         .map_err(GatewayError::Upstream)?;
-    let cost = cost(target, &req, &result);
+    let cost = cost(target, req, &result);
     // The spec's rerank answer has a `metadata` object: the cost goes there too, when known.
     if let Some(c) = cost.cost() {
         if let Ok(v) = serde_json::to_value(c) {
@@ -60,7 +180,7 @@ async fn answer(call: &Call<'_>, body: &[u8], out: &mut Outcome) -> Result<Bytes
         }
     }
     out.cost = Some(cost);
-    let json = match &translated {
+    let json = match translated {
         Some(t) => surface.answer(&result, t),
         None => serde_json::to_vec(&result).map_err(|e| format!("serializing result: {e}")),
     }

@@ -1,22 +1,22 @@
 //! Speech: validated, sent with retries until a provider's first audio is in hand, then relayed
 //! to the client as it arrives (raw audio, or SSE).
 
-use pingora::proxy::Session;
-
+use super::super::cached::{CacheUse, Plan, Status};
 use super::super::costing::RequestCost;
 use super::super::limited;
 use super::super::outcome::{Call, Failure, Outcome};
 use super::super::{lifecycle, mount, respond};
 use crate::api::adapter::Registry;
 use crate::api::speech::{self, SpeechRequest};
+use crate::cache::{KeyBuilder, Leader};
 use crate::catalog::Target;
 use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::common::Operation;
 use crate::cost::{Metered, Planned, SpeechMetered};
 use crate::engine::attempts::{self, AcceptFuture, Reply};
+use crate::engine::client::{Client, Relayed};
 use crate::engine::passthrough::StreamError;
 use crate::engine::speech::{self as stream_speech, Primed};
-use crate::stream::audio::SpeechUsage;
 use crate::upstream::exchange::{Response, Upstream};
 
 /// `POST /api/v1/audio/speech`.
@@ -51,6 +51,21 @@ async fn serve(
     };
     // Speech is charged its real cost when its stream ends.
     limited::cost(call, Operation::Speech, characters, &req.model, &planned).await?;
+    let Some(plan) = Plan::of(call, &req.model, "speech", |b| key_fields(b, req)) else {
+        return provide(call, req, characters, out, None).await;
+    };
+    super::speech_cached::cached_speech(call, req, characters, out, plan).await
+}
+
+/// Ask a provider and relay its audio; when `lead` is given, the followers get it too and the
+/// complete answer is stored when the plan allows.
+pub(super) async fn provide(
+    call: &mut Call<'_>,
+    req: &SpeechRequest<'_>,
+    characters: u64,
+    out: &mut Outcome,
+    lead: Option<(&Plan, Leader, Status)>,
+) -> Result<(), Failure> {
     let upstream = &call.state.upstream;
     let adapters = &call.settings.adapters;
     // Priming (reading up to the first audio) runs inside the attempt loop, so errors a provider
@@ -99,6 +114,13 @@ async fn serve(
     );
     let mut headers = mount::link_headers(lifecycle::headers(&req.model), call.prefix);
     headers.push(at_head.header());
+    if let Some((plan, _, status)) = &lead {
+        headers.extend(plan.headers(*status, None).into_iter().flatten());
+        out.cache = Some(CacheUse {
+            status: *status,
+            saved: None,
+        });
+    }
     respond::stream_head(call.session, content_type, &headers)
         .await
         .map_err(|e| Failure::written("writing response head", e))?;
@@ -107,7 +129,9 @@ async fn serve(
     // the first byte of audio too.
     out.first_byte = Some(call.start.elapsed());
     out.cost = Some(at_head);
-    let reported = relay(call.session, primed, req).await?;
+    let leader = lead.as_ref().map(|(_, l, _)| l);
+    let relayed = relay(&mut Client::new(call.session, leader), primed, req).await?;
+    let reported = relayed.usage;
     if by_tokens {
         // The final figure, with the tokens the provider reported at the stream's end.
         out.cost = Some(RequestCost::of(
@@ -119,22 +143,57 @@ async fn serve(
             }),
         ));
     }
+    if let Some((plan, leader, _)) = lead {
+        if relayed.complete {
+            let meta = plan.meta(characters, out.cost.as_ref());
+            leader.finish(meta, plan.store).await;
+        }
+    }
+    if relayed.client_gone {
+        return Err(Failure::ClientGone);
+    }
+    if relayed.end_pending {
+        call.session
+            .write_response_body(None, true)
+            .await
+            .map_err(|e| Failure::written("ending the audio", e))?;
+    }
     Ok(())
 }
 
-/// Relay the primed answer to its end; the usage the provider reported comes back.
-async fn relay(
-    session: &mut Session,
-    primed: Primed<'_>,
-    req: &SpeechRequest<'_>,
-) -> Result<SpeechUsage, Failure> {
-    match stream_speech::relay(session, primed, req.sse, req.input.as_str()).await {
-        Ok(usage) => Ok(usage),
+/// Relay the primed answer to its end; how it ended (the usage the provider reported) comes back.
+async fn relay<'a>(
+    client: &'a mut Client<'a>,
+    primed: Primed<'a>,
+    req: &'a SpeechRequest<'a>,
+) -> Result<Relayed, Failure> {
+    match stream_speech::relay(client, primed, req.sse, req.input.as_str()).await {
+        Ok(relayed) => Ok(relayed),
         Err(StreamError::Client) => Err(Failure::ClientGone),
         Err(StreamError::Upstream(e)) => Err(Failure::Abort(format!(
             "provider failed mid-stream: {}",
             e.message()
         ))),
+    }
+}
+
+/// The fields that change a speech answer, as the provider is sent them (the voice after the
+/// operator's `voice_map`, the format and speed with their defaults filled in); never `retries`.
+fn key_fields(b: &mut KeyBuilder, req: &SpeechRequest<'_>) {
+    b.field("input", req.input.as_str().as_bytes())
+        .field("voice", req.voice.as_str().as_bytes())
+        .field("custom_voice", &[u8::from(req.custom_voice)])
+        .field("response_format", req.response_format.as_bytes())
+        .field("stream_format", if req.sse { b"sse" } else { b"audio" })
+        .field("speed", &req.speed.to_bits().to_le_bytes())
+        .optional(
+            "instructions",
+            req.instructions.as_ref().map(|i| i.as_str().as_bytes()),
+        );
+    let mut extra: Vec<_> = req.passthrough.iter().collect();
+    extra.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+    for (name, value) in extra {
+        b.field(name.as_str(), value.get().as_bytes());
     }
 }
 

@@ -1,0 +1,99 @@
+//! Where a relayed speech answer is written: the client's session and, when the request leads
+//! a response-cache flight, the requests following it (`cache::Leader`), which receive every
+//! piece the client does as it is written.
+//!
+//! A leader whose own client goes away keeps reading the provider while anyone follows it: the
+//! followers are owed the whole answer. Without followers a gone client ends the relay, as
+//! before.
+
+use bytes::Bytes;
+use pingora::proxy::Session;
+
+use crate::cache::Leader;
+use crate::engine::passthrough::StreamError;
+use crate::stream::audio::SpeechUsage;
+
+/// How a relay that reached its end (or its final error event) went.
+#[derive(Debug, Default)]
+pub(crate) struct Relayed {
+    /// The usage the provider reported.
+    pub(crate) usage: SpeechUsage,
+    /// The answer ended as it should: the last byte of the provider's audio, an SSE stream's
+    /// closing event (not an error event). Only such an answer is stored.
+    pub(crate) complete: bool,
+    /// The client went away while followers still read the answer: it was read to its end for
+    /// them.
+    pub(crate) client_gone: bool,
+    /// The body's end is still to be written ([`Client::end`] of a leader): the caller stores
+    /// the answer first, so a client that sends the same request the moment its answer ends
+    /// finds it stored.
+    pub(crate) end_pending: bool,
+}
+
+/// The client's session and, when leading, the followers.
+pub(crate) struct Client<'a> {
+    session: &'a mut Session,
+    leader: Option<&'a Leader>,
+    gone: bool,
+    end_pending: bool,
+}
+
+impl<'a> Client<'a> {
+    pub(crate) fn new(session: &'a mut Session, leader: Option<&'a Leader>) -> Client<'a> {
+        Client {
+            session,
+            leader,
+            gone: false,
+            end_pending: false,
+        }
+    }
+
+    /// Write a piece of the answer (`last`: and end the body).
+    pub(crate) async fn write(&mut self, piece: Bytes, last: bool) -> Result<(), StreamError> {
+        if let Some(leader) = self.leader {
+            leader.push(&piece);
+        }
+        if self.gone {
+            return Ok(());
+        }
+        match self.session.write_response_body(Some(piece), last).await {
+            Ok(()) => Ok(()),
+            Err(_) => self.lost(),
+        }
+    }
+
+    /// End the body (a leader's end is left to its caller: [`Relayed::end_pending`]).
+    pub(crate) async fn end(&mut self) -> Result<(), StreamError> {
+        if self.gone {
+            return Ok(());
+        }
+        if self.leader.is_some() {
+            self.end_pending = true;
+            return Ok(());
+        }
+        match self.session.write_response_body(None, true).await {
+            Ok(()) => Ok(()),
+            Err(_) => self.lost(),
+        }
+    }
+
+    /// The client's write failed: the relay goes on for followers, else it ends.
+    fn lost(&mut self) -> Result<(), StreamError> {
+        if self.leader.is_some_and(Leader::followed) {
+            self.gone = true;
+            Ok(())
+        } else {
+            Err(StreamError::Client)
+        }
+    }
+
+    /// The relay ended: how.
+    pub(crate) fn relayed(&self, usage: SpeechUsage, complete: bool) -> Relayed {
+        Relayed {
+            usage,
+            complete,
+            client_gone: self.gone,
+            end_pending: self.end_pending,
+        }
+    }
+}
