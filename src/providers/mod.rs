@@ -30,6 +30,7 @@ pub(crate) mod stability;
 pub(crate) mod tei;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub(crate) mod vertex;
 pub(crate) mod volcengine;
 pub(crate) mod voyage;
 pub(crate) mod zhipu;

@@ -71,6 +71,9 @@ pub(crate) enum ProviderConfig {
     Bfl(NoSettings),
     #[serde(rename = "kling")]
     Kling(kling::Settings),
+    // Vertex AI (Gemini image models; Google service-account credentials).
+    #[serde(rename = "vertex")]
+    Vertex(vertex::Settings),
 }
 
 /// A kind with no settings of its own: any extra key is an error naming it.
@@ -117,6 +120,7 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::Stability(_) => stability::kind(key),
         ProviderConfig::Bfl(_) => bfl::kind(key),
         ProviderConfig::Kling(s) => kling::kind(s, key),
+        ProviderConfig::Vertex(s) => vertex::kind(s, key),
     }
 }
 
@@ -146,6 +150,8 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         | ProviderConfig::Stability(_)
         | ProviderConfig::Bfl(_)
         | ProviderConfig::Kling(_) => Discovery::default(),
+        // Vertex AI's model list is not read yet.
+        ProviderConfig::Vertex(_) => Discovery::default(),
     }
 }
 
