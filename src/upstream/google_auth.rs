@@ -138,6 +138,14 @@ impl ServiceAccount {
     }
 }
 
+/// What requests read: the current token, and how many mints have failed (a request waiting for
+/// the first token stops waiting at a failure).
+#[derive(Default)]
+struct State {
+    token: Option<Arc<Token>>,
+    failures: u64,
+}
+
 /// A minted access token: the `Authorization` value and when it stops working (Unix seconds).
 struct Token {
     value: HeaderValue,
@@ -173,7 +181,7 @@ struct Inner {
     /// The token endpoint as the exchange reaches it, and the client that does.
     endpoint: Provider,
     upstream: Upstream,
-    current: watch::Sender<Option<Arc<Token>>>,
+    current: watch::Sender<State>,
     started: AtomicBool,
     /// Why the last mint failed, for the error of a request that finds no token.
     last_error: Mutex<Option<String>>,
@@ -224,7 +232,7 @@ impl TokenSource {
                 token_url: token_url.to_string(),
                 endpoint,
                 upstream,
-                current: watch::Sender::new(None),
+                current: watch::Sender::new(State::default()),
                 started: AtomicBool::new(false),
                 last_error: Mutex::new(None),
             }),
@@ -250,6 +258,7 @@ impl TokenSource {
         self.inner
             .current
             .borrow()
+            .token
             .as_ref()
             .filter(|t| t.expires_at > now)
             .map(|t| t.value.clone())
@@ -279,11 +288,14 @@ impl Signer for TokenSource {
         }
         self.start();
         let mut rx = self.inner.current.subscribe();
+        let failed_before = rx.borrow().failures;
         Some(Box::pin(async move {
-            let fresh =
-                |t: &Option<Arc<Token>>| t.as_ref().is_some_and(|t| t.expires_at > unix_now());
-            // A timeout or a dropped source leaves the attempt to fail with the mint's error.
-            let _ = tokio::time::timeout(FIRST_TOKEN_WAIT, rx.wait_for(fresh)).await;
+            let settled = |s: &State| {
+                s.failures > failed_before
+                    || s.token.as_ref().is_some_and(|t| t.expires_at > unix_now())
+            };
+            // A timeout or a failed mint leaves the attempt to fail with the mint's error.
+            let _ = tokio::time::timeout(FIRST_TOKEN_WAIT, rx.wait_for(settled)).await;
         }))
     }
 }
@@ -300,11 +312,13 @@ async fn refresh(source: Weak<Inner>) {
             Ok(token) => {
                 backoff = RETRY_FIRST;
                 let wait = refresh_delay(unix_now(), token.expires_at);
-                inner.current.send_replace(Some(Arc::new(token)));
                 *inner
                     .last_error
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner) = None;
+                inner
+                    .current
+                    .send_modify(|s| s.token = Some(Arc::new(token)));
                 wait
             }
             Err(why) => {
@@ -316,6 +330,7 @@ async fn refresh(source: Weak<Inner>) {
                     .last_error
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner) = Some(why);
+                inner.current.send_modify(|s| s.failures += 1);
                 let wait = backoff;
                 backoff = (backoff * 2).min(RETRY_MOST);
                 wait
@@ -388,8 +403,10 @@ mod tests {
     use super::*;
     use jsonwebtoken::{DecodingKey, Validation};
 
-    const KEY_FILE: &str = include_str!("../../tests/it/fixtures/google-sa-TEST-ONLY.json");
-    const PUBLIC: &str = include_str!("../../tests/it/fixtures/google-sa-TEST-ONLY.pub.pem");
+    const KEY_FILE: &str =
+        include_str!("../../tests/fixtures/google/service-account-TEST-ONLY.json");
+    const PUBLIC: &str =
+        include_str!("../../tests/fixtures/google/service-account-TEST-ONLY.pub.pem");
 
     #[derive(Deserialize)]
     struct Claims {

@@ -138,12 +138,18 @@ impl Provider {
     }
 
     /// Wait until the credentials can be built (a signer's first token); at once otherwise.
-    pub async fn credentials_ready(&self) {
+    /// Credentials that could not be had (the token endpoint refused the account) are the
+    /// operator's problem: [`UpstreamErrorKind::AuthRejected`], with the signer's reason.
+    pub async fn credentials_ready(&self) -> Result<(), UpstreamError> {
         if let Auth::Signed(signer) = &self.auth {
             if let Some(wait) = signer.ready() {
                 wait.await;
+                signer.authorization().map_err(|m| {
+                    UpstreamError::new(UpstreamErrorKind::AuthRejected, &self.name, m)
+                })?;
             }
         }
+        Ok(())
     }
 
     /// The credential headers for a request sent now.

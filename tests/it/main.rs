@@ -46,6 +46,7 @@ mod images_kling;
 mod images_openai;
 mod images_siliconflow;
 mod images_stability;
+mod images_vertex;
 mod images_zhipu;
 mod layers;
 #[cfg(feature = "ledger")]

@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod fake;
+pub mod google_token;
 pub mod image_conformance;
 #[cfg(feature = "ledger")]
 pub mod postgres;
@@ -180,6 +181,7 @@ switchyard:
     bfl: {{kind: bfl, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     kling: {{kind: kling, api_key: "{KLING_ACCESS_KEY}", secret_key: "{KLING_SECRET_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     gemini: {{kind: gemini, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    vertex: {{kind: vertex, credentials_file: "{vertex_key}", token_url: "{vertex_token}", location: us-central1, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
@@ -219,12 +221,16 @@ switchyard:
     gemini-3-pro-image: {{family: gemini-image, targets: [{{provider: gemini, model: gemini-3-pro-image}}]}}
     gemini-3.1-flash-image: {{family: gemini-flash-image, targets: [{{provider: gemini, model: gemini-3.1-flash-image}}]}}
     gemini-2.5-flash-image: {{family: gemini-2.5-flash-image, targets: [{{provider: gemini, model: gemini-2.5-flash-image, lifecycle: {{still_available: true}}}}]}}
+    vertex-gemini-3-pro-image: {{family: gemini-image, targets: [{{provider: vertex, model: gemini-3-pro-image}}]}}
+    vertex-gemini-3.1-flash-image: {{family: gemini-flash-image, targets: [{{provider: vertex, model: gemini-3.1-flash-image}}]}}
 "#,
         p0 = ports.0,
         p1 = ports.1,
         hashed = sha256_hex("hashed-secret-key"),
         rsa = fixture("jwt/rsa_public.pem"),
         ec = fixture("jwt/ec_public.pem"),
+        vertex_key = google_token::key_file(),
+        vertex_token = google_token::shared_url(),
     )
 }
 
