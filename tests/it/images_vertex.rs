@@ -246,7 +246,6 @@ fn a_refused_assertion_is_the_operators_error() {
     let resp = generate(&gw);
     assert_eq!(resp.status, 502, "{}", resp.text());
     assert_eq!(resp.json()["code"], "upstream_auth_failed", "{}", resp.text());
-    assert!(resp.text().contains("Invalid JWT Signature"), "{}", resp.text());
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "waited for the timeout"
