@@ -108,8 +108,10 @@ fn segment(name: &str, value: &str) -> Result<(), String> {
 
 /// The Vertex AI kind: a service account's access tokens; Gemini image models.
 pub(crate) fn kind(settings: &Settings, key: &str) -> Result<Kind, String> {
+    // An empty value (an unset `${VAR:-}`) is no value.
+    let given = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty());
     let file;
-    let json = match settings.credentials_file.as_deref() {
+    let json = match given(&settings.credentials_file) {
         Some(path) if !key.is_empty() => {
             return Err(format!(
                 "vertex takes its service-account key from api_key or credentials_file ({path}), not both"
@@ -122,19 +124,21 @@ pub(crate) fn kind(settings: &Settings, key: &str) -> Result<Kind, String> {
         }
         None => key,
     };
-    let location = settings.location.as_deref().unwrap_or(GLOBAL);
+    let location = given(&settings.location).unwrap_or(GLOBAL);
     segment("location", location)?;
     let (auth, project) = if json.trim().is_empty() {
         // No key: the account is disabled, like any keyless account.
-        (Auth::Missing, settings.project.clone().unwrap_or_default())
+        (
+            Auth::Missing,
+            given(&settings.project).unwrap_or_default().to_string(),
+        )
     } else {
         let service = ServiceAccount::from_json(json)?;
-        let project = settings
-            .project
-            .clone()
+        let project = given(&settings.project)
+            .map(str::to_string)
             .or_else(|| service.project_id.clone())
             .ok_or("vertex needs a project: set project, or use a key that names its project_id")?;
-        let token_url = settings.token_url.as_deref().unwrap_or(DEFAULT_TOKEN_URL);
+        let token_url = given(&settings.token_url).unwrap_or(DEFAULT_TOKEN_URL);
         let source = TokenSource::new(service, token_url)?;
         (Auth::Signed(Box::new(source)), project)
     };

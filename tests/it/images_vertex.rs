@@ -235,7 +235,10 @@ fn a_token_is_refreshed_before_it_expires_without_a_request_waiting() {
             break;
         }
         check_auth(&last, "ya29.token-1");
-        assert!(Instant::now() < deadline, "the refreshed token was never used");
+        assert!(
+            Instant::now() < deadline,
+            "the refreshed token was never used"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     check_auth(&vertex.requests()[0], "ya29.token-1");
@@ -255,7 +258,12 @@ fn a_refused_assertion_is_the_operators_error() {
     let started = Instant::now();
     let resp = generate(&gw);
     assert_eq!(resp.status, 502, "{}", resp.text());
-    assert_eq!(resp.json()["code"], "upstream_auth_failed", "{}", resp.text());
+    assert_eq!(
+        resp.json()["code"],
+        "upstream_auth_failed",
+        "{}",
+        resp.text()
+    );
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "waited for the timeout"
