@@ -91,6 +91,11 @@ impl ImageAdapter for Images {
     }
 }
 
+/// A setting's value; an empty one (an unset `${VAR:-}`) is no value.
+fn given(v: &Option<String>) -> Option<&str> {
+    v.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
 /// A path segment as the config gives it: letters, digits, `-`, `_` and `.` only (project ids
 /// and locations are such), so nothing in it can change the path.
 fn segment(name: &str, value: &str) -> Result<(), String> {
@@ -108,8 +113,6 @@ fn segment(name: &str, value: &str) -> Result<(), String> {
 
 /// The Vertex AI kind: a service account's access tokens; Gemini image models.
 pub(crate) fn kind(settings: &Settings, key: &str) -> Result<Kind, String> {
-    // An empty value (an unset `${VAR:-}`) is no value.
-    let given = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty());
     let file;
     let json = match given(&settings.credentials_file) {
         Some(path) if !key.is_empty() => {
