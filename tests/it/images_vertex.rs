@@ -271,12 +271,28 @@ fn a_refused_assertion_is_the_operators_error() {
     assert!(vertex.requests().is_empty());
 }
 
-/// A config naming no project and a key without one, or both a key and a file, is refused at
-/// load with a message naming the setting.
+/// A config naming no project and a key without one, both a key and a file, a location that is
+/// no location's name or a key that is not an RSA key is refused at load with a message naming
+/// what is wrong (and never quoting the key).
 #[test]
 fn vertex_settings_are_checked_at_load() {
     let key = google_token::key_file();
+    let mut no_project: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&key).unwrap()).unwrap();
+    no_project.as_object_mut().unwrap().remove("project_id");
+    let no_project_file = std::env::temp_dir().join(format!(
+        "switchyard-vertex-no-project-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(&no_project_file, no_project.to_string()).unwrap();
     let cases = [
+        (
+            format!(
+                r#"{{kind: vertex, credentials_file: "{}", base_url: "https://aiplatform.googleapis.com"}}"#,
+                no_project_file.display()
+            ),
+            "needs a project",
+        ),
         (
             format!(r#"{{kind: vertex, credentials_file: "{key}", api_key: "{{}}", base_url: "https://aiplatform.googleapis.com"}}"#),
             "not both",
@@ -302,6 +318,7 @@ fn vertex_settings_are_checked_at_load() {
         assert!(err.contains(expected), "{expected}: {err}");
         assert!(!err.contains("PRIVATE-LOADTEST"), "{err}");
     }
+    let _ = std::fs::remove_file(&no_project_file);
 }
 
 /// The gateway binary at `trace`: neither the service account's private key nor the access
