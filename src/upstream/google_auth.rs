@@ -241,7 +241,10 @@ impl TokenSource {
 
     /// Start the refresh task if it is not running (needs a tokio runtime: the request's).
     fn start(&self) {
-        if self.inner.started.swap(true, Ordering::AcqRel) {
+        // Every request passes here: a plain load keeps the common case a shared read.
+        if self.inner.started.load(Ordering::Acquire)
+            || self.inner.started.swap(true, Ordering::AcqRel)
+        {
             return;
         }
         match tokio::runtime::Handle::try_current() {
