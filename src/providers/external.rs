@@ -260,10 +260,11 @@ mod tests {
             "local",
             "kling",
             "gemini",
+            "vertex",
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 28, "{names:?}");
+        assert_eq!(names.len(), 29, "{names:?}");
     }
 
     #[test]

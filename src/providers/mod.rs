@@ -37,6 +37,7 @@ pub(crate) mod tei;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub(crate) mod together;
+pub(crate) mod vertex;
 pub(crate) mod volcengine;
 pub(crate) mod voyage;
 pub(crate) mod zhipu;

@@ -87,6 +87,9 @@ pub(crate) enum ProviderConfig {
     FishAudio(NoSettings),
     #[serde(rename = "azure-speech")]
     AzureSpeech(NoSettings),
+    // Vertex AI (Gemini image models; Google service-account credentials).
+    #[serde(rename = "vertex")]
+    Vertex(vertex::Settings),
 }
 
 /// A kind with no settings of its own: any extra key is an error naming it.
@@ -142,6 +145,7 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::Deepgram(_) => deepgram::kind(key),
         ProviderConfig::FishAudio(_) => fish_audio::kind(key),
         ProviderConfig::AzureSpeech(_) => azure_speech::kind(key),
+        ProviderConfig::Vertex(s) => vertex::kind(s, key),
     }
 }
 
@@ -180,6 +184,8 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         | ProviderConfig::Deepgram(_)
         | ProviderConfig::FishAudio(_) => Discovery::default(),
         ProviderConfig::AzureSpeech(_) => azure_speech::DISCOVERY,
+        // Vertex AI's model list is not read yet.
+        ProviderConfig::Vertex(_) => Discovery::default(),
     }
 }
 

@@ -91,6 +91,7 @@ impl Upstream {
             )
         })?;
         let path = ep.path(&req.path);
+        provider.credentials_ready().await?;
         let build = || build_header(provider, ep.authority.as_str(), &path, req);
         let header = build().map_err(|e| classify(&provider.name, &e))?;
         self.exchange(&provider.name, ep, header, &build, &req.body)

@@ -6,6 +6,7 @@ pub(crate) mod dns;
 pub(crate) mod endpoint;
 pub(crate) mod exchange;
 pub(crate) mod gather;
+pub(crate) mod google_auth;
 pub(crate) mod guard;
 pub(crate) mod health;
 pub(crate) mod provider;

@@ -6,6 +6,8 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 
@@ -16,10 +18,18 @@ use crate::common::error::{UpstreamError, UpstreamErrorKind};
 /// How a provider classifies a non-2xx answer: status and body to an error with its retry class.
 pub type ErrorMap = fn(&Provider, u16, &[u8]) -> UpstreamError;
 
-/// Signs a credential per request, for providers whose tokens expire (Kling's JWTs).
+/// Signs a credential per request, for providers whose tokens expire (Kling's JWTs, Google's
+/// access tokens).
 pub trait Signer: Send + Sync {
     /// The `Authorization` value for a request sent now (an `Err` fails the attempt).
     fn authorization(&self) -> Result<HeaderValue, String>;
+
+    /// `None` when [`Signer::authorization`] can answer now; otherwise a future that resolves
+    /// when it can (or gives up), awaited before the request is built. Google's access token is
+    /// fetched over the network: only the first request waits for it, later ones find it ready.
+    fn ready(&self) -> Option<Pin<Box<dyn Future<Output = ()> + Send + '_>>> {
+        None
+    }
 }
 
 /// The credentials a provider account sends.
@@ -125,6 +135,21 @@ impl Provider {
     /// Usable: has its key, or needs none.
     pub fn enabled(&self) -> bool {
         !matches!(self.auth, Auth::Missing)
+    }
+
+    /// Wait until the credentials can be built (a signer's first token); at once otherwise.
+    /// Credentials that could not be had (the token endpoint refused the account) are the
+    /// operator's problem: [`UpstreamErrorKind::AuthRejected`], with the signer's reason.
+    pub async fn credentials_ready(&self) -> Result<(), UpstreamError> {
+        if let Auth::Signed(signer) = &self.auth {
+            if let Some(wait) = signer.ready() {
+                wait.await;
+                signer.authorization().map_err(|m| {
+                    UpstreamError::new(UpstreamErrorKind::AuthRejected, &self.name, m)
+                })?;
+            }
+        }
+        Ok(())
     }
 
     /// The credential headers for a request sent now.

@@ -33,7 +33,7 @@ fn start(fake: &FakeProvider) -> TestGateway {
 
 /// Gemini's answer carrying one image, as `mime` (with a thought part and text around it, as the
 /// thinking models answer).
-fn success_as(img: &[u8], mime: &str) -> Value {
+pub(crate) fn success_as(img: &[u8], mime: &str) -> Value {
     json!({
         "candidates": [{
             "content": {"role": "model", "parts": [
@@ -58,19 +58,19 @@ fn success_as(img: &[u8], mime: &str) -> Value {
 }
 
 /// One image per call, so one image per reply.
-fn answer(images: &[Vec<u8>], _fake: &FakeProvider) -> Reply {
+pub(crate) fn answer(images: &[Vec<u8>], _fake: &FakeProvider) -> Reply {
     assert_eq!(images.len(), 1, "Gemini answers one image per call");
     Reply::json(200, success_as(&images[0], "image/png"))
 }
 
-fn google_error(status: u16, google: &str, message: &str) -> Reply {
+pub(crate) fn google_error(status: u16, google: &str, message: &str) -> Reply {
     Reply::json(
         status,
         json!({"error": {"code": status, "message": message, "status": google}}),
     )
 }
 
-fn errors() -> Vec<(Reply, u16, &'static str)> {
+pub(crate) fn errors() -> Vec<(Reply, u16, &'static str)> {
     vec![
         (
             google_error(
@@ -169,7 +169,7 @@ fn parts(req: &Recorded) -> Vec<Value> {
 }
 
 /// The bytes of each `inlineData` part, in order, with their declared type.
-fn inline_images(req: &Recorded) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn inline_images(req: &Recorded) -> Vec<(String, Vec<u8>)> {
     parts(req)
         .iter()
         .filter_map(|p| {
@@ -182,14 +182,14 @@ fn inline_images(req: &Recorded) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
-fn reference(req: &Recorded) -> Reference {
+pub(crate) fn reference(req: &Recorded) -> Reference {
     let images = inline_images(req);
     assert_eq!(images.len(), 1, "one reference image");
     assert_eq!(images[0].0, "image/png");
     Reference::Bytes(images[0].1.clone())
 }
 
-fn image_config(req: &Recorded) -> Value {
+pub(crate) fn image_config(req: &Recorded) -> Value {
     req.json()["generationConfig"]["imageConfig"].clone()
 }
 
@@ -206,7 +206,7 @@ fn check_auth(req: &Recorded) {
     }
 }
 
-fn full_image() -> Vec<u8> {
+pub(crate) fn full_image() -> Vec<u8> {
     png(3_000, 7)
 }
 
@@ -248,7 +248,7 @@ fn check_flash_full(req: &Recorded) {
 
 // ---- conformance -----------------------------------------------------------------------------
 
-fn rejected() -> Vec<(&'static str, Value)> {
+pub(crate) fn rejected() -> Vec<(&'static str, Value)> {
     vec![
         ("quality", json!("high")),
         ("style_preset", json!("cinematic")),

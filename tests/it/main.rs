@@ -51,6 +51,7 @@ mod images_recraft;
 mod images_siliconflow;
 mod images_stability;
 mod images_together;
+mod images_vertex;
 mod images_zhipu;
 mod layers;
 #[cfg(feature = "ledger")]

@@ -219,6 +219,18 @@ pub(crate) fn image_request(
     req: &ImageRequest<'_>,
     _n: u64,
 ) -> Result<NativeRequest, GatewayError> {
+    Ok(NativeRequest::post_json(
+        format!(
+            "/v1beta/models/{}:generateContent",
+            target.native_model.trim_start_matches("models/")
+        ),
+        image_body(req)?,
+    ))
+}
+
+/// The `generateContent` body for one image: the same on the Gemini API and on Vertex AI
+/// (`providers::vertex`), which reads the same `contents`/`generationConfig` JSON.
+pub(crate) fn image_body(req: &ImageRequest<'_>) -> Result<Vec<u8>, GatewayError> {
     let image_config = image_config(req)?;
     let mut parts = Vec::with_capacity(1 + req.more_images.len() + 1);
     parts.push(PartOut::Text {
@@ -239,15 +251,8 @@ pub(crate) fn image_request(
             image_config,
         },
     };
-    let body = serde_json::to_vec(&body)
-        .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))?;
-    Ok(NativeRequest::post_json(
-        format!(
-            "/v1beta/models/{}:generateContent",
-            target.native_model.trim_start_matches("models/")
-        ),
-        body,
-    ))
+    serde_json::to_vec(&body)
+        .map_err(|e| GatewayError::Internal(format!("serializing native request: {e}")))
 }
 
 /// A reference image as an `inlineData` part. The engine has fetched URLs by now

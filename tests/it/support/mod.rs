@@ -4,6 +4,7 @@
 pub mod client;
 pub mod costs;
 pub mod fake;
+pub mod google_token;
 pub mod image_conformance;
 #[cfg(feature = "ledger")]
 pub mod postgres;
@@ -189,6 +190,7 @@ switchyard:
     deepgram: {{kind: deepgram, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     fish-audio: {{kind: fish-audio, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     azure-speech: {{kind: azure-speech, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    vertex: {{kind: vertex, credentials_file: "{vertex_key}", token_url: "{vertex_token}", location: us-central1, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
@@ -241,12 +243,16 @@ switchyard:
     aura-2: {{family: deepgram-aura-2, targets: [{{provider: deepgram, model: aura-2}}]}}
     fish-s2.1-pro: {{family: fish-audio-tts, targets: [{{provider: fish-audio, model: s2.1-pro}}]}}
     azure-neural: {{family: azure-speech, targets: [{{provider: azure-speech, model: neural}}]}}
+    vertex-gemini-3-pro-image: {{family: gemini-image, targets: [{{provider: vertex, model: gemini-3-pro-image}}]}}
+    vertex-gemini-3.1-flash-image: {{family: gemini-flash-image, targets: [{{provider: vertex, model: gemini-3.1-flash-image}}]}}
 "#,
         p0 = ports.0,
         p1 = ports.1,
         hashed = sha256_hex("hashed-secret-key"),
         rsa = fixture("jwt/rsa_public.pem"),
         ec = fixture("jwt/ec_public.pem"),
+        vertex_key = google_token::key_file(),
+        vertex_token = google_token::shared_url(),
     )
 }
 
