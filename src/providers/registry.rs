@@ -71,6 +71,13 @@ pub(crate) enum ProviderConfig {
     Bfl(NoSettings),
     #[serde(rename = "kling")]
     Kling(kling::Settings),
+    // ---- rerank: NVIDIA NIM, vLLM, Infinity, Bedrock (issue 30) ----
+    #[serde(rename = "nvidia-nim")]
+    NvidiaNim(nim::Settings),
+    #[serde(rename = "vllm")]
+    Vllm(NoSettings),
+    #[serde(rename = "infinity")]
+    Infinity(NoSettings),
 }
 
 /// A kind with no settings of its own: any extra key is an error naming it.
@@ -117,6 +124,10 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::Stability(_) => stability::kind(key),
         ProviderConfig::Bfl(_) => bfl::kind(key),
         ProviderConfig::Kling(s) => kling::kind(s, key),
+        // ---- rerank: NVIDIA NIM, vLLM, Infinity, Bedrock (issue 30) ----
+        ProviderConfig::NvidiaNim(s) => nim::kind(s, key),
+        ProviderConfig::Vllm(_) => vllm::kind(key),
+        ProviderConfig::Infinity(_) => infinity::kind(key),
     }
 }
 
@@ -146,6 +157,10 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         | ProviderConfig::Stability(_)
         | ProviderConfig::Bfl(_)
         | ProviderConfig::Kling(_) => Discovery::default(),
+        // ---- rerank: NVIDIA NIM, vLLM, Infinity, Bedrock (issue 30) ----
+        ProviderConfig::NvidiaNim(_) | ProviderConfig::Vllm(_) | ProviderConfig::Infinity(_) => {
+            Discovery::default()
+        }
     }
 }
 

@@ -180,6 +180,12 @@ switchyard:
     bfl: {{kind: bfl, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     kling: {{kind: kling, api_key: "{KLING_ACCESS_KEY}", secret_key: "{KLING_SECRET_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     gemini: {{kind: gemini, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    # ---- rerank: NVIDIA NIM, vLLM, Infinity, Bedrock (issue 30) ----
+    nim: {{kind: nvidia-nim, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    nim-hosted: {{kind: nvidia-nim, hosted: true, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    vllm: {{kind: vllm, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    infinity: {{kind: infinity, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    # ---- end rerank (issue 30) ----
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
@@ -219,6 +225,12 @@ switchyard:
     gemini-3-pro-image: {{family: gemini-image, targets: [{{provider: gemini, model: gemini-3-pro-image}}]}}
     gemini-3.1-flash-image: {{family: gemini-flash-image, targets: [{{provider: gemini, model: gemini-3.1-flash-image}}]}}
     gemini-2.5-flash-image: {{family: gemini-2.5-flash-image, targets: [{{provider: gemini, model: gemini-2.5-flash-image, lifecycle: {{still_available: true}}}}]}}
+    # ---- rerank: NVIDIA NIM, vLLM, Infinity, Bedrock (issue 30) ----
+    nim-reranker: {{family: nim-rerank, targets: [{{provider: nim, model: nvidia/llama-nemotron-rerank-1b-v2}}]}}
+    nim-hosted-reranker: {{family: nim-rerank, targets: [{{provider: nim-hosted, model: nvidia/llama-3.2-nv-rerankqa-1b-v2}}]}}
+    vllm-reranker: {{family: vllm-rerank, targets: [{{provider: vllm, model: Qwen/Qwen3-Reranker-0.6B}}]}}
+    infinity-reranker: {{family: infinity-rerank, targets: [{{provider: infinity, model: BAAI/bge-reranker-v2-m3}}]}}
+    # ---- end rerank (issue 30) ----
 "#,
         p0 = ports.0,
         p1 = ports.1,
