@@ -78,6 +78,8 @@ pub(crate) enum ProviderConfig {
     Vllm(NoSettings),
     #[serde(rename = "infinity")]
     Infinity(NoSettings),
+    #[serde(rename = "bedrock")]
+    Bedrock(formats::aws::Settings),
 }
 
 /// A kind with no settings of its own: any extra key is an error naming it.
@@ -128,6 +130,7 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::NvidiaNim(s) => nim::kind(s, key),
         ProviderConfig::Vllm(_) => vllm::kind(key),
         ProviderConfig::Infinity(_) => infinity::kind(key),
+        ProviderConfig::Bedrock(s) => bedrock::kind(s, key),
     }
 }
 
@@ -158,9 +161,10 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         | ProviderConfig::Bfl(_)
         | ProviderConfig::Kling(_) => Discovery::default(),
         // ---- rerank: NVIDIA NIM, vLLM, Infinity, Bedrock (issue 30) ----
-        ProviderConfig::NvidiaNim(_) | ProviderConfig::Vllm(_) | ProviderConfig::Infinity(_) => {
-            Discovery::default()
-        }
+        ProviderConfig::NvidiaNim(_)
+        | ProviderConfig::Vllm(_)
+        | ProviderConfig::Infinity(_)
+        | ProviderConfig::Bedrock(_) => Discovery::default(),
     }
 }
 

@@ -72,6 +72,7 @@ mod rerank_jina;
 mod rerank_local;
 mod rerank_mixedbread;
 // ---- rerank: NVIDIA NIM, vLLM, Infinity, Bedrock (issue 30) ----
+mod rerank_bedrock;
 mod rerank_infinity;
 mod rerank_nim;
 mod rerank_vllm;

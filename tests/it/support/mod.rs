@@ -31,6 +31,11 @@ pub const KEY: &str = "test-key";
 pub const JWT_SECRET: &str = "test-secret-that-is-at-least-32-bytes!";
 /// The key the gateway must send to providers (never the caller's).
 pub const PROVIDER_KEY: &str = "sk-provider-secret-0001";
+/// The test's AWS credentials (issue 30: SigV4-signed providers); the fake recomputes signatures
+/// with them.
+pub const AWS_ACCESS_KEY_ID: &str = "AKIATESTEXAMPLE0001";
+pub const AWS_SECRET: &str = "aws-secret-wJalrXUtnFEMI-K7MDENG-0001";
+pub const AWS_SESSION_TOKEN: &str = "aws-session-token-0001";
 /// Kling signs its own tokens: the access key (the JWT's `iss`) and the secret key.
 pub const KLING_ACCESS_KEY: &str = "kling-access-key-0001";
 pub const KLING_SECRET_KEY: &str = "kling-secret-key-0001";
@@ -185,6 +190,7 @@ switchyard:
     nim-hosted: {{kind: nvidia-nim, hosted: true, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     vllm: {{kind: vllm, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     infinity: {{kind: infinity, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    bedrock: {{kind: bedrock, api_key: "{AWS_ACCESS_KEY_ID}", secret_key: "{AWS_SECRET}", session_token: "{AWS_SESSION_TOKEN}", region: us-west-2, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     # ---- end rerank (issue 30) ----
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
@@ -230,6 +236,7 @@ switchyard:
     nim-hosted-reranker: {{family: nim-rerank, targets: [{{provider: nim-hosted, model: nvidia/llama-3.2-nv-rerankqa-1b-v2}}]}}
     vllm-reranker: {{family: vllm-rerank, targets: [{{provider: vllm, model: Qwen/Qwen3-Reranker-0.6B}}]}}
     infinity-reranker: {{family: infinity-rerank, targets: [{{provider: infinity, model: BAAI/bge-reranker-v2-m3}}]}}
+    bedrock-cohere-rerank: {{family: bedrock-rerank, targets: [{{provider: bedrock, model: cohere.rerank-v3-5:0}}]}}
     # ---- end rerank (issue 30) ----
 "#,
         p0 = ports.0,
