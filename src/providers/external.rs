@@ -260,10 +260,14 @@ mod tests {
             "local",
             "kling",
             "gemini",
+            "nvidia-nim",
+            "vllm",
+            "infinity",
+            "bedrock",
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 21, "{names:?}");
+        assert_eq!(names.len(), 25, "{names:?}");
     }
 
     #[test]
