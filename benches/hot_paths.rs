@@ -167,6 +167,7 @@ fn public(native: NativeImages) -> ImageResult {
         task_status: "succeed",
         error: None,
         facts: native.facts,
+        served: Vec::new(),
     }
 }
 

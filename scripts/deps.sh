@@ -2,7 +2,9 @@
 # is missing, from Debian's packages (as root, or through sudo).
 #   need_build: cmake and a C compiler (Pingora's zlib-ng is built with cmake);
 #   need_tests: the above, redis-server (the shared-state tests), PostgreSQL's server and client (the
-#   usage-ledger tests) and Python's venv (the client suite).
+#   usage-ledger tests) and Python's venv (the client suite);
+#   need_prometheus: Prometheus (promtool checks and unit-tests the alerting rules; the dashboard
+#   test runs the server), without the recommended node exporter.
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -45,4 +47,12 @@ need_tests() {
   python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing="$missing python3-venv"
   # shellcheck disable=SC2086
   install_missing $missing
+}
+
+need_prometheus() {
+  if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then
+    echo "installing: prometheus"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus
+  fi
 }

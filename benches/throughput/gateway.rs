@@ -7,7 +7,8 @@
 //! written per request. `SWITCHYARD_BENCH_METRICS=1` gives it a metrics listener;
 //! `SWITCHYARD_BENCH_LIMITS=1` gives the bench's key limits on every meter (never reached, so every
 //! request is checked and charged), counted in process memory or, with
-//! `SWITCHYARD_BENCH_REDIS=redis://...`, in that Redis.
+//! `SWITCHYARD_BENCH_REDIS=redis://...`, in that Redis. `SWITCHYARD_BENCH_UNPRICED=1` declares
+//! every model unpriced, so no request computes, counts or announces a cost.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -39,7 +40,7 @@ pub fn config(port: u16, fake: SocketAddr, tag: &str, extra: &Extra) -> String {
     } else {
         ""
     };
-    format!(
+    let yaml = format!(
         r#"version: 1
 threads: 1
 grace_period_seconds: 0
@@ -66,7 +67,14 @@ switchyard:
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai-sse, model: gpt-4o-mini-tts}}]}}
     eleven: {{family: elevenlabs-tts, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
 "#
-    )
+    );
+    // Every model declared unpriced: no cost is computed, counted or announced, so a run with and
+    // one without this show what the cost path costs a request.
+    if extra.unpriced {
+        yaml.replace("{family: ", "{price: unpriced, family: ")
+    } else {
+        yaml
+    }
 }
 
 /// What the bench's gateway runs with beside its traffic (`SWITCHYARD_BENCH_METRICS`, `_LIMITS`,
@@ -79,6 +87,9 @@ pub struct Extra {
     pub limits: bool,
     /// Shared state (the limits' counters) in this Redis.
     pub redis: Option<String>,
+    /// Every model declared `price: unpriced` (`SWITCHYARD_BENCH_UNPRICED=1`): the run without
+    /// the cost path, to compare with.
+    pub unpriced: bool,
 }
 
 /// The `switchyard` binary: `SWITCHYARD_BIN` if set, else the one cargo built for this bench.
@@ -107,6 +118,7 @@ pub fn start(
         metrics,
         limits: std::env::var("SWITCHYARD_BENCH_LIMITS").as_deref() == Ok("1"),
         redis: std::env::var("SWITCHYARD_BENCH_REDIS").ok(),
+        unpriced: std::env::var("SWITCHYARD_BENCH_UNPRICED").as_deref() == Ok("1"),
     };
     std::fs::write(&file, config(port, fake, &tag, &extra)).map_err(|e| e.to_string())?;
     let log = std::fs::File::create(dir.join("gateway.log")).map_err(|e| e.to_string())?;

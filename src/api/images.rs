@@ -111,6 +111,7 @@ impl ImageRequest<'_> {
         match self.output_format {
             "jpg" => "image/jpeg",
             "webp" => "image/webp",
+            "svg" => "image/svg+xml",
             _ => "image/png",
         }
     }
@@ -134,6 +135,22 @@ pub struct ImageResult {
     /// `background`), each only when it did: additive top-level fields.
     /// Boxed: rare, and results travel through the engine's futures.
     #[serde(flatten)]
+    pub facts: Option<Box<AnswerFacts>>,
+    /// What each native call of the generation delivered, for its cost (never in the answer):
+    /// the calls of one fan-out may be served by different targets, each at its own price.
+    #[serde(skip)]
+    pub served: Vec<Served>,
+}
+
+/// What one native call delivered: the target that served it, its images and what its provider
+/// reported of them.
+#[derive(Debug, Clone, Default)]
+pub struct Served {
+    /// The serving target's index in the model's `targets`.
+    pub target: usize,
+    /// Images it delivered.
+    pub images: u64,
+    /// What its provider reported (token usage, size, quality).
     pub facts: Option<Box<AnswerFacts>>,
 }
 
@@ -689,7 +706,7 @@ mod tests {
             &c,
         );
         assert!(
-            msg.contains("must be one of png, jpg, webp (jpeg is the same as jpg)"),
+            msg.contains("must be one of png, jpg, webp, svg (jpeg is the same as jpg)"),
             "{msg}"
         );
         // A family without JPEG refuses both spellings, listing what it makes.

@@ -21,8 +21,8 @@ pub(crate) const MAX_IMAGES: u64 = 16;
 pub(crate) const QUALITIES: &[&str] = &[
     "std", "pro", "standard", "hd", "auto", "low", "medium", "high",
 ];
-/// Every public image `output_format`.
-pub(crate) const OUTPUT_FORMATS: &[&str] = &["png", "jpg", "webp"];
+/// Every public image `output_format` (`svg`: vector models only, Recraft's).
+pub(crate) const OUTPUT_FORMATS: &[&str] = &["png", "jpg", "webp", "svg"];
 /// Every public image `background`.
 pub(crate) const BACKGROUNDS: &[&str] = &["transparent", "opaque", "auto"];
 

@@ -141,6 +141,15 @@ impl ImageInput {
     pub fn is_url(&self) -> bool {
         matches!(self, ImageInput::Url(_))
     }
+
+    /// Its width × height in pixels, read from the image's header (`None` for a URL not yet
+    /// fetched, or a header too damaged to say): what a provider pricing input images per
+    /// megapixel bills.
+    pub fn pixels(&self) -> Option<u64> {
+        let (bytes, _) = self.bytes()?;
+        let size = imagesize::blob_size(bytes).ok()?;
+        Some((size.width as u64).saturating_mul(size.height as u64))
+    }
 }
 
 /// Standard or URL-safe base64, padded or not, ignoring line breaks some encoders insert.
@@ -179,6 +188,26 @@ mod tests {
                 format!("data:image/png;base64,{b64}")
             );
         }
+    }
+
+    #[test]
+    fn pixels_come_from_the_header_and_are_unknown_for_a_url() {
+        // A PNG's signature and IHDR chunk: 1536 × 1024.
+        let mut png = PNG.to_vec();
+        png.extend_from_slice(&1536u32.to_be_bytes());
+        png.extend_from_slice(&1024u32.to_be_bytes());
+        png.extend_from_slice(&[8, 6, 0, 0, 0]);
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&png);
+        assert_eq!(ImageInput::parse(&b64).unwrap().pixels(), Some(1536 * 1024));
+        // A header cut short says nothing, rather than a wrong size.
+        let cut = base64::engine::general_purpose::STANDARD.encode(PNG);
+        assert_eq!(ImageInput::parse(&cut).unwrap().pixels(), None);
+        assert_eq!(
+            ImageInput::parse("https://img.example/a.png")
+                .unwrap()
+                .pixels(),
+            None
+        );
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub(crate) fn known(price: &Price, planned: &Planned<'_>) -> Result<Cost, NoCost
             size,
             quality,
             input_pixels,
+            unmeasured_inputs,
         } => images(
             price,
             &ImagesMetered {
@@ -47,6 +48,7 @@ pub(crate) fn known(price: &Price, planned: &Planned<'_>) -> Result<Cost, NoCost
                 size,
                 quality,
                 input_pixels,
+                unmeasured_inputs,
                 reported: None,
             },
         ),
@@ -187,11 +189,18 @@ fn images(price: &Price, i: &ImagesMetered<'_>) -> Result<Cost, NoCost> {
         };
         let pixels = u64::from(w) * u64::from(h);
         sum.add(mp.output(pixels).times(i.images, 1), Basis::Gateway);
-        if !i.input_pixels.is_empty() {
+        let inputs = i.input_pixels.len() as u64 + i.unmeasured_inputs;
+        if inputs > 0 {
             match mp.input {
                 Some(rate) => {
                     let started: u64 = i.input_pixels.iter().map(|&p| megapixels(p)).sum();
                     sum.add(rate.times(started, 1), Basis::Gateway);
+                    if i.unmeasured_inputs > 0 {
+                        sum.partial.push(format!(
+                            "{} input image(s) given by URL: their megapixels are not counted",
+                            i.unmeasured_inputs
+                        ));
+                    }
                 }
                 None => sum
                     .partial
@@ -252,7 +261,10 @@ fn image_tokens(price: &Price, u: &ImageUsage) -> Result<Cost, NoCost> {
         detail(&u.output_tokens_details, "image_tokens"),
     );
     if text_out.is_some() || image_out.is_some() {
-        part(TokenKind::TextOut, text_out.unwrap_or(0), &mut sum)?;
+        // Thinking tokens (Gemini's `thoughtsTokenCount`) are billed as text output.
+        let reasoning = detail(&u.output_tokens_details, "reasoning_tokens").unwrap_or(0);
+        let text_out = text_out.unwrap_or(0).saturating_add(reasoning);
+        part(TokenKind::TextOut, text_out, &mut sum)?;
         part(TokenKind::ImageOut, image_out.unwrap_or(0), &mut sum)?;
     } else {
         part(TokenKind::ImageOut, u.output_tokens, &mut sum)?;

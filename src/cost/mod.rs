@@ -67,6 +67,27 @@ pub(crate) struct Cost {
     pub partial: Option<String>,
 }
 
+impl Cost {
+    /// The sum of two costs in one currency (`None` when their currencies differ): the
+    /// provider's basis only when both are, and what either leaves out.
+    pub(crate) fn plus(self, other: Cost) -> Option<Cost> {
+        if self.currency != other.currency {
+            return None;
+        }
+        let partial = match (self.partial, other.partial) {
+            (Some(a), Some(b)) if a == b => Some(a),
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
+        Some(Cost {
+            amount: self.amount.plus(other.amount),
+            currency: self.currency,
+            basis: self.basis.and(other.basis),
+            partial,
+        })
+    }
+}
+
 /// Why no cost could be computed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum NoCost {

@@ -116,6 +116,7 @@ fn images_by_token_kind_for_gpt_image_2() {
             size: Some("1024x1024"),
             quality: Some("high"),
             input_pixels: &[],
+            unmeasured_inputs: 0,
             reported: Some(&usage),
         }),
     )
@@ -153,6 +154,7 @@ fn image_cost_differs_by_size_and_quality() {
                 size: Some(size),
                 quality: Some(quality),
                 input_pixels: &[],
+                unmeasured_inputs: 0,
             },
         )
     };
@@ -191,6 +193,7 @@ fn image_cost_differs_by_size_and_quality() {
                 size,
                 quality,
                 input_pixels: &[],
+                unmeasured_inputs: 0,
             },
         )
     };
@@ -221,6 +224,7 @@ fn images_by_megapixel_for_flux_2() {
                 size: Some(size),
                 quality: None,
                 input_pixels,
+                unmeasured_inputs: 0,
             },
         )
     };
@@ -232,6 +236,29 @@ fn images_by_megapixel_for_flux_2() {
     assert_eq!(nanos(&cost(2, "2048x2048", &[])), 150_000_000);
     // An edit with one 1 MP input image: $0.03 + $0.015.
     assert_eq!(nanos(&cost(1, "1024x1024", &[1024 * 1024])), 45_000_000);
+    // Two inputs of 1.5 MP each: two started megapixels each, 4 × $0.015.
+    assert_eq!(
+        nanos(&cost(1, "1024x1024", &[1536 * 1024, 1536 * 1024])),
+        90_000_000
+    );
+    // An input given by URL is not measured: the cost counts the rest and says it is a lower
+    // bound.
+    let by_url = of(
+        &p,
+        &Metered::Images(ImagesMetered {
+            images: 1,
+            size: Some("1024x1024"),
+            input_pixels: &[1024 * 1024],
+            unmeasured_inputs: 1,
+            ..ImagesMetered::default()
+        }),
+    )
+    .unwrap();
+    assert_eq!(by_url.amount.nanos(), 45_000_000);
+    assert!(by_url
+        .partial
+        .as_deref()
+        .is_some_and(|p| p.contains("1 input image(s) given by URL")));
     // Megapixel pricing needs the size.
     let unknown = known(
         &p,
@@ -240,6 +267,7 @@ fn images_by_megapixel_for_flux_2() {
             size: None,
             quality: None,
             input_pixels: &[],
+            unmeasured_inputs: 0,
         },
     );
     assert!(unknown.is_err());
@@ -388,4 +416,129 @@ fn a_price_in_other_units_gives_no_cost_rather_than_zero() {
         })
     )
     .is_err());
+}
+
+#[test]
+fn gemini_image_cost_from_usage_metadata_and_per_tier_figures() {
+    // `usageMetadata` as the Gemini adapter passes it on: 12 text and 560 image tokens in (one
+    // reference image), one image out.
+    let usage = |image_out: u64| ImageUsage {
+        input_tokens: 572,
+        output_tokens: image_out,
+        total_tokens: 572 + image_out,
+        input_tokens_details: [("text_tokens".into(), 12), ("image_tokens".into(), 560)].into(),
+        output_tokens_details: [("image_tokens".into(), image_out)].into(),
+    };
+    let metered = |p: &Price, u: &ImageUsage, size| {
+        of(
+            p,
+            &Metered::Images(ImagesMetered {
+                images: 1,
+                size: Some(size),
+                reported: Some(u),
+                ..ImagesMetered::default()
+            }),
+        )
+    };
+    // Gemini 3 Pro Image at 1K (1,120 image tokens): (12 × $2 + 560 × $2 + 1,120 × $120) / 1M
+    // = (24 + 1,120 + 134,400) / 1M = $0.135544.
+    let pro = price("gemini", "gemini-3-pro-image");
+    let c = metered(&pro, &usage(1_120), "1K").unwrap();
+    assert_eq!((c.amount.nanos(), c.basis), (135_544_000, Basis::Provider));
+    assert_eq!(c.currency.as_str(), "USD");
+    // Gemini 3.1 Flash Image at 4K (2,520 image tokens): (12 × $0.50 + 560 × $0.50 + 2,520 ×
+    // $60) / 1M = (6 + 280 + 151,200) / 1M = $0.151486. The resolution is in the token count.
+    let flash = price("gemini", "gemini-3.1-flash-image");
+    assert_eq!(nanos(&metered(&flash, &usage(2_520), "4K")), 151_486_000);
+    // Thinking tokens (`reasoning_tokens`, from `thoughtsTokenCount`) are billed as text
+    // output: 200 more at $12 per 1M on Pro add $0.0024.
+    let mut thinking = usage(1_120);
+    thinking
+        .output_tokens_details
+        .insert("reasoning_tokens".into(), 200);
+    assert_eq!(nanos(&metered(&pro, &thinking, "1K")), 137_944_000);
+    // Before the call: Google's per-image figures by the size's tier.
+    let planned = |p: &Price, n, size| {
+        known(
+            p,
+            &Planned::Images {
+                n,
+                size: Some(size),
+                quality: None,
+                input_pixels: &[],
+                unmeasured_inputs: 0,
+            },
+        )
+    };
+    // 2 × 4K ($0.24) and 1 × a 1K 16:9 image ($0.134) for Pro; a 2K 1:4 image ($0.101) and a
+    // 1K 1:4 image ($0.067) for 3.1 Flash.
+    assert_eq!(nanos(&planned(&pro, 2, "4096x4096")), 480_000_000);
+    assert_eq!(nanos(&planned(&pro, 1, "1376x768")), 134_000_000);
+    assert_eq!(nanos(&planned(&flash, 1, "1024x4096")), 101_000_000);
+    assert_eq!(nanos(&planned(&flash, 1, "512x2048")), 67_000_000);
+    // A tier keyword names no pixel size: no figure before the call rather than a guess.
+    assert!(matches!(
+        planned(&flash, 1, "1K"),
+        Err(NoCost::NotBillable(_))
+    ));
+    // Gemini 2.5 Flash Image: one flat figure, $0.039 an image.
+    let old = price("gemini", "gemini-2.5-flash-image");
+    assert_eq!(nanos(&planned(&old, 3, "1344x768")), 117_000_000);
+}
+
+#[test]
+fn yuan_and_dollar_prices_of_the_speech_rerank_and_image_providers() {
+    let speech = |p: &Price, characters| {
+        of(
+            p,
+            &Metered::Speech(SpeechMetered {
+                characters,
+                ..SpeechMetered::default()
+            }),
+        )
+        .unwrap()
+    };
+    // Qwen3-TTS-Flash: 12,345 characters at 0.8 CNY / 10,000 = 0.98760 CNY.
+    let c = speech(&price("dashscope", "qwen3-tts-flash"), 12_345);
+    assert_eq!(
+        (c.amount.nanos(), c.currency.as_str()),
+        (987_600_000, "CNY")
+    );
+    // MiniMax Speech 2.8 HD: 2,500 characters at $100 / 1M = $0.25; ElevenLabs Flash v2.5:
+    // 2,500 at $0.05 / 1,000 = $0.125.
+    let c = speech(&price("minimax", "speech-2.8-hd"), 2_500);
+    assert_eq!(
+        (c.amount.nanos(), c.currency.as_str()),
+        (250_000_000, "USD")
+    );
+    let c = speech(&price("elevenlabs", "eleven_flash_v2_5"), 2_500);
+    assert_eq!(c.amount.nanos(), 125_000_000);
+    // Qwen3-Rerank: 10,000 billed tokens at 0.5 CNY / 1M = 0.005 CNY.
+    let usage = rerank_usage(10_000);
+    let c = of(
+        &price("dashscope", "qwen3-rerank"),
+        &Metered::Rerank(RerankMetered {
+            usage: &usage,
+            billed: true,
+            query_tokens: 0,
+            document_tokens: &[],
+            search_units: None,
+        }),
+    )
+    .unwrap();
+    assert_eq!((c.amount.nanos(), c.basis), (5_000_000, Basis::Provider));
+    // GLM-Image: 2 images at 0.1 CNY each = 0.2 CNY.
+    let c = of(
+        &price("zhipu", "glm-image"),
+        &Metered::Images(ImagesMetered {
+            images: 2,
+            size: Some("1280x1280"),
+            ..ImagesMetered::default()
+        }),
+    )
+    .unwrap();
+    assert_eq!(
+        (c.amount.nanos(), c.currency.as_str()),
+        (200_000_000, "CNY")
+    );
 }

@@ -37,8 +37,11 @@ pub(crate) struct ImagesMetered<'a> {
     pub size: Option<&'a str>,
     /// Their quality: the answer's when it says, else the request's.
     pub quality: Option<&'a str>,
-    /// The pixels of each input (reference) image, where known, for megapixel pricing.
+    /// The pixels of each input (reference) image whose size is known, for megapixel pricing.
     pub input_pixels: &'a [u64],
+    /// Input images whose size is not known (given as URLs the gateway did not fetch): a price
+    /// that bills input pixels leaves them out, and says so.
+    pub unmeasured_inputs: u64,
     /// The provider's token usage (GPT image models), when it reported it.
     pub reported: Option<&'a ImageUsage>,
 }
@@ -67,12 +70,13 @@ pub(crate) enum Planned<'a> {
     /// Speech of `characters` characters (`text_tokens` by the gateway's tokenizer).
     Speech { characters: u64, text_tokens: u64 },
     /// `n` images of `size` and `quality` (`None`: the provider chooses, e.g. `auto`), from input
-    /// images of `input_pixels` pixels each.
+    /// images of `input_pixels` pixels each, and `unmeasured_inputs` more of unknown size.
     Images {
         n: u64,
         size: Option<&'a str>,
         quality: Option<&'a str>,
         input_pixels: &'a [u64],
+        unmeasured_inputs: u64,
     },
     /// Reranking: the query's tokens and each document's (the gateway's counts), and how the
     /// provider counts the query when it bills tokens (the adapter's `QueryCounting`).

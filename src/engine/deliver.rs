@@ -91,6 +91,7 @@ pub(crate) async fn deliver(
         task_status: "succeed",
         error: None,
         facts: native.facts,
+        served: Vec::new(),
     })
 }
 

@@ -100,7 +100,7 @@ pub(crate) async fn generate(
         image_call(ctx, region, &req, n, i as usize, progress)
     });
     let answers = futures_util::future::try_join_all(batches).await?;
-    deliver_all(ctx, answers, &delivery, base).await
+    deliver_all(ctx, &req.model, answers, &delivery, base).await
 }
 
 /// Finish a generation whose native tasks were submitted by another instance (or before a
@@ -138,12 +138,14 @@ pub(crate) async fn resume(
         Ok::<_, GatewayError>((images, target))
     });
     let answers = futures_util::future::try_join_all(polls).await?;
-    deliver_all(ctx, answers, delivery, base).await
+    deliver_all(ctx, model, answers, delivery, base).await
 }
 
-/// Merge the native calls' images (in call order) and deliver them.
+/// Merge the native calls' images (in call order) and deliver them, noting what each call
+/// delivered and which of `model`'s targets served it (each is priced at its own target).
 async fn deliver_all(
     ctx: &Images<'_>,
+    model: &Model,
     answers: Vec<(NativeImages, &Target)>,
     delivery: &Delivery,
     base: &str,
@@ -154,7 +156,15 @@ async fn deliver_all(
         answers.iter().filter_map(|(p, _)| p.facts.as_deref()),
     )
     .boxed();
+    let mut served = Vec::with_capacity(answers.len());
     for (part, target) in answers {
+        if let Some(index) = model.targets.iter().position(|t| std::ptr::eq(t, target)) {
+            served.push(images::Served {
+                target: index,
+                images: part.images.len() as u64,
+                facts: part.facts,
+            });
+        }
         native.created = native.created.or(part.created);
         native.images.extend(part.images);
         provider.get_or_insert(target);
@@ -162,7 +172,7 @@ async fn deliver_all(
     let Some(target) = provider else {
         return Err(GatewayError::Internal("no image call was made".into()));
     };
-    crate::engine::deliver::deliver(
+    let mut result = crate::engine::deliver::deliver(
         ctx.upstream,
         ctx.files,
         &target.provider,
@@ -170,7 +180,9 @@ async fn deliver_all(
         native,
         base,
     )
-    .await
+    .await?;
+    result.served = served;
+    Ok(result)
 }
 
 /// One native image call (with its retries) asking for `n` images; an error the provider reports

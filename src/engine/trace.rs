@@ -45,12 +45,6 @@ pub(crate) fn noted<F: Future>(fut: Pin<&mut TaskLocalFuture<Cell<Trace>, F>>) -
     fut.take_value().map(Cell::into_inner).unwrap_or_default()
 }
 
-/// What has been noted so far in the [`traced`] future this runs in (the default outside one):
-/// an operation reads the target that answered from it.
-pub(crate) fn current() -> Trace {
-    TRACE.try_with(Cell::get).unwrap_or_default()
-}
-
 /// Note one attempt at `target` of `model`.
 pub(crate) fn attempt(model: &Model, target: &Target) {
     let _ = TRACE.try_with(|cell| {

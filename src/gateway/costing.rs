@@ -15,8 +15,9 @@
 //! Switchyard-Cost: unknown; reason=asynchronous         an image task accepted, not yet run
 //! ```
 
-use crate::catalog::Target;
-use crate::cost::{self, Cost, Metered, NoCost, Planned};
+use crate::api::images::ImageResult;
+use crate::catalog::{Model, Target};
+use crate::cost::{self, Cost, ImagesMetered, Metered, NoCost, Planned};
 
 /// The answer header that carries a request's cost.
 pub(crate) const HEADER: &str = "Switchyard-Cost";
@@ -40,6 +41,52 @@ impl RequestCost {
         match &target.price {
             None => RequestCost::Unpriced,
             Some(price) => cost::of(price, used).into(),
+        }
+    }
+
+    /// What a generation's images cost: each native call at the price of the target of `model`
+    /// that served it (the calls of one fan-out may be served by different targets), from what
+    /// it delivered and what its provider reported, else at the size and quality `asked`. The
+    /// input images are counted once per call, since each call sends them.
+    pub(crate) fn of_images(
+        model: &Model,
+        result: &ImageResult,
+        asked: &ImagesAsked<'_>,
+    ) -> RequestCost {
+        let mut total: Option<Cost> = None;
+        for part in &result.served {
+            let Some(target) = model.targets.get(part.target) else {
+                return RequestCost::NotBillable("the target that answered is not known".into());
+            };
+            let facts = part.facts.as_deref();
+            let used = Metered::Images(ImagesMetered {
+                images: part.images,
+                size: facts.and_then(|f| f.size.as_deref()).or(Some(asked.size)),
+                quality: facts.and_then(|f| f.quality.as_deref()).or(asked.quality),
+                input_pixels: asked.input_pixels,
+                unmeasured_inputs: asked.unmeasured_inputs,
+                reported: facts.and_then(|f| f.usage.as_ref()),
+            });
+            let c = match RequestCost::of(target, &used) {
+                RequestCost::Known(c) => c,
+                other => return other,
+            };
+            total = match total {
+                None => Some(c),
+                Some(t) => match t.plus(c) {
+                    Some(sum) => Some(sum),
+                    None => {
+                        return RequestCost::NotBillable(
+                            "its calls were served by targets priced in different currencies"
+                                .into(),
+                        )
+                    }
+                },
+            };
+        }
+        match total {
+            Some(c) => RequestCost::Known(c),
+            None => RequestCost::NotBillable("the target that answered is not known".into()),
         }
     }
 
@@ -103,6 +150,33 @@ impl RequestCost {
     /// The header, ready for an answer's head.
     pub(crate) fn header(&self) -> (&'static str, String) {
         (HEADER, self.header_value())
+    }
+}
+
+/// What an image request asked, for its cost where the answer does not say: the size and
+/// quality, and its input images' pixels (`unmeasured_inputs`: those given by URL, not measured).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ImagesAsked<'a> {
+    pub(crate) size: &'a str,
+    pub(crate) quality: Option<&'a str>,
+    pub(crate) input_pixels: &'a [u64],
+    pub(crate) unmeasured_inputs: u64,
+}
+
+impl<'a> ImagesAsked<'a> {
+    /// The pixels of `inputs` whose size their header gives, and how many are not measured.
+    pub(crate) fn measure<'i>(
+        inputs: impl Iterator<Item = &'i crate::common::image_input::ImageInput>,
+    ) -> (Vec<u64>, u64) {
+        let mut pixels = Vec::new();
+        let mut unmeasured = 0;
+        for input in inputs {
+            match input.pixels() {
+                Some(p) => pixels.push(p),
+                None => unmeasured += 1,
+            }
+        }
+        (pixels, unmeasured)
     }
 }
 

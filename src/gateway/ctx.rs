@@ -112,11 +112,16 @@ impl Ctx {
         // The money budget is charged what the request cost, when its usage is charged at all
         // (a speech stream cut short charges neither). The outcome's own cost counts the
         // provider's reported usage; without one (an accepted image task, whose images are
-        // charged as asked) the served target's price at the gateway's counts stands in.
+        // charged as asked, and its known cost when it had one) the served target's price at the
+        // gateway's counts stands in.
         let charged = self.charge;
         let used = charged.tokens + charged.characters + charged.images > 0;
-        self.cost_charge = match outcome.cost.as_ref().and_then(|c| c.cost()) {
-            Some(c) if used => Some((c.amount, c.currency)),
+        let computed = outcome.cost.as_ref().and_then(|c| c.cost());
+        self.cost_charge = match outcome
+            .cost_charge
+            .or(computed.map(|c| (c.amount, c.currency)))
+        {
+            Some(c) if used => Some(c),
             Some(_) => None,
             None if used => self.operation.and_then(|op| {
                 super::limited::estimated_cost(self.model.as_deref(), &self.trace, op, &charged)

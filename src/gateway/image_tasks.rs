@@ -67,6 +67,7 @@ pub(crate) async fn start(
         task_status: TaskStatus::Running.as_str(),
         error: None,
         facts: None,
+        served: Vec::new(),
     })
 }
 
@@ -157,6 +158,7 @@ pub(crate) async fn get(
             details: e.details,
         }),
         facts: record.facts,
+        served: Vec::new(),
     })
 }
 

@@ -47,32 +47,33 @@ pub(crate) async fn admit(
 
 /// Once the body is validated: what the request is known to use up front (`used`: speech
 /// characters, images asked for) and to cost (`planned` at `model`'s prices) must fit in what is
-/// left, in one check.
+/// left, in one check. Answers the known cost checked against the caller's money budget, in the
+/// budget's currency (`None`: no budget, or no cost known).
 pub(crate) async fn cost(
     call: &Call<'_>,
     op: Operation,
     used: u64,
     model: &Model,
     planned: &Planned<'_>,
-) -> Result<(), GatewayError> {
+) -> Result<Option<(Amount, Currency)>, GatewayError> {
     let Some(p) = call.principal else {
-        return Ok(());
+        return Ok(None);
     };
     let Some(set) = &p.limits else {
-        return Ok(());
+        return Ok(None);
     };
     let meter = meter(op);
-    let money = set
-        .budget_currency()
-        .and_then(|c| known_cost(model, planned, &call.settings.rates, c));
+    let currency = set.budget_currency();
+    let money = currency.and_then(|c| known_cost(model, planned, &call.settings.rates, c));
     if !set.counts(meter) && money.is_none() {
-        return Ok(());
+        return Ok(None);
     }
     let on_error = call.settings.auth.on_store_error();
     call.state
         .limits
         .check_known(&p.id, set, (meter, used), money, on_error)
-        .await
+        .await?;
+    Ok(money.zip(currency))
 }
 
 /// What a request planned as `planned` is known to cost at `model`, in `currency`: the highest

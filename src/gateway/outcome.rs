@@ -18,6 +18,7 @@ use crate::auth::Principal;
 use crate::catalog::Model;
 use crate::common::error::GatewayError;
 use crate::config::GatewaySettings;
+use crate::money::{Amount, Currency};
 
 /// One request as an endpoint or operation sees it: what it runs under and where its answer goes.
 pub(crate) struct Call<'a> {
@@ -90,6 +91,10 @@ pub(crate) struct Outcome {
     /// got far enough to ask, e.g. a refused request). Computed once per operation, from what
     /// the answer used (`gateway/costing.rs`).
     pub(crate) cost: Option<RequestCost>,
+    /// What the caller's money budget is charged, when it is not `cost`: an asynchronous image
+    /// task, whose images are made after its request, is charged the cost it was checked
+    /// against when it is accepted (in the budget's currency).
+    pub(crate) cost_charge: Option<(Amount, Currency)>,
     /// A complete JSON answer (status 200) still to be written: the proxy layer writes it after
     /// the charge. `None`: the handler wrote its answer itself (a stream, a file) or failed.
     pub(crate) answer: Option<Answer>,
@@ -115,6 +120,7 @@ impl Outcome {
             usage: Usage::default(),
             charge: None,
             cost: None,
+            cost_charge: None,
             answer: None,
             result: Ok(()),
         }

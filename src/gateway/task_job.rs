@@ -21,6 +21,7 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::costing::{ImagesAsked, RequestCost};
 use super::GatewayState;
 use crate::api::images::{self, ImageResult};
 use crate::common::error::GatewayError;
@@ -30,8 +31,8 @@ use crate::config::GatewaySettings;
 use crate::engine::images::{self as engine, Progress};
 use crate::engine::poll::Watch;
 use crate::store::tasks::TaskError;
-use crate::store::tasks::TaskRecord;
 use crate::store::tasks::TaskStatus;
+use crate::store::tasks::{Asked, TaskRecord};
 
 /// What a job does.
 pub(crate) enum Work {
@@ -171,6 +172,12 @@ pub(crate) fn spawn(
     gate.notify_one();
 }
 
+/// The ledger's entry point and path for a task's images, made after its request ended.
+#[cfg(feature = "ledger")]
+const TASK_ENTRY_POINT: &str = "(task)";
+#[cfg(feature = "ledger")]
+const TASK_PATH: &str = "/api/v1/images/generations";
+
 const QUEUED: u8 = 1;
 const RUNNING: u8 = 2;
 
@@ -239,6 +246,9 @@ impl Job {
         };
         let mut record = self.record.lock().await;
         self.count(&record, &outcome);
+        if let Ok(result) = &outcome {
+            self.cost(&record, result);
+        }
         match outcome {
             Ok(result) => match result
                 .data
@@ -275,6 +285,15 @@ impl Job {
         match work {
             Work::Generate(body) => {
                 let req = images::parse(&body, &s.catalog, s.retry.max_retries)?;
+                // Written with the record before the first native call (`sending`).
+                let (input_pixels, unmeasured_inputs) =
+                    ImagesAsked::measure(req.image.iter().chain(&req.more_images));
+                self.record.lock().await.asked = Some(Asked {
+                    size: req.size.to_string(),
+                    quality: req.quality.map(str::to_string),
+                    input_pixels,
+                    unmeasured_inputs,
+                });
                 engine::generate(&self.state.images(s), &region, req, &base, self).await
             }
             Work::Resume => {
@@ -337,6 +356,77 @@ impl Job {
             };
             crate::metrics::inc(&f.image_tasks, &[model, state], 1);
         });
+    }
+
+    /// What the task's images cost, each native call at the price of the target that served it:
+    /// counted where a synchronous request's cost is (the cost metric, and the usage ledger,
+    /// where the request that accepted the task has no cost of its own).
+    fn cost(&self, record: &TaskRecord, result: &ImageResult) {
+        let Some(model) = self.settings.catalog.get(&record.model) else {
+            return;
+        };
+        let asked = record.asked.clone().unwrap_or_default();
+        let cost = RequestCost::of_images(
+            model,
+            result,
+            &ImagesAsked {
+                size: &asked.size,
+                quality: asked.quality.as_deref(),
+                input_pixels: &asked.input_pixels,
+                unmeasured_inputs: asked.unmeasured_inputs,
+            },
+        );
+        if let Some(c) = cost.cost() {
+            let key = crate::metrics::key_label(&record.owner);
+            let nanos = c.amount.nanos();
+            self.state.metrics.with(|f| {
+                if nanos > 0 {
+                    let labels = [model.name.as_str(), key, c.currency.as_str()];
+                    crate::metrics::inc(&f.cost_nanos, &labels, nanos);
+                }
+            });
+        }
+        #[cfg(feature = "ledger")]
+        if let Some(ledger) = &self.state.ledger {
+            ledger.record(self.ledger_record(record, model, result, &cost));
+        }
+    }
+
+    /// The ledger's record of the task's images: a record of its own, since the request that
+    /// accepted the task was over (and recorded, with no cost) before they were made.
+    #[cfg(feature = "ledger")]
+    fn ledger_record(
+        &self,
+        record: &TaskRecord,
+        model: &crate::catalog::Model,
+        result: &ImageResult,
+        cost: &RequestCost,
+    ) -> crate::ledger::Record {
+        let target = result
+            .served
+            .first()
+            .and_then(|p| model.targets.get(p.target));
+        let c = cost.cost();
+        let mut r = crate::ledger::Record::new(TASK_ENTRY_POINT, TASK_PATH, 200);
+        r.caller = Some(record.owner.clone());
+        r.operation = Some(crate::common::Operation::Images.as_str().to_string());
+        r.model = Some(model.name.clone());
+        r.provider = target.map(|t| t.provider.name.clone());
+        r.native_model = target.map(|t| t.native_model.clone());
+        r.usage = crate::ledger::Usage {
+            images: result.data.len() as u64,
+            detail: Some(serde_json::json!({ "task_id": self.id })),
+            ..Default::default()
+        };
+        r.cost_nanos = c.and_then(|c| i64::try_from(c.amount.nanos()).ok());
+        r.currency = c.map(|c| c.currency.as_str().to_string());
+        r.cost_basis = match c {
+            Some(c) => Some(c.basis.as_str().to_string()),
+            None => cost.reason().map(str::to_string),
+        };
+        // The native calls that delivered (a task's retries are not traced).
+        r.attempts = result.served.len() as u32;
+        r
     }
 
     /// Write the record if this instance still owns the task.

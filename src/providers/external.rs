@@ -267,7 +267,7 @@ mod tests {
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 25, "{names:?}");
+        assert_eq!(names.len(), 32, "{names:?}");
     }
 
     #[test]

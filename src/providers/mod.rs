@@ -9,15 +9,20 @@
 
 pub(crate) mod ark;
 pub(crate) mod azure;
+pub(crate) mod azure_speech;
 pub(crate) mod bfl;
+pub(crate) mod cartesia;
 pub(crate) mod cohere;
 pub(crate) mod cohere_v1;
 pub(crate) mod dashscope;
+pub(crate) mod deepgram;
 pub(crate) mod elevenlabs;
 pub(crate) mod external;
+pub(crate) mod fish_audio;
 pub(crate) mod formats;
 pub(crate) mod gemini;
 pub(crate) mod google;
+pub(crate) mod ideogram;
 pub(crate) mod jina;
 pub(crate) mod kling;
 pub(crate) mod local;
@@ -30,12 +35,14 @@ pub(crate) mod nim;
 pub(crate) mod vllm;
 // ---- end rerank (issue 30) ----
 pub(crate) mod openai;
+pub(crate) mod recraft;
 pub(crate) mod registry;
 pub(crate) mod siliconflow;
 pub(crate) mod stability;
 pub(crate) mod tei;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub(crate) mod together;
 pub(crate) mod volcengine;
 pub(crate) mod voyage;
 pub(crate) mod zhipu;

@@ -80,6 +80,22 @@ pub(crate) enum ProviderConfig {
     Infinity(NoSettings),
     #[serde(rename = "bedrock")]
     Bedrock(formats::aws::Settings),
+    // Image providers of issue 30.
+    #[serde(rename = "recraft")]
+    Recraft(NoSettings),
+    #[serde(rename = "together")]
+    Together(NoSettings),
+    #[serde(rename = "ideogram")]
+    Ideogram(NoSettings),
+    // ---- speech: voice-agent vendors (issue 30)
+    #[serde(rename = "cartesia")]
+    Cartesia(NoSettings),
+    #[serde(rename = "deepgram")]
+    Deepgram(NoSettings),
+    #[serde(rename = "fish-audio")]
+    FishAudio(NoSettings),
+    #[serde(rename = "azure-speech")]
+    AzureSpeech(NoSettings),
 }
 
 /// A kind with no settings of its own: any extra key is an error naming it.
@@ -131,6 +147,15 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::Vllm(_) => vllm::kind(key),
         ProviderConfig::Infinity(_) => infinity::kind(key),
         ProviderConfig::Bedrock(s) => bedrock::kind(s, key),
+        // Image providers of issue 30.
+        ProviderConfig::Recraft(_) => recraft::kind(key),
+        ProviderConfig::Together(_) => together::kind(key),
+        ProviderConfig::Ideogram(_) => ideogram::kind(key),
+        // ---- speech: voice-agent vendors (issue 30)
+        ProviderConfig::Cartesia(_) => cartesia::kind(key),
+        ProviderConfig::Deepgram(_) => deepgram::kind(key),
+        ProviderConfig::FishAudio(_) => fish_audio::kind(key),
+        ProviderConfig::AzureSpeech(_) => azure_speech::kind(key),
     }
 }
 
@@ -165,6 +190,15 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         | ProviderConfig::Vllm(_)
         | ProviderConfig::Infinity(_)
         | ProviderConfig::Bedrock(_) => Discovery::default(),
+        // Image providers of issue 30: no list endpoint sourced yet.
+        ProviderConfig::Recraft(_) | ProviderConfig::Together(_) | ProviderConfig::Ideogram(_) => {
+            Discovery::default()
+        }
+        // ---- speech: voice-agent vendors (issue 30); no list endpoint sourced yet
+        ProviderConfig::Cartesia(_)
+        | ProviderConfig::Deepgram(_)
+        | ProviderConfig::FishAudio(_) => Discovery::default(),
+        ProviderConfig::AzureSpeech(_) => azure_speech::DISCOVERY,
     }
 }
 

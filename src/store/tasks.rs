@@ -127,6 +127,27 @@ pub struct TaskRecord {
     /// Where links to hosted images point (the original request's public base URL).
     #[serde(default)]
     pub base: String,
+    /// What the request asked that its cost needs where the answer does not say (set before the
+    /// first native call, so an instance that resumes the task can price it too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<Asked>,
+}
+
+/// What an image request asked, for its cost: the size and quality, and its input images'
+/// pixels (those whose header gives them; `unmeasured_inputs` more, given by URL, do not).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Asked {
+    /// The size asked (`WxH`).
+    pub size: String,
+    /// The quality asked, when the family has one.
+    #[serde(default)]
+    pub quality: Option<String>,
+    /// Each measured input image's pixels.
+    #[serde(default)]
+    pub input_pixels: Vec<u64>,
+    /// Input images not measured.
+    #[serde(default)]
+    pub unmeasured_inputs: u64,
 }
 
 impl TaskRecord {
@@ -154,6 +175,7 @@ impl TaskRecord {
             delivery: None,
             region: String::new(),
             base: String::new(),
+            asked: None,
         }
     }
 

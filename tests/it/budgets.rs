@@ -38,6 +38,12 @@ fn budgeted(
         hashed,
         &format!("      - {{name: limited, key: \"{LIMITED}\", limits: {limits}}}\n{hashed}"),
     );
+    // The standard config has models priced in yuan (Zhipu, DashScope): a budget in dollars
+    // must be able to count them, so the rate is stated (a missing one is a load error).
+    yaml = yaml.replace(
+        "  images: {",
+        "  currency_rates: {CNY: {USD: \"0.14\"}}\n  images: {",
+    );
     if let Some((url, prefix)) = store {
         yaml = yaml.replace(
             "  images: {",
@@ -285,4 +291,48 @@ fn images_are_known_to_cost_their_number_size_and_quality_before_the_call() {
     let resp = generate(2, "low");
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert!(!fake.requests().is_empty());
+}
+
+/// An asynchronous image task outlives its request: the budget is charged, when it is accepted,
+/// the cost it was checked against. Two tasks of one high-quality image ($0.211 each) fit a
+/// $0.3 day's budget one at a time only: the second is refused, its known cost no longer
+/// fitting what the first left.
+#[test]
+fn an_accepted_image_task_is_charged_its_known_cost() {
+    let fake = FakeProvider::start();
+    fake.set_default(Reply::json(
+        200,
+        json!({"created": 9, "data": [{"b64_json": "iVBORw0KGgo="}]}),
+    ));
+    let clock = Clock::manual(late_evening());
+    let gw = TestGateway::start_with_limits_clock(
+        |ports| {
+            budgeted(
+                &fake,
+                ports,
+                "{budget: {currency: USD, per_day: \"0.3\"}}",
+                None,
+            )
+        },
+        &clock,
+    );
+    let task = || {
+        client::post_json(
+            gw.addr,
+            "/api/v1/images/generations",
+            &[("Service-API-Key", LIMITED)],
+            &json!({"model": "gpt-image-2", "prompt": "a fox", "size": "1024x1024",
+                    "quality": "high", "async": true}),
+        )
+    };
+    let first = task();
+    assert_eq!(first.status, 200, "{}", first.text());
+    assert!(first.json()["task_id"].is_string(), "{}", first.text());
+    assert_over_budget(
+        &task(),
+        "budget_per_day",
+        300_000_000,
+        "known to cost 0.211 USD of budget_per_day (0.3 USD), and 0.089 USD is left",
+        3_600,
+    );
 }

@@ -31,7 +31,7 @@ fn yaml(fake: &str, port: u16, metrics: u16, format: &str) -> String {
         )
         .replacen(
             "  models:\n",
-            "  models:\n    flux-2-pro: {family: flux-2, targets: [{provider: bfl, model: flux-2-pro}]}\n",
+            "  models:\n    flux-2-pro: {family: flux-2, targets: [{provider: bfl, model: flux-2-pro}]}\n    flux-2-any: {family: flux-2, targets: [{provider: bfl, model: flux-2-pro}, {provider: bfl, model: flux-2-max, weight: 0}]}\n",
             1,
         )
 }
@@ -256,10 +256,23 @@ fn image_cost_follows_size_and_quality() {
 
 /// Answer as BFL does: a task with its polling URL, `Ready` at the first poll, then the sample.
 fn bfl(fake: &FakeProvider) {
+    bfl_failing_pro_after(fake, usize::MAX);
+}
+
+/// As [`bfl`], but FLUX.2 [pro] answers a 500 once it has taken `ok` generations (FLUX.2 [max]
+/// never fails).
+fn bfl_failing_pro_after(fake: &FakeProvider, ok: usize) {
     let base = fake.base_url();
     let results = fake_url(fake, "");
+    let pro_calls = std::sync::atomic::AtomicUsize::new(0);
     fake.set_handler(move |req: &Recorded| {
-        if req.method == "POST" && req.path == "/v1/flux-2-pro" {
+        let model = req.path.strip_prefix("/v1/flux-2-");
+        if req.method == "POST" && matches!(model, Some("pro" | "max")) {
+            if model == Some("pro")
+                && pro_calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= ok
+            {
+                return Some(Reply::json(500, json!({"detail": "busy"})));
+            }
             let id = format!("t{}", req.json()["width"]);
             return Some(Reply::json(
                 200,
@@ -299,6 +312,67 @@ fn flux_2_costs_its_megapixels() {
     let lines = access_lines(&gw, 2);
     let costs: Vec<Value> = lines.iter().map(|l| l["cost"].clone()).collect();
     assert_eq!(costs, [json!("0.03"), json!("0.045")]);
+}
+
+/// A PNG's signature and header chunk for a `w`×`h` image: all the gateway reads of an input
+/// image to price it (BFL's fake takes the bytes as they are).
+fn png_header(w: u32, h: u32) -> String {
+    let mut v = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+    v.extend_from_slice(&w.to_be_bytes());
+    v.extend_from_slice(&h.to_be_bytes());
+    v.extend_from_slice(&[8, 6, 0, 0, 0, 0, 0, 0, 0]);
+    base64::engine::general_purpose::STANDARD.encode(v)
+}
+
+/// FLUX.2 [pro] bills each started megapixel of an input image at $0.015: an edit of a
+/// 1536×1024 image (1.5 MP, two started) into a 1024x1024 one is $0.03 + 2 × $0.015; a
+/// reference given by URL is not measured, and the cost says it leaves it out.
+#[test]
+fn flux_2_edits_cost_their_input_megapixels() {
+    let fake = FakeProvider::start();
+    bfl(&fake);
+    let gw = start(&fake, "json");
+    let resp = post(
+        &gw,
+        "/api/v1/images/generations",
+        json!({"model": "flux-2-pro", "prompt": "p", "size": "1024x1024",
+               "image": png_header(1536, 1024), "response_format": "b64_json"}),
+    );
+    assert_eq!(cost_header(&resp), "0.06 USD; basis=gateway");
+    let by_url = fake_url(&fake, "ref.png");
+    let resp = post(
+        &gw,
+        "/api/v1/images/generations",
+        json!({"model": "flux-2-pro", "prompt": "p", "size": "1024x1024",
+               "image": [png_header(1024, 1024), by_url], "response_format": "b64_json"}),
+    );
+    assert_eq!(cost_header(&resp), "0.045 USD; basis=gateway; estimate");
+    let lines = access_lines(&gw, 2);
+    let note = lines[1]["cost_note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("1 input image(s) given by URL"),
+        "{}",
+        lines[1]
+    );
+}
+
+/// Each native call of a fan-out is priced at the target that served it: two FLUX.2 images,
+/// one made by [pro] ($0.03) and one, after [pro] failed, by [max] ($0.07), cost $0.10 — not
+/// twice either price.
+#[test]
+fn a_fan_out_served_by_two_targets_costs_each_at_its_own_price() {
+    let fake = FakeProvider::start();
+    bfl_failing_pro_after(&fake, 1);
+    let gw = start(&fake, "json");
+    let resp = post(
+        &gw,
+        "/api/v1/images/generations",
+        json!({"model": "flux-2-any", "prompt": "p", "size": "1024x1024", "n": 2,
+               "retries": 1, "response_format": "b64_json"}),
+    );
+    assert_eq!(resp.json()["data"].as_array().map(Vec::len), Some(2));
+    assert_eq!(cost_header(&resp), "0.1 USD; basis=gateway");
+    assert_counted(&gw, "flux-2-any", 100_000_000);
 }
 
 fn cohere(search_units: Option<u64>) -> Reply {
@@ -413,7 +487,8 @@ fn raw_audio_from_a_token_priced_model_says_what_its_cost_leaves_out() {
     assert!(note.contains("audio output tokens"), "{}", lines[0]);
 }
 
-/// An asynchronous image task is accepted before its images exist: its answer says so.
+/// An asynchronous image task is accepted before its images exist: its answer says so, and its
+/// cost is counted once the task has made them.
 #[test]
 fn an_accepted_image_task_has_no_cost_yet() {
     let fake = FakeProvider::start();
@@ -429,4 +504,6 @@ fn an_accepted_image_task_has_no_cost_yet() {
                "async": true}),
     );
     assert_eq!(cost_header(&resp), "unknown; reason=asynchronous");
+    // Its images are priced when the task has made them: one low 1024x1024 image, $0.006.
+    assert_counted(&gw, "gpt-image-2", 6_000_000);
 }

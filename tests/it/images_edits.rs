@@ -370,7 +370,7 @@ fn jpeg_is_the_same_as_jpg() {
     let detail = resp.json()["details"]["output_format"].clone();
     assert_eq!(
         detail,
-        json!("must be one of png, jpg, webp (jpeg is the same as jpg)")
+        json!("must be one of png, jpg, webp, svg (jpeg is the same as jpg)")
     );
     // A family without JPEG refuses it however it is spelt, naming what it makes.
     let resp = post(

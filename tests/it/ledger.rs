@@ -652,3 +652,89 @@ async fn the_gateway_records_each_finished_operation_with_its_cost() {
     // The health check and the model list, answered before the speech, left no record.
     assert_eq!(count(&url, &schema.name).await, 1);
 }
+
+/// An asynchronous image task leaves two records: its request's, accepted with no cost yet, and
+/// the task's own once its images exist, with their cost (`gpt-image-2`, one low 1024x1024
+/// image: $0.006) and the task's id — so a sum over the ledger counts the images once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_task_is_recorded_with_its_cost_once_its_images_exist() {
+    use crate::support::fake::{FakeProvider, Reply};
+    use crate::support::{client, KEY};
+
+    let url = postgres_url();
+    let schema = Schema::new(&url);
+    let fake = FakeProvider::start();
+    fake.set_default(Reply::json(
+        200,
+        json!({"created": 1, "data": [{"b64_json": "iVBORw0KGgo="}]}),
+    ));
+    let base = fake.base_url();
+    let ledger = format!(
+        "switchyard:\n  ledger: {{database_url: \"{url}\", schema: {}, flush_interval_ms: 50}}\n",
+        schema.name
+    );
+    let bin = crate::logs::Binary::start(
+        |port| {
+            crate::support::config(&base, (port, crate::support::free_port())).replacen(
+                "switchyard:\n",
+                &ledger,
+                1,
+            )
+        },
+        "warn",
+    );
+    let addr = bin.addr;
+    let task_id = tokio::task::spawn_blocking(move || {
+        let resp = client::post_json(
+            addr,
+            "/api/v1/images/generations",
+            &[("Service-API-Key", KEY)],
+            &json!({"model": "gpt-image-2", "prompt": "p", "quality": "low",
+                    "size": "1024x1024", "async": true}),
+        );
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        resp.json()["task_id"].as_str().unwrap().to_string()
+    })
+    .await
+    .unwrap();
+    eventually("both records", PATIENCE, || async {
+        count(&url, &schema.name).await == 2
+    })
+    .await;
+    let rows = raw(&url)
+        .await
+        .query(
+            &format!(
+                "SELECT entry_point, images, cost_nanos, currency, cost_basis, \
+                 usage_detail->>'task_id', caller, model \
+                 FROM {}.usage_records ORDER BY images",
+                schema.name
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    let accepted = &rows[0];
+    assert_ne!(accepted.get::<_, String>(0), "(task)");
+    assert_eq!(accepted.get::<_, i64>(1), 0);
+    assert_eq!(accepted.get::<_, Option<i64>>(2), None);
+    assert_eq!(
+        accepted.get::<_, Option<String>>(4).as_deref(),
+        Some("asynchronous")
+    );
+    let made = &rows[1];
+    assert_eq!(made.get::<_, String>(0), "(task)");
+    assert_eq!(made.get::<_, i64>(1), 1);
+    assert_eq!(made.get::<_, Option<i64>>(2), Some(6_000_000));
+    assert_eq!(made.get::<_, Option<String>>(3).as_deref(), Some("USD"));
+    assert_eq!(made.get::<_, Option<String>>(4).as_deref(), Some("gateway"));
+    assert_eq!(made.get::<_, Option<String>>(5), Some(task_id));
+    assert_eq!(
+        made.get::<_, Option<String>>(6).as_deref(),
+        Some("key:tester")
+    );
+    assert_eq!(
+        made.get::<_, Option<String>>(7).as_deref(),
+        Some("gpt-image-2")
+    );
+}

@@ -20,6 +20,9 @@ mod budgets;
 mod check_providers;
 mod cli;
 mod cost;
+// A real Prometheus scrapes two gateways, one with its Redis down.
+#[cfg(all(feature = "redis", feature = "metrics"))]
+mod dashboards;
 mod edge_clients;
 mod edge_tls;
 // The delegation test counts requests on the host's metrics listener.
@@ -39,10 +42,14 @@ mod images_dashscope;
 #[cfg(feature = "multipart")]
 mod images_edits;
 mod images_gemini;
+mod images_ideogram;
 mod images_kling;
+mod images_minimax;
 mod images_openai;
+mod images_recraft;
 mod images_siliconflow;
 mod images_stability;
+mod images_together;
 mod images_zhipu;
 mod layers;
 #[cfg(feature = "ledger")]
@@ -86,9 +93,13 @@ mod routing;
 #[cfg(feature = "redis")]
 mod shared_files;
 mod speech;
+mod speech_azure;
+mod speech_cartesia;
 mod speech_checks;
 mod speech_dashscope;
+mod speech_deepgram;
 mod speech_elevenlabs;
+mod speech_fish_audio;
 mod speech_google;
 mod speech_memory;
 mod speech_minimax;

@@ -219,10 +219,16 @@ fn each_target_shows_its_price_or_null() {
         price("mxbai-rerank-large-v2", 0)["tokens"],
         json!({"per": 1000000, "input": "0"})
     );
+    // Chinese providers' domestic prices are in yuan.
+    assert_eq!(price("cogview-4", 0)["currency"], "CNY");
+    assert_eq!(
+        price("cogview-4", 0)["images"],
+        json!({"per_image": "0.06"})
+    );
     for unpriced in [
         "rerank-english-v3.0",
         "azure-tts",
-        "cogview-4",
+        "kling-v2-1",
         "local-bm25",
     ] {
         assert_eq!(price(unpriced, 0), Value::Null, "{unpriced}");

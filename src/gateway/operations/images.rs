@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use pingora::proxy::Session;
 
-use super::super::costing::RequestCost;
+use super::super::costing::{ImagesAsked, RequestCost};
 use super::super::image_tasks;
 use super::super::limited;
 use super::super::outcome::{Call, Outcome};
@@ -14,9 +14,7 @@ use crate::common::authority;
 use crate::common::error::GatewayError;
 use crate::common::Operation;
 use crate::config::GatewaySettings;
-use crate::cost::{ImagesMetered, Metered};
 use crate::engine::images::{generate, Synchronous};
-use crate::engine::trace;
 
 /// `POST /api/v1/images/generations` (and an image edit, turned into a generation's body).
 pub(crate) async fn images(call: &mut Call<'_>, body: Bytes) -> Outcome {
@@ -55,13 +53,17 @@ async fn answer(
     let (state, s) = (call.state, call.settings);
     // The provider's own refusals, before a task is accepted or a call is sent.
     crate::engine::images::validate(&s.adapters, &req)?;
+    // Reference images' pixels (megapixel prices bill them), read once from their headers.
+    let (input_pixels, unmeasured_inputs) =
+        ImagesAsked::measure(req.image.iter().chain(&req.more_images));
     let planned = crate::cost::Planned::Images {
         n: req.n,
         size: Some(&req.size),
         quality: req.quality,
-        input_pixels: &[],
+        input_pixels: &input_pixels,
+        unmeasured_inputs,
     };
-    limited::cost(call, Operation::Images, req.n, &req.model, &planned).await?;
+    let checked = limited::cost(call, Operation::Images, req.n, &req.model, &planned).await?;
     let mut base = public_base(s, call.session, req.response_format == "url")?;
     // Under a mount, the links (hosted files) are the mount's paths too.
     if let Some(prefix) = call.prefix {
@@ -80,6 +82,8 @@ async fn answer(
             ..Default::default()
         });
         out.cost = Some(RequestCost::Asynchronous);
+        // And, against a money budget, the cost it was checked against (the dearest target's).
+        out.cost_charge = checked;
         accepted
     } else {
         let engine = state.images(s);
@@ -90,38 +94,18 @@ async fn answer(
         let result = generate(&engine, call.region, req, &base, &progress).await?;
         image_tasks::keep_finished(state, s, &owner, &model.name, &result).await;
         out.usage.images = result.data.len() as u64;
-        out.cost = Some(cost(&model, &result, &size, quality));
+        let asked = ImagesAsked {
+            size: &size,
+            quality,
+            input_pixels: &input_pixels,
+            unmeasured_inputs,
+        };
+        out.cost = Some(RequestCost::of_images(&model, &result, &asked));
         result
     };
     serde_json::to_vec(&result)
         .map(Bytes::from)
         .map_err(|e| GatewayError::Internal(format!("serializing result: {e}")))
-}
-
-/// What the answer cost at the price of the target that answered (the last one the attempt loop
-/// noted): the provider's token usage when it reported it (GPT image models), else the images
-/// delivered at their size and quality — the answer's when it says, else the request's. Input
-/// images' pixels are not counted (FLUX.2 prices them): such a cost leaves them out.
-fn cost(
-    model: &crate::catalog::Model,
-    result: &images::ImageResult,
-    size: &str,
-    quality: Option<&str>,
-) -> RequestCost {
-    let Some(target) = trace::current().target(Some(model)) else {
-        return RequestCost::NotBillable("the target that answered is not known".into());
-    };
-    let facts = result.facts.as_deref();
-    RequestCost::of(
-        target,
-        &Metered::Images(ImagesMetered {
-            images: result.data.len() as u64,
-            size: facts.and_then(|f| f.size.as_deref()).or(Some(size)),
-            quality: facts.and_then(|f| f.quality.as_deref()).or(quality),
-            input_pixels: &[],
-            reported: facts.and_then(|f| f.usage.as_ref()),
-        }),
-    )
 }
 
 /// Where links to hosted files point (the caller appends a mount prefix): the configured public

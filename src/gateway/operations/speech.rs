@@ -49,6 +49,7 @@ async fn serve(
         characters,
         text_tokens: 0,
     };
+    // Speech is charged its real cost when its stream ends.
     limited::cost(call, Operation::Speech, characters, &req.model, &planned).await?;
     let upstream = &call.state.upstream;
     let adapters = &call.settings.adapters;

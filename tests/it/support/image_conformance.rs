@@ -294,6 +294,11 @@ macro_rules! image_conformance {
             }
 
             #[test]
+            fn cost() {
+                $crate::support::image_conformance::cost(&case::case());
+            }
+
+            #[test]
             fn response_formats() {
                 $crate::support::image_conformance::response_formats(&case::case());
             }
@@ -588,4 +593,19 @@ pub fn native_errors(case: &ImageCase) {
             "provider key leaked"
         );
     }
+}
+
+/// What one image at the model's defaults costs, on its `Switchyard-Cost` header: the figure
+/// computed by hand in [`super::costs`] from the model's price and what the fake's answer reports.
+pub fn cost(case: &ImageCase) {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let img = png(300, 1);
+    fake.push((case.answer)(std::slice::from_ref(&img), &fake));
+    if case.answers == Answers::Url {
+        fake.push(Reply::bytes(200, "image/png", img));
+    }
+    let resp = generate(&gw, case, json!({"response_format": "b64_json"}));
+    ok(&resp, "one image");
+    super::costs::assert_cost(case.model, &resp);
 }

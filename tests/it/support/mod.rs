@@ -2,6 +2,7 @@
 //! ports, in a background thread), fake providers and a raw HTTP client.
 
 pub mod client;
+pub mod costs;
 pub mod fake;
 pub mod image_conformance;
 #[cfg(feature = "ledger")]
@@ -192,6 +193,14 @@ switchyard:
     infinity: {{kind: infinity, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     bedrock: {{kind: bedrock, api_key: "{AWS_ACCESS_KEY_ID}", secret_key: "{AWS_SECRET}", session_token: "{AWS_SESSION_TOKEN}", region: us-west-2, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     # ---- end rerank (issue 30) ----
+    # Image providers of issue 30.
+    recraft: {{kind: recraft, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    together: {{kind: together, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    ideogram: {{kind: ideogram, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    cartesia: {{kind: cartesia, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    deepgram: {{kind: deepgram, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    fish-audio: {{kind: fish-audio, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    azure-speech: {{kind: azure-speech, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
@@ -238,6 +247,19 @@ switchyard:
     infinity-reranker: {{family: infinity-rerank, targets: [{{provider: infinity, model: BAAI/bge-reranker-v2-m3}}]}}
     bedrock-cohere-rerank: {{family: bedrock-rerank, targets: [{{provider: bedrock, model: cohere.rerank-v3-5:0}}]}}
     # ---- end rerank (issue 30) ----
+    # Image providers of issue 30 (MiniMax images, Recraft, Together, Ideogram).
+    image-01: {{family: minimax-image, targets: [{{provider: minimax, model: image-01}}]}}
+    recraft-v4.1: {{family: recraft-v4, targets: [{{provider: recraft, model: recraftv4_1}}]}}
+    recraft-v4.1-pro: {{family: recraft-v4-pro, targets: [{{provider: recraft, model: recraftv4_1_pro}}]}}
+    recraft-v4.1-vector: {{family: recraft-v4-vector, targets: [{{provider: recraft, model: recraftv4_1_vector}}]}}
+    recraft-v3: {{family: recraft-v3, targets: [{{provider: recraft, model: recraftv3}}]}}
+    flux.1-schnell: {{family: together-flux, targets: [{{provider: together, model: black-forest-labs/FLUX.1-schnell}}]}}
+    flux.1-kontext-pro: {{family: together-flux-kontext, targets: [{{provider: together, model: black-forest-labs/FLUX.1-kontext-pro}}]}}
+    ideogram-v3: {{family: ideogram-v3, targets: [{{provider: ideogram, model: ideogram-v3}}]}}
+    sonic-3: {{family: cartesia-sonic, targets: [{{provider: cartesia, model: sonic-3}}]}}
+    aura-2: {{family: deepgram-aura-2, targets: [{{provider: deepgram, model: aura-2}}]}}
+    fish-s2.1-pro: {{family: fish-audio-tts, targets: [{{provider: fish-audio, model: s2.1-pro}}]}}
+    azure-neural: {{family: azure-speech, targets: [{{provider: azure-speech, model: neural}}]}}
 "#,
         p0 = ports.0,
         p1 = ports.1,

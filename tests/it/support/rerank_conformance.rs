@@ -85,6 +85,11 @@ macro_rules! rerank_conformance {
             }
 
             #[test]
+            fn cost() {
+                $crate::support::rerank_conformance::cost(&case::case());
+            }
+
+            #[test]
             fn native_errors() {
                 $crate::support::rerank_conformance::native_errors(&case::case());
             }
@@ -323,4 +328,32 @@ pub fn over_the_limit(case: &RerankCase) {
         .unwrap()
         .contains(&case.max_documents.to_string()));
     assert_eq!(fake.requests().len(), before);
+}
+
+/// What one request (the four documents, no `top_n`) costs, on its `Switchyard-Cost` header and in
+/// `metadata.cost`: the figure computed by hand in [`super::costs`] from the model's price and the
+/// usage the fake's answer reports.
+pub fn cost(case: &RerankCase) {
+    let (fake, gw) = start();
+    fake.push((case.success)(
+        &[(0, 0.1), (1, 0.2), (2, 0.9), (3, 0.8)],
+        &DOCS,
+    ));
+    let resp = post(&gw, "/api/v1/rerank", &body(case, &DOCS, None));
+    assert_eq!(resp.status, 200, "{}: {}", case.model, resp.text());
+    let header = super::costs::assert_cost(case.model, &resp);
+    // The answer's `metadata.cost` says the same as the header (absent when there is none).
+    let meta = &resp.json()["metadata"]["cost"];
+    match header.split_once(' ') {
+        Some((amount, rest)) if amount != "unknown;" => {
+            assert_eq!(meta["amount"], amount, "{}: {meta}", case.model);
+            assert_eq!(
+                meta["currency"],
+                rest.split(';').next().unwrap_or_default(),
+                "{}",
+                case.model
+            );
+        }
+        _ => assert!(meta.is_null(), "{}: {meta}", case.model),
+    }
 }

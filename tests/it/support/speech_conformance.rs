@@ -131,6 +131,11 @@ macro_rules! speech_conformance {
             }
 
             #[test]
+            fn cost() {
+                $crate::support::speech_conformance::cost(&case::case());
+            }
+
+            #[test]
             fn sse() {
                 $crate::support::speech_conformance::sse(&case::case());
             }
@@ -456,4 +461,22 @@ fn assert_no_client_credentials(req: &Recorded) {
     if let Some(a) = req.header("authorization") {
         assert!(!a.contains(super::KEY), "client key forwarded");
     }
+}
+
+/// What one plain request (`INPUT`, the case's first format) costs, on its `Switchyard-Cost`
+/// header: the figure computed by hand in [`super::costs`] from the model's price.
+pub fn cost(case: &SpeechCase) {
+    let (fake, gw) = start();
+    let (format, _) = case.formats[0];
+    push_all(&fake, (case.answer)(&pieces(), format, false, &fake));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &body(
+            case,
+            json!({"voice": case.voice, "response_format": format}),
+        ),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    super::costs::assert_cost(case.model, &resp);
 }

@@ -10,15 +10,9 @@
 //! event is an error, never a short success. WAV cannot stream at MiniMax: it is one JSON answer
 //! (`"stream": false`, `"output_format": "hex"`) with the whole file in `data.audio`.
 //!
-//! MiniMax reports most errors as HTTP 200 with `base_resp.status_code != 0`, in a streamed event
-//! or as a plain JSON body, so `base_resp` is checked on every event before any audio is taken.
-//! Codes (platform.minimax.io error-code table): 1002 rate limit, 1039 token (TPM) limit and
-//! 1041 connection limit are rate limits; 1004 and 2049 reject the gateway's key; 1008 (and 1028,
-//! 1030, which MiniMax's own CLI treats as exhausted quota) mean the account cannot pay, which a
-//! retry does not fix; 1026/1027 are the sensitive-content filter; 1042 (invisible characters)
-//! and the 2xxx parameter family (2013 invalid params) are the caller's request, 20132 (unknown
-//! voice) too unless the voice was the model's default, which makes it the operator's; anything else (1000 unknown, 1001 timeout, 1024 internal, 1033 system…) is a
-//! provider failure worth retrying. No token counts are reported.
+//! Errors (`base_resp`, in a streamed event or a plain JSON body) are read by
+//! [`super::check_base_resp`], which every event goes through before any audio is taken. No token
+//! counts are reported.
 
 use std::sync::Arc;
 
@@ -33,6 +27,7 @@ use crate::providers::parse_answer;
 
 use crate::common::native::NativeRequest;
 
+use super::{check_base_resp, BaseResp};
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
 use crate::common::error::GatewayError;
@@ -105,14 +100,6 @@ struct AnswerData {
     audio: Option<String>,
     #[serde(default)]
     status: Option<i64>,
-}
-
-#[derive(Deserialize)]
-struct BaseResp {
-    #[serde(default)]
-    status_code: i64,
-    #[serde(default)]
-    status_msg: String,
 }
 
 // ---- translation to native -------------------------------------------------------------------
@@ -264,98 +251,6 @@ fn payload(event: &[u8]) -> Option<String> {
     }
     let text = std::str::from_utf8(event).ok()?.trim();
     text.starts_with('{').then(|| text.to_string())
-}
-
-// ---- error mapping ---------------------------------------------------------------------------
-
-/// An error for a `base_resp` that reports one.
-fn check_base_resp(provider: &Provider, base: Option<&BaseResp>) -> Result<(), UpstreamError> {
-    match base {
-        Some(b) if b.status_code != 0 => {
-            let (kind, status) =
-                classify(b.status_code).unwrap_or((UpstreamErrorKind::Failure, None));
-            Err(native_error(provider, b, kind, status))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// What a `base_resp.status_code` means (see the module docs); `None` for codes not listed.
-fn classify(code: i64) -> Option<(UpstreamErrorKind, Option<u16>)> {
-    use UpstreamErrorKind as K;
-    Some(match code {
-        1002 | 1039 | 1041 => (K::RateLimited, None),
-        1004 | 2049 => (K::AuthRejected, None),
-        // The account cannot pay: an operator problem a retry does not fix.
-        1008 | 1028 | 1030 => (K::Failure, Some(402)),
-        1026 | 1027 => (K::ContentPolicy, None),
-        20132 => (K::UnknownVoice, None),
-        1042 | 2000..=2999 | 20000..=29999 => (K::InvalidRequest, None),
-        1000 | 1001 | 1013 | 1024 | 1033 => (K::Failure, None),
-        _ => return None,
-    })
-}
-
-fn native_error(
-    provider: &Provider,
-    base: &BaseResp,
-    kind: UpstreamErrorKind,
-    status: Option<u16>,
-) -> UpstreamError {
-    let err = UpstreamError::new(kind, &provider.name, native_message(provider, base));
-    match status {
-        Some(s) => err.with_status(s),
-        None => err,
-    }
-}
-
-/// The provider's text (redacted) with its code, which is what MiniMax's docs are indexed by.
-fn native_message(provider: &Provider, base: &BaseResp) -> String {
-    let text = provider.redact(base.status_msg.trim());
-    if text.is_empty() {
-        format!("MiniMax status_code {}", base.status_code)
-    } else {
-        format!("{text} (status_code {})", base.status_code)
-    }
-}
-
-pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> UpstreamError {
-    let base = serde_json::from_slice::<Answer>(body)
-        .ok()
-        .and_then(|a| a.base_resp);
-    let Some(base) = base else {
-        return UpstreamError::from_status(&provider.name, status, format!("HTTP {status}"));
-    };
-    if base.status_code == 0 {
-        let text = provider.redact(base.status_msg.trim());
-        let message = if text.is_empty() {
-            format!("HTTP {status}")
-        } else {
-            text
-        };
-        return UpstreamError::from_status(&provider.name, status, message);
-    }
-    match classify(base.status_code) {
-        Some((kind, code_status)) => native_error(provider, &base, kind, code_status),
-        // A code not in MiniMax's table: the HTTP status says more than a guess would.
-        None => UpstreamError::from_status(&provider.name, status, native_message(provider, &base)),
-    }
-}
-
-// ---- registration ----------------------------------------------------------------------------
-
-/// The MiniMax kind: Bearer key, speech only.
-pub(crate) fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
-    let auth = crate::providers::registry::keyed(key, crate::upstream::provider::Auth::bearer)?;
-    let speech = crate::providers::registry::SpeechFns {
-        request: speech_request,
-        decoding: Some(speech_decoding),
-    };
-    Ok(crate::providers::registry::speech_kind(
-        auth,
-        error_response,
-        speech,
-    ))
 }
 
 // ---- tests -----------------------------------------------------------------------------------
@@ -610,50 +505,5 @@ mod tests {
             10,
         );
         assert_eq!(end.unwrap_err().kind, UpstreamErrorKind::BadResponse);
-    }
-
-    #[test]
-    fn maps_http_errors() {
-        let p = provider();
-        let e = error_response(
-            &p,
-            401,
-            format!(
-                r#"{{"base_resp":{{"status_code":2049,"status_msg":"invalid api key {KEY}"}}}}"#
-            )
-            .as_bytes(),
-        );
-        assert_eq!(e.kind, UpstreamErrorKind::AuthRejected);
-        assert!(!e.message.contains(KEY));
-
-        let e = error_response(
-            &p,
-            200,
-            br#"{"base_resp":{"status_code":1008,"status_msg":"insufficient balance"}}"#,
-        );
-        assert_eq!((e.kind, e.status), (UpstreamErrorKind::Failure, Some(402)));
-        assert!(!e.retryable());
-
-        // An unknown code falls back to the HTTP status.
-        let e = error_response(
-            &p,
-            400,
-            br#"{"base_resp":{"status_code":7777,"status_msg":"odd"}}"#,
-        );
-        assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
-        assert_eq!(e.message, "odd (status_code 7777)");
-
-        let e = error_response(&p, 503, b"<html>busy</html>");
-        assert_eq!(e.kind, UpstreamErrorKind::Failure);
-        assert!(e.retryable());
-        assert_eq!(e.message, "HTTP 503");
-
-        let e = error_response(
-            &p,
-            429,
-            br#"{"base_resp":{"status_code":0,"status_msg":""}}"#,
-        );
-        assert_eq!(e.kind, UpstreamErrorKind::RateLimited);
-        assert_eq!(e.message, "HTTP 429");
     }
 }
