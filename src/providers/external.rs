@@ -261,10 +261,14 @@ mod tests {
             "kling",
             "gemini",
             "vertex",
+            "nvidia-nim",
+            "vllm",
+            "infinity",
+            "bedrock",
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 29, "{names:?}");
+        assert_eq!(names.len(), 33, "{names:?}");
     }
 
     #[test]

@@ -71,6 +71,15 @@ pub(crate) enum ProviderConfig {
     Bfl(NoSettings),
     #[serde(rename = "kling")]
     Kling(kling::Settings),
+    // ---- rerank: NVIDIA NIM, vLLM, Infinity, Bedrock (issue 30) ----
+    #[serde(rename = "nvidia-nim")]
+    NvidiaNim(nim::Settings),
+    #[serde(rename = "vllm")]
+    Vllm(NoSettings),
+    #[serde(rename = "infinity")]
+    Infinity(NoSettings),
+    #[serde(rename = "bedrock")]
+    Bedrock(formats::aws::Settings),
     // Image providers of issue 30.
     #[serde(rename = "recraft")]
     Recraft(NoSettings),
@@ -136,6 +145,11 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::Stability(_) => stability::kind(key),
         ProviderConfig::Bfl(_) => bfl::kind(key),
         ProviderConfig::Kling(s) => kling::kind(s, key),
+        // ---- rerank: NVIDIA NIM, vLLM, Infinity, Bedrock (issue 30) ----
+        ProviderConfig::NvidiaNim(s) => nim::kind(s, key),
+        ProviderConfig::Vllm(_) => vllm::kind(key),
+        ProviderConfig::Infinity(_) => infinity::kind(key),
+        ProviderConfig::Bedrock(s) => bedrock::kind(s, key),
         // Image providers of issue 30.
         ProviderConfig::Recraft(_) => recraft::kind(key),
         ProviderConfig::Together(_) => together::kind(key),
@@ -175,6 +189,11 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         | ProviderConfig::Stability(_)
         | ProviderConfig::Bfl(_)
         | ProviderConfig::Kling(_) => Discovery::default(),
+        // ---- rerank: NVIDIA NIM, vLLM, Infinity, Bedrock (issue 30) ----
+        ProviderConfig::NvidiaNim(_)
+        | ProviderConfig::Vllm(_)
+        | ProviderConfig::Infinity(_)
+        | ProviderConfig::Bedrock(_) => Discovery::default(),
         // Image providers of issue 30: no list endpoint sourced yet.
         ProviderConfig::Recraft(_) | ProviderConfig::Together(_) | ProviderConfig::Ideogram(_) => {
             Discovery::default()

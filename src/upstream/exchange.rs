@@ -27,7 +27,7 @@ use crate::upstream::dns::Resolver;
 use crate::upstream::endpoint::Endpoint;
 use crate::upstream::gather::Gathered;
 use crate::upstream::health::{Clock, EjectionPolicy, Health};
-use crate::upstream::provider::Provider;
+use crate::upstream::provider::{Provider, Signable};
 use crate::upstream::retry::RetryPolicy;
 
 /// Makes a request's header again (see [`Upstream::exchange_at`]).
@@ -335,12 +335,20 @@ fn build_header(
     )?;
     h.insert_header(http::header::HOST, authority)?;
     // A GET (a task poll) carries no body, so no body headers either.
-    if req.method != http::Method::GET {
+    let has_body = req.method != http::Method::GET;
+    if has_body {
         h.insert_header(http::header::CONTENT_TYPE, req.content_type.as_ref())?;
         h.insert_header(http::header::CONTENT_LENGTH, req.body.len().to_string())?;
     }
+    let signable = Signable {
+        method: &req.method,
+        authority,
+        path,
+        content_type: has_body.then_some(req.content_type.as_ref()),
+        body: &req.body,
+    };
     let auth = provider
-        .auth_headers()
+        .auth_headers(&signable)
         .map_err(|m| PError::explain(ErrorType::InternalError, m))?;
     for (name, value) in auth.iter() {
         h.insert_header(name.clone(), value.clone())?;

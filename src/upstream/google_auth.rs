@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use http::HeaderValue;
+use http::{HeaderName, HeaderValue};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
@@ -32,7 +32,7 @@ use tokio::sync::watch;
 use super::endpoint::{Endpoint, Timeouts};
 use super::exchange::Upstream;
 use super::health::EjectionPolicy;
-use super::provider::{Account, Auth, Provider, Signer};
+use super::provider::{Account, Auth, Provider, Signable, Signer};
 use super::retry::RetryPolicy;
 use crate::common::error::UpstreamError;
 use crate::common::native::NativeRequest;
@@ -268,7 +268,8 @@ impl TokenSource {
     }
 }
 
-impl Signer for TokenSource {
+impl TokenSource {
+    /// The `Authorization` value with the current token (an `Err` says why there is none).
     fn authorization(&self) -> Result<HeaderValue, String> {
         self.start();
         self.valid_token().ok_or_else(|| {
@@ -285,7 +286,14 @@ impl Signer for TokenSource {
         })
     }
 
-    fn ready(&self) -> Option<Pin<Box<dyn Future<Output = ()> + Send + '_>>> {
+}
+
+impl Signer for TokenSource {
+    fn sign(&self, _req: &Signable<'_>) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
+        Ok(vec![(http::header::AUTHORIZATION, self.authorization()?)])
+    }
+
+    fn ready(&self) -> Option<Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>> {
         if self.valid_token().is_some() {
             return None;
         }
@@ -297,8 +305,9 @@ impl Signer for TokenSource {
                 s.failures > failed_before
                     || s.token.as_ref().is_some_and(|t| t.expires_at > unix_now())
             };
-            // A timeout or a failed mint leaves the attempt to fail with the mint's error.
+            // A timeout or a failed mint: the attempt fails with the mint's error.
             let _ = tokio::time::timeout(FIRST_TOKEN_WAIT, rx.wait_for(settled)).await;
+            self.authorization().map(|_| ())
         }))
     }
 }

@@ -1,6 +1,6 @@
 //! Talking to providers: the provider account (credentials, endpoints, error classification),
 //! name resolution, the exchange over Pingora's connector, the download guard, targets'
-//! health (ejection of failing targets), the retry policy, and the trust roots for providers' certificates.
+//! health (ejection of failing targets), the retry policy, request signing (AWS SigV4), and the trust roots for providers' certificates.
 
 pub(crate) mod dns;
 pub(crate) mod endpoint;
@@ -11,4 +11,6 @@ pub(crate) mod guard;
 pub(crate) mod health;
 pub(crate) mod provider;
 pub(crate) mod retry;
+// AWS Signature Version 4 (issue 30).
+pub(crate) mod sigv4;
 pub(crate) mod trust;

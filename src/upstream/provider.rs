@@ -18,18 +18,34 @@ use crate::common::error::{UpstreamError, UpstreamErrorKind};
 /// How a provider classifies a non-2xx answer: status and body to an error with its retry class.
 pub type ErrorMap = fn(&Provider, u16, &[u8]) -> UpstreamError;
 
-/// Signs a credential per request, for providers whose tokens expire (Kling's JWTs, Google's
-/// access tokens).
+/// Signs a credential per request: a token that expires (Kling's JWTs, Google's access tokens)
+/// or a signature over the request itself (AWS Signature Version 4, `upstream/sigv4.rs`).
 pub trait Signer: Send + Sync {
-    /// The `Authorization` value for a request sent now (an `Err` fails the attempt).
-    fn authorization(&self) -> Result<HeaderValue, String>;
+    /// The credential headers for `req`, sent now (an `Err` fails the attempt). They are added
+    /// after the request's own headers are fixed, so a signature may cover them.
+    fn sign(&self, req: &Signable<'_>) -> Result<Vec<(HeaderName, HeaderValue)>, String>;
 
-    /// `None` when [`Signer::authorization`] can answer now; otherwise a future that resolves
-    /// when it can (or gives up), awaited before the request is built. Google's access token is
+    /// `None` when [`Signer::sign`] can answer now; otherwise a future that resolves when it can,
+    /// or with why it cannot, awaited before the request is built. Google's access token is
     /// fetched over the network: only the first request waits for it, later ones find it ready.
-    fn ready(&self) -> Option<Pin<Box<dyn Future<Output = ()> + Send + '_>>> {
+    fn ready(&self) -> Option<Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>> {
         None
     }
+}
+
+/// What a [`Signer`] may sign: the request exactly as it goes on the wire.
+#[derive(Debug, Clone, Copy)]
+pub struct Signable<'a> {
+    /// The HTTP method.
+    pub method: &'a http::Method,
+    /// The `Host` header: the provider's host, with its port when not the scheme's default.
+    pub authority: &'a str,
+    /// The request target: the path (percent-encoded, as sent) with any query string.
+    pub path: &'a str,
+    /// The `Content-Type` sent, if any (none on a `GET`).
+    pub content_type: Option<&'a str>,
+    /// The body, whole.
+    pub body: &'a [u8],
 }
 
 /// The credentials a provider account sends.
@@ -143,8 +159,7 @@ impl Provider {
     pub async fn credentials_ready(&self) -> Result<(), UpstreamError> {
         if let Auth::Signed(signer) = &self.auth {
             if let Some(wait) = signer.ready() {
-                wait.await;
-                signer.authorization().map_err(|m| {
+                wait.await.map_err(|m| {
                     UpstreamError::new(UpstreamErrorKind::AuthRejected, &self.name, m)
                 })?;
             }
@@ -152,14 +167,14 @@ impl Provider {
         Ok(())
     }
 
-    /// The credential headers for a request sent now.
-    pub fn auth_headers(&self) -> Result<Cow<'_, [(HeaderName, HeaderValue)]>, String> {
+    /// The credential headers for `req`, sent now.
+    pub fn auth_headers(
+        &self,
+        req: &Signable<'_>,
+    ) -> Result<Cow<'_, [(HeaderName, HeaderValue)]>, String> {
         match &self.auth {
             Auth::Headers(h) => Ok(Cow::Borrowed(h)),
-            Auth::Signed(signer) => Ok(Cow::Owned(vec![(
-                http::header::AUTHORIZATION,
-                signer.authorization()?,
-            )])),
+            Auth::Signed(signer) => signer.sign(req).map(Cow::Owned),
             Auth::Missing | Auth::None => Ok(Cow::Borrowed(&[])),
         }
     }

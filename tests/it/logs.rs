@@ -30,6 +30,10 @@ const GOOGLE_KEY: &str = "AIza-google-LOGTEST-6f7a8b"; // x-goog-api-key
 const VOLC_KEY: &str = "volc-access-LOGTEST-2c3d4e"; // x-api-access-key
 const KLING_ACCESS: &str = "kling-access-LOGTEST-3d4e5f"; // a signed token's issuer
 const KLING_SECRET: &str = "kling-secret-LOGTEST-4e5f6a"; // signs the token
+                                                          // ---- AWS SigV4 (issue 30) ----
+const AWS_ACCESS: &str = "AKIALOGTEST5F6A7B8C"; // in the signed Authorization's Credential
+const AWS_SECRET: &str = "aws-secret-LOGTEST-5f6a7b8c9d"; // derives the signing key, never sent
+const AWS_TOKEN: &str = "aws-token-LOGTEST-6a7b8c9d0e"; // x-amz-security-token
 
 /// A gateway process whose stdout and stderr go to files; killed when dropped.
 pub(crate) struct Binary {
@@ -141,6 +145,7 @@ switchyard:
     google: {{kind: google, api_key: "{GOOGLE_KEY}", base_url: "{fake}"}}
     volcengine: {{kind: volcengine, api_key: "{VOLC_KEY}", app_id: "app-LOGTEST", base_url: "{fake}"}}
     kling: {{kind: kling, api_key: "{KLING_ACCESS}", secret_key: "{KLING_SECRET}", base_url: "{fake}"}}
+    bedrock: {{kind: bedrock, api_key: "{AWS_ACCESS}", secret_key: "{AWS_SECRET}", session_token: "{AWS_TOKEN}", region: us-west-2, base_url: "{fake}"}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     speech-2.8-hd: {{family: minimax-tts, targets: [{{provider: minimax, model: speech-2.8-hd}}]}}
@@ -150,6 +155,7 @@ switchyard:
     gpt-image-1: {{family: gpt-image, targets: [{{provider: openai, model: gpt-image-1, lifecycle: {{still_available: true}}}}]}}
     kling-v2-1: {{family: kling, targets: [{{provider: kling, model: kling-v2-1}}]}}
     rerank-v3.5: {{family: cohere-rerank, targets: [{{provider: cohere, model: rerank-v3.5}}]}}
+    bedrock-rerank: {{family: bedrock-rerank, targets: [{{provider: bedrock, model: amazon.rerank-v1:0}}]}}
 "#
     )
 }
@@ -193,6 +199,17 @@ fn answer(req: &Recorded) -> Option<Reply> {
         Reply::json(
             200,
             json!({"audioContent": base64::engine::general_purpose::STANDARD.encode([0xFFu8, 0xF3, 1, 2])}),
+        )
+    } else if path == "/rerank" {
+        // Bedrock: refuse the signature, quoting the request's credentials back.
+        let sent = req.header("authorization").unwrap_or_default().to_string();
+        let token = req
+            .header("x-amz-security-token")
+            .unwrap_or_default()
+            .to_string();
+        Reply::json(
+            403,
+            json!({"message": format!("The request signature we calculated does not match: {sent} {token}")}),
         )
     } else if path == "/v2/rerank" {
         Reply::json(
@@ -295,6 +312,13 @@ fn no_credential_reaches_the_log_at_trace() {
             json!({"model": "kling-v2-1", "prompt": "a fox"}),
             502,
         ),
+        // A SigV4-signed provider refusing the signature, quoting it back.
+        (
+            "/api/v1/rerank",
+            api_key,
+            json!({"model": "bedrock-rerank", "query": "q", "documents": ["a"]}),
+            502,
+        ),
         // A key the gateway does not know is a secret too.
         (
             speech,
@@ -335,6 +359,9 @@ fn no_credential_reaches_the_log_at_trace() {
         VOLC_KEY,
         KLING_ACCESS,
         KLING_SECRET,
+        AWS_ACCESS,
+        AWS_SECRET,
+        AWS_TOKEN,
     ]
     .iter()
     .map(|s| s.to_string())
@@ -357,7 +384,10 @@ fn no_credential_reaches_the_log_at_trace() {
                 .any(|r| r.header("x-api-access-key") == Some(VOLC_KEY))
             && sent
                 .iter()
-                .any(|r| r.path.starts_with("/v1/images/generations")),
+                .any(|r| r.path.starts_with("/v1/images/generations"))
+            && sent
+                .iter()
+                .any(|r| r.header("x-amz-security-token") == Some(AWS_TOKEN)),
         "a provider kind was not reached: {sent:?}"
     );
     for secret in &secrets {

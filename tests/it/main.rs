@@ -80,6 +80,12 @@ mod rerank_dashscope;
 mod rerank_jina;
 mod rerank_local;
 mod rerank_mixedbread;
+// ---- rerank: NVIDIA NIM, vLLM, Infinity, Bedrock (issue 30) ----
+mod rerank_bedrock;
+mod rerank_infinity;
+mod rerank_nim;
+mod rerank_vllm;
+// ---- end rerank (issue 30) ----
 mod rerank_siliconflow;
 mod rerank_tei;
 mod rerank_voyage;

@@ -1,5 +1,7 @@
 //! Wire formats several providers share: each provider that speaks one is a small profile on top.
 
+// AWS credentials, SigV4 and error bodies (issue 30).
+pub(crate) mod aws;
 pub(crate) mod errors;
 pub(crate) mod fastapi;
 pub(crate) mod google;

@@ -50,6 +50,9 @@ pub(crate) struct Wire {
     pub nested: Option<Nested>,
     /// The documents' name (`query` is called `query` everywhere).
     pub documents: &'static str,
+    /// Whether the query and each document travel as `{"text": ...}` objects rather than as
+    /// strings (NVIDIA NIM's `query: {text}`, `passages: [{text}]`).
+    pub text_objects: bool,
     /// What `top_n` is called. It is sent only when the caller gave one: every provider's own
     /// default is every document, which is also the gateway's. `None`: never sent (the gateway
     /// keeps the best `top_n` itself).
@@ -75,6 +78,7 @@ impl Wire {
         model: true,
         nested: None,
         documents: "documents",
+        text_objects: false,
         top_n: Some("top_n"),
         off: &[],
         results: &["results"],
@@ -203,13 +207,24 @@ impl Body<'_> {
             .iter()
             .map(|(k, v)| k.as_str().len() + v.get().len() + 4)
             .sum();
-        NAMES + self.model.len() + self.req.query.as_str().len() + docs + extra
+        // `{"text":}` around the query and each document, when the wire wraps them.
+        let wrapping = if self.wire.text_objects {
+            10 * (self.req.documents.len() + 1)
+        } else {
+            0
+        };
+        NAMES + self.model.len() + self.req.query.as_str().len() + docs + extra + wrapping
     }
 
     fn input<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
+        let documents = &self.req.documents[..];
+        if self.wire.text_objects {
+            m.serialize_entry("query", &Text(self.req.query.as_str()))?;
+            return m.serialize_entry(self.wire.documents, &Texts(documents));
+        }
         m.serialize_entry("query", self.req.query.as_str())?;
         // The caller's literals, copied as sent.
-        m.serialize_entry(self.wire.documents, &self.req.documents[..])
+        m.serialize_entry(self.wire.documents, documents)
     }
 
     fn options<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
@@ -244,6 +259,26 @@ impl Serialize for Body<'_> {
             }
         }
         m.end()
+    }
+}
+
+/// A value as `{"text": value}`.
+struct Text<T>(T);
+
+impl<T: Serialize> Serialize for Text<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(1))?;
+        m.serialize_entry("text", &self.0)?;
+        m.end()
+    }
+}
+
+/// The caller's document literals, each as `{"text": literal}` (still copied as sent).
+struct Texts<'b, T>(&'b [T]);
+
+impl<T: Serialize> Serialize for Texts<'_, T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(Text))
     }
 }
 
@@ -669,6 +704,26 @@ mod tests {
         };
         let req = request(&["x"], Some(1), Vec::new());
         assert_eq!(body(&wire, &req), r#"{"query":"q","documents":["x"]}"#);
+    }
+
+    #[test]
+    fn text_objects_wrap_the_query_and_each_document() {
+        let wire = Wire {
+            documents: "passages",
+            text_objects: true,
+            top_n: None,
+            ..Wire::COHERE
+        };
+        let raw = RawValue::from_string("\"END\"".into()).unwrap();
+        let req = request(
+            &["x", "y\"z"],
+            Some(1),
+            vec![(Str(Cow::Borrowed("truncate")), &*raw)],
+        );
+        assert_eq!(
+            body(&wire, &req),
+            r#"{"model":"native","query":{"text":"q"},"passages":[{"text":"x"},{"text":"y\"z"}],"truncate":"END"}"#
+        );
     }
 
     #[test]

@@ -80,8 +80,15 @@ impl Signer {
 }
 
 impl crate::upstream::provider::Signer for Signer {
-    fn authorization(&self) -> Result<HeaderValue, String> {
-        Signer::authorization(self)
+    /// The token does not depend on the request: `Authorization: Bearer <JWT>` alone.
+    fn sign(
+        &self,
+        _req: &crate::upstream::provider::Signable<'_>,
+    ) -> Result<Vec<(http::HeaderName, HeaderValue)>, String> {
+        Ok(vec![(
+            http::header::AUTHORIZATION,
+            Signer::authorization(self)?,
+        )])
     }
 }
 

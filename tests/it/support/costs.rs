@@ -72,6 +72,13 @@ fn expected(model: &str) -> Option<&'static str> {
         | "bge-reranker-v2-m3"
         | "zhipu-rerank"
         | "tei-reranker" => UNPRICED,
+        // Issue 30: NVIDIA NIM (API-catalog credits; self-hosted), vLLM and Infinity
+        // (self-hosted) have no price; Bedrock bills per query but its amounts are unconfirmed.
+        "nim-reranker"
+        | "nim-hosted-reranker"
+        | "vllm-reranker"
+        | "infinity-reranker"
+        | "bedrock-cohere-rerank" => UNPRICED,
         _ => return None,
     })
 }

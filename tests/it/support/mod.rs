@@ -33,6 +33,11 @@ pub const KEY: &str = "test-key";
 pub const JWT_SECRET: &str = "test-secret-that-is-at-least-32-bytes!";
 /// The key the gateway must send to providers (never the caller's).
 pub const PROVIDER_KEY: &str = "sk-provider-secret-0001";
+/// The test's AWS credentials (issue 30: SigV4-signed providers); the fake recomputes signatures
+/// with them.
+pub const AWS_ACCESS_KEY_ID: &str = "AKIATESTEXAMPLE0001";
+pub const AWS_SECRET: &str = "aws-secret-wJalrXUtnFEMI-K7MDENG-0001";
+pub const AWS_SESSION_TOKEN: &str = "aws-session-token-0001";
 /// Kling signs its own tokens: the access key (the JWT's `iss`) and the secret key.
 pub const KLING_ACCESS_KEY: &str = "kling-access-key-0001";
 pub const KLING_SECRET_KEY: &str = "kling-secret-key-0001";
@@ -182,6 +187,13 @@ switchyard:
     bfl: {{kind: bfl, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     kling: {{kind: kling, api_key: "{KLING_ACCESS_KEY}", secret_key: "{KLING_SECRET_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     gemini: {{kind: gemini, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    # ---- rerank: NVIDIA NIM, vLLM, Infinity, Bedrock (issue 30) ----
+    nim: {{kind: nvidia-nim, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    nim-hosted: {{kind: nvidia-nim, hosted: true, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    vllm: {{kind: vllm, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    infinity: {{kind: infinity, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    bedrock: {{kind: bedrock, api_key: "{AWS_ACCESS_KEY_ID}", secret_key: "{AWS_SECRET}", session_token: "{AWS_SESSION_TOKEN}", region: us-west-2, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    # ---- end rerank (issue 30) ----
     # Image providers of issue 30.
     recraft: {{kind: recraft, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     together: {{kind: together, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
@@ -230,6 +242,13 @@ switchyard:
     gemini-3-pro-image: {{family: gemini-image, targets: [{{provider: gemini, model: gemini-3-pro-image}}]}}
     gemini-3.1-flash-image: {{family: gemini-flash-image, targets: [{{provider: gemini, model: gemini-3.1-flash-image}}]}}
     gemini-2.5-flash-image: {{family: gemini-2.5-flash-image, targets: [{{provider: gemini, model: gemini-2.5-flash-image, lifecycle: {{still_available: true}}}}]}}
+    # ---- rerank: NVIDIA NIM, vLLM, Infinity, Bedrock (issue 30) ----
+    nim-reranker: {{family: nim-rerank, targets: [{{provider: nim, model: nvidia/llama-nemotron-rerank-1b-v2}}]}}
+    nim-hosted-reranker: {{family: nim-rerank, targets: [{{provider: nim-hosted, model: nvidia/llama-3.2-nv-rerankqa-1b-v2}}]}}
+    vllm-reranker: {{family: vllm-rerank, targets: [{{provider: vllm, model: Qwen/Qwen3-Reranker-0.6B}}]}}
+    infinity-reranker: {{family: infinity-rerank, targets: [{{provider: infinity, model: BAAI/bge-reranker-v2-m3}}]}}
+    bedrock-cohere-rerank: {{family: bedrock-rerank, targets: [{{provider: bedrock, model: cohere.rerank-v3-5:0}}]}}
+    # ---- end rerank (issue 30) ----
     # Image providers of issue 30 (MiniMax images, Recraft, Together, Ideogram).
     image-01: {{family: minimax-image, targets: [{{provider: minimax, model: image-01}}]}}
     recraft-v4.1: {{family: recraft-v4, targets: [{{provider: recraft, model: recraftv4_1}}]}}
