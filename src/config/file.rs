@@ -390,6 +390,10 @@ pub struct ProviderFile {
     /// `tls:` — which certificate authorities this provider's certificates must chain to.
     #[serde(default)]
     pub tls: ProviderTlsFile,
+    /// Whether each attempt sends the provider a W3C `traceparent` (default on; off for a
+    /// provider that refuses unknown headers or should not learn the caller's trace).
+    #[serde(default = "d_true")]
+    pub trace_context: bool,
 }
 
 /// How the provider's TLS certificates are verified.
@@ -508,4 +512,8 @@ fn d_dns_ttl() -> u64 {
 }
 fn d_max_response() -> usize {
     64 << 20
+}
+
+fn d_true() -> bool {
+    true
 }

@@ -660,7 +660,8 @@ fn build(
         };
         let id = adapters.push(kind.adapters);
         adapters.discover(id, discovery);
-        let provider = Provider::new(account, id, kind.auth, kind.errors);
+        let mut provider = Provider::new(account, id, kind.auth, kind.errors);
+        provider.send_trace_context = p.trace_context;
         if !provider.enabled() {
             log::warn!("provider {name} has no api_key: its models will answer 503");
         }

@@ -121,7 +121,7 @@ where
         };
         tried |= 1 << (index % 64);
         made += 1;
-        let native = match build(target)? {
+        let mut native = match build(target)? {
             Prepared::Http(native) => native,
             Prepared::Local(answer) => {
                 trace::attempt(model, target);
@@ -129,6 +129,7 @@ where
             }
         };
         trace::attempt(model, target);
+        trace::propagate(&mut native, target.provider.send_trace_context);
         let started = Instant::now();
         let outcome = match try_once(upstream, target, region, &native).await {
             Ok(resp) => accept(target, resp).await,

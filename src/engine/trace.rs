@@ -1,18 +1,56 @@
 //! What the attempt loop learned about the request being served — how many attempts, which target
-//! answered (or failed last) — for its access line, without threading a parameter through every
-//! function between the gateway and the loop: the gateway runs the request inside [`traced`], and
-//! the loop notes into it. Outside [`traced`] (background tasks) noting does nothing.
+//! answered (or failed last) — for its access line, and what the request carries down to it —
+//! its id and its place in a trace ([`RequestContext`]) — without threading a parameter through
+//! every function between the gateway and the loop: the gateway runs the request inside
+//! [`traced`], and the loop notes into it and reads from it. Outside [`traced`] (background
+//! tasks) noting does nothing and the context is empty.
 
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 
+use http::{HeaderName, HeaderValue};
 use tokio::task::futures::TaskLocalFuture;
 
 use crate::catalog::{Model, Target};
+use crate::common::native::NativeRequest;
+use crate::common::request_id::RequestId;
+use crate::common::trace_context::{self, SpanId, TraceContext};
 
 tokio::task_local! {
-    static TRACE: Cell<Trace>;
+    static TRACE: Scope;
+}
+
+/// What a [`traced`] future carries: what is noted, and the request's context.
+pub(crate) struct Scope {
+    noted: Cell<Trace>,
+    request: RequestContext,
+}
+
+/// Who a request is to the records and to the providers: its id and its trace.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RequestContext {
+    /// The caller's `X-Request-Id` when sane, else generated.
+    pub id: RequestId,
+    /// The caller's trace continued, or a new one.
+    pub trace: TraceContext,
+    /// The caller's `tracestate`, passed on as it came (`None`: none, the usual case).
+    pub tracestate: Option<HeaderValue>,
+}
+
+impl RequestContext {
+    /// A request's context from its head: its id, and its trace continued or (sampled as
+    /// `sample` says) started.
+    pub(crate) fn of(
+        headers: &http::HeaderMap,
+        sample: impl Fn(&trace_context::TraceId) -> bool,
+    ) -> RequestContext {
+        RequestContext {
+            id: RequestId::of(headers),
+            trace: TraceContext::of(headers, sample),
+            tracestate: trace_context::tracestate(headers),
+        }
+    }
 }
 
 /// A request's attempts, as its access line reports them.
@@ -36,29 +74,69 @@ impl Trace {
 /// Not an `async fn` wrapping `fut`: that would hold the request's future three times over (the
 /// argument, the inner block's copy and the task-local future's), 40 KB that every request
 /// moved around; this holds it once.
-pub(crate) fn traced<F: Future>(fut: F) -> TaskLocalFuture<Cell<Trace>, F> {
-    TRACE.scope(Cell::new(Trace::default()), fut)
+pub(crate) fn traced<F: Future>(request: RequestContext, fut: F) -> TaskLocalFuture<Scope, F> {
+    let scope = Scope {
+        noted: Cell::new(Trace::default()),
+        request,
+    };
+    TRACE.scope(scope, fut)
 }
 
 /// What was noted into a finished [`traced`] future.
-pub(crate) fn noted<F: Future>(fut: Pin<&mut TaskLocalFuture<Cell<Trace>, F>>) -> Trace {
-    fut.take_value().map(Cell::into_inner).unwrap_or_default()
+pub(crate) fn noted<F: Future>(fut: Pin<&mut TaskLocalFuture<Scope, F>>) -> Trace {
+    fut.take_value()
+        .map(|s| s.noted.into_inner())
+        .unwrap_or_default()
 }
 
 /// What has been noted so far in the [`traced`] future this runs in (the default outside one):
 /// an operation reads the target that answered from it.
 pub(crate) fn current() -> Trace {
-    TRACE.try_with(Cell::get).unwrap_or_default()
+    TRACE.try_with(|s| s.noted.get()).unwrap_or_default()
+}
+
+/// The id of the request this runs for (empty outside a [`traced`] future).
+pub(crate) fn request_id() -> RequestId {
+    TRACE.try_with(|s| s.request.id).unwrap_or_default()
 }
 
 /// Note one attempt at `target` of `model`.
 pub(crate) fn attempt(model: &Model, target: &Target) {
-    let _ = TRACE.try_with(|cell| {
-        let mut t = cell.get();
+    let _ = TRACE.try_with(|s| {
+        let mut t = s.noted.get();
         t.attempts += 1;
         t.target = model.targets.iter().position(|x| std::ptr::eq(x, target));
-        cell.set(t);
+        s.noted.set(t);
     });
+}
+
+/// Give an upstream attempt its own place in the request's trace: a new span id, sent to the
+/// provider as `traceparent` (with the caller's `tracestate`) unless its account opted out
+/// (`trace_context: false`). The span id comes back (`None` outside a traced request).
+pub(crate) fn propagate(native: &mut NativeRequest, send: bool) -> Option<SpanId> {
+    TRACE
+        .try_with(|s| {
+            let c = &s.request;
+            if !c.trace.is_set() {
+                return None;
+            }
+            let span = trace_context::new_span_id();
+            if send {
+                native.headers.push((
+                    HeaderName::from_static(trace_context::TRACEPARENT),
+                    c.trace.traceparent(&span),
+                ));
+                if let Some(state) = &c.tracestate {
+                    native.headers.push((
+                        HeaderName::from_static(trace_context::TRACESTATE),
+                        state.clone(),
+                    ));
+                }
+            }
+            Some(span)
+        })
+        .ok()
+        .flatten()
 }
 
 #[cfg(test)]
@@ -67,7 +145,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_trace_starts_empty_and_comes_back() {
-        let mut fut = std::pin::pin!(traced(async {}));
+        let mut fut = std::pin::pin!(traced(RequestContext::default(), async {}));
         fut.as_mut().await;
         let t = noted(fut);
         assert_eq!(t, Trace::default());

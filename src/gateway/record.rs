@@ -52,6 +52,7 @@ impl Gateway {
         let h = session.req_header();
         let target = ctx.trace.target(ctx.model.as_deref());
         let cost = ctx.cost.as_ref().and_then(|c| c.cost());
+        let trace_hex = ctx.request.trace.trace_hex();
         let record = access_log::Record {
             time: SystemTime::now(),
             entry_point: &self.listener,
@@ -75,6 +76,12 @@ impl Gateway {
             cost_basis: cost.map(|c| c.basis.as_str()),
             cost_note: ctx.cost.as_ref().and_then(|c| c.note()),
             aborted: ctx.aborted.as_deref(),
+            request_id: ctx.request.id.as_str(),
+            trace_id: ctx
+                .request
+                .trace
+                .is_set()
+                .then(|| std::str::from_utf8(&trace_hex).unwrap_or("")),
         };
         access_log::write(ctx.settings.access_log, &record);
     }
@@ -111,6 +118,8 @@ impl Gateway {
             (None, None) => None,
         };
         r.attempts = ctx.trace.attempts;
+        r.request_id = (!ctx.request.id.is_empty()).then(|| ctx.request.id.as_str().to_string());
+        r.trace_id = ctx.request.trace.trace_id_string();
         ledger.record(r);
     }
 

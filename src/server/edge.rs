@@ -121,6 +121,8 @@ impl<SV> EdgeApp<SV> {
             cost_basis: None,
             cost_note: None,
             aborted: Some(why),
+            request_id: "-",
+            trace_id: None,
         };
         access_log::write(self.state.settings().access_log, &record);
     }

@@ -98,6 +98,7 @@ async fn serve(
     );
     let mut headers = mount::link_headers(lifecycle::headers(&req.model), call.prefix);
     headers.push(at_head.header());
+    headers.push(crate::engine::trace::request_id().header());
     respond::stream_head(call.session, content_type, &headers)
         .await
         .map_err(|e| Failure::written("writing response head", e))?;
