@@ -15,6 +15,7 @@ pub mod ledger;
 mod lifecycle;
 mod prices;
 pub mod tls;
+mod tracing;
 pub mod voice_map;
 
 use std::collections::{BTreeMap, HashMap};
@@ -178,6 +179,8 @@ pub struct GatewaySettings {
     /// The usage ledger's database and bounds (`None`: no ledger). Read once at start, like the
     /// metrics listener: a reload does not move it.
     pub(crate) ledger: Option<ledger::LedgerSettings>,
+    /// Where spans are exported (`None`: nowhere). Read once at start, like the ledger.
+    pub(crate) tracing: Option<crate::telemetry::TracingSettings>,
     pub(crate) access_log: AccessLogFormat,
     /// When failing targets are ejected (`routing.ejection`).
     pub(crate) ejection: EjectionPolicy,
@@ -690,6 +693,7 @@ fn build(
     let clients = client_limits(&file.clients, errors);
     let metrics = metrics_address(file.metrics.as_ref(), &listeners, errors);
     let ledger = ledger::ledger_settings(file.ledger.as_ref(), errors);
+    let tracing = tracing::tracing_settings(file.tracing.as_ref(), errors);
     let ejection = ejection_policy(&file.routing.ejection, errors);
     let access_log = match file.access_log.format.as_str() {
         "text" => AccessLogFormat::Text,
@@ -715,6 +719,7 @@ fn build(
         clients,
         metrics,
         ledger,
+        tracing,
         access_log,
         ejection,
         warnings,

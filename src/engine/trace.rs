@@ -8,14 +8,17 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
+use std::time::SystemTime;
 
 use http::{HeaderName, HeaderValue};
 use tokio::task::futures::TaskLocalFuture;
 
 use crate::catalog::{Model, Target};
+use crate::common::error::GatewayError;
 use crate::common::native::NativeRequest;
 use crate::common::request_id::RequestId;
 use crate::common::trace_context::{self, SpanId, TraceContext};
+use crate::telemetry::{Kind, Span, Status, Tracer};
 
 tokio::task_local! {
     static TRACE: Scope;
@@ -36,21 +39,77 @@ pub(crate) struct RequestContext {
     pub trace: TraceContext,
     /// The caller's `tracestate`, passed on as it came (`None`: none, the usual case).
     pub tracestate: Option<HeaderValue>,
+    /// Where its spans go, when they are recorded (tracing on and the trace sampled).
+    pub recording: Option<Tracer>,
 }
 
 impl RequestContext {
     /// A request's context from its head: its id, and its trace continued or (sampled as
-    /// `sample` says) started.
-    pub(crate) fn of(
-        headers: &http::HeaderMap,
-        sample: impl Fn(&trace_context::TraceId) -> bool,
-    ) -> RequestContext {
+    /// `tracer` says) started.
+    pub(crate) fn of(headers: &http::HeaderMap, tracer: &Tracer) -> RequestContext {
+        let trace = TraceContext::of(headers, |id| tracer.sample(id));
         RequestContext {
             id: RequestId::of(headers),
-            trace: TraceContext::of(headers, sample),
+            trace,
             tracestate: trace_context::tracestate(headers),
+            recording: (trace.sampled && tracer.is_on()).then(|| tracer.clone()),
         }
     }
+
+    /// Record a span of this request's trace, a child of its server span, named `name` and
+    /// started at `start`; `fill` adds what it says. Nothing when spans are not recorded.
+    pub(crate) fn span(
+        &self,
+        id: Option<SpanId>,
+        name: &'static str,
+        kind: Kind,
+        start: SystemTime,
+        fill: impl FnOnce(&mut Span),
+    ) {
+        if let Some(tracer) = &self.recording {
+            let id = id.unwrap_or_else(trace_context::new_span_id);
+            let t = &self.trace;
+            let mut s = Span::new(t.trace_id, id, Some(t.span_id), name, kind, start);
+            fill(&mut s);
+            tracer.record(s);
+        }
+    }
+}
+
+/// The time now when this request's spans are recorded (`None` otherwise, and outside a
+/// [`traced`] future): what a span's start is taken from, so an unrecorded request reads no
+/// clock for it.
+pub(crate) fn now() -> Option<SystemTime> {
+    TRACE
+        .try_with(|s| s.request.recording.is_some().then(SystemTime::now))
+        .ok()
+        .flatten()
+}
+
+/// Record one step of the request (authentication and limits, validation) as an internal span
+/// started at `start`, failed with `err` when it did.
+pub(crate) fn step(name: &'static str, start: Option<SystemTime>, err: Option<&GatewayError>) {
+    span(None, name, Kind::Internal, start, |s| {
+        if let Some(e) = err {
+            s.set("error.type", e.code());
+            s.status = Status::Error(e.code().to_string());
+        }
+    });
+}
+
+/// Record a span of the request this runs for ([`RequestContext::span`]), started at `start`
+/// (from [`now`]; `None`: nothing is recorded).
+pub(crate) fn span(
+    id: Option<SpanId>,
+    name: &'static str,
+    kind: Kind,
+    start: Option<SystemTime>,
+    fill: impl FnOnce(&mut Span),
+) {
+    let Some(start) = start else {
+        return;
+    };
+    let _ = TRACE.try_with(|s| s.request.span(id, name, kind, start, fill));
 }
 
 /// A request's attempts, as its access line reports them.

@@ -46,6 +46,7 @@ impl Gateway {
         ctx.gauge = None;
         #[cfg(feature = "ledger")]
         self.ledger(session, ctx);
+        self.server_span(session, ctx);
         if !log::log_enabled!(target: "access", log::Level::Info) {
             return;
         }

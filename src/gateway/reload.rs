@@ -77,6 +77,8 @@ pub(crate) fn restart_only(old: &GatewaySettings, new: &GatewaySettings) -> Vec<
     note(old.metrics != new.metrics, "switchyard.metrics".into());
     // The ledger's writer is built once, at start.
     note(old.ledger != new.ledger, "switchyard.ledger".into());
+    // So is the trace exporter.
+    note(old.tracing != new.tracing, "switchyard.tracing".into());
     let redis = |s: &GatewaySettings| {
         s.redis
             .as_ref()

@@ -122,7 +122,7 @@ impl ProxyHttp for Gateway {
         }
         // A client that stops taking an answer's bytes is cut off; one that reads slowly is not.
         session.set_write_timeout(Some(ctx.settings.clients.write_timeout));
-        ctx.request = trace::RequestContext::of(&session.req_header().headers, |_| false);
+        ctx.request = trace::RequestContext::of(&session.req_header().headers, &self.state.tracer);
         let (outcome, noted) = {
             let request = ctx.request.clone();
             let mut traced = std::pin::pin!(trace::traced(request, self.dispatch(session, ctx)));

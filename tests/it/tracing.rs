@@ -297,3 +297,489 @@ fn access_lines_name_the_request_and_its_trace() {
         "{line}"
     );
 }
+
+/// Spans exported over OTLP/HTTP to a receiver on loopback that decodes the protobuf.
+#[cfg(feature = "otel")]
+mod otlp {
+    use std::io::{Read, Write};
+    use std::net::{SocketAddr, TcpListener};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    use serde_json::json;
+
+    use super::{cohere_ok, traceparent, CALLER_PARENT, CALLER_TRACE};
+    use crate::support::fake::{FakeProvider, Reply};
+    use crate::support::{client, TestGateway, KEY, PROVIDER_KEY};
+
+    /// A protobuf field's value, by wire type.
+    #[derive(Debug, Clone)]
+    enum Wire {
+        Varint(u64),
+        Fixed64(u64),
+        Len(Vec<u8>),
+        Fixed32(u32),
+    }
+
+    /// A message's fields in order: (field number, value). Written from the protobuf encoding's
+    /// specification, independently of the gateway's encoder.
+    fn fields(mut b: &[u8]) -> Vec<(u64, Wire)> {
+        fn varint(b: &mut &[u8]) -> u64 {
+            let (mut n, mut shift) = (0u64, 0);
+            loop {
+                let byte = b[0];
+                *b = &b[1..];
+                n |= u64::from(byte & 0x7f) << shift;
+                if byte < 0x80 {
+                    return n;
+                }
+                shift += 7;
+            }
+        }
+        let mut out = Vec::new();
+        while !b.is_empty() {
+            let key = varint(&mut b);
+            let v = match key & 7 {
+                0 => Wire::Varint(varint(&mut b)),
+                1 => {
+                    let v = u64::from_le_bytes(b[..8].try_into().unwrap());
+                    b = &b[8..];
+                    Wire::Fixed64(v)
+                }
+                2 => {
+                    let n = varint(&mut b) as usize;
+                    let v = b[..n].to_vec();
+                    b = &b[n..];
+                    Wire::Len(v)
+                }
+                5 => {
+                    let v = u32::from_le_bytes(b[..4].try_into().unwrap());
+                    b = &b[4..];
+                    Wire::Fixed32(v)
+                }
+                w => panic!("wire type {w}"),
+            };
+            out.push((key >> 3, v));
+        }
+        out
+    }
+
+    fn all(msg: &[(u64, Wire)], field: u64) -> Vec<Vec<u8>> {
+        msg.iter()
+            .filter(|(f, _)| *f == field)
+            .filter_map(|(_, v)| match v {
+                Wire::Len(b) => Some(b.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn one(msg: &[(u64, Wire)], field: u64) -> Option<Vec<u8>> {
+        all(msg, field).into_iter().next()
+    }
+
+    fn int(msg: &[(u64, Wire)], field: u64) -> Option<u64> {
+        msg.iter()
+            .find(|(f, _)| *f == field)
+            .and_then(|(_, v)| match v {
+                Wire::Varint(n) | Wire::Fixed64(n) => Some(*n),
+                Wire::Fixed32(n) => Some(u64::from(*n)),
+                Wire::Len(_) => None,
+            })
+    }
+
+    /// A decoded `Span` (opentelemetry-proto `trace/v1/trace.proto`'s field numbers).
+    #[derive(Debug, Clone)]
+    struct Span {
+        trace_id: String,
+        span_id: String,
+        parent: Option<String>,
+        name: String,
+        kind: u64,
+        start: u64,
+        end: u64,
+        attributes: Vec<(String, serde_json::Value)>,
+        events: Vec<String>,
+        error: bool,
+    }
+
+    impl Span {
+        fn attr(&self, key: &str) -> Option<&serde_json::Value> {
+            self.attributes
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v)
+        }
+    }
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    /// `KeyValue { key = 1, value = 2: AnyValue { string = 1, bool = 2, int = 3 } }`.
+    fn key_value(b: &[u8]) -> (String, serde_json::Value) {
+        let kv = fields(b);
+        let key = String::from_utf8(one(&kv, 1).unwrap()).unwrap();
+        let any = fields(&one(&kv, 2).unwrap());
+        let value = match &any[0] {
+            (1, Wire::Len(s)) => json!(String::from_utf8(s.clone()).unwrap()),
+            (2, Wire::Varint(n)) => json!(*n != 0),
+            (3, Wire::Varint(n)) => json!(*n as i64),
+            other => panic!("unexpected AnyValue {other:?}"),
+        };
+        (key, value)
+    }
+
+    /// Every span of an `ExportTraceServiceRequest`.
+    fn decode(request: &[u8]) -> Vec<Span> {
+        let mut spans = Vec::new();
+        for rs in all(&fields(request), 1) {
+            let rs = fields(&rs);
+            let resource = fields(&one(&rs, 1).unwrap());
+            let names: Vec<_> = all(&resource, 1).iter().map(|kv| key_value(kv)).collect();
+            assert!(names
+                .iter()
+                .any(|(k, v)| k == "service.name" && v == "switchyard"));
+            for ss in all(&rs, 2) {
+                let ss = fields(&ss);
+                let scope = fields(&one(&ss, 1).unwrap());
+                assert_eq!(one(&scope, 1).unwrap(), b"switchyard");
+                for s in all(&ss, 2) {
+                    let s = fields(&s);
+                    let status = one(&s, 15).map(|st| fields(&st));
+                    spans.push(Span {
+                        trace_id: hex(&one(&s, 1).unwrap()),
+                        span_id: hex(&one(&s, 2).unwrap()),
+                        parent: one(&s, 4).map(|p| hex(&p)),
+                        name: String::from_utf8(one(&s, 5).unwrap()).unwrap(),
+                        kind: int(&s, 6).unwrap(),
+                        start: int(&s, 7).unwrap(),
+                        end: int(&s, 8).unwrap(),
+                        attributes: all(&s, 9).iter().map(|kv| key_value(kv)).collect(),
+                        events: all(&s, 11)
+                            .iter()
+                            .map(|e| String::from_utf8(one(&fields(e), 2).unwrap()).unwrap())
+                            .collect(),
+                        error: status.is_some_and(|st| int(&st, 3) == Some(2)),
+                    });
+                }
+            }
+        }
+        spans
+    }
+
+    /// A fake OTLP/HTTP collector: answers each `POST /v1/traces` 200 and keeps its spans (and
+    /// its raw bodies, to look for secrets).
+    struct Collector {
+        addr: SocketAddr,
+        spans: Arc<Mutex<Vec<Span>>>,
+        raw: Arc<Mutex<Vec<u8>>>,
+    }
+
+    impl Collector {
+        fn start() -> Collector {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap();
+            let spans = Arc::new(Mutex::new(Vec::new()));
+            let raw = Arc::new(Mutex::new(Vec::new()));
+            let (s, r) = (spans.clone(), raw.clone());
+            std::thread::spawn(move || {
+                for conn in listener.incoming() {
+                    let Ok(mut conn) = conn else { return };
+                    let mut buf = Vec::new();
+                    let mut chunk = [0u8; 8192];
+                    let (head_end, length) = loop {
+                        let n = conn.read(&mut chunk).unwrap_or(0);
+                        if n == 0 {
+                            break (0, 0);
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
+                            assert!(head.starts_with("post /v1/traces http/1.1"), "{head}");
+                            assert!(head.contains("content-type: application/x-protobuf"));
+                            let len = head
+                                .lines()
+                                .find_map(|l| l.strip_prefix("content-length: "))
+                                .unwrap()
+                                .trim()
+                                .parse::<usize>()
+                                .unwrap();
+                            break (i + 4, len);
+                        }
+                    };
+                    if head_end == 0 {
+                        continue;
+                    }
+                    while buf.len() < head_end + length {
+                        let n = conn.read(&mut chunk).unwrap_or(0);
+                        if n == 0 {
+                            break;
+                        }
+                        buf.extend_from_slice(&chunk[..n]);
+                    }
+                    let body = &buf[head_end..head_end + length];
+                    r.lock().unwrap().extend_from_slice(body);
+                    s.lock().unwrap().extend(decode(body));
+                    let _ = conn.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n",
+                    );
+                }
+            });
+            Collector { addr, spans, raw }
+        }
+
+        /// The spans of trace `trace` once there are at least `n` (at most 10 s).
+        fn wait(&self, trace: &str, n: usize) -> Vec<Span> {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                let got: Vec<Span> = self
+                    .spans
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .filter(|s| s.trace_id == trace)
+                    .cloned()
+                    .collect();
+                if got.len() >= n {
+                    return got;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "waited 10 s for {n} spans: {got:#?}"
+                );
+                std::thread::park_timeout(Duration::from_millis(20));
+            }
+        }
+    }
+
+    fn config(fake: &str, ports: (u16, u16), collector: SocketAddr, extra: &str) -> String {
+        crate::support::config(fake, ports).replacen(
+            "switchyard:\n",
+            &format!(
+                "switchyard:\n  tracing: {{endpoint: \"http://{collector}\", flush_interval_ms: 20{extra}}}\n"
+            ),
+            1,
+        )
+    }
+
+    fn named<'s>(spans: &'s [Span], name: &str) -> Vec<&'s Span> {
+        spans.iter().filter(|s| s.name == name).collect()
+    }
+
+    /// No attribute carries a credential or the caller's text.
+    fn nothing_secret(c: &Collector, texts: &[&str]) {
+        let raw = c.raw.lock().unwrap();
+        let raw = String::from_utf8_lossy(&raw);
+        for secret in [KEY, PROVIDER_KEY].iter().chain(texts) {
+            assert!(!raw.contains(secret), "{secret} was exported");
+        }
+    }
+
+    /// A speech request with one retry, under a caller's trace: the server span is the caller's
+    /// span's child, and authentication, validation, both attempts (the failed one first, the
+    /// second after its retry delay) and the relay (with its first byte) are the server span's.
+    /// Each attempt's span id is the one its `traceparent` gave the provider.
+    #[test]
+    fn a_speech_request_with_one_retry_is_one_span_tree() {
+        let collector = Collector::start();
+        let fake = FakeProvider::start();
+        let gw = TestGateway::start_with(|p| config(&fake.base_url(), p, collector.addr, ""));
+        fake.push(Reply::json(
+            500,
+            json!({"error": {"message": "oops", "type": "server_error"}}),
+        ));
+        fake.push(Reply::bytes(200, "audio/mpeg", b"ID3-audio".to_vec()));
+        let text = "a caller's private sentence";
+        let tp = traceparent();
+        let resp = client::post_json(
+            gw.addr,
+            "/api/v1/audio/speech",
+            &[
+                ("Service-API-Key", KEY),
+                ("traceparent", tp.as_str()),
+                ("X-Request-Id", "sp-1"),
+            ],
+            &json!({"model": "tts-1", "input": text, "retries": 1}),
+        );
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        let spans = collector.wait(CALLER_TRACE, 6);
+        let server = named(&spans, "POST /api/v1/audio/speech");
+        assert_eq!(server.len(), 1, "{spans:#?}");
+        let server = server[0];
+        assert_eq!(server.kind, 2, "SERVER");
+        assert_eq!(server.parent.as_deref(), Some(CALLER_PARENT));
+        assert_eq!(server.attr("switchyard.request_id").unwrap(), "sp-1");
+        assert_eq!(server.attr("gen_ai.operation.name").unwrap(), "speech");
+        assert_eq!(server.attr("gen_ai.request.model").unwrap(), "tts-1");
+        assert_eq!(server.attr("gen_ai.provider.name").unwrap(), "openai");
+        assert_eq!(server.attr("gen_ai.response.model").unwrap(), "tts-1");
+        assert_eq!(server.attr("http.response.status_code").unwrap(), 200);
+        assert_eq!(server.attr("switchyard.attempts").unwrap(), 2);
+        assert!(!server.error);
+        for name in ["auth_and_limits", "validate", "speech_relay"] {
+            let s = named(&spans, name);
+            assert_eq!(s.len(), 1, "{name}: {spans:#?}");
+            assert_eq!(
+                s[0].parent.as_deref(),
+                Some(server.span_id.as_str()),
+                "{name}"
+            );
+            assert!(
+                s[0].start >= server.start && s[0].end <= server.end,
+                "{name} inside"
+            );
+        }
+        let relay = named(&spans, "speech_relay")[0];
+        assert_eq!(relay.events, ["first_byte"]);
+        assert_eq!(relay.attr("switchyard.relay.ended").unwrap(), "complete");
+        assert!(
+            relay
+                .attr("switchyard.relay.bytes")
+                .unwrap()
+                .as_i64()
+                .unwrap()
+                >= 9
+        );
+        let mut attempts = named(&spans, "upstream_attempt");
+        attempts.sort_by_key(|s| s.attr("switchyard.attempt").unwrap().as_i64());
+        assert_eq!(attempts.len(), 2, "{spans:#?}");
+        let (first, second) = (attempts[0], attempts[1]);
+        for a in [first, second] {
+            assert_eq!(a.kind, 3, "CLIENT");
+            assert_eq!(a.parent.as_deref(), Some(server.span_id.as_str()));
+            assert_eq!(a.attr("switchyard.provider.account").unwrap(), "openai");
+            assert_eq!(a.attr("gen_ai.request.model").unwrap(), "tts-1");
+        }
+        assert_eq!(first.attr("switchyard.attempt.outcome").unwrap(), "failure");
+        assert_eq!(first.attr("http.response.status_code").unwrap(), 500);
+        assert!(first.error && first.attr("switchyard.retry.delay_ms").is_none());
+        assert_eq!(
+            second.attr("switchyard.attempt.outcome").unwrap(),
+            "success"
+        );
+        assert_eq!(second.attr("http.response.status_code").unwrap(), 200);
+        assert!(second.attr("switchyard.retry.delay_ms").is_some());
+        // What the provider was sent names each attempt's span.
+        let sent: Vec<String> = fake
+            .requests()
+            .iter()
+            .map(|r| {
+                r.header("traceparent")
+                    .unwrap()
+                    .split('-')
+                    .nth(2)
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(sent, [first.span_id.clone(), second.span_id.clone()]);
+        nothing_secret(&collector, &[text]);
+    }
+
+    /// A rerank request without a caller's trace: the gateway's own trace, its server span the
+    /// root, with the usage and the attempt; no document or query text in any attribute.
+    #[test]
+    fn a_rerank_request_is_traced_without_its_documents() {
+        let collector = Collector::start();
+        let fake = FakeProvider::start();
+        let gw = TestGateway::start_with(|p| config(&fake.base_url(), p, collector.addr, ""));
+        fake.push(cohere_ok());
+        let resp = client::post_json(
+            gw.addr,
+            "/api/v1/rerank",
+            &[("Service-API-Key", KEY)],
+            &json!({"model": "rerank-v3.5", "query": "secret query words",
+                    "documents": ["confidential document body"]}),
+        );
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        let id = resp.header("x-request-id").unwrap().to_string();
+        let sent = fake.requests()[0]
+            .header("traceparent")
+            .unwrap()
+            .to_string();
+        let trace = sent.split('-').nth(1).unwrap().to_string();
+        let spans = collector.wait(&trace, 4);
+        let server = named(&spans, "POST /api/v1/rerank")[0];
+        assert!(server.parent.is_none(), "the gateway started the trace");
+        assert_eq!(server.attr("switchyard.request_id").unwrap(), id.as_str());
+        assert_eq!(server.attr("gen_ai.operation.name").unwrap(), "rerank");
+        assert_eq!(server.attr("gen_ai.provider.name").unwrap(), "cohere");
+        assert_eq!(server.attr("gen_ai.response.model").unwrap(), "rerank-v3.5");
+        let attempt = named(&spans, "upstream_attempt")[0];
+        assert_eq!(attempt.parent.as_deref(), Some(server.span_id.as_str()));
+        assert_eq!(attempt.attr("switchyard.attempt").unwrap(), 1);
+        assert_eq!(named(&spans, "validate").len(), 1);
+        nothing_secret(
+            &collector,
+            &["secret query words", "confidential document body"],
+        );
+    }
+
+    /// A collector that accepts and never answers: requests are not slowed, nothing is
+    /// exported, and every span is counted as failed or dropped (a queue of 2).
+    #[cfg(feature = "metrics")]
+    #[test]
+    fn a_stalled_collector_slows_nothing_and_its_spans_are_counted() {
+        let stalled = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = stalled.local_addr().unwrap();
+        let held = Arc::new(Mutex::new(Vec::new()));
+        let h = held.clone();
+        std::thread::spawn(move || {
+            for conn in stalled.incoming().flatten() {
+                h.lock().unwrap().push(conn);
+            }
+        });
+        let fake = FakeProvider::start();
+        fake.set_default(cohere_ok());
+        let m = crate::support::free_port();
+        let gw = TestGateway::start_with(|p| {
+            config(
+                &fake.base_url(),
+                p,
+                addr,
+                ", timeout_ms: 1500, queue_spans: 2, batch_spans: 2",
+            )
+            .replacen(
+                "switchyard:\n",
+                &format!("switchyard:\n  metrics: {{address: \"127.0.0.1:{m}\"}}\n"),
+                1,
+            )
+        });
+        let metrics: SocketAddr = format!("127.0.0.1:{m}").parse().unwrap();
+        crate::support::wait_listening(metrics);
+        let n = 10;
+        for _ in 0..n {
+            let started = Instant::now();
+            let resp = client::post_json(
+                gw.addr,
+                "/api/v1/rerank",
+                &[("Service-API-Key", KEY)],
+                &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a"]}),
+            );
+            assert_eq!(resp.status, 200);
+            // An export waiting on the collector would hold a request 1.5 s.
+            assert!(
+                started.elapsed() < Duration::from_millis(1000),
+                "{:?}",
+                started.elapsed()
+            );
+        }
+        // Four spans a request (authentication and limits, validation, the attempt, the
+        // server span): each one exported, failed or dropped, counted exactly.
+        let count = |outcome: &str| -> u64 {
+            let text = client::request(metrics, "GET", "/metrics", &[], b"").text();
+            let series = format!("switchyard_trace_spans_total{{outcome=\"{outcome}\"}} ");
+            text.lines()
+                .find_map(|l| l.strip_prefix(&series))
+                .map_or(0, |v| v.trim().parse().unwrap())
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while count("failed") + count("dropped") < 4 * n && Instant::now() < deadline {
+            std::thread::park_timeout(Duration::from_millis(50));
+        }
+        assert_eq!(count("failed") + count("dropped"), 4 * n);
+        assert!(count("dropped") > 0, "a queue of 2 overflowed");
+        assert_eq!(count("exported"), 0);
+    }
+}

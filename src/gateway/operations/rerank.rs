@@ -10,7 +10,7 @@ use crate::api::rerank::{self, RerankRequest, RerankResult};
 use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::cost::{Metered, RerankMetered};
-use crate::engine::attempts;
+use crate::engine::{attempts, trace};
 
 /// `POST /api/v1/rerank` (and the compatibility surfaces' rerank paths).
 pub(crate) async fn rerank(call: &mut Call<'_>, body: &[u8]) -> Outcome {
@@ -35,9 +35,12 @@ pub(crate) async fn rerank(call: &mut Call<'_>, body: &[u8]) -> Outcome {
 /// The answer's JSON in the request's surface; the model and the tokens used are noted in `out`.
 async fn answer(call: &Call<'_>, body: &[u8], out: &mut Outcome) -> Result<Bytes, GatewayError> {
     let (s, surface) = (call.settings, call.surface);
-    let translated = surface.translate(body)?;
+    let started = trace::now();
+    let failed = |e: &GatewayError| trace::step("validate", started, Some(e));
+    let translated = surface.translate(body).inspect_err(failed)?;
     let own = translated.as_ref().map_or(body, |t| t.body.as_slice());
-    let req = rerank::parse(own, &s.catalog, s.retry.max_retries)?;
+    let req = rerank::parse(own, &s.catalog, s.retry.max_retries).inspect_err(failed)?;
+    trace::step("validate", started, None);
     out.model = Some(req.model.clone());
     let ((headers, native), target) = attempts::run(
         &call.state.upstream,

@@ -16,13 +16,17 @@ use crate::cost::{Metered, Planned, SpeechMetered};
 use crate::engine::attempts::{self, AcceptFuture, Reply};
 use crate::engine::passthrough::StreamError;
 use crate::engine::speech::{self as stream_speech, Primed};
+use crate::engine::trace;
 use crate::stream::audio::SpeechUsage;
 use crate::upstream::exchange::{Response, Upstream};
 
 /// `POST /api/v1/audio/speech`.
 pub(crate) async fn speech(call: &mut Call<'_>, body: &[u8]) -> Outcome {
     let s = call.settings;
-    let req = match speech::parse(body, &s.catalog, s.retry.max_retries) {
+    let started = trace::now();
+    let parsed = speech::parse(body, &s.catalog, s.retry.max_retries);
+    trace::step("validate", started, parsed.as_ref().err());
+    let req = match parsed {
         Ok(req) => req,
         Err(e) => return Outcome::failed(e),
     };
@@ -98,7 +102,8 @@ async fn serve(
     );
     let mut headers = mount::link_headers(lifecycle::headers(&req.model), call.prefix);
     headers.push(at_head.header());
-    headers.push(crate::engine::trace::request_id().header());
+    headers.push(trace::request_id().header());
+    let relay_start = trace::now();
     respond::stream_head(call.session, content_type, &headers)
         .await
         .map_err(|e| Failure::written("writing response head", e))?;
@@ -107,7 +112,9 @@ async fn serve(
     // the first byte of audio too.
     out.first_byte = Some(call.start.elapsed());
     out.cost = Some(at_head);
-    let reported = relay(call.session, primed, req).await?;
+    let relayed = relay(call.session, primed, req).await;
+    relay_span(relay_start, call.session, &relayed);
+    let reported = relayed?;
     if by_tokens {
         // The final figure, with the tokens the provider reported at the stream's end.
         out.cost = Some(RequestCost::of(
@@ -120,6 +127,39 @@ async fn serve(
         ));
     }
     Ok(())
+}
+
+/// The speech relay's span (when the request's spans are recorded): from its head, with the
+/// first audio, to its end; the bytes sent and how it ended.
+fn relay_span(
+    start: Option<std::time::SystemTime>,
+    session: &Session,
+    relayed: &Result<SpeechUsage, Failure>,
+) {
+    trace::span(
+        None,
+        "speech_relay",
+        crate::telemetry::Kind::Internal,
+        start,
+        |s| {
+            s.events.push(crate::telemetry::Event {
+                time: s.start,
+                name: "first_byte",
+                attributes: Vec::new(),
+            });
+            let bytes = session.as_downstream().body_bytes_sent() as u64;
+            s.set("switchyard.relay.bytes", bytes);
+            let ended = match relayed {
+                Ok(_) => "complete",
+                Err(Failure::ClientGone) => "client_gone",
+                Err(_) => "upstream_failed",
+            };
+            s.set("switchyard.relay.ended", ended);
+            if relayed.is_err() {
+                s.status = crate::telemetry::Status::Error(ended.to_string());
+            }
+        },
+    );
 }
 
 /// Relay the primed answer to its end; the usage the provider reported comes back.
