@@ -18,7 +18,7 @@ use crate::common::error::GatewayError;
 use crate::common::native::NativeRequest;
 use crate::common::request_id::RequestId;
 use crate::common::trace_context::{self, SpanId, TraceContext};
-use crate::telemetry::{Kind, Span, Status, Tracer};
+use crate::telemetry::{Kind, Link, Span, Status, Tracer};
 
 tokio::task_local! {
     static TRACE: Scope;
@@ -74,6 +74,60 @@ impl RequestContext {
             tracer.record(s);
         }
     }
+}
+
+impl RequestContext {
+    /// A background job's own trace (an asynchronous image task's work): a new trace, recorded
+    /// when the request that started the job was (`from`: its server span, linked from the
+    /// job's span), or, for a job no request here started (one resumed or taken over), as
+    /// `tracer` samples a new trace.
+    pub(crate) fn background(tracer: &Tracer, from: Option<Link>) -> RequestContext {
+        let trace_id = trace_context::new_trace_id();
+        let sampled = from.is_some() || tracer.sample(&trace_id);
+        RequestContext {
+            id: RequestId::generate(),
+            trace: TraceContext {
+                trace_id,
+                parent: None,
+                span_id: trace_context::new_span_id(),
+                sampled,
+            },
+            tracestate: None,
+            recording: (sampled && tracer.is_on()).then(|| tracer.clone()),
+        }
+    }
+
+    /// Record this context's own span (a background job's root, a root of its trace), linked
+    /// to `link` when there is one.
+    pub(crate) fn root_span(
+        &self,
+        name: &'static str,
+        start: SystemTime,
+        link: Option<Link>,
+        fill: impl FnOnce(&mut Span),
+    ) {
+        if let Some(tracer) = &self.recording {
+            let t = &self.trace;
+            let mut s = Span::new(t.trace_id, t.span_id, None, name, Kind::Internal, start);
+            s.links.extend(link);
+            fill(&mut s);
+            tracer.record(s);
+        }
+    }
+}
+
+/// The server span of the request this runs for, to link later work to, when its spans are
+/// recorded.
+pub(crate) fn link() -> Option<Link> {
+    TRACE
+        .try_with(|s| {
+            s.request.recording.as_ref().map(|_| Link {
+                trace_id: s.request.trace.trace_id,
+                span_id: s.request.trace.span_id,
+            })
+        })
+        .ok()
+        .flatten()
 }
 
 /// The time now when this request's spans are recorded (`None` otherwise, and outside a

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
 
-pub(crate) use span::{Event, Kind, Span, Status};
+pub(crate) use span::{Event, Kind, Link, Span, Status};
 
 use crate::common::trace_context::TraceId;
 use crate::metrics::Metrics;

@@ -400,6 +400,8 @@ mod otlp {
         end: u64,
         attributes: Vec<(String, serde_json::Value)>,
         events: Vec<String>,
+        /// `Span.Link { trace_id = 1, span_id = 2 }`, as hex.
+        links: Vec<(String, String)>,
         error: bool,
     }
 
@@ -459,6 +461,13 @@ mod otlp {
                         events: all(&s, 11)
                             .iter()
                             .map(|e| String::from_utf8(one(&fields(e), 2).unwrap()).unwrap())
+                            .collect(),
+                        links: all(&s, 13)
+                            .iter()
+                            .map(|l| {
+                                let l = fields(l);
+                                (hex(&one(&l, 1).unwrap()), hex(&one(&l, 2).unwrap()))
+                            })
                             .collect(),
                         error: status.is_some_and(|st| int(&st, 3) == Some(2)),
                     });
@@ -531,6 +540,11 @@ mod otlp {
 
         /// The spans of trace `trace` once there are at least `n` (at most 10 s).
         fn wait(&self, trace: &str, n: usize) -> Vec<Span> {
+            self.wait_for(n, |s| s.trace_id == trace)
+        }
+
+        /// The spans `pick` keeps once there are at least `n` (at most 10 s).
+        fn wait_for(&self, n: usize, pick: impl Fn(&Span) -> bool) -> Vec<Span> {
             let deadline = Instant::now() + Duration::from_secs(10);
             loop {
                 let got: Vec<Span> = self
@@ -538,7 +552,7 @@ mod otlp {
                     .lock()
                     .unwrap()
                     .iter()
-                    .filter(|s| s.trace_id == trace)
+                    .filter(|s| pick(s))
                     .cloned()
                     .collect();
                 if got.len() >= n {
@@ -714,6 +728,58 @@ mod otlp {
             &collector,
             &["secret query words", "confidential document body"],
         );
+    }
+
+    /// An asynchronous image task: the creating request's trace ends with its answer; the task's
+    /// work is a trace of its own whose `image_task` span links to the creating request's server
+    /// span, its attempt a child of the task span (and the provider sees the task's trace).
+    #[test]
+    fn an_async_image_tasks_work_links_to_the_request_that_created_it() {
+        let collector = Collector::start();
+        let fake = FakeProvider::start();
+        let gw = TestGateway::start_with(|p| config(&fake.base_url(), p, collector.addr, ""));
+        fake.push(Reply::json(
+            200,
+            json!({"created": 9, "data": [{"b64_json": "iVBORw0KGgo="}]}),
+        ));
+        let tp = traceparent();
+        let resp = client::post_json(
+            gw.addr,
+            "/api/v1/images/generations",
+            &[("Service-API-Key", KEY), ("traceparent", tp.as_str())],
+            &json!({"model": "gpt-image-2", "prompt": "a private prompt", "async": true,
+                    "response_format": "b64_json"}),
+        );
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        let task_id = resp.json()["task_id"].as_str().unwrap().to_string();
+        let created = collector.wait_for(1, |s| s.name == "POST /api/v1/images/generations");
+        let server = &created[0];
+        assert_eq!(server.trace_id, CALLER_TRACE);
+        let tasks = collector.wait_for(1, |s| s.name == "image_task");
+        let task = &tasks[0];
+        assert_ne!(
+            task.trace_id, CALLER_TRACE,
+            "the task's work is a trace of its own"
+        );
+        assert!(task.parent.is_none());
+        assert_eq!(
+            task.links,
+            [(CALLER_TRACE.to_string(), server.span_id.clone())]
+        );
+        assert_eq!(task.attr("switchyard.task_id").unwrap(), task_id.as_str());
+        assert_eq!(task.attr("switchyard.task.resumed").unwrap(), false);
+        let attempts = collector.wait(&task.trace_id, 2);
+        let attempt = attempts
+            .iter()
+            .find(|s| s.name == "upstream_attempt")
+            .unwrap();
+        assert_eq!(attempt.parent.as_deref(), Some(task.span_id.as_str()));
+        let sent = fake.requests()[0]
+            .header("traceparent")
+            .unwrap()
+            .to_string();
+        assert_eq!(sent.split('-').nth(1), Some(task.trace_id.as_str()));
+        nothing_secret(&collector, &["a private prompt"]);
     }
 
     /// A collector that accepts and never answers: requests are not slowed, nothing is
