@@ -72,7 +72,8 @@ impl TraceContext {
         out
     }
 
-    /// The trace id as text (`None` when unset), for the access line and the ledger.
+    /// The trace id as text (`None` when unset), for the ledger.
+    #[cfg_attr(not(feature = "ledger"), allow(dead_code))]
     pub(crate) fn trace_id_string(&self) -> Option<String> {
         self.is_set()
             .then(|| String::from_utf8_lossy(&self.trace_hex()).into_owned())

@@ -16,6 +16,7 @@ pub(crate) mod export;
 #[cfg(feature = "otel")]
 pub(crate) mod otlp;
 
+#[cfg(feature = "otel")]
 use std::sync::Arc;
 use std::time::Duration;
 
