@@ -80,6 +80,7 @@ mod providers;
 pub mod server;
 mod store;
 mod stream;
+mod telemetry;
 mod tokens;
 mod upstream;
 

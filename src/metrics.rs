@@ -231,6 +231,9 @@ families! {
     ledger_records: IntCounterVec = "switchyard_ledger_records_total",
         "Usage-ledger records by outcome: written to the database, or dropped (the queue was full, or the server stopped before they were written)",
         ["outcome"];
+    trace_spans: IntCounterVec = "switchyard_trace_spans_total",
+        "Trace spans by outcome: exported to the collector, dropped (the export queue was full), or failed (the collector refused them or could not be reached in time)",
+        ["outcome"];
     ledger_held: IntGaugeVec = "switchyard_ledger_records_held",
         "Usage-ledger records in memory not yet written to the database",
         [];

@@ -136,6 +136,10 @@ pub fn background_services(
     if let Some(ledger) = &state.ledger {
         services.push(Box::new(ledger.writer().service()));
     }
+    #[cfg(feature = "otel")]
+    if let Some(exporter) = state.tracer.exporter(&state.instance) {
+        services.push(Box::new(background_service("switchyard traces", exporter)));
+    }
     services
 }
 

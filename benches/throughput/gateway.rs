@@ -9,6 +9,7 @@
 //! request is checked and charged), counted in process memory or, with
 //! `SWITCHYARD_BENCH_REDIS=redis://...`, in that Redis. `SWITCHYARD_BENCH_UNPRICED=1` declares
 //! every model unpriced, so no request computes, counts or announces a cost.
+//! `SWITCHYARD_BENCH_TRACING=1` (or `0.01`) exports spans of that share of requests over OTLP.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -31,6 +32,16 @@ pub fn config(port: u16, fake: SocketAddr, tag: &str, extra: &Extra) -> String {
         .as_ref()
         .map(|url| format!("  store: {{redis_url: \"{url}\", key_prefix: \"bench-{tag}:\"}}\n"))
         .unwrap_or_default();
+    // Spans sampled at `ratio` and exported to `endpoint` (by default the fake, whose 404 makes
+    // every export a counted failure after all of the exporter's work: queue, encode, post).
+    let tracing = extra
+        .tracing
+        .as_ref()
+        .map(|(ratio, endpoint)| {
+            let endpoint = endpoint.clone().unwrap_or_else(|| format!("{f}/v1/traces"));
+            format!("  tracing: {{endpoint: \"{endpoint}\", sample_ratio: {ratio}}}\n")
+        })
+        .unwrap_or_default();
     // Far above anything a run reaches: every request pays for its checks, none is refused.
     let limits = if extra.limits {
         ", limits: {requests_per_minute: 1000000000, concurrent: 1000000, \
@@ -48,7 +59,7 @@ graceful_shutdown_timeout_seconds: 1
 pid_file: /tmp/switchyard-bench-{tag}.pid
 upgrade_sock: /tmp/switchyard-bench-{tag}.sock
 switchyard:
-{metrics}{store}  listeners: [{{name: bench, address: "127.0.0.1:{port}"}}]
+{metrics}{store}{tracing}  listeners: [{{name: bench, address: "127.0.0.1:{port}"}}]
   auth: {{api_keys: [{{name: bench, key: "{KEY}"{limits}}}]}}
   providers:
     cohere: {{kind: cohere, api_key: "{PROVIDER_KEY}", base_url: "{f}"}}
@@ -93,6 +104,8 @@ pub struct Extra {
     /// Every model declared `price: unpriced` (`SWITCHYARD_BENCH_UNPRICED=1`): the run without
     /// the cost path, to compare with.
     pub unpriced: bool,
+    /// Traces sampled at this ratio, exported to this endpoint (`None`: the fake's).
+    pub tracing: Option<(f64, Option<String>)>,
 }
 
 /// The `switchyard` binary: `SWITCHYARD_BIN` if set, else the one cargo built for this bench.
@@ -122,6 +135,11 @@ pub fn start(
         limits: std::env::var("SWITCHYARD_BENCH_LIMITS").as_deref() == Ok("1"),
         redis: std::env::var("SWITCHYARD_BENCH_REDIS").ok(),
         unpriced: std::env::var("SWITCHYARD_BENCH_UNPRICED").as_deref() == Ok("1"),
+        // `SWITCHYARD_BENCH_TRACING=1` (every trace) or `0.01` (a typical 1%).
+        tracing: std::env::var("SWITCHYARD_BENCH_TRACING")
+            .ok()
+            .and_then(|r| r.parse::<f64>().ok())
+            .map(|r| (r, std::env::var("SWITCHYARD_BENCH_TRACING_ENDPOINT").ok())),
     };
     std::fs::write(&file, config(port, fake, &tag, &extra)).map_err(|e| e.to_string())?;
     let log = std::fs::File::create(dir.join("gateway.log")).map_err(|e| e.to_string())?;

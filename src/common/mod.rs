@@ -10,6 +10,8 @@ pub mod images;
 pub(crate) mod io_wrap;
 pub(crate) mod json;
 pub mod native;
+pub(crate) mod request_id;
+pub(crate) mod trace_context;
 
 /// The three public operations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

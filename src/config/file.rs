@@ -64,6 +64,49 @@ pub struct GatewayFile {
     /// `cache:` — the response cache's store (models opt in with their own `cache:`).
     #[serde(default)]
     pub cache: super::cache::CacheFile,
+    /// OpenTelemetry traces over OTLP/HTTP; absent (or an empty `endpoint`): none exported.
+    #[serde(default)]
+    pub tracing: Option<TracingFile>,
+}
+
+/// `tracing:` — spans exported to an OpenTelemetry collector off the request path.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TracingFile {
+    /// The collector's OTLP/HTTP traces URL (`http://host:4318`; `/v1/traces` when no path).
+    pub endpoint: String,
+    /// The OTLP transport: `http/protobuf`.
+    pub protocol: String,
+    /// Headers sent with each export (a collector's API key).
+    pub headers: BTreeMap<String, String>,
+    /// The share of new traces sampled, 0 to 1 (default 1); a caller's `sampled` flag is followed.
+    pub sample_ratio: f64,
+    /// Most spans held waiting for export (default 8192); beyond, spans are dropped and counted.
+    pub queue_spans: usize,
+    /// Most spans per export request (default 512).
+    pub batch_spans: usize,
+    /// Longest a span waits for its batch, in milliseconds (default 1000).
+    pub flush_interval_ms: u64,
+    /// Longest one export may take, in milliseconds (default 5000).
+    pub timeout_ms: u64,
+    /// The resource's `service.name` (default `switchyard`).
+    pub service_name: String,
+}
+
+impl Default for TracingFile {
+    fn default() -> Self {
+        TracingFile {
+            endpoint: String::new(),
+            protocol: "http/protobuf".into(),
+            headers: BTreeMap::new(),
+            sample_ratio: 1.0,
+            queue_spans: 8192,
+            batch_spans: 512,
+            flush_interval_ms: 1000,
+            timeout_ms: 5000,
+            service_name: "switchyard".into(),
+        }
+    }
 }
 
 /// `ledger:` — one record per finished request, written in batches to PostgreSQL off the
@@ -393,6 +436,10 @@ pub struct ProviderFile {
     /// `tls:` — which certificate authorities this provider's certificates must chain to.
     #[serde(default)]
     pub tls: ProviderTlsFile,
+    /// Whether each attempt sends the provider a W3C `traceparent` (default on; off for a
+    /// provider that refuses unknown headers or should not learn the caller's trace).
+    #[serde(default = "d_true")]
+    pub trace_context: bool,
 }
 
 /// How the provider's TLS certificates are verified.
@@ -514,4 +561,8 @@ fn d_dns_ttl() -> u64 {
 }
 fn d_max_response() -> usize {
     64 << 20
+}
+
+fn d_true() -> bool {
+    true
 }

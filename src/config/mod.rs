@@ -16,6 +16,7 @@ pub mod ledger;
 mod lifecycle;
 mod prices;
 pub mod tls;
+mod tracing;
 pub mod voice_map;
 
 use std::collections::{BTreeMap, HashMap};
@@ -181,6 +182,8 @@ pub struct GatewaySettings {
     pub(crate) ledger: Option<ledger::LedgerSettings>,
     /// The response cache's store (`cache`): read once at start, like the ledger.
     pub(crate) cache: crate::cache::CacheSettings,
+    /// Where spans are exported (`None`: nowhere). Read once at start, like the ledger.
+    pub(crate) tracing: Option<crate::telemetry::TracingSettings>,
     pub(crate) access_log: AccessLogFormat,
     /// When failing targets are ejected (`routing.ejection`).
     pub(crate) ejection: EjectionPolicy,
@@ -663,7 +666,8 @@ fn build(
         };
         let id = adapters.push(kind.adapters);
         adapters.discover(id, discovery);
-        let provider = Provider::new(account, id, kind.auth, kind.errors);
+        let mut provider = Provider::new(account, id, kind.auth, kind.errors);
+        provider.send_trace_context = p.trace_context;
         if !provider.enabled() {
             log::warn!("provider {name} has no api_key: its models will answer 503");
         }
@@ -693,6 +697,7 @@ fn build(
     let metrics = metrics_address(file.metrics.as_ref(), &listeners, errors);
     let ledger = ledger::ledger_settings(file.ledger.as_ref(), errors);
     let cache = cache::settings(&file.cache, redis.as_ref(), errors);
+    let tracing = tracing::tracing_settings(file.tracing.as_ref(), errors);
     let ejection = ejection_policy(&file.routing.ejection, errors);
     let access_log = match file.access_log.format.as_str() {
         "text" => AccessLogFormat::Text,
@@ -719,6 +724,7 @@ fn build(
         metrics,
         ledger,
         cache,
+        tracing,
         access_log,
         ejection,
         warnings,

@@ -27,7 +27,10 @@ use crate::engine::trace;
 use crate::metrics;
 use crate::upstream::exchange::{Response, Upstream};
 use crate::upstream::health::Admission;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
+
+use crate::common::trace_context::SpanId;
+use crate::telemetry::{Kind, Status};
 
 /// What the caller does with a successful (2xx) response inside the loop, so that a failure
 /// there — a short read, an error the provider reports inside a 200 — is retried like any other.
@@ -115,13 +118,15 @@ where
     // Accounts (by id) whose TLS certificate was refused in this request: never tried again
     // (empty, so no allocation, unless that happens).
     let mut refused: Vec<usize> = Vec::new();
+    // How long the attempt about to be sent waited after the last one failed (its span says).
+    let mut waited: Option<std::time::Duration> = None;
     loop {
         let Some((index, target)) = pick(upstream, model, start, tried, &refused) else {
             return Err(GatewayError::Internal("target list changed".into()));
         };
         tried |= 1 << (index % 64);
         made += 1;
-        let native = match build(target)? {
+        let mut native = match build(target)? {
             Prepared::Http(native) => native,
             Prepared::Local(answer) => {
                 trace::attempt(model, target);
@@ -129,12 +134,24 @@ where
             }
         };
         trace::attempt(model, target);
+        let span = trace::propagate(&mut native, target.provider.send_trace_context);
+        let span_start = trace::now();
         let started = Instant::now();
+        let mut status = None;
         let outcome = match try_once(upstream, target, region, &native).await {
-            Ok(resp) => accept(target, resp).await,
+            Ok(resp) => {
+                status = Some(resp.status);
+                accept(target, resp).await
+            }
             Err(e) => Err(e),
         };
         count(upstream, target, started, outcome.as_ref().err());
+        let sent = Sent {
+            number: made,
+            status,
+            waited: waited.take(),
+        };
+        attempt_span(span, span_start, target, &sent, outcome.as_ref().err());
         let health = target.health(&upstream.health);
         match &outcome {
             Ok(_) => upstream.health.success(health),
@@ -174,6 +191,7 @@ where
         retried(upstream, target, &err);
         attempt += 1;
         let delay = upstream.retry.load().delay(attempt, err.retry_after);
+        waited = Some(delay);
         tokio::time::sleep(delay).await;
     }
 }
@@ -233,6 +251,47 @@ fn count(upstream: &Upstream, target: &Target, started: Instant, err: Option<&Up
             &[provider, native],
             started.elapsed().as_secs_f64(),
         );
+    });
+}
+
+/// What an attempt's span says besides its target and outcome.
+struct Sent {
+    /// Its number in the request, from 1.
+    number: u32,
+    /// The provider's HTTP status (2xx: before its body was read).
+    status: Option<u16>,
+    /// How long it waited after the attempt before it failed (`None`: the first, or sent at once).
+    waited: Option<std::time::Duration>,
+}
+
+/// The attempt's span (when the request's spans are recorded): the account and its kind, the
+/// native model, the attempt's number, outcome, status and the wait before it. An error's class
+/// only, never its message (a provider may quote the caller's text back).
+fn attempt_span(
+    id: Option<SpanId>,
+    start: Option<SystemTime>,
+    target: &Target,
+    sent: &Sent,
+    err: Option<&UpstreamError>,
+) {
+    trace::span(id, "upstream_attempt", Kind::Client, start, |s| {
+        let p = &target.provider;
+        s.set("gen_ai.provider.name", p.kind.clone());
+        s.set("switchyard.provider.account", p.name.clone());
+        s.set("gen_ai.request.model", target.native_model.clone());
+        s.set("switchyard.attempt", i64::from(sent.number));
+        let outcome = err.map_or("success", |e| class(e.kind));
+        s.set("switchyard.attempt.outcome", outcome);
+        if let Some(status) = err.and_then(|e| e.status).or(sent.status) {
+            s.set("http.response.status_code", i64::from(status));
+        }
+        if let Some(w) = sent.waited {
+            s.set("switchyard.retry.delay_ms", w.as_millis() as u64);
+        }
+        if err.is_some() {
+            s.set("error.type", outcome);
+            s.status = Status::Error(outcome.to_string());
+        }
     });
 }
 

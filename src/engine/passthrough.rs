@@ -159,10 +159,12 @@ fn closes(event: &[u8]) -> bool {
     closing(event).is_some()
 }
 
-/// `data: {"type":"error","error":{"code":…,"message":…}}`
+/// `data: {"type":"error","request_id":…,"error":{"code":…,"message":…}}`: the request id,
+/// which the answer's head carried too, since the event comes after it.
 pub(crate) fn error_event(err: &GatewayError) -> bytes::Bytes {
     let body = serde_json::json!({
         "type": "error",
+        "request_id": super::trace::request_id().as_str(),
         "error": {"code": err.code(), "message": err.message()},
     });
     sse::event(body.to_string().as_bytes())

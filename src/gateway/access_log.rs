@@ -64,6 +64,10 @@ pub(crate) struct Record<'a> {
     pub cache: Option<&'static str>,
     pub cost_saved: Option<Amount>,
     pub cost_saved_currency: Option<Currency>,
+    /// The request's id (its answer's `X-Request-Id`).
+    pub request_id: &'a str,
+    /// The trace it belongs to, 32 hex digits (W3C Trace Context).
+    pub trace_id: Option<&'a str>,
 }
 
 /// The path as logged: a hosted file's id is a capability, so it is never written.
@@ -107,7 +111,7 @@ pub(crate) fn write(format: AccessLogFormat, record: &Record<'_>) {
         },
         AccessLogFormat::Text => log::info!(
             target: "access",
-            "{} {} {} status={} code={} model={} caller={} ms={:.1}{}{}{}",
+            "{} {} {} status={} code={} model={} caller={} ms={:.1}{}{}{} request_id={} trace_id={}",
             record.entry_point,
             record.method,
             record.path,
@@ -122,6 +126,8 @@ pub(crate) fn write(format: AccessLogFormat, record: &Record<'_>) {
                 .aborted
                 .map(|a| format!(" aborted=\"{a}\""))
                 .unwrap_or_default(),
+            record.request_id,
+            record.trace_id.unwrap_or("-"),
         ),
     }
 }

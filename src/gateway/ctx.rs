@@ -17,7 +17,7 @@ use crate::auth::Principal;
 use crate::catalog::Model;
 use crate::common::Operation;
 use crate::config::GatewaySettings;
-use crate::engine::trace::Trace;
+use crate::engine::trace::{RequestContext, Trace};
 use crate::limits::Lease;
 use crate::metrics;
 use crate::money::{Amount, Currency};
@@ -44,6 +44,8 @@ pub struct Ctx {
     pub(crate) lease: Option<Lease>,
     /// What the attempt loop noted: attempts, and the target that answered or failed last.
     pub(crate) trace: Trace,
+    /// The request's id and trace, taken from its head (`service.rs`).
+    pub(crate) request: RequestContext,
     /// What its endpoint or operation did (below), as recorded by [`Ctx::record`].
     pub(crate) model: Option<Arc<Model>>,
     pub(crate) status: u16,
@@ -82,6 +84,7 @@ impl Ctx {
             gauge: None,
             lease: None,
             trace: Trace::default(),
+            request: RequestContext::default(),
             model: None,
             status: 0,
             code: None,
@@ -94,6 +97,11 @@ impl Ctx {
             aborted: None,
             client_gone: false,
         }
+    }
+
+    /// The answer's `X-Request-Id` header (none before the request's head was read).
+    pub(crate) fn id_header(&self) -> Option<(&'static str, String)> {
+        (!self.request.id.is_empty()).then(|| self.request.id.header())
     }
 
     /// The mount prefix the request came under (`None`: at the root).

@@ -13,11 +13,15 @@ use super::service::Gateway;
 use super::{body, endpoints, limited, models, operations, voices};
 use crate::common::error::GatewayError;
 use crate::common::Operation;
+use crate::engine::trace;
 
 impl Gateway {
     /// Serve one request to its outcome.
     pub(super) async fn dispatch(&self, session: &mut Session, ctx: &mut Ctx) -> Outcome {
-        let route = match self.admit(session, ctx).await {
+        let started = trace::now();
+        let admitted = self.admit(session, ctx).await;
+        trace::step("auth_and_limits", started, admitted.as_ref().err());
+        let route = match admitted {
             Ok(route) => route,
             Err(e) => return Outcome::failed(e),
         };

@@ -37,6 +37,7 @@ pub(crate) mod reload;
 pub(crate) mod respond;
 pub(crate) mod route;
 mod service;
+mod spans;
 mod state;
 pub(crate) mod task_job;
 pub(crate) mod task_supervisor;

@@ -46,12 +46,14 @@ impl Gateway {
         ctx.gauge = None;
         #[cfg(feature = "ledger")]
         self.ledger(session, ctx);
+        self.server_span(session, ctx);
         if !log::log_enabled!(target: "access", log::Level::Info) {
             return;
         }
         let h = session.req_header();
         let target = ctx.trace.target(ctx.model.as_deref());
         let cost = ctx.cost.as_ref().and_then(|c| c.cost());
+        let trace_hex = ctx.request.trace.trace_hex();
         let record = access_log::Record {
             time: SystemTime::now(),
             entry_point: &self.listener,
@@ -78,6 +80,12 @@ impl Gateway {
             cache: ctx.cache.map(|c| c.status.as_str()),
             cost_saved: ctx.cache.and_then(|c| c.saved).map(|s| s.0),
             cost_saved_currency: ctx.cache.and_then(|c| c.saved).map(|s| s.1),
+            request_id: ctx.request.id.as_str(),
+            trace_id: ctx
+                .request
+                .trace
+                .is_set()
+                .then(|| std::str::from_utf8(&trace_hex).unwrap_or("")),
         };
         access_log::write(ctx.settings.access_log, &record);
     }
@@ -115,6 +123,8 @@ impl Gateway {
         };
         r.attempts = ctx.trace.attempts;
         r.cache = ctx.cache.map(|c| c.status.as_str().to_string());
+        r.request_id = (!ctx.request.id.is_empty()).then(|| ctx.request.id.as_str().to_string());
+        r.trace_id = ctx.request.trace.trace_id_string();
         ledger.record(r);
     }
 

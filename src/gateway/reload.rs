@@ -79,6 +79,8 @@ pub(crate) fn restart_only(old: &GatewaySettings, new: &GatewaySettings) -> Vec<
     note(old.ledger != new.ledger, "switchyard.ledger".into());
     // The response cache's store is made once (each model's `cache:` reloads with the catalog).
     note(old.cache != new.cache, "switchyard.cache".into());
+    // So is the trace exporter.
+    note(old.tracing != new.tracing, "switchyard.tracing".into());
     let redis = |s: &GatewaySettings| {
         s.redis
             .as_ref()

@@ -75,9 +75,14 @@ pub(crate) async fn stream_head(
     if let Some(clock) = session.stream().and_then(Clocked::clock_of) {
         clock.body_follows();
     }
-    let mut h = ResponseHeader::build(200, Some(3 + extra.len()))?;
+    let mut h = ResponseHeader::build(200, Some(4 + extra.len()))?;
     h.insert_header(http::header::CONTENT_TYPE, content_type)?;
     h.insert_header(http::header::CACHE_CONTROL, "no-cache")?;
+    // Every streamed answer (a miss, a cache hit, a collapsed follower) says which request it is.
+    let id = crate::engine::trace::request_id();
+    if !id.is_empty() {
+        h.insert_header(crate::common::request_id::HEADER, id.as_str())?;
+    }
     for (name, value) in extra {
         h.insert_header(*name, value.as_str())?;
     }
@@ -99,8 +104,12 @@ pub(crate) async fn file(
     max_age_secs: u64,
     head_only: bool,
 ) -> pingora::Result<()> {
-    let mut h = ResponseHeader::build(200, Some(4))?;
+    let mut h = ResponseHeader::build(200, Some(5))?;
     h.insert_header(http::header::CONTENT_TYPE, content_type)?;
+    let id = crate::engine::trace::request_id();
+    if !id.is_empty() {
+        h.insert_header(crate::common::request_id::HEADER, id.as_str())?;
+    }
     h.insert_header(http::header::CONTENT_LENGTH, body.len().to_string())?;
     // The link is the credential: shared caches must not keep it past its expiry, nor at all.
     h.insert_header(

@@ -122,8 +122,10 @@ impl ProxyHttp for Gateway {
         }
         // A client that stops taking an answer's bytes is cut off; one that reads slowly is not.
         session.set_write_timeout(Some(ctx.settings.clients.write_timeout));
+        ctx.request = trace::RequestContext::of(&session.req_header().headers, &self.state.tracer);
         let (outcome, noted) = {
-            let mut traced = std::pin::pin!(trace::traced(self.dispatch(session, ctx)));
+            let request = ctx.request.clone();
+            let mut traced = std::pin::pin!(trace::traced(request, self.dispatch(session, ctx)));
             let outcome = traced.as_mut().await;
             (outcome, trace::noted(traced))
         };
@@ -139,7 +141,8 @@ impl ProxyHttp for Gateway {
         // slot back as its context drops, and has delivered nothing to charge.
         limited::charge(&self.state, ctx).await;
         // A complete JSON answer goes out after its charge (`outcome::Call::json`).
-        if let (Ok(()), Some(a)) = (&handled, answer) {
+        if let (Ok(()), Some(mut a)) = (&handled, answer) {
+            a.headers.extend(ctx.id_header());
             handled = respond::json(session, 200, a.body, &a.headers)
                 .await
                 .map_err(|e| Failure::written("writing answer", e));
@@ -163,11 +166,12 @@ impl ProxyHttp for Gateway {
                     _ => {}
                 }
                 // An error about a deprecated model says so too (the lifecycle headers).
-                let extra = ctx
+                let mut extra = ctx
                     .model
                     .as_deref()
                     .map(|m| mount::link_headers(lifecycle::headers(m), ctx.prefix()))
                     .unwrap_or_default();
+                extra.extend(ctx.id_header());
                 match respond::error_with(session, &err, ctx.surface, &extra).await {
                     Ok(()) => Ok(true),
                     Err(e) => Err(abandon(session, ctx, Failure::written("writing error", e))),
@@ -198,7 +202,8 @@ impl ProxyHttp for Gateway {
         }
         let err = GatewayError::Internal(e.to_string());
         ctx.status = err.status();
-        if let Err(write) = respond::error(session, &err).await {
+        let extra: Vec<_> = ctx.id_header().into_iter().collect();
+        if let Err(write) = respond::error_with(session, &err, ctx.surface, &extra).await {
             log::debug!("could not write error answer: {write}");
         }
         FailToProxy {

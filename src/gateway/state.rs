@@ -50,6 +50,8 @@ pub struct GatewayState {
     pub(crate) limits: Limiter,
     /// Providers' voice lists, kept a while (`GET /api/v1/audio/voices`).
     pub(crate) voices: crate::engine::discovery::VoiceCache,
+    /// Where spans go (off without `tracing:`); built at start, like the ledger.
+    pub(crate) tracer: crate::telemetry::Tracer,
     /// The usage ledger, when `ledger:` names a database: one record per finished request
     /// (`gateway/record.rs`), written by its background service (`server::background_services`).
     /// Made at start; a reload does not move it.
@@ -107,6 +109,7 @@ impl GatewayState {
             .ledger
             .as_ref()
             .map(|l| crate::ledger::Ledger::new(l, metrics.clone()));
+        let tracer = crate::telemetry::Tracer::new(settings.tracing.as_ref(), metrics.clone());
         Arc::new(GatewayState {
             live: ArcSwap::from_pointee(settings),
             upstream,
@@ -118,6 +121,7 @@ impl GatewayState {
             redis,
             limits,
             voices: Default::default(),
+            tracer,
             #[cfg(feature = "ledger")]
             ledger,
             cache: std::sync::OnceLock::new(),

@@ -30,6 +30,7 @@ use crate::common::images::NativeTask;
 use crate::config::GatewaySettings;
 use crate::engine::images::{self as engine, Progress};
 use crate::engine::poll::Watch;
+use crate::engine::trace;
 use crate::store::tasks::TaskError;
 use crate::store::tasks::TaskStatus;
 use crate::store::tasks::{Asked, TaskRecord};
@@ -163,10 +164,22 @@ pub(crate) fn spawn(
     let jobs = &state.jobs;
     let gate = Arc::new(Notify::new());
     let opened = gate.clone();
+    // The job's work is a trace of its own, linked to the request that created it (when that
+    // request is traced here); its attempts are the job span's children.
+    let link = trace::link();
+    let resumed = matches!(work, Work::Resume);
+    let context = trace::RequestContext::background(&state.tracer, link);
+    let task = id.to_string();
     let handle = tokio::spawn(async move {
         opened.notified().await;
         let _listed = listed;
-        job.run(work).await;
+        let start = std::time::SystemTime::now();
+        trace::traced(context.clone(), job.run(work)).await;
+        context.root_span("image_task", start, link, |s| {
+            s.set("switchyard.task_id", task);
+            s.set("switchyard.task.resumed", resumed);
+            s.set("gen_ai.operation.name", "images");
+        });
     });
     jobs.insert(id, handle.abort_handle());
     gate.notify_one();

@@ -124,6 +124,8 @@ impl<SV> EdgeApp<SV> {
             cache: None,
             cost_saved: None,
             cost_saved_currency: None,
+            request_id: "-",
+            trace_id: None,
         };
         access_log::write(self.state.settings().access_log, &record);
     }

@@ -119,6 +119,9 @@ pub struct Provider {
     /// Largest non-streamed answer accepted from this account.
     pub max_response_bytes: usize,
     result_hosts: Vec<String>,
+    /// Whether each attempt sends the provider a W3C `traceparent` (and the caller's
+    /// `tracestate`): `providers.<name>.trace_context`, on unless the operator turns it off.
+    pub(crate) send_trace_context: bool,
 }
 
 impl fmt::Debug for Provider {
@@ -145,6 +148,7 @@ impl Provider {
             region_endpoints: account.region_endpoints,
             max_response_bytes: account.max_response_bytes,
             result_hosts: account.result_hosts,
+            send_trace_context: true,
         }
     }
 

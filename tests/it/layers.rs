@@ -17,6 +17,7 @@ const LAYERS: &[&str] = &[
     "tokens",
     "auth",
     "common",
+    "telemetry",
     "caps",
     "upstream",
     "stream",

@@ -610,10 +610,18 @@ async fn the_gateway_records_each_finished_operation_with_its_cost() {
         let resp = client::post_json(
             addr,
             "/api/v1/audio/speech",
-            &[("Service-API-Key", KEY)],
+            &[
+                ("Service-API-Key", KEY),
+                ("X-Request-Id", "ledger-req-1"),
+                (
+                    "traceparent",
+                    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                ),
+            ],
             &body,
         );
         assert_eq!(resp.status, 200, "{}", resp.text());
+        assert_eq!(resp.header("x-request-id"), Some("ledger-req-1"));
     })
     .await
     .unwrap();
@@ -626,8 +634,8 @@ async fn the_gateway_records_each_finished_operation_with_its_cost() {
         .query_one(
             &format!(
                 "SELECT caller, operation, model, provider, native_model, characters, \
-                 cost_nanos, currency, cost_basis, status, attempts, path \
-                 FROM {}.usage_records",
+                 cost_nanos, currency, cost_basis, status, attempts, path, request_id, \
+                 trace_id FROM {}.usage_records",
                 schema.name
             ),
             &[],
@@ -649,6 +657,15 @@ async fn the_gateway_records_each_finished_operation_with_its_cost() {
     assert_eq!(row.get::<_, i16>(9), 200);
     assert_eq!(row.get::<_, i32>(10), 1);
     assert_eq!(row.get::<_, String>(11), "/api/v1/audio/speech");
+    // The same request id the answer carried, and the caller's trace.
+    assert_eq!(
+        row.get::<_, Option<String>>(12).as_deref(),
+        Some("ledger-req-1")
+    );
+    assert_eq!(
+        row.get::<_, Option<String>>(13).as_deref(),
+        Some("4bf92f3577b34da6a3ce929d0e0e4736")
+    );
     // The health check and the model list, answered before the speech, left no record.
     assert_eq!(count(&url, &schema.name).await, 1);
 }

@@ -114,6 +114,7 @@ mod task_failover;
 mod task_store;
 #[cfg(feature = "redis")]
 mod task_takeover;
+mod tracing;
 mod upstream_tls;
 mod validation;
 mod voices;

@@ -13,7 +13,7 @@ use crate::cache::{Follow, Joined, KeyBuilder, Meta};
 use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::cost::{Metered, RerankMetered};
-use crate::engine::attempts;
+use crate::engine::{attempts, trace};
 
 /// `POST /api/v1/rerank` (and the compatibility surfaces' rerank paths).
 pub(crate) async fn rerank(call: &mut Call<'_>, body: &[u8]) -> Outcome {
@@ -46,9 +46,12 @@ async fn answer(
     cached: &mut Vec<(&'static str, String)>,
 ) -> Result<Bytes, GatewayError> {
     let (s, surface) = (call.settings, call.surface);
-    let translated = surface.translate(body)?;
+    let started = trace::now();
+    let failed = |e: &GatewayError| trace::step("validate", started, Some(e));
+    let translated = surface.translate(body).inspect_err(failed)?;
     let own = translated.as_ref().map_or(body, |t| t.body.as_slice());
-    let req = rerank::parse(own, &s.catalog, s.retry.max_retries)?;
+    let req = rerank::parse(own, &s.catalog, s.retry.max_retries).inspect_err(failed)?;
+    trace::step("validate", started, None);
     out.model = Some(req.model.clone());
     let Some(plan) = Plan::of(call, &req.model, "rerank", |b| key_fields(b, &req, surface)) else {
         return provide(call, &req, translated.as_ref(), out).await;

@@ -17,12 +17,16 @@ use crate::engine::attempts::{self, AcceptFuture, Reply};
 use crate::engine::client::{Client, Relayed};
 use crate::engine::passthrough::StreamError;
 use crate::engine::speech::{self as stream_speech, Primed};
+use crate::engine::trace;
 use crate::upstream::exchange::{Response, Upstream};
 
 /// `POST /api/v1/audio/speech`.
 pub(crate) async fn speech(call: &mut Call<'_>, body: &[u8]) -> Outcome {
     let s = call.settings;
-    let req = match speech::parse(body, &s.catalog, s.retry.max_retries) {
+    let started = trace::now();
+    let parsed = speech::parse(body, &s.catalog, s.retry.max_retries);
+    trace::step("validate", started, parsed.as_ref().err());
+    let req = match parsed {
         Ok(req) => req,
         Err(e) => return Outcome::failed(e),
     };
@@ -121,6 +125,7 @@ pub(super) async fn provide(
             saved: None,
         });
     }
+    let relay_start = trace::now();
     respond::stream_head(call.session, content_type, &headers)
         .await
         .map_err(|e| Failure::written("writing response head", e))?;
@@ -130,7 +135,9 @@ pub(super) async fn provide(
     out.first_byte = Some(call.start.elapsed());
     out.cost = Some(at_head);
     let leader = lead.as_ref().map(|(_, l, _)| l);
-    let relayed = relay(&mut Client::new(call.session, leader), primed, req).await?;
+    let relayed = relay(&mut Client::new(call.session, leader), primed, req).await;
+    relay_span(relay_start, call.session, &relayed);
+    let relayed = relayed?;
     let reported = relayed.usage;
     if by_tokens {
         // The final figure, with the tokens the provider reported at the stream's end.
@@ -159,6 +166,39 @@ pub(super) async fn provide(
             .map_err(|e| Failure::written("ending the audio", e))?;
     }
     Ok(())
+}
+
+/// The speech relay's span (when the request's spans are recorded): from its head, with the
+/// first audio, to its end; the bytes sent and how it ended.
+fn relay_span(
+    start: Option<std::time::SystemTime>,
+    session: &pingora::proxy::Session,
+    relayed: &Result<Relayed, Failure>,
+) {
+    trace::span(
+        None,
+        "speech_relay",
+        crate::telemetry::Kind::Internal,
+        start,
+        |s| {
+            s.events.push(crate::telemetry::Event {
+                time: s.start,
+                name: "first_byte",
+                attributes: Vec::new(),
+            });
+            let bytes = session.as_downstream().body_bytes_sent() as u64;
+            s.set("switchyard.relay.bytes", bytes);
+            let ended = match relayed {
+                Ok(_) => "complete",
+                Err(Failure::ClientGone) => "client_gone",
+                Err(_) => "upstream_failed",
+            };
+            s.set("switchyard.relay.ended", ended);
+            if relayed.is_err() {
+                s.status = crate::telemetry::Status::Error(ended.to_string());
+            }
+        },
+    );
 }
 
 /// Relay the primed answer to its end; how it ended (the usage the provider reported) comes back.
