@@ -10,4 +10,5 @@ pub(crate) mod guard;
 pub(crate) mod health;
 pub(crate) mod provider;
 pub(crate) mod retry;
+pub(crate) mod reuse;
 pub(crate) mod trust;
