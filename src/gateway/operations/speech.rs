@@ -98,7 +98,7 @@ async fn serve(
     );
     let mut headers = mount::link_headers(lifecycle::headers(&req.model), call.prefix);
     headers.push(at_head.header());
-    respond::stream_head(call.session, content_type, &headers)
+    respond::stream_head(call.session, content_type, primed.known_length(), &headers)
         .await
         .map_err(|e| Failure::written("writing response head", e))?;
     out.status = 200;
