@@ -213,11 +213,16 @@ pub(crate) fn relay<'a>(
         decoder,
         pending,
         done,
-        length: _,
+        length,
     } = primed;
     match decoder {
         None if sse => Either::Left(Either::Left(passthrough::events(session, resp, pending))),
-        None => Either::Left(Either::Right(passthrough::bytes(session, resp, pending))),
+        None => Either::Left(Either::Right(passthrough::bytes(
+            session,
+            resp,
+            pending,
+            length.is_some(),
+        ))),
         Some(decoder) => Either::Right(decode(session, resp, decoder, pending, done, sse, input)),
     }
 }
