@@ -464,6 +464,7 @@ fn targets(r: &Results, s: &Settings) -> String {
         (Workload::Rerank10, 0.85),
         (Workload::Rerank100, 0.60),
         (Workload::Speech, 0.95),
+        (Workload::SpeechLength, 0.95),
         (Workload::Image, 0.95),
     ] {
         for &c in &ratio_conns {

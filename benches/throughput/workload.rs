@@ -13,14 +13,18 @@ pub enum Workload {
     Rerank10,
     Rerank100,
     Speech,
+    /// Speech whose provider states the audio's length (`Content-Length`, as a file server such
+    /// as the peer benchmark's nginx sends it) instead of streaming it chunked.
+    SpeechLength,
     Image,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 4] = [
+    pub const ALL: [Workload; 5] = [
         Workload::Rerank10,
         Workload::Rerank100,
         Workload::Speech,
+        Workload::SpeechLength,
         Workload::Image,
     ];
 
@@ -29,6 +33,7 @@ impl Workload {
             Workload::Rerank10 => "rerank-10",
             Workload::Rerank100 => "rerank-100",
             Workload::Speech => "speech",
+            Workload::SpeechLength => "speech-length",
             Workload::Image => "image",
         }
     }
@@ -39,6 +44,7 @@ impl Workload {
             Workload::Rerank10 => ("/api/v1/rerank", rerank_body("rerank-v3.5", 10)),
             Workload::Rerank100 => ("/api/v1/rerank", rerank_body("rerank-v3.5-d100", 100)),
             Workload::Speech => ("/api/v1/audio/speech", speech_body("tts-1")),
+            Workload::SpeechLength => ("/api/v1/audio/speech", speech_body("tts-1-length")),
             Workload::Image => (
                 "/api/v1/images/generations",
                 format!(r#"{{"model":"seedream-4.0","prompt":"{PROMPT}","size":"1024x1024"}}"#),
@@ -51,12 +57,8 @@ impl Workload {
         match self {
             Workload::Rerank10 => ("/v2/rerank", rerank_body("rerank-v3.5", 10)),
             Workload::Rerank100 => ("/d100/v2/rerank", rerank_body("rerank-v3.5", 100)),
-            Workload::Speech => (
-                "/v1/audio/speech",
-                format!(
-                    r#"{{"model":"tts-1","input":"{SPEECH}","voice":"alloy","response_format":"mp3","speed":1.0}}"#
-                ),
-            ),
+            Workload::Speech => ("/v1/audio/speech", native_speech()),
+            Workload::SpeechLength => ("/length/v1/audio/speech", native_speech()),
             Workload::Image => (
                 "/v1/images/generations",
                 format!(
@@ -65,6 +67,13 @@ impl Workload {
             ),
         }
     }
+}
+
+/// The native speech request (the same for both speech workloads: the provider's path differs).
+fn native_speech() -> String {
+    format!(
+        r#"{{"model":"tts-1","input":"{SPEECH}","voice":"alloy","response_format":"mp3","speed":1.0}}"#
+    )
 }
 
 const PROMPT: &str = "a lighthouse at dusk on a rocky shore, oil painting";
