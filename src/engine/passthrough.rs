@@ -53,14 +53,16 @@ pub(crate) async fn bytes(
             .await
             .map_err(|_| StreamError::Client)?;
     }
-    while !ended {
-        match resp.chunk().await {
-            Ok(Some(chunk)) => session
-                .write_response_body(Some(chunk), false)
-                .await
-                .map_err(|_| StreamError::Client)?,
-            Ok(None) => break,
-            Err(e) => return Err(StreamError::Upstream(GatewayError::Upstream(e))),
+    if !ended {
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => session
+                    .write_response_body(Some(chunk), false)
+                    .await
+                    .map_err(|_| StreamError::Client)?,
+                Ok(None) => break,
+                Err(e) => return Err(StreamError::Upstream(GatewayError::Upstream(e))),
+            }
         }
     }
     session
