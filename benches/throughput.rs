@@ -474,6 +474,7 @@ fn targets(r: &Results, s: &Settings) -> String {
         (Workload::Rerank10, 0.85),
         (Workload::Rerank100, 0.60),
         (Workload::Speech, 0.95),
+        (Workload::SpeechLength, 0.95),
         (Workload::Image, 0.95),
         // A hit makes no upstream exchange: at least the proxy's rate (issue 29).
         (Workload::SpeechHit, 1.0),

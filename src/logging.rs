@@ -29,10 +29,21 @@
 //! request, and nothing the operator must act on (see `client_gone_level`). A client that goes
 //! away later is the gateway's to log, in its access line (`gateway::Gateway::logging`).
 //!
+//! Lines already known to be clean skip the scan: the access line ([`log_clean`]) is built from
+//! known fields, and the few of them that can carry text from outside (a path, a caller's name, why
+//! an answer was abandoned) are cleaned one by one before it is written (`gateway::access_log`).
+//!
+//! Where stderr is not a terminal, lines are written in batches, not one system call per line
+//! (`sink`): call [`flush`] before the process exits (the binary does).
+//!
 //! Embedders: [`init`] installs this logger as the binary does; [`install`] wraps a logger of
 //! their own.
 
+mod sink;
+
 use std::borrow::Cow;
+use std::cell::Cell;
+use std::io::IsTerminal;
 use std::sync::{PoisonError, RwLock};
 
 use log::{Level, LevelFilter, Log, Metadata, Record, SetLoggerError};
@@ -48,12 +59,43 @@ const MIN_SECRET_LEN: usize = 8;
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
 /// Install the gateway's logger: `env_logger` reading `RUST_LOG` (default `info`), with every
-/// record passed through [`redact`]. Fails if a logger is already installed.
+/// record passed through [`redact`], written to stderr (in batches when stderr is not a
+/// terminal: see [`flush`]). Fails if a logger is already installed.
 pub fn init() -> Result<(), SetLoggerError> {
-    let inner =
-        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).build();
+    let mut builder =
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"));
+    if !std::io::stderr().is_terminal() {
+        builder.target(env_logger::Target::Pipe(Box::new(sink::Batched)));
+    }
+    let inner = builder.build();
     let level = inner.filter();
     install(inner, level)
+}
+
+/// Write out the lines [`init`]'s logger holds in its batch. Call it before the process exits
+/// (`log::logger().flush()` does the same); warnings and errors never wait in the batch.
+pub fn flush() {
+    sink::flush();
+}
+
+thread_local! {
+    /// The record being logged was built clean ([`log_clean`]): no scan.
+    static CLEAN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Log `line` at `info` to `target`, as a line known to hold no credential (its parts that came
+/// from outside were passed through [`redact`] by its maker): [`Redacting`] writes it without
+/// scanning it again. Another logger gets it as any record.
+pub(crate) fn log_clean(target: &str, line: &str) {
+    CLEAN.with(|c| c.set(true));
+    log::logger().log(
+        &Record::builder()
+            .args(format_args!("{line}"))
+            .level(Level::Info)
+            .target(target)
+            .build(),
+    );
+    CLEAN.with(|c| c.set(false));
 }
 
 /// Install `inner` behind the redacting filter, with `level` as the global maximum (records
@@ -96,6 +138,12 @@ impl<L: Log> Log for Redacting<L> {
     }
 
     fn log(&self, record: &Record<'_>) {
+        if CLEAN.with(Cell::get) {
+            if self.inner.enabled(record.metadata()) {
+                self.inner.log(record);
+            }
+            return;
+        }
         let text = |record: &Record<'_>| -> Cow<'_, str> {
             match record.args().as_str() {
                 Some(s) => Cow::Borrowed(s),
@@ -120,6 +168,7 @@ impl<L: Log> Log for Redacting<L> {
         }
         let text = formatted.unwrap_or_else(|| text(record));
         let clean = redact(&text);
+        let urgent = metadata.level() <= Level::Warn;
         self.inner.log(
             &Record::builder()
                 .args(format_args!("{clean}"))
@@ -129,10 +178,15 @@ impl<L: Log> Log for Redacting<L> {
                 .line(record.line())
                 .build(),
         );
+        if urgent {
+            // What an operator must see is not held back in a batch.
+            sink::flush();
+        }
     }
 
     fn flush(&self) {
-        self.inner.flush()
+        self.inner.flush();
+        sink::flush();
     }
 }
 

@@ -33,10 +33,14 @@ fn main() {
     // parsed before is read differently.
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("check-providers") {
-        std::process::exit(switchyard::internals::check::main(&args[2..]));
+        let code = switchyard::internals::check::main(&args[2..]);
+        switchyard::logging::flush();
+        std::process::exit(code);
     }
     if args.get(1).map(String::as_str) == Some("spend") {
-        std::process::exit(spend(&args[2..]));
+        let code = spend(&args[2..]);
+        switchyard::logging::flush();
+        std::process::exit(code);
     }
     let opt = Opt::parse_args();
     let loaded = match &opt.conf {
@@ -57,6 +61,7 @@ fn main() {
             for p in &problems {
                 eprintln!("  {p}");
             }
+            switchyard::logging::flush();
             std::process::exit(1);
         }
     };
@@ -74,11 +79,16 @@ fn main() {
             eprintln!("{source}: unpriced: {line}");
         }
         println!("{source}: configuration is valid");
+        switchyard::logging::flush();
         return;
     }
     // Pingora would re-read `-c` as its own file format; the gateway already parsed it.
     let mut opt = opt;
     opt.conf = None;
     // SIGHUP reloads from the same source (server::reload).
-    switchyard::server::build_with_reload(Some(opt), settings, Some(reload)).run_forever();
+    switchyard::server::build_with_reload(Some(opt), settings, Some(reload))
+        .run(pingora::server::RunArgs::default());
+    // The last access lines may still be in the logger's batch (`logging`): out before exiting.
+    switchyard::logging::flush();
+    std::process::exit(0)
 }

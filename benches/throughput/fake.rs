@@ -11,6 +11,7 @@
 //! | `…/v2/rerank` | Cohere v2 rerank JSON, 10 results (`/d100/…`: 100 results) |
 //! | `…/v1/images/generations` | an image answer linking to its image (`{created, data: [{url}]}`, as Ark sends it) |
 //! | `/v1/audio/speech` | [`SPEECH_BYTES`] of audio, chunked |
+//! | `/length/v1/audio/speech` | [`SPEECH_BYTES`] of audio with its `Content-Length` (head and body in one write) |
 //! | `/big/v1/audio/speech` | [`BIG_TOTAL`] of audio in 64 KiB chunks, as fast as the reader takes it |
 //! | `/sse/v1/audio/speech` | OpenAI speech SSE: [`SSE_EVENTS`] delta events every [`SSE_INTERVAL`], each carrying its send time as `"t"` (Unix ns) |
 //! | `…/v1/text-to-speech/…` | ElevenLabs raw audio: [`SSE_EVENTS`] pieces of [`PIECE`] bytes every [`SSE_INTERVAL`], each starting with its send time (Unix ns, little-endian u64) |
@@ -51,6 +52,7 @@ struct Canned {
     rerank100: Vec<u8>,
     image: Vec<u8>,
     speech: Vec<u8>,
+    speech_length: Vec<u8>,
     big_chunk: Vec<u8>,
     not_found: Vec<u8>,
 }
@@ -84,6 +86,7 @@ impl Canned {
             rerank100: fixed("application/json", rerank_answer(100).as_bytes()),
             image: fixed("application/json", IMAGE_ANSWER.as_bytes()),
             speech,
+            speech_length: fixed("audio/mpeg", &audio(SPEECH_BYTES)),
             big_chunk: chunk(&audio(BIG_CHUNK)),
             not_found: b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n".to_vec(),
         }
@@ -162,6 +165,8 @@ async fn respond(s: &TcpStream, path: &str, c: &Canned) -> io::Result<()> {
         write_all(s, &c.image).await
     } else if path == "/v1/audio/speech" {
         write_all(s, &c.speech).await
+    } else if path == "/length/v1/audio/speech" {
+        write_all(s, &c.speech_length).await
     } else if path == "/big/v1/audio/speech" {
         write_all(s, format!("{CHUNKED_HEAD}audio/mpeg\r\n\r\n").as_bytes()).await?;
         for _ in 0..BIG_TOTAL / BIG_CHUNK {

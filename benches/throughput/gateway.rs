@@ -66,6 +66,7 @@ switchyard:
     cohere-d100: {{kind: cohere, api_key: "{PROVIDER_KEY}", base_url: "{f}/d100"}}
     openai: {{kind: openai, api_key: "{PROVIDER_KEY}", base_url: "{f}/v1"}}
     openai-big: {{kind: openai, api_key: "{PROVIDER_KEY}", base_url: "{f}/big/v1"}}
+    openai-length: {{kind: openai, api_key: "{PROVIDER_KEY}", base_url: "{f}/length/v1"}}
     openai-sse: {{kind: openai, api_key: "{PROVIDER_KEY}", base_url: "{f}/sse/v1"}}
     elevenlabs: {{kind: elevenlabs, api_key: "{PROVIDER_KEY}", base_url: "{f}"}}
     ark: {{kind: ark, api_key: "{PROVIDER_KEY}", base_url: "{f}/v1"}}
@@ -74,6 +75,7 @@ switchyard:
     rerank-v3.5-d100: {{family: cohere-rerank, targets: [{{provider: cohere-d100, model: rerank-v3.5}}]}}
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     tts-1-big: {{family: openai-tts, targets: [{{provider: openai-big, model: tts-1}}]}}
+    tts-1-length: {{family: openai-tts, targets: [{{provider: openai-length, model: tts-1}}]}}
     seedream-4.0: {{family: seedream, targets: [{{provider: ark, model: doubao-seedream-4-0-250828}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai-sse, model: gpt-4o-mini-tts}}]}}
     eleven: {{family: elevenlabs-tts, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}

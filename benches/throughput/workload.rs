@@ -13,6 +13,9 @@ pub enum Workload {
     Rerank10,
     Rerank100,
     Speech,
+    /// Speech whose provider states the audio's length (`Content-Length`, as a file server such
+    /// as the peer benchmark's nginx sends it) instead of streaming it chunked.
+    SpeechLength,
     Image,
     /// Speech to a model with a response cache: after the first request, every one is a hit
     /// (no upstream exchange at all), against the proxy fetching the same bytes.
@@ -22,10 +25,11 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 6] = [
+    pub const ALL: [Workload; 7] = [
         Workload::Rerank10,
         Workload::Rerank100,
         Workload::Speech,
+        Workload::SpeechLength,
         Workload::Image,
         Workload::SpeechHit,
         Workload::Rerank10Hit,
@@ -36,6 +40,7 @@ impl Workload {
             Workload::Rerank10 => "rerank-10",
             Workload::Rerank100 => "rerank-100",
             Workload::Speech => "speech",
+            Workload::SpeechLength => "speech-length",
             Workload::Image => "image",
             Workload::SpeechHit => "speech-hit",
             Workload::Rerank10Hit => "rerank-10-hit",
@@ -50,6 +55,7 @@ impl Workload {
             Workload::Speech => ("/api/v1/audio/speech", speech_body("tts-1")),
             Workload::SpeechHit => ("/api/v1/audio/speech", speech_body("tts-1-cached")),
             Workload::Rerank10Hit => ("/api/v1/rerank", rerank_body("rerank-v3.5-cached", 10)),
+            Workload::SpeechLength => ("/api/v1/audio/speech", speech_body("tts-1-length")),
             Workload::Image => (
                 "/api/v1/images/generations",
                 format!(r#"{{"model":"seedream-4.0","prompt":"{PROMPT}","size":"1024x1024"}}"#),
@@ -64,12 +70,8 @@ impl Workload {
                 ("/v2/rerank", rerank_body("rerank-v3.5", 10))
             }
             Workload::Rerank100 => ("/d100/v2/rerank", rerank_body("rerank-v3.5", 100)),
-            Workload::Speech | Workload::SpeechHit => (
-                "/v1/audio/speech",
-                format!(
-                    r#"{{"model":"tts-1","input":"{SPEECH}","voice":"alloy","response_format":"mp3","speed":1.0}}"#
-                ),
-            ),
+            Workload::Speech | Workload::SpeechHit => ("/v1/audio/speech", native_speech()),
+            Workload::SpeechLength => ("/length/v1/audio/speech", native_speech()),
             Workload::Image => (
                 "/v1/images/generations",
                 format!(
@@ -78,6 +80,13 @@ impl Workload {
             ),
         }
     }
+}
+
+/// The native speech request (the same for both speech workloads: the provider's path differs).
+fn native_speech() -> String {
+    format!(
+        r#"{{"model":"tts-1","input":"{SPEECH}","voice":"alloy","response_format":"mp3","speed":1.0}}"#
+    )
 }
 
 const PROMPT: &str = "a lighthouse at dusk on a rocky shore, oil painting";

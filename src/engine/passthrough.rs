@@ -29,24 +29,69 @@ pub(crate) enum StreamError {
 
 /// Copy raw bytes (after `first`, already read) until the provider's body ends, then finish the
 /// client's body. Raw audio reports no usage: the usage returned is empty.
+///
+/// `gather`: the answer's length is known and each write goes out at once
+/// (`respond::stream_head`), so what of the body has already arrived is read without waiting
+/// and written with `first` in one piece: an answer in hand is one write, head included.
 pub(crate) async fn bytes(
     client: &mut Client<'_>,
     mut resp: Response<'_>,
     first: Vec<Bytes>,
+    gather: bool,
 ) -> Result<Relayed, StreamError> {
+    let (first, ended) = if gather {
+        match in_hand(&mut resp, first) {
+            Ok(got) => got,
+            Err(e) => return Err(StreamError::Upstream(GatewayError::Upstream(e))),
+        }
+    } else {
+        (first, false)
+    };
     for chunk in first {
         client.write(chunk, false).await?;
     }
-    loop {
-        match resp.chunk().await {
-            Ok(Some(chunk)) => client.write(chunk, false).await?,
-            Ok(None) => break,
-            Err(e) => return Err(StreamError::Upstream(GatewayError::Upstream(e))),
+    if !ended {
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => client.write(chunk, false).await?,
+                Ok(None) => break,
+                Err(e) => return Err(StreamError::Upstream(GatewayError::Upstream(e))),
+            }
         }
     }
     client.end().await?;
     resp.release().await;
     Ok(client.relayed(SpeechUsage::default(), true))
+}
+
+/// `first` and every body piece that can be read without waiting, joined into one; and whether
+/// the body ended. (A body read that would wait is dropped unstarted: reading a body of known
+/// length changes nothing until bytes arrive.)
+fn in_hand(
+    resp: &mut Response<'_>,
+    mut first: Vec<Bytes>,
+) -> Result<(Vec<Bytes>, bool), UpstreamError> {
+    use futures_util::FutureExt;
+    let mut ended = false;
+    loop {
+        match resp.chunk().now_or_never() {
+            Some(Ok(Some(more))) => first.push(more),
+            Some(Ok(None)) => {
+                ended = true;
+                break;
+            }
+            Some(Err(e)) => return Err(e),
+            None => break,
+        }
+    }
+    if first.len() > 1 {
+        let mut joined = bytes::BytesMut::with_capacity(first.iter().map(Bytes::len).sum());
+        for piece in &first {
+            joined.extend_from_slice(piece);
+        }
+        first = vec![joined.freeze()];
+    }
+    Ok((first, ended))
 }
 
 /// Copy an SSE speech stream (after `first`, already read) event by event; a provider failure,

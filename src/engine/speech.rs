@@ -42,6 +42,40 @@ pub(crate) struct Primed<'u> {
     pending: Vec<Bytes>,
     /// Set when the native body has already ended.
     done: Option<SpeechUsage>,
+    /// The provider's `Content-Length`, when its bytes are what the client gets (see
+    /// [`Primed::known_length`]).
+    length: Option<u64>,
+}
+
+impl Primed<'_> {
+    /// The answer's length when it is known before its body: raw audio passed through as the
+    /// provider sent it, with a `Content-Length` and no other coding. The client then gets that
+    /// length instead of chunked framing (no chunk sizes, no terminator: fewer bytes and writes).
+    pub(crate) fn known_length(&self) -> Option<u64> {
+        self.length
+    }
+}
+
+/// The length of `resp`'s body as its head states it, when the body is plain bytes (no
+/// `Transfer-Encoding`, no `Content-Encoding` but `identity`): what a client can be told.
+fn stated_length(resp: &Response<'_>) -> Option<u64> {
+    let headers = resp.headers()?;
+    if headers.contains_key(http::header::TRANSFER_ENCODING) {
+        return None;
+    }
+    let coded = headers
+        .get(http::header::CONTENT_ENCODING)
+        .is_some_and(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"));
+    if coded {
+        return None;
+    }
+    headers
+        .get(http::header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Read until the first audio is decoded (see the module docs). `sse` is the caller's
@@ -66,6 +100,13 @@ pub(crate) async fn prime<'u>(
         }
     };
     expect::content_type(&provider, native, resp.headers())?;
+    // Raw audio passed through keeps the provider's length; anything decoded or re-framed
+    // (SSE, a downloaded result file) is streamed chunked.
+    let length = if decoder.is_none() && native == Native::Audio {
+        stated_length(&resp)
+    } else {
+        None
+    };
     let mut pending = Vec::new();
     // Native chunks read before the verdict on the body's first bytes; `None` once judged.
     let mut held: Option<Vec<Bytes>> = Some(Vec::new());
@@ -122,6 +163,7 @@ pub(crate) async fn prime<'u>(
             }
             return Ok(Primed {
                 resp,
+                length: length.filter(|_| !fetched),
                 decoder,
                 pending,
                 done: Some(usage),
@@ -130,6 +172,7 @@ pub(crate) async fn prime<'u>(
         if !pending.is_empty() {
             return Ok(Primed {
                 resp,
+                length: length.filter(|_| !fetched),
                 decoder,
                 pending,
                 done: None,
@@ -170,10 +213,16 @@ pub(crate) fn relay<'a>(
         decoder,
         pending,
         done,
+        length,
     } = primed;
     match decoder {
         None if sse => Either::Left(Either::Left(passthrough::events(client, resp, pending))),
-        None => Either::Left(Either::Right(passthrough::bytes(client, resp, pending))),
+        None => Either::Left(Either::Right(passthrough::bytes(
+            client,
+            resp,
+            pending,
+            length.is_some(),
+        ))),
         Some(decoder) => Either::Right(decode(client, resp, decoder, pending, done, sse, input)),
     }
 }

@@ -1,9 +1,13 @@
 //! The access line: one per request (and one per connection dropped with its request head
 //! unfinished), target `access`, as `key=value` text or as one JSON object (`access_log.format`).
-//! Both go through the logger's credential filter (`crate::logging`) like every record, and hold
-//! nothing secret to begin with: the caller is named by its principal (an API key's configured
-//! name, a token's subject), and a hosted file's id — the capability to read it — is left out of
-//! its path.
+//! Both hold nothing secret to begin with: the caller is named by its principal (an API key's
+//! configured name, a token's subject), and a hosted file's id — the capability to read it — is
+//! left out of its path. The fields that can carry text from outside the configuration — the
+//! path (the client's), the principal (a token's subject is the token issuer's), why an answer
+//! was abandoned and a cost's note (a provider's words may be in them) — go through the
+//! logger's credential filter (`crate::logging::redact`) one by one before the line is made; the
+//! rest are the configuration's names, numbers and the gateway's own words. The line is then
+//! written as clean (`logging::log_clean`): formatted once, not scanned again as a whole.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -12,6 +16,7 @@ use serde::Serialize;
 use super::route::FILES_PREFIX;
 use crate::caps::prices::{Amount, Currency};
 use crate::config::AccessLogFormat;
+use crate::logging::redact;
 
 /// What an answer used, as billed or counted (zero when it does not apply).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
@@ -104,32 +109,81 @@ pub(crate) fn ms(d: Duration) -> f64 {
 
 /// Write `record` to the `access` target in `format`.
 pub(crate) fn write(format: AccessLogFormat, record: &Record<'_>) {
+    // The fields from outside the configuration, cleaned (borrowed as they are when clean).
+    let path = redact(record.path);
+    let principal = record.principal.map(redact_principal);
+    let aborted = record.aborted.map(redact);
+    let cost_note = record.cost_note.map(redact);
+    // A caller's own `X-Request-Id` is only checked for shape: it could carry a secret.
+    let request_id = redact(record.request_id);
+    let record = &Record {
+        path: &path,
+        request_id: &request_id,
+        principal: principal.as_deref(),
+        aborted: aborted.as_deref(),
+        cost_note: cost_note.as_deref(),
+        ..*record
+    };
     match format {
-        AccessLogFormat::Json => match serde_json::to_string(record) {
-            Ok(line) => log::info!(target: "access", "{line}"),
-            Err(e) => log::warn!("access line not written: {e}"),
-        },
-        AccessLogFormat::Text => log::info!(
-            target: "access",
-            "{} {} {} status={} code={} model={} caller={} ms={:.1}{}{}{} request_id={} trace_id={}",
-            record.entry_point,
-            record.method,
-            record.path,
-            record.status,
-            record.code.unwrap_or("-"),
-            record.model.unwrap_or("-"),
-            record.principal.unwrap_or("-"),
-            record.duration_ms,
-            text_cost(record),
-            text_cache(record),
-            record
-                .aborted
-                .map(|a| format!(" aborted=\"{a}\""))
-                .unwrap_or_default(),
-            record.request_id,
-            record.trace_id.unwrap_or("-"),
+        AccessLogFormat::Json => LINE.with(|line| {
+            let mut line = line.borrow_mut();
+            line.clear();
+            match serde_json::to_writer(&mut *line, record) {
+                Ok(()) => match std::str::from_utf8(&line) {
+                    Ok(text) => crate::logging::log_clean(TARGET, text),
+                    Err(e) => log::warn!("access line not written: {e}"),
+                },
+                Err(e) => log::warn!("access line not written: {e}"),
+            }
+            if line.capacity() > KEEP_LINE {
+                *line = Vec::new();
+            }
+        }),
+        AccessLogFormat::Text => crate::logging::log_clean(
+            TARGET,
+            &format!(
+                "{} {} {} status={} code={} model={} caller={} ms={:.1}{}{}{} request_id={} trace_id={}",
+                record.entry_point,
+                record.method,
+                record.path,
+                record.status,
+                record.code.unwrap_or("-"),
+                record.model.unwrap_or("-"),
+                record.principal.unwrap_or("-"),
+                record.duration_ms,
+                text_cost(record),
+                text_cache(record),
+                record
+                    .aborted
+                    .map(|a| format!(" aborted=\"{a}\""))
+                    .unwrap_or_default(),
+                record.request_id,
+                record.trace_id.unwrap_or("-"),
+            ),
         ),
     }
+}
+
+/// A principal (`key:<name>`, `jwt:<subject>`) with its name cleaned; its kind is the gateway's
+/// own (cleaned alone, `key:…` would read as a credential-named field).
+fn redact_principal(principal: &str) -> std::borrow::Cow<'_, str> {
+    match principal.split_once(':') {
+        Some((kind, name)) => match redact(name) {
+            std::borrow::Cow::Borrowed(_) => principal.into(),
+            std::borrow::Cow::Owned(clean) => format!("{kind}:{clean}").into(),
+        },
+        None => redact(principal),
+    }
+}
+
+/// The log target of access lines.
+const TARGET: &str = "access";
+/// A JSON line's buffer is kept for the next line up to this size.
+const KEEP_LINE: usize = 8 * 1024;
+
+thread_local! {
+    /// The JSON line being made, reused line after line.
+    static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// The text line's cost: ` cost=0.0185 USD`, ` cost=unknown` when it is not known, nothing when
@@ -197,6 +251,16 @@ mod tests {
         // A leap day.
         let t = UNIX_EPOCH + Duration::from_secs(951_782_400);
         assert_eq!(rfc3339(t), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn a_principal_keeps_its_kind_and_loses_a_credential_in_its_name() {
+        assert_eq!(redact_principal("key:caller"), "key:caller");
+        assert_eq!(redact_principal("jwt:user-1"), "jwt:user-1");
+        assert_eq!(
+            redact_principal("jwt:Bearer abcdefghijkl"),
+            "jwt:Bearer [redacted]"
+        );
     }
 
     #[test]

@@ -71,6 +71,8 @@ pub(crate) struct ConnClock {
     /// The answer's head about to be written is followed at once by body bytes already in hand
     /// ([`ConnClock::body_follows`]).
     body_follows: AtomicBool,
+    /// Every write of the current answer goes out at once ([`ConnClock::each_write`]).
+    each_write: AtomicBool,
 }
 
 impl ConnClock {
@@ -84,6 +86,7 @@ impl ConnClock {
             deadline_ms: AtomicU64::new(NONE),
             changed: Notify::new(),
             body_follows: AtomicBool::new(false),
+            each_write: AtomicBool::new(false),
         };
         clock.enter(Phase::Idle, Some(head_timeout));
         clock
@@ -119,13 +122,22 @@ impl ConnClock {
         self.body_follows.store(true, Ordering::Relaxed);
     }
 
+    /// The answer about to be written streams with a known length: each of its writes is sent
+    /// (flushed) at once, as Pingora does for an answer without a length, where it would buffer
+    /// them until the length is written. Until the request is served.
+    pub(crate) fn each_write(&self) {
+        self.each_write.store(true, Ordering::Relaxed);
+    }
+
     /// The gateway has the request's head and serves it.
     pub(crate) fn serving(&self) {
+        self.each_write.store(false, Ordering::Relaxed);
         self.enter(Phase::Serving, None);
     }
 
     /// The answer is done; the connection waits for the next request.
     pub(crate) fn served(&self) {
+        self.each_write.store(false, Ordering::Relaxed);
         self.enter(Phase::Idle, Some(self.idle_timeout));
     }
 
@@ -166,7 +178,9 @@ impl ConnClock {
 /// arrive (an answer's head, or a `100 Continue`) is held here until the next write or flush, and
 /// goes out with it (one `writev`). Every flush still sends everything — nothing waits longer than Pingora asks — except
 /// the flush of a streamed answer's head whose first body bytes the gateway has in hand
-/// ([`ConnClock::body_follows`]). A read sends what is held first.
+/// ([`ConnClock::body_follows`]). A read sends what is held first. An answer streamed with a
+/// known length ([`ConnClock::each_write`]) has each body write flushed as it is made, so a
+/// client gets every piece of audio as it arrives although Pingora buffers such a body.
 #[derive(Debug)]
 pub(crate) struct Clocked {
     inner: Stream,
@@ -174,6 +188,8 @@ pub(crate) struct Clocked {
     held: Held,
     /// Bytes of a request arrived since the last write: the next write is an answer's head.
     hold_next: bool,
+    /// In [`ConnClock::each_write`] mode: bytes of the current write taken, their flush pending.
+    unflushed: Option<usize>,
 }
 
 impl Clocked {
@@ -183,6 +199,7 @@ impl Clocked {
             clock,
             held: Held::default(),
             hold_next: false,
+            unflushed: None,
         }
     }
 
@@ -236,7 +253,18 @@ impl AsyncWrite for Clocked {
             }
             return Poll::Ready(Ok(total));
         }
-        this.held.poll_write_after(&mut this.inner, cx, bufs)
+        if !this.clock.each_write.load(Ordering::Relaxed) {
+            return this.held.poll_write_after(&mut this.inner, cx, bufs);
+        }
+        // Written and flushed before the write counts as done; a flush still pending keeps what
+        // was taken, for the same write polled again.
+        if this.unflushed.is_none() {
+            let n = ready!(this.held.poll_write_after(&mut this.inner, cx, bufs))?;
+            this.unflushed = Some(n);
+        }
+        let flushed = ready!(this.held.poll_flush(&mut this.inner, cx));
+        let n = this.unflushed.take().unwrap_or(0);
+        Poll::Ready(flushed.map(|()| n))
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -354,6 +382,109 @@ mod tests {
             assert_eq!(sends.concat(), got);
             assert!(sends[0].ends_with(b"\r\n\r\n"), "the head alone");
         }
+    }
+
+    /// A stream that sends nothing until it is flushed, as Pingora's buffered socket does.
+    #[derive(Debug)]
+    struct Buffered {
+        inner: Stream,
+        pending: Vec<u8>,
+    }
+
+    impl AsyncRead for Buffered {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+        }
+    }
+
+    impl AsyncWrite for Buffered {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            self.get_mut().pending.extend_from_slice(buf);
+            Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            let this = self.get_mut();
+            while !this.pending.is_empty() {
+                let n = ready!(Pin::new(&mut this.inner).poll_write(cx, &this.pending))?;
+                this.pending.drain(..n);
+            }
+            Pin::new(&mut this.inner).poll_flush(cx)
+        }
+
+        fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            ready!(self.as_mut().poll_flush(cx))?;
+            Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+        }
+    }
+
+    crate::common::io_wrap::delegate_stream_traits!(Buffered, inner);
+
+    /// Read from `client` until `want` bytes in all have come (failing after 5 s).
+    async fn read_until(client: &mut tokio::io::DuplexStream, got: &mut Vec<u8>, want: usize) {
+        let mut buf = [0u8; 4096];
+        while got.len() < want {
+            let n = tokio::time::timeout(Duration::from_secs(5), client.read(&mut buf))
+                .await
+                .expect("bytes held back")
+                .unwrap();
+            assert!(n > 0, "closed");
+            got.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    #[tokio::test]
+    async fn each_write_of_an_answer_with_a_length_goes_out_at_once() {
+        let (ours, mut client) = tokio::io::duplex(1 << 20);
+        let stream = Buffered {
+            inner: Box::new(ours),
+            pending: Vec::new(),
+        };
+        let clock = Arc::new(ConnClock::new(
+            Duration::from_secs(10),
+            Duration::from_secs(60),
+        ));
+        let mut session = HttpSession::new(Box::new(Clocked::new(Box::new(stream), clock.clone())));
+        client
+            .write_all(b"POST /a HTTP/1.1\r\nHost: gw\r\nContent-Length: 0\r\n\r\n")
+            .await
+            .unwrap();
+        session.read_request().await.unwrap();
+        clock.serving();
+        clock.each_write();
+        let mut head = ResponseHeader::build(200, None).unwrap();
+        head.insert_header("Content-Length", "8").unwrap();
+        session.write_response_header(Box::new(head)).await.unwrap();
+        session.write_body(b"abcd").await.unwrap();
+        // The head and the first piece are out before the body is complete.
+        let mut got = Vec::new();
+        let head_len = {
+            read_until(&mut client, &mut got, 1).await;
+            loop {
+                if let Some(p) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break p + 4;
+                }
+                let more = got.len() + 1;
+                read_until(&mut client, &mut got, more).await;
+            }
+        };
+        read_until(&mut client, &mut got, head_len + 4).await;
+        assert_eq!(&got[head_len..], b"abcd");
+        session.write_body(b"efgh").await.unwrap();
+        read_until(&mut client, &mut got, head_len + 8).await;
+        assert_eq!(&got[head_len..], b"abcdefgh");
+        session.finish_body().await.unwrap();
+        // Served: the next answer is buffered as Pingora buffers it.
+        clock.served();
+        assert!(!clock.each_write.load(Ordering::Relaxed));
     }
 
     #[tokio::test(start_paused = true)]

@@ -58,11 +58,17 @@ pub(crate) async fn error_with(
     json(session, err.status(), body, &headers).await
 }
 
-/// Write the head of a streamed answer, whose length is not known in advance. HTTP/1.1 gets it
-/// chunked. HTTP/1.0 has no chunked coding (RFC 9112 §6.1: a server must not send it to a 1.0
-/// client), so the body is delimited by closing the connection: no `Transfer-Encoding`, no
-/// `Content-Length`, and `Connection: close` (Pingora frames a body with neither header that
-/// way). HTTP/2 frames bodies itself and forbids `Transfer-Encoding`: nothing is added.
+/// Write the head of a streamed answer. `length` is the body's length when it is known before
+/// the body (raw audio passed through as the provider sent it): the client gets it as
+/// `Content-Length`, and each body write still goes out at once (`ConnClock::each_write`), since
+/// a client playing the audio wants each piece as it arrives and Pingora holds the writes of an
+/// answer with a length until the length is written.
+///
+/// Without a length, HTTP/1.1 gets the body chunked. HTTP/1.0 has no chunked coding (RFC 9112
+/// §6.1: a server must not send it to a 1.0 client), so the body is delimited by closing the
+/// connection: no `Transfer-Encoding`, no `Content-Length`, and `Connection: close` (Pingora
+/// frames a body with neither header that way). HTTP/2 frames bodies itself and forbids
+/// `Transfer-Encoding`: nothing is added.
 ///
 /// The caller has the first body bytes in hand, so the head goes out with them (one `send`;
 /// `gateway/client_conn.rs`).
@@ -70,10 +76,15 @@ pub(crate) async fn error_with(
 pub(crate) async fn stream_head(
     session: &mut Session,
     content_type: &str,
+    length: Option<u64>,
     extra: &[(&'static str, String)],
 ) -> pingora::Result<()> {
     if let Some(clock) = session.stream().and_then(Clocked::clock_of) {
-        clock.body_follows();
+        match length {
+            // Pingora does not flush a head with a length: it waits for the first body write.
+            Some(_) => clock.each_write(),
+            None => clock.body_follows(),
+        }
     }
     let mut h = ResponseHeader::build(200, Some(4 + extra.len()))?;
     h.insert_header(http::header::CONTENT_TYPE, content_type)?;
@@ -87,7 +98,9 @@ pub(crate) async fn stream_head(
         h.insert_header(*name, value.as_str())?;
     }
     let version = session.req_header().version;
-    if version == http::Version::HTTP_11 {
+    if let Some(length) = length {
+        h.insert_header(http::header::CONTENT_LENGTH, length.to_string())?;
+    } else if version == http::Version::HTTP_11 {
         h.insert_header(http::header::TRANSFER_ENCODING, "chunked")?;
     } else if version < http::Version::HTTP_11 {
         // Even if the client asked to keep the connection alive: its end is the body's end.

@@ -136,8 +136,9 @@ impl ProxyHttp for Gateway {
         // The one place a request's usage is charged to its caller. The answer is out (or is an
         // error about to be written): its usage is charged and its concurrent slot given back
         // now, not after Pingora's own end of request, so that a client sending its next request
-        // the moment it has this answer finds the slot free (short of a Redis round trip, when
-        // the limits live there). A request that never gets here (its future dropped) gives its
+        // the moment it has this answer finds the slot free. With the limits in Redis the charge
+        // is queued on the connection here and its reply awaited off the request's path
+        // (`limits::Limiter::charge`): the answer does not wait for a round trip. A request that never gets here (its future dropped) gives its
         // slot back as its context drops, and has delivered nothing to charge.
         limited::charge(&self.state, ctx).await;
         // A complete JSON answer goes out after its charge (`outcome::Call::json`).

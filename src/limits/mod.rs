@@ -23,6 +23,15 @@
 //! the others' usage: a window can overshoot by what the requests in flight at its end use. This
 //! is the price of not knowing usage up front (rerank tokens); `concurrent` bounds it.
 //!
+//! With Redis the end-of-request charge is off the request's path: queued on the shared
+//! connection as the answer goes out and applied by Redis in the order sent (its reply awaited on
+//! a task of its own; `Limiter::charge`). The bound above is unchanged in kind: a request counts as
+//! in flight until its charge is applied — one Redis round trip after its answer, at most the
+//! store's timeout (`store.timeout_ms`) when Redis is slow, after which an unapplied charge is
+//! dropped and counted as a store error. On the path a request meets Redis once for rerank
+//! (admission) and twice for speech and images (admission, then the check of what they are known
+//! to cost once the body is validated).
+//!
 //! Each check is one call: with Redis, one Lua script (atomic, one round trip, bounded by the
 //! store's timeout; `redis`), else the same rules on a mutex-guarded map ([`memory`]). Windows
 //! are fixed UTC minutes, days and calendar months ([`window`]), read from the limiter's clock
@@ -194,6 +203,12 @@ impl Limiter {
     /// (`cost`, in the budget's currency) to the money budget's. Its concurrent slot (`lease`),
     /// if any, is given back in the same Redis call. A store error is only counted and logged
     /// (the answer has been sent; there is nobody left to refuse).
+    ///
+    /// With Redis, the call does not wait for Redis: the charge is handed to the connection
+    /// (its command queued on it before this returns, where the connection is open) and its
+    /// reply awaited on a task of its own, so the answer goes out without a round trip. Commands
+    /// on one connection are applied in the order sent, so the caller's next request — checked
+    /// after this answer went out — finds this charge applied and this slot free.
     pub(crate) async fn charge(
         &self,
         scope: &str,
@@ -222,12 +237,16 @@ impl Limiter {
             // Nothing to charge: a slot is given back as it drops (one call of its own).
             _ if check.counters.is_empty() => return,
             #[cfg(feature = "redis")]
-            (
-                Backend::Redis(counts),
-                Some(Lease {
-                    _slot: LeaseInner::Redis { _slot: slot },
-                }),
-            ) => counts.apply_and_return(scope, &check, now, slot).await,
+            (Backend::Redis(counts), lease) => {
+                let slot = match lease {
+                    Some(Lease {
+                        _slot: LeaseInner::Redis { _slot: slot },
+                    }) => Some(slot),
+                    _ => None,
+                };
+                self.charge_in_background(counts, scope, check, now, slot);
+                return;
+            }
             // A memory slot is given back when dropped, after the charge.
             (_, lease) => {
                 let charged = self.run(scope, &check, now).await;
@@ -238,6 +257,37 @@ impl Limiter {
         if let Err(e) = result {
             self.metrics.store_error("limits");
             log::warn!("limits: usage of a request not counted: {e}");
+        }
+    }
+
+    /// [`Limiter::charge`] in Redis, off the request's path: polled once here (which queues its
+    /// command on an open connection), then finished on a task of its own.
+    #[cfg(feature = "redis")]
+    fn charge_in_background(
+        &self,
+        counts: &redis::Counts,
+        scope: &str,
+        check: Check,
+        now: Now,
+        slot: Option<redis::Slot>,
+    ) {
+        use futures_util::FutureExt;
+        let (counts, scope, metrics) = (counts.clone(), scope.to_string(), self.metrics.clone());
+        let mut charge = Box::pin(async move {
+            let result = match slot {
+                Some(slot) => counts.apply_and_return(&scope, &check, now, slot).await,
+                None => counts
+                    .apply(&scope, &check, now)
+                    .await
+                    .map(|_| Outcome::Passed),
+            };
+            if let Err(e) = result {
+                metrics.store_error("limits");
+                log::warn!("limits: usage of a request not counted: {e}");
+            }
+        });
+        if (&mut charge).now_or_never().is_none() {
+            tokio::spawn(charge);
         }
     }
 

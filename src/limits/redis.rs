@@ -78,7 +78,8 @@ end
 return 0
 ";
 
-/// The counters of every caller, in one Redis.
+/// The counters of every caller, in one Redis (a handle: clones share the connection).
+#[derive(Clone)]
 pub(crate) struct Counts {
     conn: RedisConn,
 }

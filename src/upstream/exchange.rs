@@ -252,7 +252,7 @@ impl Upstream {
         if !h1_only(peer) {
             return Box::pin(self.connector.get_http_session(peer)).await;
         }
-        if let Some(stream) = self.h1.reused_stream(peer).await {
+        if let Some(stream) = super::reuse::reused_stream(&self.h1, peer).await {
             return Ok((
                 HttpSession::H1(H1Session::new_with_options(gathered(stream), peer)),
                 true,

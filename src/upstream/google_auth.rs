@@ -285,7 +285,6 @@ impl TokenSource {
             }
         })
     }
-
 }
 
 impl Signer for TokenSource {

@@ -12,5 +12,6 @@ pub(crate) mod health;
 pub(crate) mod provider;
 pub(crate) mod retry;
 // AWS Signature Version 4 (issue 30).
+pub(crate) mod reuse;
 pub(crate) mod sigv4;
 pub(crate) mod trust;

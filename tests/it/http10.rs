@@ -136,7 +136,17 @@ fn http11_still_streams_chunked() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
     let audio = audio(30_000);
-    fake.push(Reply::bytes(200, "audio/mpeg", audio.clone()));
+    // An answer whose length the provider does not state (one that states it keeps it:
+    // `speech_streaming::raw_audio_with_a_length_keeps_it_and_streams`).
+    fake.push(Reply::chunked(
+        200,
+        "audio/mpeg",
+        audio
+            .chunks(10_000)
+            .map(|c| (Duration::ZERO, c.to_vec()))
+            .collect(),
+        false,
+    ));
     let resp = support::post(
         &gw,
         "/api/v1/audio/speech",

@@ -109,10 +109,15 @@ fn answers_of_deprecated_models_carry_deprecation_sunset_and_link() {
 
     // Speech, streamed: the head (sent before the audio) carries them. tts-1: OpenAI names no
     // replacement on the speech endpoint, so the only link is the notice.
-    fake.push(Reply::bytes(
+    // (Chunked from the provider: an answer whose length the provider states keeps it.)
+    fake.push(Reply::chunked(
         200,
         "audio/mpeg",
-        vec![0xFF, 0xF3, 0x44, 0xC4, 1, 2, 3],
+        vec![(
+            std::time::Duration::ZERO,
+            vec![0xFF, 0xF3, 0x44, 0xC4, 1, 2, 3],
+        )],
+        false,
     ));
     let r = post(
         &gw,

@@ -95,3 +95,79 @@ fn provider_sse_is_translated_event_by_event() {
     assert_eq!(decoded_audio(&public_events(&resp)), pieces.concat());
     assert_paced(&resp, 4);
 }
+
+/// Raw audio the provider sends with a `Content-Length` is passed through with that length (no
+/// chunked framing), and still piece by piece: the first piece reaches the client when the
+/// provider sends it, not when the body is complete (Pingora buffers a body of known length;
+/// the gateway flushes each piece).
+#[test]
+fn raw_audio_with_a_length_keeps_it_and_streams() {
+    use std::io::{Read, Write};
+    use std::time::Instant;
+
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let _alone = support::timing_lock();
+    let pieces: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i + 1; 2000]).collect();
+    fake.push(Reply::paced(
+        200,
+        "audio/mpeg",
+        pieces
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (if i == 0 { Duration::ZERO } else { GAP }, p.clone()))
+            .collect(),
+    ));
+    let body = json!({"model": "tts-1", "input": "hi"}).to_string();
+    let mut s = std::net::TcpStream::connect(gw.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "POST /api/v1/audio/speech HTTP/1.1\r\nHost: gw\r\nService-API-Key: {}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        support::KEY,
+        body.len()
+    )
+    .unwrap();
+    // Everything received, with when the first piece and the whole body were in.
+    let mut got = Vec::new();
+    let mut head_len = None;
+    let mut first_piece_at = None;
+    let total: usize = pieces.iter().map(Vec::len).sum();
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+        if head_len.is_none() {
+            head_len = got.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4);
+        }
+        let Some(h) = head_len else { continue };
+        let have = got.len() - h;
+        if first_piece_at.is_none() && have >= pieces[0].len() {
+            first_piece_at = Some(Instant::now());
+        }
+        if have >= total {
+            break;
+        }
+    }
+    let done_at = Instant::now();
+    let h = head_len.unwrap();
+    let head = String::from_utf8_lossy(&got[..h]).to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(
+        head.contains(&format!("content-length: {total}\r\n")),
+        "{head}"
+    );
+    assert!(!head.contains("transfer-encoding"), "{head}");
+    assert_eq!(
+        &got[h..],
+        &pieces.concat()[..],
+        "the audio as sent, no framing"
+    );
+    let spread = done_at - first_piece_at.unwrap();
+    assert!(
+        spread + SLACK >= GAP * 4,
+        "the first piece was held back: it arrived {spread:?} before the end"
+    );
+}

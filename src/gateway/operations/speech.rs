@@ -126,7 +126,7 @@ pub(super) async fn provide(
         });
     }
     let relay_start = trace::now();
-    respond::stream_head(call.session, content_type, &headers)
+    respond::stream_head(call.session, content_type, primed.known_length(), &headers)
         .await
         .map_err(|e| Failure::written("writing response head", e))?;
     out.status = 200;

@@ -73,6 +73,7 @@ async fn head(
     plan: &Plan,
     status: Status,
     age: Option<u64>,
+    length: Option<u64>,
     cost: &super::super::costing::RequestCost,
 ) -> Result<(), Failure> {
     let content_type = if req.sse {
@@ -83,7 +84,7 @@ async fn head(
     let mut headers = mount::link_headers(lifecycle::headers(&req.model), call.prefix);
     headers.push(cost.header());
     headers.extend(plan.headers(status, age).into_iter().flatten());
-    respond::stream_head(call.session, content_type, &headers)
+    respond::stream_head(call.session, content_type, length, &headers)
         .await
         .map_err(|e| Failure::written("writing response head", e))
 }
@@ -103,7 +104,18 @@ async fn hit(
     };
     let cost = plan.served_cost(&req.model, entry.meta.cost, Some(&planned));
     served(out, plan, Status::Hit, entry.meta.cost);
-    head(call, req, plan, Status::Hit, Some(entry.age()), &cost).await?;
+    // A hit's length is known: the stored answer goes out with it, head and body in one write.
+    let length = Some(entry.body.len() as u64);
+    head(
+        call,
+        req,
+        plan,
+        Status::Hit,
+        Some(entry.age()),
+        length,
+        &cost,
+    )
+    .await?;
     out.status = 200;
     out.first_byte = Some(call.start.elapsed());
     out.cost = Some(cost);
@@ -131,7 +143,7 @@ async fn follow(
     };
     let cost = plan.served_cost(&req.model, None, Some(&planned));
     served(out, plan, Status::Collapsed, None);
-    if let Err(e) = head(call, req, plan, Status::Collapsed, None, &cost).await {
+    if let Err(e) = head(call, req, plan, Status::Collapsed, None, None, &cost).await {
         return Followed::Ended(Err(e));
     }
     out.status = 200;

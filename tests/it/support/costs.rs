@@ -52,8 +52,12 @@ fn expected(model: &str) -> Option<&'static str> {
         "recraft-v3" => "0.04 USD; basis=gateway",
         // No confirmed price: MiniMax images, Together, Ideogram, Gemini on Vertex AI (the
         // Gemini API's prices are the `gemini` kind's; Vertex's own page was not confirmed).
-        "image-01" | "flux.1-schnell" | "flux.1-kontext-pro" | "ideogram-v3"
-        | "vertex-gemini-3-pro-image" | "vertex-gemini-3.1-flash-image" => UNPRICED,
+        "image-01"
+        | "flux.1-schnell"
+        | "flux.1-kontext-pro"
+        | "ideogram-v3"
+        | "vertex-gemini-3-pro-image"
+        | "vertex-gemini-3.1-flash-image" => UNPRICED,
         // No confirmed price: Ark, Azure deployments, `gpt-image-1`, SiliconFlow.
         "seedream-4" | "seededit-3" | "azure-gpt-image" | "azure-gpt-image-2" | "gpt-image-1"
         | "qwen-image" | "kolors" => UNPRICED,

@@ -99,6 +99,9 @@ pub enum ReplyBody {
         chunks: Vec<(Duration, Vec<u8>)>,
         abort: bool,
     },
+    /// Sent with the `Content-Length` of all the pieces, the head at once, then before each
+    /// piece its delay (no framing: a file streamed as it is made, its length known up front).
+    Paced(Vec<(Duration, Vec<u8>)>),
     /// Read (and record) the request, then close the connection without answering.
     Hangup,
     /// Read (and record) the request, then send nothing for this long, then close.
@@ -149,6 +152,15 @@ impl Reply {
             status,
             headers: vec![("content-type".to_string(), content_type.to_string())],
             body: ReplyBody::Chunked { chunks, abort },
+        }
+    }
+
+    /// A reply with a `Content-Length`, its body sent in pieces (see [`ReplyBody::Paced`]).
+    pub fn paced(status: u16, content_type: &str, pieces: Vec<(Duration, Vec<u8>)>) -> Reply {
+        Reply {
+            status,
+            headers: vec![("content-type".to_string(), content_type.to_string())],
+            body: ReplyBody::Paced(pieces),
         }
     }
 
@@ -629,6 +641,25 @@ async fn send_reply(stream: &TcpStream, reply: &Reply, is_head: bool, client_clo
                 out.extend_from_slice(body);
             }
             write_all(stream, &out).await.is_ok() && !close
+        }
+        ReplyBody::Paced(pieces) => {
+            let length: usize = pieces.iter().map(|(_, p)| p.len()).sum();
+            let head = reply_head(reply, Some(("content-length", length.to_string())), close);
+            if write_all(stream, &head).await.is_err() {
+                return false;
+            }
+            if is_head {
+                return !close;
+            }
+            for (delay, piece) in pieces {
+                if !delay.is_zero() {
+                    tokio::time::sleep(*delay).await;
+                }
+                if write_all(stream, piece).await.is_err() {
+                    return false;
+                }
+            }
+            !close
         }
         ReplyBody::Chunked { chunks, abort } => {
             let head = reply_head(
