@@ -124,6 +124,8 @@ pub use crate::providers::registry::{
     TaskFns,
 };
 pub use crate::stream::audio::SpeechDecoding;
-pub use crate::upstream::provider::{bad_answer, Auth, ErrorMap, Provider, Signable, Signer};
+pub use crate::upstream::provider::{
+    bad_answer, Auth, ErrorMap, Provider, Ready, Signable, Signer,
+};
 pub use bytes::Bytes;
 pub use http::{HeaderMap, HeaderName, HeaderValue, Method};

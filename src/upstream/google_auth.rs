@@ -18,8 +18,6 @@
 //! The private key never leaves this module: it is parsed once into a signing key, registered
 //! with the log filter (`logging::redact_also`), and no error message quotes it.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -32,7 +30,7 @@ use tokio::sync::watch;
 use super::endpoint::{Endpoint, Timeouts};
 use super::exchange::Upstream;
 use super::health::EjectionPolicy;
-use super::provider::{Account, Auth, Provider, Signable, Signer};
+use super::provider::{Account, Auth, Provider, Ready, Signable, Signer};
 use super::retry::RetryPolicy;
 use crate::common::error::UpstreamError;
 use crate::common::native::NativeRequest;
@@ -292,7 +290,7 @@ impl Signer for TokenSource {
         Ok(vec![(http::header::AUTHORIZATION, self.authorization()?)])
     }
 
-    fn ready(&self) -> Option<Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>> {
+    fn ready(&self) -> Option<Ready<'_>> {
         if self.valid_token().is_some() {
             return None;
         }

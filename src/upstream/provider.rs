@@ -28,10 +28,13 @@ pub trait Signer: Send + Sync {
     /// `None` when [`Signer::sign`] can answer now; otherwise a future that resolves when it can,
     /// or with why it cannot, awaited before the request is built. Google's access token is
     /// fetched over the network: only the first request waits for it, later ones find it ready.
-    fn ready(&self) -> Option<Pin<Box<dyn Future<Output = Result<(), String>> + Send + '_>>> {
+    fn ready(&self) -> Option<Ready<'_>> {
         None
     }
 }
+
+/// What [`Signer::ready`] gives to await: the credentials can be built (`Ok`), or why not.
+pub type Ready<'a> = Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'a>>;
 
 /// What a [`Signer`] may sign: the request exactly as it goes on the wire.
 #[derive(Debug, Clone, Copy)]
