@@ -126,7 +126,14 @@ pub(super) async fn provide(
         });
     }
     let relay_start = trace::now();
-    respond::stream_head(call.session, content_type, primed.known_length(), &headers)
+    // A request that leads a cache flight ends its answer only once the answer is stored (so the
+    // caller's next identical request finds it): with a length, the last bytes would end it first.
+    let length = if lead.is_some() {
+        None
+    } else {
+        primed.known_length()
+    };
+    respond::stream_head(call.session, content_type, length, &headers)
         .await
         .map_err(|e| Failure::written("writing response head", e))?;
     out.status = 200;

@@ -104,18 +104,8 @@ async fn hit(
     };
     let cost = plan.served_cost(&req.model, entry.meta.cost, Some(&planned));
     served(out, plan, Status::Hit, entry.meta.cost);
-    // A hit's length is known: the stored answer goes out with it, head and body in one write.
-    let length = Some(entry.body.len() as u64);
-    head(
-        call,
-        req,
-        plan,
-        Status::Hit,
-        Some(entry.age()),
-        length,
-        &cost,
-    )
-    .await?;
+    // Framed as a miss of the same request is (chunked): a hit's head is a miss's.
+    head(call, req, plan, Status::Hit, Some(entry.age()), None, &cost).await?;
     out.status = 200;
     out.first_byte = Some(call.start.elapsed());
     out.cost = Some(cost);
