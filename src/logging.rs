@@ -29,7 +29,7 @@
 //! request, and nothing the operator must act on (see `client_gone_level`). A client that goes
 //! away later is the gateway's to log, in its access line (`gateway::Gateway::logging`).
 //!
-//! Lines already known to be clean skip the scan: the access line ([`log_clean`]) is built from
+//! Lines already known to be clean skip the scan: the access line (`log_clean`) is built from
 //! known fields, and the few of them that can carry text from outside (a path, a caller's name, why
 //! an answer was abandoned) are cleaned one by one before it is written (`gateway::access_log`).
 //!
