@@ -24,8 +24,8 @@ use crate::catalog::Target;
 use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::common::native::{json_with_extra, NativeRequest};
 use crate::providers::formats::errors::status_error;
-use crate::providers::registry::{images, images_kind, keyed, no_checks, ImageFns, Kind};
-use crate::upstream::provider::{Auth, Provider};
+use crate::providers::registry::Kind;
+use crate::upstream::provider::Provider;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -139,20 +139,12 @@ pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> U
 
 /// The Recraft kind: Bearer key, images only.
 pub(crate) fn kind(key: &str) -> Result<Kind, String> {
-    Ok(images_kind(
-        keyed(key, Auth::bearer)?,
+    crate::providers::openai::images::compatible_kind(
+        key,
+        image_request,
         error_response,
         RESULT_HOSTS,
-        ImageFns {
-            request: image_request,
-            validate: no_checks,
-            response: |p, r, h, b| {
-                images(crate::providers::openai::images::image_response(p, r, h, b))
-            },
-            input_as_bytes: false,
-            tasks: None,
-        },
-    ))
+    )
 }
 
 // ---- tests -----------------------------------------------------------------------------------

@@ -311,6 +311,29 @@ fn form_value(raw: &RawValue) -> Cow<'_, str> {
 
 // ---- translation back ------------------------------------------------------------------------
 
+/// An image provider that takes a Bearer key and answers in OpenAI's image-answer shape
+/// (Recraft, Together): only its native request, its error map and its result hosts are its own.
+pub(crate) fn compatible_kind(
+    key: &str,
+    request: fn(&Target, &ImageRequest<'_>, u64) -> Result<NativeRequest, GatewayError>,
+    errors: crate::upstream::provider::ErrorMap,
+    result_hosts: &'static [&'static str],
+) -> Result<crate::providers::registry::Kind, String> {
+    use crate::providers::registry::{images, images_kind, keyed, no_checks, ImageFns};
+    Ok(images_kind(
+        keyed(key, crate::upstream::provider::Auth::bearer)?,
+        errors,
+        result_hosts,
+        ImageFns {
+            request,
+            validate: no_checks,
+            response: |p, r, h, b| images(image_response(p, r, h, b)),
+            input_as_bytes: false,
+            tasks: None,
+        },
+    ))
+}
+
 pub(crate) fn image_response(
     provider: &Provider,
     req: &ImageRequest<'_>,
