@@ -161,7 +161,7 @@ impl Leader {
             self.cache.put(&self.key, Entry { body, meta }).await;
         }
         if self.listed {
-            self.cache.land(&self.key.digest, &self.flight);
+            self.cache.land(&self.key.flight, &self.flight);
         }
     }
 }
@@ -173,7 +173,7 @@ impl Drop for Leader {
         }
         self.flight.update(|p| p.end = Some(End::Failed));
         if self.listed {
-            self.cache.land(&self.key.digest, &self.flight);
+            self.cache.land(&self.key.flight, &self.flight);
         }
     }
 }

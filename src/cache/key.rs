@@ -13,8 +13,12 @@ use sha2::{Digest, Sha256};
 pub(crate) struct Key {
     /// The public model (purging a model drops every key under it).
     pub(crate) model: String,
-    /// The digest of the scope and the fields.
+    /// The digest of the scope and the fields: where the answer is stored.
     pub(crate) digest: [u8; 32],
+    /// The digest of the requests in flight that may be collapsed onto one another: the stored
+    /// digest and the answer's form (a raw-audio follower cannot take an SSE leader's events,
+    /// though both are served from one entry).
+    pub(crate) flight: [u8; 32],
 }
 
 impl Key {
@@ -23,6 +27,7 @@ impl Key {
         Key {
             model: model.to_string(),
             digest,
+            flight: digest,
         }
     }
 
@@ -36,6 +41,7 @@ impl Key {
 pub(crate) struct KeyBuilder {
     model: String,
     hash: Sha256,
+    form: &'static str,
 }
 
 impl KeyBuilder {
@@ -45,6 +51,7 @@ impl KeyBuilder {
         let mut b = KeyBuilder {
             model: model.to_string(),
             hash: Sha256::new(),
+            form: "",
         };
         b.hash.update(b"switchyard-cache-v1");
         b.field("model", model.as_bytes());
@@ -73,11 +80,28 @@ impl KeyBuilder {
         }
     }
 
+    /// The form the answer is written in (speech: `audio` or `sse`): not part of where it is
+    /// stored (one entry serves both forms), only of which requests in flight are collapsed.
+    pub(crate) fn form(&mut self, form: &'static str) -> &mut Self {
+        self.form = form;
+        self
+    }
+
     /// The key.
     pub(crate) fn finish(self) -> Key {
+        let digest: [u8; 32] = self.hash.finalize().into();
+        let flight = if self.form.is_empty() {
+            digest
+        } else {
+            let mut h = Sha256::new();
+            h.update(digest);
+            h.update(self.form.as_bytes());
+            h.finalize().into()
+        };
         Key {
             model: self.model,
-            digest: self.hash.finalize().into(),
+            digest,
+            flight,
         }
     }
 }
@@ -103,6 +127,19 @@ mod tests {
         // Lengths are part of what is hashed: moving bytes between fields changes the key.
         assert_ne!(a, key("k1", &[("input", b"hell"), ("voice", b"oalloy")]));
         assert_eq!(a.hex().len(), 64);
+    }
+
+    #[test]
+    fn forms_share_an_entry_not_a_flight() {
+        let build = |form: &'static str| {
+            let mut b = KeyBuilder::new("m", "speech", "");
+            b.field("input", b"hello").form(form);
+            b.finish()
+        };
+        let (audio, sse) = (build("audio"), build("sse"));
+        assert_eq!(audio.digest, sse.digest);
+        assert_ne!(audio.flight, sse.flight);
+        assert_eq!(build("audio"), audio);
     }
 
     #[test]

@@ -58,6 +58,23 @@ pub(crate) struct Meta {
     /// What the answer cost at its target's price when it was made (`None`: not known); what a
     /// hit saves.
     pub(crate) cost: Option<(Amount, Currency)>,
+    /// How the body is written.
+    pub(crate) form: Form,
+    /// Speech: the input and output tokens the provider reported (`None`: not reported), for
+    /// the closing event of an SSE answer served from a raw-audio entry.
+    pub(crate) tokens: (Option<u64>, Option<u64>),
+}
+
+/// How an entry's body is written. A speech request is served from an entry of either form
+/// (`stream_format` variants of one request share it: the audio is the same), re-framed when
+/// the forms differ; an entry of the request's own form is served byte for byte.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// The answer's body as it was written: rerank or image JSON, raw audio.
+    #[default]
+    Body,
+    /// Speech as the gateway's SSE events (`speech.audio.delta` … `speech.audio.done`).
+    Events,
 }
 
 impl Entry {
@@ -97,7 +114,7 @@ pub(crate) enum Joined {
 /// settings snapshot).
 pub(crate) struct Cache {
     store: Store,
-    /// Keys being answered now, by digest.
+    /// Keys being answered now, by flight digest.
     flights: Arc<Mutex<HashMap<[u8; 32], Arc<flight::Flight>>>>,
     max_entry_bytes: usize,
     metrics: Metrics,
@@ -167,13 +184,13 @@ impl Cache {
             Ok(f) => f,
             Err(poisoned) => poisoned.into_inner(),
         };
-        if let Some(f) = flights.get(&key.digest) {
+        if let Some(f) = flights.get(&key.flight) {
             if let Some(reader) = f.follow() {
                 return Joined::Follow(reader);
             }
         }
         let f = Arc::new(flight::Flight::new());
-        flights.insert(key.digest, f.clone());
+        flights.insert(key.flight, f.clone());
         Joined::Lead(Leader::new(self.clone(), key.clone(), f, true))
     }
 
@@ -187,7 +204,7 @@ impl Cache {
         )
     }
 
-    /// The flight of `digest` is over: later requests with its key lead a new one (or hit).
+    /// The flight of `flight` (a key's flight digest) is over: later requests with its key lead a new one (or hit).
     fn land(&self, digest: &[u8; 32], flight: &Arc<flight::Flight>) {
         let mut flights = match self.flights.lock() {
             Ok(f) => f,

@@ -1,7 +1,8 @@
 //! Entries in the gateway's Redis (`switchyard.store`), shared by every instance using it and
 //! surviving an instance's restart: one string per entry at `{<prefix>cache:<model>}:<digest>`,
 //! written with `SET … PX` (Redis drops it when its time is up). A model's keys share one hash
-//! tag, so they sit in one slot of a Redis Cluster and a purge finds them with one `SCAN`.
+//! tag, so they sit in one slot of a Redis Cluster and a purge finds them with one `SCAN` of the
+//! node serving that slot.
 //!
 //! Redis being away costs the cache, never the request: a failed read is a miss, a failed write
 //! is an answer not kept (both counted in `switchyard_store_errors_total{during="cache"}`).
@@ -10,7 +11,8 @@ use bytes::Bytes;
 
 use super::{codec, now_secs, Entry, Key};
 use crate::metrics::Metrics;
-use crate::store::redis_conn::RedisConn;
+use crate::store::redis_conn::{RedisConn, StoreConn};
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 
 pub(super) struct RedisStore {
     conn: RedisConn,
@@ -99,22 +101,34 @@ impl RedisStore {
 
     /// Every key under the model's tag, found with `SCAN` and unlinked a page at a time.
     pub(super) async fn purge_model(&self, model: &str) -> Result<u64, String> {
-        let pattern = format!("{}:*", escape_glob(&self.tag(model)));
-        let pattern = &pattern;
+        let tag = self.tag(model);
+        let pattern = format!("{}:*", escape_glob(&tag));
+        let (pattern, tag) = (&pattern, &tag);
         let mut cursor: u64 = 0;
         let mut dropped = 0;
         loop {
             let (next, keys) = self
                 .conn
-                .run(|mut conn| async move {
-                    redis::cmd("SCAN")
-                        .arg(cursor)
+                .run(|conn| async move {
+                    let mut scan = redis::cmd("SCAN");
+                    scan.arg(cursor)
                         .arg("MATCH")
                         .arg(pattern)
                         .arg("COUNT")
-                        .arg(500)
-                        .query_async::<(u64, Vec<String>)>(&mut conn)
-                        .await
+                        .arg(500);
+                    match conn {
+                        // A Cluster routes a keyless `SCAN` to no node in particular: it goes to
+                        // the node serving the model's hash tag, where all its keys are.
+                        StoreConn::Cluster(mut c) => {
+                            let route =
+                                RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
+                                    Route::with_key(tag.as_bytes(), SlotAddr::Master),
+                                ));
+                            let v = c.route_command(scan, route).await?;
+                            Ok(redis::from_redis_value::<(u64, Vec<String>)>(v)?)
+                        }
+                        mut conn => scan.query_async::<(u64, Vec<String>)>(&mut conn).await,
+                    }
                 })
                 .await
                 .map_err(|e| e.to_string())?;

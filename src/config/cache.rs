@@ -1,14 +1,14 @@
 //! The response cache's configuration: `switchyard.cache` (the store: memory or Redis, its
 //! bounds, whether hits count against callers' limits) and each model's `cache:` (off unless
 //! given: how long its answers are kept and whether callers share them). Speech and rerank
-//! models may be cached; image models may not (not supported yet: refused at load).
+//! models are cached when given one; an image model only when the operator opts it in with its
+//! own `cache:` (and then only answers whose images are inline: links expire).
 
 use std::time::Duration;
 
 use serde::Deserialize;
 
 use crate::cache::{CacheSettings, Policy, StoreKind};
-use crate::common::Operation;
 use crate::store::redis_conn::RedisConn;
 
 /// `switchyard.cache` as written.
@@ -94,20 +94,13 @@ pub(crate) fn settings(
     }
 }
 
-/// A model's `cache:`, checked against its operation (`at` names the model).
+/// A model's `cache:`, checked (`at` names the model).
 pub(crate) fn policy(
     f: Option<&ModelCacheFile>,
-    op: Operation,
     at: &str,
     errors: &mut Vec<String>,
 ) -> Option<Policy> {
     let f = f?;
-    if op == Operation::Images {
-        errors.push(format!(
-            "{at}.cache: image answers cannot be cached (only speech and rerank models)"
-        ));
-        return None;
-    }
     if f.ttl_seconds == 0 {
         errors.push(format!("{at}.cache.ttl_seconds: must be at least 1"));
         return None;

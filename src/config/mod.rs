@@ -1172,7 +1172,7 @@ fn build_catalog(
             }
         }
         let voice_map = voice_map::check(&m.voice_map, caps, &at, errors);
-        let cached = cache::policy(m.cache.as_ref(), op, &at, errors);
+        let cached = cache::policy(m.cache.as_ref(), &at, errors);
         built.push(
             Model::new(name.clone(), caps, targets)
                 .with_voice_map(voice_map)

@@ -9,12 +9,15 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use super::costing::RequestCost;
-use super::outcome::Call;
 pub(crate) use super::outcome::{CacheUse, Status};
-use crate::cache::{Cache, Key, KeyBuilder, Meta, Policy};
+use super::outcome::{Call, Outcome};
+use crate::cache::{Cache, Follow, Joined, Key, KeyBuilder, Leader, Meta, Policy};
 use crate::catalog::Model;
 use crate::cost::{Basis, Cost, Planned};
+use crate::engine::trace;
 use crate::money::{Amount, Currency};
 
 /// The header saying what the cache did.
@@ -75,6 +78,7 @@ impl Plan {
                 // An estimate (a lower bound) is not what a hit saves.
                 c.partial.is_none().then_some((c.amount, c.currency))
             }),
+            ..Meta::default()
         }
     }
 
@@ -131,6 +135,109 @@ impl Plan {
             partial: None,
         })
     }
+}
+
+/// Where a complete-JSON request (rerank, images) stands after the cache was asked.
+pub(crate) enum Looked {
+    /// Served without the provider: the body, its facts, a hit's or a collapsed request's
+    /// status and (a hit) its age.
+    Served(Bytes, Meta, Status, Option<u64>),
+    /// Ask the provider: this request leads (its answer goes to the followers and the store).
+    Lead(Leader, Status),
+}
+
+impl Plan {
+    /// Look the request up (a hit), else join the identical request in flight (collapsed: its
+    /// whole answer), else lead; a `no-cache` request leads alone (`bypass`).
+    pub(crate) async fn look(&self) -> Looked {
+        let start = trace::now();
+        let looked = self.look_up().await;
+        let status = match &looked {
+            Looked::Served(_, _, status, _) | Looked::Lead(_, status) => *status,
+        };
+        lookup_span(start, status);
+        looked
+    }
+
+    async fn look_up(&self) -> Looked {
+        if !self.lookup {
+            return Looked::Lead(self.cache.solo(&self.key), Status::Bypass);
+        }
+        loop {
+            if let Some(entry) = self.cache.get(&self.key).await {
+                let age = entry.age();
+                return Looked::Served(entry.body, entry.meta, Status::Hit, Some(age));
+            }
+            match self.cache.join(&self.key) {
+                Joined::Lead(leader) => return Looked::Lead(leader, Status::Miss),
+                Joined::Follow(mut reader) => {
+                    let mut pieces = Vec::new();
+                    loop {
+                        match reader.next().await {
+                            Follow::Piece(p) => pieces.push(p),
+                            Follow::Done(meta) => {
+                                let body = Bytes::from(pieces.concat());
+                                return Looked::Served(body, meta, Status::Collapsed, None);
+                            }
+                            // The leader failed: try again (lead, or follow the next leader).
+                            Follow::Failed => break,
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Note in `out` (and `headers`) that a complete-JSON answer was served without the provider:
+    /// what the cache did, what it saved, what the caller is charged (nothing, unless hits
+    /// count). The operation notes the usage itself.
+    pub(crate) fn served(
+        &self,
+        out: &mut Outcome,
+        headers: &mut Vec<(&'static str, String)>,
+        status: Status,
+        age: Option<u64>,
+        meta: &Meta,
+    ) {
+        headers.extend(self.headers(status, age).into_iter().flatten());
+        out.cache = Some(CacheUse {
+            status,
+            saved: meta.cost,
+        });
+        if let Some(model) = out.model.clone() {
+            out.cost = Some(self.served_cost(&model, meta.cost, None));
+        }
+        if !self.hits_count {
+            out.charge = Some(Default::default());
+        }
+    }
+
+    /// Note in `out` (and `headers`) that this request asks the provider (`status`: a miss or a
+    /// bypass), before it does, so an error answer says so too.
+    pub(crate) fn leads(
+        &self,
+        out: &mut Outcome,
+        headers: &mut Vec<(&'static str, String)>,
+        status: Status,
+    ) {
+        headers.extend(self.headers(status, None).into_iter().flatten());
+        out.cache = Some(CacheUse {
+            status,
+            saved: None,
+        });
+    }
+}
+
+/// Record the cache lookup begun at `start` (when the request's spans are recorded): what it
+/// found (`hit`, `collapsed`, `miss`, `bypass`).
+pub(crate) fn lookup_span(start: Option<std::time::SystemTime>, status: Status) {
+    trace::span(
+        None,
+        "cache_lookup",
+        crate::telemetry::Kind::Internal,
+        start,
+        |s| s.set("switchyard.cache.result", status.as_str()),
+    );
 }
 
 /// The caller's `Cache-Control`: `(no-cache, no-store)`.

@@ -173,6 +173,11 @@ impl ProxyHttp for Gateway {
                     .map(|m| mount::link_headers(lifecycle::headers(m), ctx.prefix()))
                     .unwrap_or_default();
                 extra.extend(ctx.id_header());
+                // A cached model's error answer says what the cache did (`miss`, `bypass`).
+                extra.extend(
+                    ctx.cache
+                        .map(|c| (super::cached::HEADER, c.status.as_str().to_string())),
+                );
                 match respond::error_with(session, &err, ctx.surface, &extra).await {
                     Ok(()) => Ok(true),
                     Err(e) => Err(abandon(session, ctx, Failure::written("writing error", e))),

@@ -21,7 +21,8 @@ fn config(fake: &FakeProvider, ports: (u16, u16), cache: &str) -> String {
     c.push_str(
         "    tts-cached: {family: openai-tts-instruct, targets: [{provider: openai, model: gpt-4o-mini-tts}], cache: {ttl_seconds: 600}}\n\
          \x20   tts-shared: {family: openai-tts-instruct, targets: [{provider: openai, model: gpt-4o-mini-tts}], cache: {ttl_seconds: 600, shared: true}}\n\
-         \x20   rerank-cached: {family: cohere-rerank, targets: [{provider: cohere, model: rerank-v3.5}], cache: {ttl_seconds: 600}}\n",
+         \x20   rerank-cached: {family: cohere-rerank, targets: [{provider: cohere, model: rerank-v3.5}], cache: {ttl_seconds: 600}}\n\
+         \x20   image-cached: {family: gpt-image, targets: [{provider: openai, model: gpt-image-1, lifecycle: {still_available: true}}], cache: {ttl_seconds: 600}}\n",
     );
     c.push_str(cache);
     c
@@ -146,15 +147,66 @@ fn an_sse_hit_has_the_misses_events() {
     assert_eq!(second.body, first.body, "the same events, byte for byte");
     assert_eq!(client::sse_events(&second.body).len(), 3);
     assert_eq!(fake.requests().len(), 1);
-    // The raw-audio variant is its own entry (the provider answers it differently).
-    let (_, reply) = audio(1, Duration::ZERO);
-    fake.push(reply);
+    // The raw-audio variant of the request shares the entry: the audio its events carried.
     let raw = speech(
         &gw,
         &json!({"model": "tts-cached", "input": "Press one for sales"}),
     );
-    assert_eq!(cache_of(&raw), Some("miss"));
-    assert_eq!(fake.requests().len(), 2);
+    assert_eq!(raw.status, 200, "{}", raw.text());
+    assert_eq!(cache_of(&raw), Some("hit"));
+    assert_eq!(raw.header("content-type"), Some("audio/mpeg"));
+    assert_eq!(raw.body, pieces.concat());
+    assert!(raw.complete);
+    assert_eq!(fake.requests().len(), 1);
+}
+
+/// The audio the gateway's SSE events carry, and the closing event's usage.
+fn audio_of(events: &[u8]) -> (Vec<u8>, serde_json::Value) {
+    let mut audio = Vec::new();
+    let mut done = serde_json::Value::Null;
+    for ev in client::sse_events(events) {
+        let v: serde_json::Value = serde_json::from_str(&ev).unwrap();
+        match v["type"].as_str() {
+            Some("speech.audio.delta") => audio.extend(
+                base64::engine::general_purpose::STANDARD
+                    .decode(v["audio"].as_str().unwrap())
+                    .unwrap(),
+            ),
+            Some("speech.audio.done") => done = v["usage"].clone(),
+            other => panic!("unexpected event {other:?}"),
+        }
+    }
+    (audio, done)
+}
+
+#[test]
+fn a_raw_miss_serves_the_sse_variant_as_events() {
+    let fake = FakeProvider::start();
+    let gw = start(&fake);
+    // 40 KB of audio: more than one re-framed event.
+    let pieces: Vec<Vec<u8>> = (0..40u8).map(|i| vec![i; 1000]).collect();
+    let whole = pieces.concat();
+    fake.push(Reply::bytes(200, "audio/mpeg", whole.clone()));
+    let raw = speech(
+        &gw,
+        &json!({"model": "tts-cached", "input": "Your table is ready"}),
+    );
+    assert_eq!((raw.status, cache_of(&raw)), (200, Some("miss")));
+    let sse = speech(
+        &gw,
+        &json!({"model": "tts-cached", "input": "Your table is ready", "stream_format": "sse"}),
+    );
+    assert_eq!(sse.status, 200, "{}", sse.text());
+    assert_eq!(cache_of(&sse), Some("hit"));
+    assert_eq!(sse.header("content-type"), Some("text/event-stream"));
+    assert!(sse.complete);
+    let (audio, usage) = audio_of(&sse.body);
+    assert_eq!(audio, whole, "the events carry the miss's audio");
+    assert!(client::sse_events(&sse.body).len() > 2);
+    // OpenAI reports no usage for raw audio: the input counted by the gateway, as a miss does.
+    assert!(usage["input_tokens"].as_u64().unwrap() > 0, "{usage}");
+    assert_eq!(usage["output_tokens"], 0);
+    assert_eq!(fake.requests().len(), 1);
 }
 
 #[test]
@@ -206,7 +258,7 @@ fn a_cut_stream_an_error_event_and_a_provider_error_are_not_kept() {
     let cut = speech(&gw, &body);
     assert!(!cut.complete, "the client sees a cut answer");
     // SSE that ends without its done event: the client gets an error event.
-    let sse_body = json!({"model": "tts-cached", "input": "cut", "stream_format": "sse"});
+    let sse_body = json!({"model": "tts-cached", "input": "cut too", "stream_format": "sse"});
     fake.push(openai_sse(&[vec![3; 100]], true));
     let errored = speech(&gw, &sse_body);
     assert!(
@@ -218,6 +270,8 @@ fn a_cut_stream_an_error_event_and_a_provider_error_are_not_kept() {
     let failing = json!({"model": "tts-cached", "input": "fails"});
     let failed = speech(&gw, &failing);
     assert_eq!(failed.status, 502, "{}", failed.text());
+    // An error answer says what the cache did too.
+    assert_eq!(cache_of(&failed), Some("miss"));
     let calls = fake.requests().len();
     // None of them was kept: each is asked again.
     for b in [&body, &failing] {
@@ -413,6 +467,70 @@ fn a_second_identical_rerank_is_served_from_the_cache() {
     );
     assert_eq!(plain.status, 200, "{}", plain.text());
     assert_eq!(cache_of(&plain), None);
+}
+
+#[test]
+fn an_opted_in_image_model_keeps_inline_answers_only() {
+    let fake = FakeProvider::start();
+    let gw = start(&fake);
+    let post = |body: &serde_json::Value, extra: &[(&str, &str)]| {
+        let mut headers = vec![("Service-API-Key", KEY)];
+        headers.extend_from_slice(extra);
+        client::post_json(gw.addr, "/api/v1/images/generations", &headers, body)
+    };
+    let png = support::image_conformance::png(500, 7);
+    let b64 = support::image_conformance::b64(&png);
+    fake.set_default(Reply::json(
+        200,
+        json!({"created": 1, "data": [{"b64_json": b64}]}),
+    ));
+    let body =
+        json!({"model": "image-cached", "prompt": "a lighthouse", "response_format": "b64_json"});
+    let first = post(&body, &[]);
+    assert_eq!(first.status, 200, "{}", first.text());
+    assert_eq!(cache_of(&first), Some("miss"));
+    let second = post(
+        &json!({"model": "image-cached", "prompt": "a lighthouse", "response_format": "b64_json", "retries": 0}),
+        &[],
+    );
+    assert_eq!(cache_of(&second), Some("hit"));
+    assert_eq!(second.json(), first.json());
+    assert_eq!(second.json()["data"][0]["b64_json"], b64);
+    assert_eq!(fake.requests().len(), 1);
+    // Another prompt is another answer; `no-cache` asks the provider.
+    assert_eq!(
+        cache_of(&post(
+            &json!({"model": "image-cached", "prompt": "a harbour", "response_format": "b64_json"}),
+            &[]
+        )),
+        Some("miss")
+    );
+    assert_eq!(
+        cache_of(&post(&body, &[("Cache-Control", "no-cache")])),
+        Some("bypass")
+    );
+    assert_eq!(fake.requests().len(), 3);
+    // Links expire: an answer of links is served, not kept.
+    let links =
+        json!({"model": "image-cached", "prompt": "a lighthouse", "response_format": "url"});
+    let l1 = post(&links, &[]);
+    assert_eq!(
+        (l1.status, cache_of(&l1)),
+        (200, Some("miss")),
+        "{}",
+        l1.text()
+    );
+    let l2 = post(&links, &[]);
+    assert_eq!(cache_of(&l2), Some("miss"));
+    assert_eq!(fake.requests().len(), 5);
+    // A task is not served from the cache: no cache header.
+    let task = post(
+        &json!({"model": "image-cached", "prompt": "a lighthouse", "response_format": "b64_json", "async": true}),
+        &[],
+    );
+    assert_eq!(task.status, 200, "{}", task.text());
+    assert_eq!(task.json()["task_status"], "running");
+    assert_eq!(cache_of(&task), None);
 }
 
 #[cfg(feature = "metrics")]

@@ -271,3 +271,59 @@ fn under_sentinel_the_gateway_follows_a_failover_and_loses_nothing_acknowledged(
     );
     assert_eq!(finished(&gw, &id)["task_status"], "succeed");
 }
+
+/// The response cache on a Cluster: entries are shared through it, and purging a model finds its
+/// keys on the node that serves their slot (a keyless `SCAN` would go to any node).
+#[cfg(feature = "metrics")]
+#[test]
+fn the_response_cache_purges_a_model_on_a_redis_cluster() {
+    let cluster = Cluster::start();
+    let prefix = redis::run_prefix();
+    let nodes = cluster
+        .urls()
+        .iter()
+        .map(|u| format!("\"{u}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let fake = FakeProvider::start();
+    fake.set_handler(|_| Some(Reply::bytes(200, "audio/mpeg", vec![9; 300])));
+    let m = support::free_port();
+    let gw = TestGateway::start_with(|ports| {
+        let mut c = support::config(&fake.base_url(), ports)
+            .replace(
+                "  images: {",
+                &format!(
+                    "  store: {{redis_cluster: [{nodes}], key_prefix: \"{prefix}\"}}\n  cache: {{store: redis}}\n  images: {{"
+                ),
+            )
+            .replace(
+                "switchyard:\n",
+                &format!("switchyard:\n  metrics: {{address: \"127.0.0.1:{m}\"}}\n"),
+            );
+        c.push_str("    tts-cached: {family: openai-tts-instruct, targets: [{provider: openai, model: gpt-4o-mini-tts}], cache: {ttl_seconds: 600}}\n");
+        c
+    });
+    let metrics: std::net::SocketAddr = format!("127.0.0.1:{m}").parse().unwrap();
+    support::wait_listening(metrics);
+    let speech = |input: &str| {
+        let r = post(
+            &gw,
+            "/api/v1/audio/speech",
+            &json!({"model": "tts-cached", "input": input}),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.header("switchyard-cache").unwrap_or_default().to_string()
+    };
+    for input in ["one", "two", "three"] {
+        assert_eq!(speech(input), "miss");
+        assert_eq!(speech(input), "hit");
+    }
+    // The model's tag is served by one node; the purge is sent from a gateway that may be
+    // connected to any of them.
+    let r = client::request(metrics, "POST", "/cache/purge?model=tts-cached", &[], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["purged"], 3, "{}", r.text());
+    for input in ["one", "two", "three"] {
+        assert_eq!(speech(input), "miss");
+    }
+}

@@ -730,6 +730,46 @@ mod otlp {
         );
     }
 
+    /// A cached model's request records its cache lookup, a child of its server span, saying
+    /// what it found: a miss (then an upstream attempt), and a hit (no attempt at all).
+    #[test]
+    fn a_cache_lookup_is_a_span_saying_what_it_found() {
+        let collector = Collector::start();
+        let fake = FakeProvider::start();
+        let gw = TestGateway::start_with(|p| {
+            let mut c = config(&fake.base_url(), p, collector.addr, "");
+            c.push_str("    rerank-cached: {family: cohere-rerank, targets: [{provider: cohere, model: rerank-v3.5}], cache: {ttl_seconds: 600}}\n");
+            c
+        });
+        fake.push(cohere_ok());
+        let body = json!({"model": "rerank-cached", "query": "q", "documents": ["a"]});
+        for (trace, found, attempts) in [
+            ("4bf92f3577b34da6a3ce929d0e0e4001", "miss", 1),
+            ("4bf92f3577b34da6a3ce929d0e0e4002", "hit", 0),
+        ] {
+            let tp = format!("00-{trace}-{CALLER_PARENT}-01");
+            let resp = client::post_json(
+                gw.addr,
+                "/api/v1/rerank",
+                &[("Service-API-Key", KEY), ("traceparent", tp.as_str())],
+                &body,
+            );
+            assert_eq!(resp.status, 200, "{}", resp.text());
+            assert_eq!(resp.header("switchyard-cache"), Some(found));
+            let spans = collector.wait_for(1, |s| {
+                s.trace_id == trace && s.name == "POST /api/v1/rerank"
+            });
+            let server = &spans[0];
+            let spans = collector.wait(trace, 3 + attempts);
+            let lookup = named(&spans, "cache_lookup");
+            assert_eq!(lookup.len(), 1, "{spans:?}");
+            assert_eq!(lookup[0].parent.as_deref(), Some(server.span_id.as_str()));
+            assert_eq!(lookup[0].attr("switchyard.cache.result").unwrap(), found);
+            assert_eq!(named(&spans, "upstream_attempt").len(), attempts);
+        }
+        assert_eq!(fake.requests().len(), 1);
+    }
+
     /// An asynchronous image task: the creating request's trace ends with its answer; the task's
     /// work is a trace of its own whose `image_task` span links to the creating request's server
     /// span, its attempt a child of the task span (and the provider sees the task's trace).

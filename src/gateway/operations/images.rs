@@ -4,14 +4,17 @@
 use bytes::Bytes;
 use pingora::proxy::Session;
 
+use super::super::cached::{Looked, Plan};
 use super::super::costing::{ImagesAsked, RequestCost};
 use super::super::image_tasks;
 use super::super::limited;
 use super::super::outcome::{Call, Outcome};
 use super::super::{lifecycle, mount};
 use crate::api::images;
+use crate::cache::KeyBuilder;
 use crate::common::authority;
 use crate::common::error::GatewayError;
+use crate::common::image_input::ImageInput;
 use crate::common::Operation;
 use crate::config::GatewaySettings;
 use crate::engine::images::{generate, Synchronous};
@@ -25,7 +28,8 @@ pub(crate) async fn images(call: &mut Call<'_>, body: Bytes) -> Outcome {
     };
     let mut out = Outcome::new();
     out.model = Some(req.model.clone());
-    match answer(call, req, &body, &mut out).await {
+    let mut cached = Vec::new();
+    match answer(call, req, &body, &mut out, &mut cached).await {
         Ok(json) => {
             let mut headers = out
                 .model
@@ -33,6 +37,7 @@ pub(crate) async fn images(call: &mut Call<'_>, body: Bytes) -> Outcome {
                 .map(|m| mount::link_headers(lifecycle::headers(m), call.prefix))
                 .unwrap_or_default();
             headers.extend(out.cost.as_ref().map(RequestCost::header));
+            headers.append(&mut cached);
             call.json(out, json, &headers).await
         }
         Err(e) => {
@@ -43,12 +48,14 @@ pub(crate) async fn images(call: &mut Call<'_>, body: Bytes) -> Outcome {
 }
 
 /// The answer's JSON: the generated images, or the accepted task. What it used (or, for a task,
-/// what the caller is charged) is noted in `out`.
+/// what the caller is charged) is noted in `out`, and what the response cache did in `cached`
+/// (its headers), for a model the operator opted in.
 async fn answer(
     call: &mut Call<'_>,
     req: images::ImageRequest<'_>,
     body: &Bytes,
     out: &mut Outcome,
+    cached: &mut Vec<(&'static str, String)>,
 ) -> Result<Bytes, GatewayError> {
     let (state, s) = (call.state, call.settings);
     // The provider's own refusals, before a task is accepted or a call is sent.
@@ -86,6 +93,23 @@ async fn answer(
         out.cost_charge = checked;
         accepted
     } else {
+        // A generation answered now may be served from the response cache (a task may not: its
+        // id is its own).
+        let plan = Plan::of(call, &req.model, "images", |b| key_fields(b, &req));
+        let mut lead = None;
+        if let Some(plan) = &plan {
+            match plan.look().await {
+                Looked::Served(body, meta, status, age) => {
+                    plan.served(out, cached, status, age, &meta);
+                    out.usage.images = meta.usage;
+                    return Ok(body);
+                }
+                Looked::Lead(leader, status) => {
+                    plan.leads(out, cached, status);
+                    lead = Some(leader);
+                }
+            }
+        }
         let engine = state.images(s);
         let progress = Synchronous::new(&engine);
         let model = req.model.clone();
@@ -101,11 +125,72 @@ async fn answer(
             unmeasured_inputs,
         };
         out.cost = Some(RequestCost::of_images(&model, &result, &asked));
-        result
+        let json = to_json(&result)?;
+        if let (Some(plan), Some(leader)) = (&plan, lead) {
+            leader.push(&json);
+            // Links expire (a provider's within hours, the gateway's hosted files after
+            // `images.file_ttl`): only an answer whose images are inline is kept.
+            let inline = result.data.iter().all(|i| i.url.is_none());
+            let meta = plan.meta(out.usage.images, out.cost.as_ref());
+            leader.finish(meta, plan.store && inline).await;
+        }
+        return Ok(json);
     };
-    serde_json::to_vec(&result)
+    to_json(&result)
+}
+
+fn to_json(result: &images::ImageResult) -> Result<Bytes, GatewayError> {
+    serde_json::to_vec(result)
         .map(Bytes::from)
         .map_err(|e| GatewayError::Internal(format!("serializing result: {e}")))
+}
+
+/// The fields that change an image answer, as validated (the size its aspect ratio means, the
+/// family's defaults filled in); never `retries` or `async`.
+fn key_fields(b: &mut KeyBuilder, req: &images::ImageRequest<'_>) {
+    let opt = |v: Option<&'static str>| v.map(str::as_bytes);
+    b.field("prompt", req.prompt.as_str().as_bytes())
+        .optional(
+            "negative_prompt",
+            req.negative_prompt.as_ref().map(|p| p.as_str().as_bytes()),
+        )
+        .field("size", req.size.as_bytes())
+        .field("n", &req.n.to_le_bytes())
+        .optional("quality", opt(req.quality))
+        .optional("style_preset", opt(req.style_preset))
+        .field("response_format", req.response_format.as_bytes())
+        .field("output_format", req.output_format.as_bytes())
+        .field("jpeg_spelled_jpeg", &[u8::from(req.jpeg_spelled_jpeg)])
+        .field(
+            "watermark",
+            &[u8::from(req.watermark), u8::from(req.watermark_given)],
+        )
+        .optional("background", opt(req.background))
+        .optional(
+            "strength",
+            req.strength
+                .map(f64::to_bits)
+                .map(u64::to_le_bytes)
+                .as_ref()
+                .map(|b| &b[..]),
+        );
+    for (name, input) in std::iter::once(("mask", req.mask.as_ref()))
+        .chain(std::iter::once(("image", req.image.as_ref())))
+        .chain(req.more_images.iter().map(|i| ("image", Some(i))))
+    {
+        match input {
+            None => b.optional(name, None),
+            Some(ImageInput::Url(u)) => b.field(name, u.as_bytes()),
+            Some(ImageInput::Data { mime, bytes }) => {
+                b.field(name, mime.as_bytes()).field(name, bytes)
+            }
+        };
+    }
+    let mut extra: Vec<_> = req.extra_body.iter().chain(&req.passthrough).collect();
+    extra.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+    for (name, value) in extra {
+        b.field(name.as_str(), value.get().as_bytes());
+    }
 }
 
 /// Where links to hosted files point (the caller appends a mount prefix): the configured public

@@ -8,6 +8,7 @@ mod images;
 mod rerank;
 mod speech;
 mod speech_cached;
+mod speech_forms;
 
 pub(crate) use images::images;
 pub(crate) use rerank::rerank;

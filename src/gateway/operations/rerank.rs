@@ -3,13 +3,13 @@
 
 use bytes::Bytes;
 
-use super::super::cached::{CacheUse, Plan, Status};
+use super::super::cached::{Looked, Plan};
 use super::super::costing::RequestCost;
 use super::super::outcome::{Call, Outcome};
 use super::super::{lifecycle, mount};
 use crate::api::compat::{Surface, Translated};
 use crate::api::rerank::{self, RerankRequest, RerankResult};
-use crate::cache::{Follow, Joined, KeyBuilder, Meta};
+use crate::cache::KeyBuilder;
 use crate::catalog::Target;
 use crate::common::error::GatewayError;
 use crate::cost::{Metered, RerankMetered};
@@ -56,84 +56,20 @@ async fn answer(
     let Some(plan) = Plan::of(call, &req.model, "rerank", |b| key_fields(b, &req, surface)) else {
         return provide(call, &req, translated.as_ref(), out).await;
     };
-    let (leader, status) = if plan.lookup {
-        loop {
-            if let Some(entry) = plan.cache.get(&plan.key).await {
-                return Ok(served(
-                    out,
-                    &plan,
-                    cached,
-                    Status::Hit,
-                    Some(entry.age()),
-                    entry.body,
-                    entry.meta,
-                ));
-            }
-            match plan.cache.join(&plan.key) {
-                Joined::Lead(leader) => break (leader, Status::Miss),
-                Joined::Follow(mut reader) => {
-                    let mut pieces = Vec::new();
-                    loop {
-                        match reader.next().await {
-                            Follow::Piece(p) => pieces.push(p),
-                            Follow::Done(meta) => {
-                                let body = pieces.concat().into();
-                                return Ok(served(
-                                    out,
-                                    &plan,
-                                    cached,
-                                    Status::Collapsed,
-                                    None,
-                                    body,
-                                    meta,
-                                ));
-                            }
-                            // The leader failed: try again (lead, or follow the next leader).
-                            Follow::Failed => break,
-                        }
-                    }
-                }
-            }
+    let (leader, status) = match plan.look().await {
+        Looked::Served(body, meta, status, age) => {
+            plan.served(out, cached, status, age, &meta);
+            out.usage.tokens = meta.usage;
+            return Ok(body);
         }
-    } else {
-        (plan.cache.solo(&plan.key), Status::Bypass)
+        Looked::Lead(leader, status) => (leader, status),
     };
-    cached.extend(plan.headers(status, None).into_iter().flatten());
-    out.cache = Some(CacheUse {
-        status,
-        saved: None,
-    });
+    plan.leads(out, cached, status);
     let json = provide(call, &req, translated.as_ref(), out).await?;
     leader.push(&json);
     let meta = plan.meta(out.usage.tokens, out.cost.as_ref());
     leader.finish(meta, plan.store).await;
     Ok(json)
-}
-
-/// An answer served without the provider (a hit, or the request in flight's): its body as made,
-/// what it saved, and whether the caller is charged for it.
-fn served(
-    out: &mut Outcome,
-    plan: &Plan,
-    cached: &mut Vec<(&'static str, String)>,
-    status: Status,
-    age: Option<u64>,
-    body: Bytes,
-    meta: Meta,
-) -> Bytes {
-    cached.extend(plan.headers(status, age).into_iter().flatten());
-    out.cache = Some(CacheUse {
-        status,
-        saved: meta.cost,
-    });
-    out.usage.tokens = meta.usage;
-    if let Some(model) = out.model.clone() {
-        out.cost = Some(plan.served_cost(&model, meta.cost, None));
-    }
-    if !plan.hits_count {
-        out.charge = Some(Default::default());
-    }
-    body
 }
 
 /// The fields that change a rerank answer: the surface it is rendered in, the query, each

@@ -8,7 +8,7 @@ use super::super::outcome::{Call, Failure, Outcome};
 use super::super::{lifecycle, mount, respond};
 use crate::api::adapter::Registry;
 use crate::api::speech::{self, SpeechRequest};
-use crate::cache::{KeyBuilder, Leader};
+use crate::cache::{Form, KeyBuilder, Leader};
 use crate::catalog::Target;
 use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::common::Operation;
@@ -72,6 +72,13 @@ pub(super) async fn provide(
 ) -> Result<(), Failure> {
     let upstream = &call.state.upstream;
     let adapters = &call.settings.adapters;
+    // Noted before the provider is asked, so an error answer says what the cache did too.
+    if let Some((_, _, status)) = &lead {
+        out.cache = Some(CacheUse {
+            status: *status,
+            saved: None,
+        });
+    }
     // Priming (reading up to the first audio) runs inside the attempt loop, so errors a provider
     // reports inside a 200 answer are retried like any other until the first byte goes out.
     let (reply, target) = attempts::run_with(
@@ -120,10 +127,6 @@ pub(super) async fn provide(
     headers.push(at_head.header());
     if let Some((plan, _, status)) = &lead {
         headers.extend(plan.headers(*status, None).into_iter().flatten());
-        out.cache = Some(CacheUse {
-            status: *status,
-            saved: None,
-        });
     }
     let relay_start = trace::now();
     // A request that leads a cache flight ends its answer only once the answer is stored (so the
@@ -159,7 +162,9 @@ pub(super) async fn provide(
     }
     if let Some((plan, leader, _)) = lead {
         if relayed.complete {
-            let meta = plan.meta(characters, out.cost.as_ref());
+            let mut meta = plan.meta(characters, out.cost.as_ref());
+            meta.form = if req.sse { Form::Events } else { Form::Body };
+            meta.tokens = (reported.input_tokens, reported.output_tokens);
             leader.finish(meta, plan.store).await;
         }
     }
@@ -225,13 +230,15 @@ async fn relay<'a>(
 }
 
 /// The fields that change a speech answer, as the provider is sent them (the voice after the
-/// operator's `voice_map`, the format and speed with their defaults filled in); never `retries`.
+/// operator's `voice_map`, the format and speed with their defaults filled in); never `retries`,
+/// and `stream_format` only as the form (which requests in flight collapse onto one another).
 fn key_fields(b: &mut KeyBuilder, req: &SpeechRequest<'_>) {
     b.field("input", req.input.as_str().as_bytes())
         .field("voice", req.voice.as_str().as_bytes())
         .field("custom_voice", &[u8::from(req.custom_voice)])
         .field("response_format", req.response_format.as_bytes())
-        .field("stream_format", if req.sse { b"sse" } else { b"audio" })
+        // Not where the answer is stored: raw audio and SSE share one entry.
+        .form(if req.sse { "sse" } else { "audio" })
         .field("speed", &req.speed.to_bits().to_le_bytes())
         .optional(
             "instructions",

@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 
-use super::super::cached::{CacheUse, Plan, Status};
+use super::super::cached::{lookup_span, CacheUse, Plan, Status};
 use super::super::outcome::{Call, Failure, Outcome};
 use super::super::{lifecycle, mount, respond};
 use super::speech::provide;
@@ -13,6 +13,7 @@ use crate::api::speech::{self, SpeechRequest};
 use crate::cache::{Entry, Follow, Joined, Reader};
 use crate::cost::Planned;
 use crate::engine::passthrough;
+use crate::engine::trace;
 
 /// How following a leader went.
 enum Followed {
@@ -30,7 +31,9 @@ pub(super) async fn cached_speech(
     out: &mut Outcome,
     plan: Plan,
 ) -> Result<(), Failure> {
+    let start = trace::now();
     if !plan.lookup {
+        lookup_span(start, Status::Bypass);
         let solo = plan.cache.solo(&plan.key);
         return provide(
             call,
@@ -42,11 +45,18 @@ pub(super) async fn cached_speech(
         .await;
     }
     loop {
-        if let Some(entry) = plan.cache.get(&plan.key).await {
-            return hit(call, req, characters, out, &plan, entry).await;
+        let found = plan.cache.get(&plan.key).await;
+        // An entry is served in the request's form (re-framed when made by the other form).
+        if let Some((entry, pieces)) = found.and_then(|e| {
+            let pieces = super::speech_forms::pieces(&e, req.sse, req.input.as_str())?;
+            Some((e, pieces))
+        }) {
+            lookup_span(start, Status::Hit);
+            return hit(call, req, characters, out, &plan, entry, pieces).await;
         }
         match plan.cache.join(&plan.key) {
             Joined::Lead(leader) => {
+                lookup_span(start, Status::Miss);
                 return provide(
                     call,
                     req,
@@ -54,9 +64,11 @@ pub(super) async fn cached_speech(
                     out,
                     Some((&plan, leader, Status::Miss)),
                 )
-                .await
+                .await;
             }
             Joined::Follow(reader) => {
+                // A follower whose leader fails tries again: each try is a span of its own.
+                lookup_span(start, Status::Collapsed);
                 match follow(call, req, characters, out, &plan, reader).await {
                     Followed::Again => continue,
                     Followed::Ended(result) => return result,
@@ -89,7 +101,8 @@ async fn head(
         .map_err(|e| Failure::written("writing response head", e))
 }
 
-/// Served from the cache: the stored body, exactly as the miss wrote it.
+/// Served from the cache: the stored body, exactly as the miss wrote it (`pieces`; re-framed
+/// when the miss was of the other `stream_format`).
 async fn hit(
     call: &mut Call<'_>,
     req: &SpeechRequest<'_>,
@@ -97,6 +110,7 @@ async fn hit(
     out: &mut Outcome,
     plan: &Plan,
     entry: Entry,
+    pieces: Vec<Bytes>,
 ) -> Result<(), Failure> {
     let planned = Planned::Speech {
         characters,
@@ -109,7 +123,11 @@ async fn hit(
     out.status = 200;
     out.first_byte = Some(call.start.elapsed());
     out.cost = Some(cost);
-    write(call, entry.body, true).await
+    let last = pieces.len().saturating_sub(1);
+    for (i, piece) in pieces.into_iter().enumerate() {
+        write(call, piece, i == last).await?;
+    }
+    Ok(())
 }
 
 /// Served by the request in flight: its pieces as they arrive.
