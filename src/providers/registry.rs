@@ -96,6 +96,9 @@ pub(crate) enum ProviderConfig {
     FishAudio(NoSettings),
     #[serde(rename = "azure-speech")]
     AzureSpeech(NoSettings),
+    // Amazon Polly (SigV4, the same AWS settings as Bedrock).
+    #[serde(rename = "polly")]
+    Polly(formats::aws::Settings),
     // Vertex AI (Gemini image models; Google service-account credentials).
     #[serde(rename = "vertex")]
     Vertex(vertex::Settings),
@@ -159,6 +162,7 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::Deepgram(_) => deepgram::kind(key),
         ProviderConfig::FishAudio(_) => fish_audio::kind(key),
         ProviderConfig::AzureSpeech(_) => azure_speech::kind(key),
+        ProviderConfig::Polly(s) => polly::kind(s, key),
         ProviderConfig::Vertex(s) => vertex::kind(s, key),
     }
 }
@@ -203,6 +207,7 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         | ProviderConfig::Deepgram(_)
         | ProviderConfig::FishAudio(_) => Discovery::default(),
         ProviderConfig::AzureSpeech(_) => azure_speech::DISCOVERY,
+        ProviderConfig::Polly(_) => polly::DISCOVERY,
         // Vertex AI's model list is not read yet.
         ProviderConfig::Vertex(_) => Discovery::default(),
     }

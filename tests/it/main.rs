@@ -106,6 +106,7 @@ mod speech_google;
 mod speech_memory;
 mod speech_minimax;
 mod speech_openai;
+mod speech_polly;
 mod speech_streaming;
 mod speech_volcengine;
 #[cfg(feature = "redis")]
