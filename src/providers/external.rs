@@ -266,10 +266,11 @@ mod tests {
             "infinity",
             "bedrock",
             "polly",
+            "bedrock-image",
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 34, "{names:?}");
+        assert_eq!(names.len(), 35, "{names:?}");
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub(crate) mod minimax;
 pub(crate) mod mixedbread;
 // ---- rerank: NVIDIA NIM, vLLM, Infinity, Bedrock (issue 30) ----
 pub(crate) mod bedrock;
+pub(crate) mod bedrock_image;
 pub(crate) mod infinity;
 pub(crate) mod nim;
 pub(crate) mod vllm;

@@ -38,6 +38,7 @@ mod images;
 mod images_ark;
 mod images_async;
 mod images_azure;
+mod images_bedrock;
 mod images_bfl;
 mod images_dashscope;
 #[cfg(feature = "multipart")]

@@ -62,6 +62,9 @@ fn expected(model: &str) -> Option<&'static str> {
         | "ideogram-v3"
         | "vertex-gemini-3-pro-image"
         | "vertex-gemini-3.1-flash-image" => UNPRICED,
+        // Stability's models on Bedrock: AWS's per-image prices load dynamically and were not
+        // confirmed.
+        "bedrock-stable-image-ultra" => UNPRICED,
         // No confirmed price: Ark, Azure deployments, `gpt-image-1`, SiliconFlow.
         "seedream-4" | "seededit-3" | "azure-gpt-image" | "azure-gpt-image-2" | "gpt-image-1"
         | "qwen-image" | "kolors" => UNPRICED,
