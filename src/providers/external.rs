@@ -265,10 +265,12 @@ mod tests {
             "vllm",
             "infinity",
             "bedrock",
+            "polly",
+            "bedrock-image",
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 33, "{names:?}");
+        assert_eq!(names.len(), 35, "{names:?}");
     }
 
     #[test]

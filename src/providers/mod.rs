@@ -30,11 +30,13 @@ pub(crate) mod minimax;
 pub(crate) mod mixedbread;
 // ---- rerank: NVIDIA NIM, vLLM, Infinity, Bedrock (issue 30) ----
 pub(crate) mod bedrock;
+pub(crate) mod bedrock_image;
 pub(crate) mod infinity;
 pub(crate) mod nim;
 pub(crate) mod vllm;
 // ---- end rerank (issue 30) ----
 pub(crate) mod openai;
+pub(crate) mod polly;
 pub(crate) mod recraft;
 pub(crate) mod registry;
 pub(crate) mod siliconflow;

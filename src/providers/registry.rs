@@ -96,6 +96,12 @@ pub(crate) enum ProviderConfig {
     FishAudio(NoSettings),
     #[serde(rename = "azure-speech")]
     AzureSpeech(NoSettings),
+    // Amazon Polly (SigV4, the same AWS settings as Bedrock).
+    #[serde(rename = "polly")]
+    Polly(formats::aws::Settings),
+    // Amazon Bedrock image generation (InvokeModel; SigV4, the same AWS settings).
+    #[serde(rename = "bedrock-image")]
+    BedrockImage(formats::aws::Settings),
     // Vertex AI (Gemini image models; Google service-account credentials).
     #[serde(rename = "vertex")]
     Vertex(vertex::Settings),
@@ -159,6 +165,8 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::Deepgram(_) => deepgram::kind(key),
         ProviderConfig::FishAudio(_) => fish_audio::kind(key),
         ProviderConfig::AzureSpeech(_) => azure_speech::kind(key),
+        ProviderConfig::Polly(s) => polly::kind(s, key),
+        ProviderConfig::BedrockImage(s) => bedrock_image::kind(s, key),
         ProviderConfig::Vertex(s) => vertex::kind(s, key),
     }
 }
@@ -203,6 +211,9 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         | ProviderConfig::Deepgram(_)
         | ProviderConfig::FishAudio(_) => Discovery::default(),
         ProviderConfig::AzureSpeech(_) => azure_speech::DISCOVERY,
+        ProviderConfig::Polly(_) => polly::DISCOVERY,
+        // Bedrock's model list (ListFoundationModels) is another service's: not read yet.
+        ProviderConfig::BedrockImage(_) => Discovery::default(),
         // Vertex AI's model list is not read yet.
         ProviderConfig::Vertex(_) => Discovery::default(),
     }

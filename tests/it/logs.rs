@@ -146,6 +146,7 @@ switchyard:
     volcengine: {{kind: volcengine, api_key: "{VOLC_KEY}", app_id: "app-LOGTEST", base_url: "{fake}"}}
     kling: {{kind: kling, api_key: "{KLING_ACCESS}", secret_key: "{KLING_SECRET}", base_url: "{fake}"}}
     bedrock: {{kind: bedrock, api_key: "{AWS_ACCESS}", secret_key: "{AWS_SECRET}", session_token: "{AWS_TOKEN}", region: us-west-2, base_url: "{fake}"}}
+    polly: {{kind: polly, api_key: "{AWS_ACCESS}", secret_key: "{AWS_SECRET}", session_token: "{AWS_TOKEN}", region: eu-west-1, base_url: "{fake}"}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     speech-2.8-hd: {{family: minimax-tts, targets: [{{provider: minimax, model: speech-2.8-hd}}]}}
@@ -156,6 +157,7 @@ switchyard:
     kling-v2-1: {{family: kling, targets: [{{provider: kling, model: kling-v2-1}}]}}
     rerank-v3.5: {{family: cohere-rerank, targets: [{{provider: cohere, model: rerank-v3.5}}]}}
     bedrock-rerank: {{family: bedrock-rerank, targets: [{{provider: bedrock, model: amazon.rerank-v1:0}}]}}
+    polly-neural: {{family: polly-neural, targets: [{{provider: polly, model: neural}}]}}
 "#
     )
 }
@@ -200,8 +202,8 @@ fn answer(req: &Recorded) -> Option<Reply> {
             200,
             json!({"audioContent": base64::engine::general_purpose::STANDARD.encode([0xFFu8, 0xF3, 1, 2])}),
         )
-    } else if path == "/rerank" {
-        // Bedrock: refuse the signature, quoting the request's credentials back.
+    } else if path == "/rerank" || path == "/v1/speech" {
+        // Bedrock and Polly: refuse the signature, quoting the request's credentials back.
         let sent = req.header("authorization").unwrap_or_default().to_string();
         let token = req
             .header("x-amz-security-token")
@@ -319,6 +321,12 @@ fn no_credential_reaches_the_log_at_trace() {
             json!({"model": "bedrock-rerank", "query": "q", "documents": ["a"]}),
             502,
         ),
+        (
+            speech,
+            api_key,
+            json!({"model": "polly-neural", "input": "hi"}),
+            502,
+        ),
         // A key the gateway does not know is a secret too.
         (
             speech,
@@ -387,7 +395,8 @@ fn no_credential_reaches_the_log_at_trace() {
                 .any(|r| r.path.starts_with("/v1/images/generations"))
             && sent
                 .iter()
-                .any(|r| r.header("x-amz-security-token") == Some(AWS_TOKEN)),
+                .any(|r| r.header("x-amz-security-token") == Some(AWS_TOKEN))
+            && sent.iter().any(|r| r.path == "/v1/speech"),
         "a provider kind was not reached: {sent:?}"
     );
     for secret in &secrets {

@@ -38,6 +38,7 @@ mod images;
 mod images_ark;
 mod images_async;
 mod images_azure;
+mod images_bedrock;
 mod images_bfl;
 mod images_dashscope;
 #[cfg(feature = "multipart")]
@@ -106,6 +107,7 @@ mod speech_google;
 mod speech_memory;
 mod speech_minimax;
 mod speech_openai;
+mod speech_polly;
 mod speech_streaming;
 mod speech_volcengine;
 #[cfg(feature = "redis")]

@@ -27,6 +27,10 @@ fn expected(model: &str) -> Option<&'static str> {
         // $0.60 per 1M text tokens in; the sentence is 10 cl100k tokens: $0.000006, a lower bound
         // (raw audio reports no audio tokens, billed at $12 per 1M).
         "gpt-4o-mini-tts" => "0.000006 USD; basis=gateway; estimate",
+        // Amazon Polly's neural engine: $16 per 1M characters: 44 × $0.000016.
+        "polly-neural" => "0.000704 USD; basis=gateway",
+        // Its generative engine: $30 per 1M characters: 44 × $0.00003.
+        "polly-generative" => "0.00132 USD; basis=gateway",
         // Azure deployments, Google's `default` voice tier, Volcengine, Azure AI Speech; Cartesia
         // (credits per plan), Deepgram, Fish Audio (per UTF-8 byte): no confirmed price in the
         // units the table holds.
@@ -58,6 +62,9 @@ fn expected(model: &str) -> Option<&'static str> {
         | "ideogram-v3"
         | "vertex-gemini-3-pro-image"
         | "vertex-gemini-3.1-flash-image" => UNPRICED,
+        // Stability's models on Bedrock: AWS's per-image prices load dynamically and were not
+        // confirmed.
+        "bedrock-stable-image-ultra" => UNPRICED,
         // No confirmed price: Ark, Azure deployments, `gpt-image-1`, SiliconFlow.
         "seedream-4" | "seededit-3" | "azure-gpt-image" | "azure-gpt-image-2" | "gpt-image-1"
         | "qwen-image" | "kolors" => UNPRICED,

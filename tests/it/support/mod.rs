@@ -202,6 +202,8 @@ switchyard:
     deepgram: {{kind: deepgram, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     fish-audio: {{kind: fish-audio, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     azure-speech: {{kind: azure-speech, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    polly: {{kind: polly, api_key: "{AWS_ACCESS_KEY_ID}", secret_key: "{AWS_SECRET}", region: eu-west-1, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    bedrock-image: {{kind: bedrock-image, api_key: "{AWS_ACCESS_KEY_ID}", secret_key: "{AWS_SECRET}", session_token: "{AWS_SESSION_TOKEN}", region: us-west-2, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     vertex: {{kind: vertex, credentials_file: "{vertex_key}", token_url: "{vertex_token}", location: us-central1, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
@@ -262,6 +264,9 @@ switchyard:
     aura-2: {{family: deepgram-aura-2, targets: [{{provider: deepgram, model: aura-2}}]}}
     fish-s2.1-pro: {{family: fish-audio-tts, targets: [{{provider: fish-audio, model: s2.1-pro}}]}}
     azure-neural: {{family: azure-speech, targets: [{{provider: azure-speech, model: neural}}]}}
+    polly-neural: {{family: polly-neural, targets: [{{provider: polly, model: neural}}]}}
+    polly-generative: {{family: polly-generative, targets: [{{provider: polly, model: generative}}]}}
+    bedrock-stable-image-ultra: {{family: bedrock-stability, targets: [{{provider: bedrock-image, model: "stability.stable-image-ultra-v1:1"}}]}}
     vertex-gemini-3-pro-image: {{family: gemini-image, targets: [{{provider: vertex, model: gemini-3-pro-image}}]}}
     vertex-gemini-3.1-flash-image: {{family: gemini-flash-image, targets: [{{provider: vertex, model: gemini-3.1-flash-image}}]}}
 "#,
