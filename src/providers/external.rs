@@ -265,10 +265,11 @@ mod tests {
             "vllm",
             "infinity",
             "bedrock",
+            "tencent-tts",
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 33, "{names:?}");
+        assert_eq!(names.len(), 34, "{names:?}");
     }
 
     #[test]

@@ -107,6 +107,7 @@ mod speech_memory;
 mod speech_minimax;
 mod speech_openai;
 mod speech_streaming;
+mod speech_tencent;
 mod speech_volcengine;
 #[cfg(feature = "redis")]
 mod task_failover;
