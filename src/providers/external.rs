@@ -265,11 +265,12 @@ mod tests {
             "vllm",
             "infinity",
             "bedrock",
+            "tencent-hunyuan",
             "tencent-tts",
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 34, "{names:?}");
+        assert_eq!(names.len(), 35, "{names:?}");
     }
 
     #[test]

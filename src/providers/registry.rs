@@ -100,6 +100,8 @@ pub(crate) enum ProviderConfig {
     #[serde(rename = "vertex")]
     Vertex(vertex::Settings),
     // Tencent Cloud (TC3-signed; issue 30).
+    #[serde(rename = "tencent-hunyuan")]
+    TencentHunyuan(formats::tencent::Settings),
     #[serde(rename = "tencent-tts")]
     TencentTts(formats::tencent::Settings),
 }
@@ -163,6 +165,7 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::FishAudio(_) => fish_audio::kind(key),
         ProviderConfig::AzureSpeech(_) => azure_speech::kind(key),
         ProviderConfig::Vertex(s) => vertex::kind(s, key),
+        ProviderConfig::TencentHunyuan(s) => tencent_hunyuan::kind(s, key),
         ProviderConfig::TencentTts(s) => tencent_tts::kind(s, key),
     }
 }
@@ -210,7 +213,7 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         // Vertex AI's model list is not read yet.
         ProviderConfig::Vertex(_) => Discovery::default(),
         // Tencent Cloud: no list endpoint sourced (the voice list is a documentation page).
-        ProviderConfig::TencentTts(_) => Discovery::default(),
+        ProviderConfig::TencentHunyuan(_) | ProviderConfig::TencentTts(_) => Discovery::default(),
     }
 }
 

@@ -50,6 +50,7 @@ mod images_openai;
 mod images_recraft;
 mod images_siliconflow;
 mod images_stability;
+mod images_tencent;
 mod images_together;
 mod images_vertex;
 mod images_zhipu;

@@ -60,6 +60,8 @@ fn expected(model: &str) -> Option<&'static str> {
         | "ideogram-v3"
         | "vertex-gemini-3-pro-image"
         | "vertex-gemini-3.1-flash-image" => UNPRICED,
+        // Tencent Hunyuan image 3.0: no confirmed price entry.
+        "hunyuan-image-3" => UNPRICED,
         // No confirmed price: Ark, Azure deployments, `gpt-image-1`, SiliconFlow.
         "seedream-4" | "seededit-3" | "azure-gpt-image" | "azure-gpt-image-2" | "gpt-image-1"
         | "qwen-image" | "kolors" => UNPRICED,
