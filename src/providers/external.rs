@@ -267,10 +267,12 @@ mod tests {
             "bedrock",
             "polly",
             "bedrock-image",
+            "tencent-hunyuan",
+            "tencent-tts",
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 35, "{names:?}");
+        assert_eq!(names.len(), 37, "{names:?}");
     }
 
     #[test]

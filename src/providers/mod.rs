@@ -42,6 +42,9 @@ pub(crate) mod registry;
 pub(crate) mod siliconflow;
 pub(crate) mod stability;
 pub(crate) mod tei;
+// Tencent Cloud (issue 30).
+pub(crate) mod tencent_hunyuan;
+pub(crate) mod tencent_tts;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub(crate) mod together;

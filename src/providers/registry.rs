@@ -105,6 +105,11 @@ pub(crate) enum ProviderConfig {
     // Vertex AI (Gemini image models; Google service-account credentials).
     #[serde(rename = "vertex")]
     Vertex(vertex::Settings),
+    // Tencent Cloud (TC3-signed; issue 30).
+    #[serde(rename = "tencent-hunyuan")]
+    TencentHunyuan(formats::tencent::Settings),
+    #[serde(rename = "tencent-tts")]
+    TencentTts(formats::tencent::Settings),
 }
 
 /// A kind with no settings of its own: any extra key is an error naming it.
@@ -168,6 +173,8 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::Polly(s) => polly::kind(s, key),
         ProviderConfig::BedrockImage(s) => bedrock_image::kind(s, key),
         ProviderConfig::Vertex(s) => vertex::kind(s, key),
+        ProviderConfig::TencentHunyuan(s) => tencent_hunyuan::kind(s, key),
+        ProviderConfig::TencentTts(s) => tencent_tts::kind(s, key),
     }
 }
 
@@ -216,6 +223,8 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         ProviderConfig::BedrockImage(_) => Discovery::default(),
         // Vertex AI's model list is not read yet.
         ProviderConfig::Vertex(_) => Discovery::default(),
+        // Tencent Cloud: no list endpoint sourced (the voice list is a documentation page).
+        ProviderConfig::TencentHunyuan(_) | ProviderConfig::TencentTts(_) => Discovery::default(),
     }
 }
 

@@ -1,6 +1,6 @@
 //! Talking to providers: the provider account (credentials, endpoints, error classification),
 //! name resolution, the exchange over Pingora's connector, the download guard, targets'
-//! health (ejection of failing targets), the retry policy, request signing (AWS SigV4), and the trust roots for providers' certificates.
+//! health (ejection of failing targets), the retry policy, request signing (AWS SigV4, Tencent Cloud TC3), and the trust roots for providers' certificates.
 
 pub(crate) mod dns;
 pub(crate) mod endpoint;
@@ -14,4 +14,6 @@ pub(crate) mod retry;
 // AWS Signature Version 4 (issue 30).
 pub(crate) mod reuse;
 pub(crate) mod sigv4;
+// Tencent Cloud TC3-HMAC-SHA256 signing (issue 30).
+pub(crate) mod tc3;
 pub(crate) mod trust;

@@ -34,6 +34,10 @@ const KLING_SECRET: &str = "kling-secret-LOGTEST-4e5f6a"; // signs the token
 const AWS_ACCESS: &str = "AKIALOGTEST5F6A7B8C"; // in the signed Authorization's Credential
 const AWS_SECRET: &str = "aws-secret-LOGTEST-5f6a7b8c9d"; // derives the signing key, never sent
 const AWS_TOKEN: &str = "aws-token-LOGTEST-6a7b8c9d0e"; // x-amz-security-token
+                                                        // ---- Tencent Cloud TC3 (issue 30) ----
+const TC_SECRET_ID: &str = "AKIDLOGTEST7b8c9d0e1f"; // in the signed Authorization's Credential
+const TC_SECRET_KEY: &str = "tc-secret-LOGTEST-7b8c9d0e1f"; // derives the signing key, never sent
+const TC_TOKEN: &str = "tc-token-LOGTEST-8c9d0e1f2a"; // X-TC-Token
 
 /// A gateway process whose stdout and stderr go to files; killed when dropped.
 pub(crate) struct Binary {
@@ -147,6 +151,7 @@ switchyard:
     kling: {{kind: kling, api_key: "{KLING_ACCESS}", secret_key: "{KLING_SECRET}", base_url: "{fake}"}}
     bedrock: {{kind: bedrock, api_key: "{AWS_ACCESS}", secret_key: "{AWS_SECRET}", session_token: "{AWS_TOKEN}", region: us-west-2, base_url: "{fake}"}}
     polly: {{kind: polly, api_key: "{AWS_ACCESS}", secret_key: "{AWS_SECRET}", session_token: "{AWS_TOKEN}", region: eu-west-1, base_url: "{fake}"}}
+    tencent-tts: {{kind: tencent-tts, api_key: "{TC_SECRET_ID}", secret_key: "{TC_SECRET_KEY}", session_token: "{TC_TOKEN}", region: ap-guangzhou, base_url: "{fake}/tc"}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     speech-2.8-hd: {{family: minimax-tts, targets: [{{provider: minimax, model: speech-2.8-hd}}]}}
@@ -158,6 +163,7 @@ switchyard:
     rerank-v3.5: {{family: cohere-rerank, targets: [{{provider: cohere, model: rerank-v3.5}}]}}
     bedrock-rerank: {{family: bedrock-rerank, targets: [{{provider: bedrock, model: amazon.rerank-v1:0}}]}}
     polly-neural: {{family: polly-neural, targets: [{{provider: polly, model: neural}}]}}
+    tencent-tts: {{family: tencent-tts, targets: [{{provider: tencent-tts, model: tts}}]}}
 "#
     )
 }
@@ -212,6 +218,14 @@ fn answer(req: &Recorded) -> Option<Reply> {
         Reply::json(
             403,
             json!({"message": format!("The request signature we calculated does not match: {sent} {token}")}),
+        )
+    } else if path == "/tc/" {
+        // Tencent Cloud: refuse the signature inside a 200, quoting the credentials back.
+        let sent = req.header("authorization").unwrap_or_default().to_string();
+        let token = req.header("x-tc-token").unwrap_or_default().to_string();
+        Reply::json(
+            200,
+            json!({"Response": {"Error": {"Code": "AuthFailure.SignatureFailure", "Message": format!("signature mismatch: {sent} {token}")}, "RequestId": "r"}}),
         )
     } else if path == "/v2/rerank" {
         Reply::json(
@@ -327,6 +341,13 @@ fn no_credential_reaches_the_log_at_trace() {
             json!({"model": "polly-neural", "input": "hi"}),
             502,
         ),
+        // A TC3-signed provider refusing the signature inside a 200, quoting it back.
+        (
+            speech,
+            api_key,
+            json!({"model": "tencent-tts", "input": "hi"}),
+            502,
+        ),
         // A key the gateway does not know is a secret too.
         (
             speech,
@@ -370,6 +391,9 @@ fn no_credential_reaches_the_log_at_trace() {
         AWS_ACCESS,
         AWS_SECRET,
         AWS_TOKEN,
+        TC_SECRET_ID,
+        TC_SECRET_KEY,
+        TC_TOKEN,
     ]
     .iter()
     .map(|s| s.to_string())
@@ -396,7 +420,10 @@ fn no_credential_reaches_the_log_at_trace() {
             && sent
                 .iter()
                 .any(|r| r.header("x-amz-security-token") == Some(AWS_TOKEN))
-            && sent.iter().any(|r| r.path == "/v1/speech"),
+            && sent.iter().any(|r| r.path == "/v1/speech")
+            && sent
+                .iter()
+                .any(|r| r.header("x-tc-token") == Some(TC_TOKEN)),
         "a provider kind was not reached: {sent:?}"
     );
     for secret in &secrets {

@@ -51,6 +51,7 @@ mod images_openai;
 mod images_recraft;
 mod images_siliconflow;
 mod images_stability;
+mod images_tencent;
 mod images_together;
 mod images_vertex;
 mod images_zhipu;
@@ -109,6 +110,7 @@ mod speech_minimax;
 mod speech_openai;
 mod speech_polly;
 mod speech_streaming;
+mod speech_tencent;
 mod speech_volcengine;
 #[cfg(feature = "redis")]
 mod task_failover;

@@ -8,3 +8,5 @@ pub(crate) mod google;
 pub(crate) mod model_list;
 pub(crate) mod multipart;
 pub(crate) mod rerank;
+// Tencent Cloud API 3.0: TC3 credentials, requests and the Response envelope (issue 30).
+pub(crate) mod tencent;

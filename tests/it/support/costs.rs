@@ -36,6 +36,8 @@ fn expected(model: &str) -> Option<&'static str> {
         // units the table holds.
         "azure-tts" | "azure-tts-v1" | "google-tts" | "doubao-tts" | "azure-neural" | "sonic-3"
         | "aura-2" | "fish-s2.1-pro" => UNPRICED,
+        // Tencent Cloud TTS bills per character in resource packs; no confirmed price entry.
+        "tencent-tts" => UNPRICED,
 
         // Images: one at the model's defaults.
         // OpenAI's usage: 10 text in × $5 + 40 image in × $8 + 50 out (not itemised: image
@@ -65,6 +67,8 @@ fn expected(model: &str) -> Option<&'static str> {
         // Stability's models on Bedrock: AWS's per-image prices load dynamically and were not
         // confirmed.
         "bedrock-stable-image-ultra" => UNPRICED,
+        // Tencent Hunyuan image 3.0: no confirmed price entry.
+        "hunyuan-image-3" => UNPRICED,
         // No confirmed price: Ark, Azure deployments, `gpt-image-1`, SiliconFlow.
         "seedream-4" | "seededit-3" | "azure-gpt-image" | "azure-gpt-image-2" | "gpt-image-1"
         | "qwen-image" | "kolors" => UNPRICED,

@@ -41,6 +41,11 @@ pub const AWS_SESSION_TOKEN: &str = "aws-session-token-0001";
 /// Kling signs its own tokens: the access key (the JWT's `iss`) and the secret key.
 pub const KLING_ACCESS_KEY: &str = "kling-access-key-0001";
 pub const KLING_SECRET_KEY: &str = "kling-secret-key-0001";
+/// The test's Tencent Cloud credentials (issue 30: TC3-signed providers); the fakes recompute
+/// signatures with them.
+pub const TENCENT_SECRET_ID: &str = "AKIDtencentTEST0001";
+pub const TENCENT_SECRET_KEY: &str = "tencent-secret-key-0001";
+pub const TENCENT_REGION: &str = "ap-guangzhou";
 
 pub fn fixture(path: &str) -> String {
     format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"))
@@ -205,6 +210,8 @@ switchyard:
     polly: {{kind: polly, api_key: "{AWS_ACCESS_KEY_ID}", secret_key: "{AWS_SECRET}", region: eu-west-1, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     bedrock-image: {{kind: bedrock-image, api_key: "{AWS_ACCESS_KEY_ID}", secret_key: "{AWS_SECRET}", session_token: "{AWS_SESSION_TOKEN}", region: us-west-2, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     vertex: {{kind: vertex, credentials_file: "{vertex_key}", token_url: "{vertex_token}", location: us-central1, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    tencent-tts: {{kind: tencent-tts, api_key: "{TENCENT_SECRET_ID}", secret_key: "{TENCENT_SECRET_KEY}", region: "{TENCENT_REGION}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    tencent-hunyuan: {{kind: tencent-hunyuan, api_key: "{TENCENT_SECRET_ID}", secret_key: "{TENCENT_SECRET_KEY}", region: "{TENCENT_REGION}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
@@ -269,6 +276,8 @@ switchyard:
     bedrock-stable-image-ultra: {{family: bedrock-stability, targets: [{{provider: bedrock-image, model: "stability.stable-image-ultra-v1:1"}}]}}
     vertex-gemini-3-pro-image: {{family: gemini-image, targets: [{{provider: vertex, model: gemini-3-pro-image}}]}}
     vertex-gemini-3.1-flash-image: {{family: gemini-flash-image, targets: [{{provider: vertex, model: gemini-3.1-flash-image}}]}}
+    tencent-tts: {{family: tencent-tts, targets: [{{provider: tencent-tts, model: tts}}]}}
+    hunyuan-image-3: {{family: hunyuan-image-3, targets: [{{provider: tencent-hunyuan, model: HY-Image-V3.0}}]}}
 "#,
         p0 = ports.0,
         p1 = ports.1,
