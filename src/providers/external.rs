@@ -261,6 +261,7 @@ mod tests {
             "kling",
             "gemini",
             "vertex",
+            "vertex-ranking",
             "nvidia-nim",
             "vllm",
             "infinity",
@@ -268,7 +269,7 @@ mod tests {
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 33, "{names:?}");
+        assert_eq!(names.len(), 34, "{names:?}");
     }
 
     #[test]

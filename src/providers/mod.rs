@@ -44,6 +44,7 @@ pub(crate) mod tei;
 pub(crate) mod test_support;
 pub(crate) mod together;
 pub(crate) mod vertex;
+pub(crate) mod vertex_ranking;
 pub(crate) mod volcengine;
 pub(crate) mod voyage;
 pub(crate) mod zhipu;

@@ -99,6 +99,9 @@ pub(crate) enum ProviderConfig {
     // Vertex AI (Gemini image models; Google service-account credentials).
     #[serde(rename = "vertex")]
     Vertex(vertex::Settings),
+    // Vertex AI ranking API (Discovery Engine; the same Google credentials).
+    #[serde(rename = "vertex-ranking")]
+    VertexRanking(vertex::Settings),
 }
 
 /// A kind with no settings of its own: any extra key is an error naming it.
@@ -160,6 +163,7 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::FishAudio(_) => fish_audio::kind(key),
         ProviderConfig::AzureSpeech(_) => azure_speech::kind(key),
         ProviderConfig::Vertex(s) => vertex::kind(s, key),
+        ProviderConfig::VertexRanking(s) => vertex_ranking::kind(s, key),
     }
 }
 
@@ -205,6 +209,8 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         ProviderConfig::AzureSpeech(_) => azure_speech::DISCOVERY,
         // Vertex AI's model list is not read yet.
         ProviderConfig::Vertex(_) => Discovery::default(),
+        // The ranking API has no model list.
+        ProviderConfig::VertexRanking(_) => Discovery::default(),
     }
 }
 

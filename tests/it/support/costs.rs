@@ -85,6 +85,9 @@ fn expected(model: &str) -> Option<&'static str> {
         | "vllm-reranker"
         | "infinity-reranker"
         | "bedrock-cohere-rerank" => UNPRICED,
+        // Vertex AI ranking: Google's price for the ranking API is not confirmed
+        // (docs/providers/vertex-ranking.md).
+        "vertex-semantic-ranker" => UNPRICED,
         _ => return None,
     })
 }
