@@ -262,6 +262,7 @@ mod tests {
             "gemini",
             "vertex",
             "vertex-ranking",
+            "xai",
             "nvidia-nim",
             "vllm",
             "infinity",
@@ -269,7 +270,7 @@ mod tests {
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 34, "{names:?}");
+        assert_eq!(names.len(), 35, "{names:?}");
     }
 
     #[test]

@@ -47,6 +47,7 @@ pub(crate) mod vertex;
 pub(crate) mod vertex_ranking;
 pub(crate) mod volcengine;
 pub(crate) mod voyage;
+pub(crate) mod xai;
 pub(crate) mod zhipu;
 
 use crate::common::error::UpstreamError;

@@ -102,6 +102,9 @@ pub(crate) enum ProviderConfig {
     // Vertex AI ranking API (Discovery Engine; the same Google credentials).
     #[serde(rename = "vertex-ranking")]
     VertexRanking(vertex::Settings),
+    // xAI (text to speech).
+    #[serde(rename = "xai")]
+    Xai(NoSettings),
 }
 
 /// A kind with no settings of its own: any extra key is an error naming it.
@@ -164,6 +167,7 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::AzureSpeech(_) => azure_speech::kind(key),
         ProviderConfig::Vertex(s) => vertex::kind(s, key),
         ProviderConfig::VertexRanking(s) => vertex_ranking::kind(s, key),
+        ProviderConfig::Xai(_) => xai::kind(key),
     }
 }
 
@@ -211,6 +215,8 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         ProviderConfig::Vertex(_) => Discovery::default(),
         // The ranking API has no model list.
         ProviderConfig::VertexRanking(_) => Discovery::default(),
+        // xAI lists voices (`GET /v1/tts/voices`), not read yet.
+        ProviderConfig::Xai(_) => Discovery::default(),
     }
 }
 

@@ -109,6 +109,7 @@ mod speech_minimax;
 mod speech_openai;
 mod speech_streaming;
 mod speech_volcengine;
+mod speech_xai;
 #[cfg(feature = "redis")]
 mod task_failover;
 #[cfg(feature = "redis")]

@@ -204,6 +204,7 @@ switchyard:
     azure-speech: {{kind: azure-speech, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     vertex: {{kind: vertex, credentials_file: "{vertex_key}", token_url: "{vertex_token}", location: us-central1, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     vertex-ranking: {{kind: vertex-ranking, credentials_file: "{vertex_key}", token_url: "{vertex_token}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    xai: {{kind: xai, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
@@ -266,6 +267,7 @@ switchyard:
     vertex-gemini-3-pro-image: {{family: gemini-image, targets: [{{provider: vertex, model: gemini-3-pro-image}}]}}
     vertex-gemini-3.1-flash-image: {{family: gemini-flash-image, targets: [{{provider: vertex, model: gemini-3.1-flash-image}}]}}
     vertex-semantic-ranker: {{family: vertex-ranking, targets: [{{provider: vertex-ranking, model: semantic-ranker-default-004}}]}}
+    grok-tts: {{family: xai-tts, targets: [{{provider: xai, model: default}}]}}
 "#,
         p0 = ports.0,
         p1 = ports.1,
