@@ -263,6 +263,7 @@ mod tests {
             "vertex",
             "vertex-ranking",
             "xai",
+            "pinecone",
             "nvidia-nim",
             "vllm",
             "infinity",
@@ -270,7 +271,7 @@ mod tests {
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 35, "{names:?}");
+        assert_eq!(names.len(), 36, "{names:?}");
     }
 
     #[test]

@@ -35,6 +35,7 @@ pub(crate) mod nim;
 pub(crate) mod vllm;
 // ---- end rerank (issue 30) ----
 pub(crate) mod openai;
+pub(crate) mod pinecone;
 pub(crate) mod recraft;
 pub(crate) mod registry;
 pub(crate) mod siliconflow;

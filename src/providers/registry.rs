@@ -105,6 +105,9 @@ pub(crate) enum ProviderConfig {
     // xAI (text to speech).
     #[serde(rename = "xai")]
     Xai(NoSettings),
+    // Pinecone Inference (rerank).
+    #[serde(rename = "pinecone")]
+    Pinecone(NoSettings),
 }
 
 /// A kind with no settings of its own: any extra key is an error naming it.
@@ -168,6 +171,7 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::Vertex(s) => vertex::kind(s, key),
         ProviderConfig::VertexRanking(s) => vertex_ranking::kind(s, key),
         ProviderConfig::Xai(_) => xai::kind(key),
+        ProviderConfig::Pinecone(_) => pinecone::kind(key),
     }
 }
 
@@ -217,6 +221,8 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         ProviderConfig::VertexRanking(_) => Discovery::default(),
         // xAI lists voices (`GET /v1/tts/voices`), not read yet.
         ProviderConfig::Xai(_) => Discovery::default(),
+        // Pinecone lists its models (`GET /models?type=rerank`), not read yet.
+        ProviderConfig::Pinecone(_) => Discovery::default(),
     }
 }
 

@@ -84,6 +84,7 @@ mod rerank_mixedbread;
 mod rerank_bedrock;
 mod rerank_infinity;
 mod rerank_nim;
+mod rerank_pinecone;
 mod rerank_vertex;
 mod rerank_vllm;
 // ---- end rerank (issue 30) ----

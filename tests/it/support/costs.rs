@@ -90,6 +90,8 @@ fn expected(model: &str) -> Option<&'static str> {
         // Vertex AI ranking: Google's price for the ranking API is not confirmed
         // (docs/providers/vertex-ranking.md).
         "vertex-semantic-ranker" => UNPRICED,
+        // Pinecone bills rerank units; its price per unit is not confirmed from Pinecone's pages.
+        "pinecone-bge-reranker" => UNPRICED,
         _ => return None,
     })
 }
