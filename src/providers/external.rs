@@ -261,6 +261,9 @@ mod tests {
             "kling",
             "gemini",
             "vertex",
+            "vertex-ranking",
+            "xai",
+            "pinecone",
             "nvidia-nim",
             "vllm",
             "infinity",
@@ -272,7 +275,7 @@ mod tests {
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 37, "{names:?}");
+        assert_eq!(names.len(), 40, "{names:?}");
     }
 
     #[test]

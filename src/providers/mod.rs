@@ -37,6 +37,7 @@ pub(crate) mod vllm;
 // ---- end rerank (issue 30) ----
 pub(crate) mod openai;
 pub(crate) mod polly;
+pub(crate) mod pinecone;
 pub(crate) mod recraft;
 pub(crate) mod registry;
 pub(crate) mod siliconflow;
@@ -49,8 +50,10 @@ pub(crate) mod tencent_tts;
 pub(crate) mod test_support;
 pub(crate) mod together;
 pub(crate) mod vertex;
+pub(crate) mod vertex_ranking;
 pub(crate) mod volcengine;
 pub(crate) mod voyage;
+pub(crate) mod xai;
 pub(crate) mod zhipu;
 
 use crate::common::error::UpstreamError;

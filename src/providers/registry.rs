@@ -110,6 +110,15 @@ pub(crate) enum ProviderConfig {
     TencentHunyuan(formats::tencent::Settings),
     #[serde(rename = "tencent-tts")]
     TencentTts(formats::tencent::Settings),
+    // Vertex AI ranking API (Discovery Engine; the same Google credentials).
+    #[serde(rename = "vertex-ranking")]
+    VertexRanking(vertex::Settings),
+    // xAI (text to speech).
+    #[serde(rename = "xai")]
+    Xai(NoSettings),
+    // Pinecone Inference (rerank).
+    #[serde(rename = "pinecone")]
+    Pinecone(NoSettings),
 }
 
 /// A kind with no settings of its own: any extra key is an error naming it.
@@ -175,6 +184,9 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::Vertex(s) => vertex::kind(s, key),
         ProviderConfig::TencentHunyuan(s) => tencent_hunyuan::kind(s, key),
         ProviderConfig::TencentTts(s) => tencent_tts::kind(s, key),
+        ProviderConfig::VertexRanking(s) => vertex_ranking::kind(s, key),
+        ProviderConfig::Xai(_) => xai::kind(key),
+        ProviderConfig::Pinecone(_) => pinecone::kind(key),
     }
 }
 
@@ -225,6 +237,12 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         ProviderConfig::Vertex(_) => Discovery::default(),
         // Tencent Cloud: no list endpoint sourced (the voice list is a documentation page).
         ProviderConfig::TencentHunyuan(_) | ProviderConfig::TencentTts(_) => Discovery::default(),
+        // The ranking API has no model list.
+        ProviderConfig::VertexRanking(_) => Discovery::default(),
+        // xAI lists voices (`GET /v1/tts/voices`), not read yet.
+        ProviderConfig::Xai(_) => Discovery::default(),
+        // Pinecone lists its models (`GET /models?type=rerank`), not read yet.
+        ProviderConfig::Pinecone(_) => Discovery::default(),
     }
 }
 

@@ -92,32 +92,41 @@ impl ImageAdapter for Images {
 }
 
 /// A setting's value; an empty one (an unset `${VAR:-}`) is no value.
-fn given(v: &Option<String>) -> Option<&str> {
+pub(crate) fn given(v: &Option<String>) -> Option<&str> {
     v.as_deref().map(str::trim).filter(|v| !v.is_empty())
 }
 
 /// A path segment as the config gives it: letters, digits, `-`, `_` and `.` only (project ids
-/// and locations are such), so nothing in it can change the path.
-fn segment(name: &str, value: &str) -> Result<(), String> {
+/// and locations are such), so nothing in it can change the path. `kind` names the account's
+/// kind in the message.
+pub(crate) fn segment(kind: &str, name: &str, value: &str) -> Result<(), String> {
     if value.is_empty()
         || !value
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
     {
         return Err(format!(
-            "vertex {name} `{value}` is not a Google Cloud {name} name"
+            "{kind} {name} `{value}` is not a Google Cloud {name} name"
         ));
     }
     Ok(())
 }
 
-/// The Vertex AI kind: a service account's access tokens; Gemini image models.
-pub(crate) fn kind(settings: &Settings, key: &str) -> Result<Kind, String> {
+/// A Google Cloud account's credentials and project, read the same way by every Google Cloud
+/// kind (`kind` names it in messages): the service-account key from `api_key` or
+/// `credentials_file` (not both), its access tokens minted off the request path
+/// ([`TokenSource`]), and the project from `project` or the key's `project_id`. No key: the
+/// account is disabled ([`Auth::Missing`]), like any keyless account.
+pub(crate) fn credentials(
+    kind: &str,
+    settings: &Settings,
+    key: &str,
+) -> Result<(Auth, String), String> {
     let file;
     let json = match given(&settings.credentials_file) {
         Some(path) if !key.is_empty() => {
             return Err(format!(
-                "vertex takes its service-account key from api_key or credentials_file ({path}), not both"
+                "{kind} takes its service-account key from api_key or credentials_file ({path}), not both"
             ))
         }
         Some(path) => {
@@ -127,10 +136,7 @@ pub(crate) fn kind(settings: &Settings, key: &str) -> Result<Kind, String> {
         }
         None => key,
     };
-    let location = given(&settings.location).unwrap_or(GLOBAL);
-    segment("location", location)?;
     let (auth, project) = if json.trim().is_empty() {
-        // No key: the account is disabled, like any keyless account.
         (
             Auth::Missing,
             given(&settings.project).unwrap_or_default().to_string(),
@@ -140,14 +146,26 @@ pub(crate) fn kind(settings: &Settings, key: &str) -> Result<Kind, String> {
         let project = given(&settings.project)
             .map(str::to_string)
             .or_else(|| service.project_id.clone())
-            .ok_or("vertex needs a project: set project, or use a key that names its project_id")?;
+            .ok_or_else(|| {
+                format!(
+                    "{kind} needs a project: set project, or use a key that names its project_id"
+                )
+            })?;
         let token_url = given(&settings.token_url).unwrap_or(DEFAULT_TOKEN_URL);
         let source = TokenSource::new(service, token_url)?;
         (Auth::Signed(Box::new(source)), project)
     };
     if !project.is_empty() {
-        segment("project", &project)?;
+        segment(kind, "project", &project)?;
     }
+    Ok((auth, project))
+}
+
+/// The Vertex AI kind: a service account's access tokens; Gemini image models.
+pub(crate) fn kind(settings: &Settings, key: &str) -> Result<Kind, String> {
+    let location = given(&settings.location).unwrap_or(GLOBAL);
+    segment("vertex", "location", location)?;
+    let (auth, project) = credentials("vertex", settings, key)?;
     let images = Images {
         models_path: format!(
             "/v1/projects/{project}/locations/{location}/publishers/google/models/"

@@ -86,6 +86,8 @@ mod rerank_mixedbread;
 mod rerank_bedrock;
 mod rerank_infinity;
 mod rerank_nim;
+mod rerank_pinecone;
+mod rerank_vertex;
 mod rerank_vllm;
 // ---- end rerank (issue 30) ----
 mod rerank_siliconflow;
@@ -112,6 +114,7 @@ mod speech_polly;
 mod speech_streaming;
 mod speech_tencent;
 mod speech_volcengine;
+mod speech_xai;
 #[cfg(feature = "redis")]
 mod task_failover;
 #[cfg(feature = "redis")]

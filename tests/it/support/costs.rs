@@ -38,6 +38,8 @@ fn expected(model: &str) -> Option<&'static str> {
         | "aura-2" | "fish-s2.1-pro" => UNPRICED,
         // Tencent Cloud TTS bills per character in resource packs; no confirmed price entry.
         "tencent-tts" => UNPRICED,
+        // xAI text to speech: its price is not confirmed from xAI's own pages.
+        "grok-tts" => UNPRICED,
 
         // Images: one at the model's defaults.
         // OpenAI's usage: 10 text in × $5 + 40 image in × $8 + 50 out (not itemised: image
@@ -96,6 +98,11 @@ fn expected(model: &str) -> Option<&'static str> {
         | "vllm-reranker"
         | "infinity-reranker"
         | "bedrock-cohere-rerank" => UNPRICED,
+        // Vertex AI ranking: Google's price for the ranking API is not confirmed
+        // (docs/providers/vertex-ranking.md).
+        "vertex-semantic-ranker" => UNPRICED,
+        // Pinecone bills rerank units; its price per unit is not confirmed from Pinecone's pages.
+        "pinecone-bge-reranker" => UNPRICED,
         _ => return None,
     })
 }

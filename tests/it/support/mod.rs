@@ -212,6 +212,9 @@ switchyard:
     vertex: {{kind: vertex, credentials_file: "{vertex_key}", token_url: "{vertex_token}", location: us-central1, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     tencent-tts: {{kind: tencent-tts, api_key: "{TENCENT_SECRET_ID}", secret_key: "{TENCENT_SECRET_KEY}", region: "{TENCENT_REGION}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     tencent-hunyuan: {{kind: tencent-hunyuan, api_key: "{TENCENT_SECRET_ID}", secret_key: "{TENCENT_SECRET_KEY}", region: "{TENCENT_REGION}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    vertex-ranking: {{kind: vertex-ranking, credentials_file: "{vertex_key}", token_url: "{vertex_token}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    xai: {{kind: xai, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    pinecone: {{kind: pinecone, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
@@ -278,6 +281,9 @@ switchyard:
     vertex-gemini-3.1-flash-image: {{family: gemini-flash-image, targets: [{{provider: vertex, model: gemini-3.1-flash-image}}]}}
     tencent-tts: {{family: tencent-tts, targets: [{{provider: tencent-tts, model: tts}}]}}
     hunyuan-image-3: {{family: hunyuan-image-3, targets: [{{provider: tencent-hunyuan, model: HY-Image-V3.0}}]}}
+    vertex-semantic-ranker: {{family: vertex-ranking, targets: [{{provider: vertex-ranking, model: semantic-ranker-default-004}}]}}
+    grok-tts: {{family: xai-tts, targets: [{{provider: xai, model: default}}]}}
+    pinecone-bge-reranker: {{family: pinecone-rerank, targets: [{{provider: pinecone, model: bge-reranker-v2-m3}}]}}
 "#,
         p0 = ports.0,
         p1 = ports.1,
