@@ -115,6 +115,8 @@ struct Setup {
     baseline_addr: SocketAddr,
     gateway: Proc,
     gateway_addr: SocketAddr,
+    /// The gateway's metrics listener (`SWITCHYARD_BENCH_METRICS=1`).
+    gateway_metrics: Option<SocketAddr>,
     server_core: Option<usize>,
     dir: std::path::PathBuf,
 }
@@ -128,15 +130,24 @@ impl Setup {
     fn restart_servers(&mut self, results: &mut Results) -> Result<(), String> {
         self.record_hwm(results);
         let (baseline, baseline_addr) = gateway::start_baseline(self.fake_addr, self.server_core)?;
-        let (gw, gateway_addr) = gateway::start(self.fake_addr, self.server_core, &self.dir)?;
+        let (gw, gateway_addr, metrics) =
+            gateway::start(self.fake_addr, self.server_core, &self.dir)?;
         self.baseline = baseline;
         self.baseline_addr = baseline_addr;
         self.gateway = gw;
         self.gateway_addr = gateway_addr;
+        self.gateway_metrics = metrics;
         Ok(())
     }
 
+    /// Keep the gateway's peak RSS and, with a metrics listener, its trace span counts (each
+    /// gateway process is read once: before it is replaced, and at the end).
     fn record_hwm(&self, results: &mut Results) {
+        if let Some(m) = self.gateway_metrics {
+            for (total, n) in results.trace_spans.iter_mut().zip(gateway::trace_spans(m)) {
+                *total += n;
+            }
+        }
         results.gateway_hwm_kib = results
             .gateway_hwm_kib
             .max(procs::hwm_kib(self.gateway.pid()));
@@ -220,7 +231,7 @@ fn run() -> Result<(), String> {
 
     let (fake, fake_addr) = gateway::start_fake()?;
     let (baseline, baseline_addr) = gateway::start_baseline(fake_addr, server_core)?;
-    let (gw, gateway_addr) = gateway::start(fake_addr, server_core, &dir)?;
+    let (gw, gateway_addr, gateway_metrics) = gateway::start(fake_addr, server_core, &dir)?;
     let mut setup = Setup {
         fake,
         fake_addr,
@@ -228,6 +239,7 @@ fn run() -> Result<(), String> {
         baseline_addr,
         gateway: gw,
         gateway_addr,
+        gateway_metrics,
         server_core,
         dir: dir.clone(),
     };
@@ -286,6 +298,13 @@ fn run() -> Result<(), String> {
     println!("{}", results.render(settings.rounds));
     println!("{cache_ttfb}");
     println!("{}", targets(&results, &settings));
+    if setup.gateway_metrics.is_some() && std::env::var_os("SWITCHYARD_BENCH_TRACING").is_some() {
+        let [exported, failed, dropped] = results.trace_spans;
+        println!(
+            "Trace spans (switchyard_trace_spans_total, every gateway process of the run): \
+             {exported} exported, {failed} failed, {dropped} dropped.\n"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

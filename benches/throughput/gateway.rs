@@ -9,7 +9,9 @@
 //! request is checked and charged), counted in process memory or, with
 //! `SWITCHYARD_BENCH_REDIS=redis://...`, in that Redis. `SWITCHYARD_BENCH_UNPRICED=1` declares
 //! every model unpriced, so no request computes, counts or announces a cost.
-//! `SWITCHYARD_BENCH_TRACING=1` (or `0.01`) exports spans of that share of requests over OTLP.
+//! `SWITCHYARD_BENCH_TRACING=1` (or `0.01`) exports spans of that share of requests over OTLP;
+//! `SWITCHYARD_BENCH_TRACING_ENDPOINT=closed` or `stalled` sends them to a collector that is down
+//! (a port nothing listens on) or hung (a listener here that accepts and never answers).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -118,12 +120,73 @@ pub fn binary() -> PathBuf {
     }
 }
 
-/// Start the gateway on a free port; its stderr goes to `<dir>/gateway.log`.
+/// Where spans go for `SWITCHYARD_BENCH_TRACING_ENDPOINT`: `closed`, a port nothing listens on
+/// (every export refused at once); `stalled`, a listener in this process that accepts every
+/// connection and never answers (every export waits out the exporter's timeout, and the queue
+/// fills); anything else is an endpoint as given.
+fn tracing_endpoint(given: Option<String>) -> Result<Option<String>, String> {
+    static STALLED: std::sync::OnceLock<SocketAddr> = std::sync::OnceLock::new();
+    match given.as_deref() {
+        Some("closed") => {
+            // Bound and released: nothing listens there for the rest of the run.
+            let port = procs::free_port().map_err(|e| e.to_string())?;
+            Ok(Some(format!("http://127.0.0.1:{port}/v1/traces")))
+        }
+        Some("stalled") => {
+            let addr = match STALLED.get() {
+                Some(a) => *a,
+                None => {
+                    let l =
+                        std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+                    let a = l.local_addr().map_err(|e| e.to_string())?;
+                    std::thread::spawn(move || {
+                        // Held open, never read nor answered.
+                        let mut held = Vec::new();
+                        for conn in l.incoming().flatten() {
+                            held.push(conn);
+                        }
+                    });
+                    *STALLED.get_or_init(|| a)
+                }
+            };
+            Ok(Some(format!("http://{addr}/v1/traces")))
+        }
+        _ => Ok(given),
+    }
+}
+
+/// The gateway's trace span counts (`switchyard_trace_spans_total`: exported, failed, dropped)
+/// read from its metrics listener at `metrics` (zeros when it cannot be read).
+pub fn trace_spans(metrics: SocketAddr) -> [u64; 3] {
+    use std::io::{Read, Write};
+    let mut out = [0; 3];
+    let Ok(mut conn) =
+        std::net::TcpStream::connect_timeout(&metrics, std::time::Duration::from_secs(2))
+    else {
+        return out;
+    };
+    let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+    let _ = conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n");
+    let mut text = String::new();
+    let _ = conn.read_to_string(&mut text);
+    for (i, outcome) in ["exported", "failed", "dropped"].iter().enumerate() {
+        let series = format!("switchyard_trace_spans_total{{outcome=\"{outcome}\"}} ");
+        out[i] = text
+            .lines()
+            .find_map(|l| l.strip_prefix(&series))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .map_or(0, |v| v as u64);
+    }
+    out
+}
+
+/// Start the gateway on a free port; its stderr goes to `<dir>/gateway.log`. Also its metrics
+/// listener's address, when it has one.
 pub fn start(
     fake: SocketAddr,
     core: Option<usize>,
     dir: &Path,
-) -> Result<(Proc, SocketAddr), String> {
+) -> Result<(Proc, SocketAddr, Option<SocketAddr>), String> {
     let port = procs::free_port().map_err(|e| e.to_string())?;
     let tag = format!("{}-{port}", std::process::id());
     let file = dir.join("gateway.yaml");
@@ -138,10 +201,16 @@ pub fn start(
         redis: std::env::var("SWITCHYARD_BENCH_REDIS").ok(),
         unpriced: std::env::var("SWITCHYARD_BENCH_UNPRICED").as_deref() == Ok("1"),
         // `SWITCHYARD_BENCH_TRACING=1` (every trace) or `0.01` (a typical 1%).
-        tracing: std::env::var("SWITCHYARD_BENCH_TRACING")
+        tracing: match std::env::var("SWITCHYARD_BENCH_TRACING")
             .ok()
             .and_then(|r| r.parse::<f64>().ok())
-            .map(|r| (r, std::env::var("SWITCHYARD_BENCH_TRACING_ENDPOINT").ok())),
+        {
+            Some(r) => Some((
+                r,
+                tracing_endpoint(std::env::var("SWITCHYARD_BENCH_TRACING_ENDPOINT").ok())?,
+            )),
+            None => None,
+        },
     };
     std::fs::write(&file, config(port, fake, &tag, &extra)).map_err(|e| e.to_string())?;
     let log = std::fs::File::create(dir.join("gateway.log")).map_err(|e| e.to_string())?;
@@ -159,7 +228,7 @@ pub fn start(
     .map_err(|e| format!("starting {}: {e}", binary().display()))?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     procs::wait_listening(&mut p, addr)?;
-    Ok((p, addr))
+    Ok((p, addr, metrics.map(|m| ([127, 0, 0, 1], m).into())))
 }
 
 /// Start the baseline proxy (this executable, role `baseline`) on a free port.

@@ -78,6 +78,8 @@ pub struct Results {
     pub sse: Vec<SseRow>,
     pub gateway_hwm_kib: u64,
     pub baseline_hwm_kib: u64,
+    /// The gateway's trace spans exported, failed, dropped (with a metrics listener).
+    pub trace_spans: [u64; 3],
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

@@ -20,6 +20,8 @@ use crate::common::error::UpstreamErrorKind;
 use crate::common::images::NativeImages;
 use crate::common::images::NativeTask;
 use crate::common::images::Poll;
+use crate::engine::trace;
+use crate::telemetry::{Kind, Status};
 use crate::upstream::exchange::Upstream;
 
 /// Failed polls in a row (each one that may pass) after which the wait gives up.
@@ -33,7 +35,9 @@ pub(crate) trait Watch: Sync {
     fn state(&self, queued: bool);
 }
 
-/// Poll `task` on `target` until it ends, or until `deadline` (then a timeout error).
+/// Poll `task` on `target` until it ends, or until `deadline` (then a timeout error). When the
+/// request's (or the task job's) spans are recorded, the wait is a `task_poll` span: the
+/// provider, how many polls and how many of them failed, how it ended.
 pub(crate) async fn wait(
     upstream: &Upstream,
     (tasks, target): (&dyn TaskAdapter, &Target),
@@ -43,10 +47,58 @@ pub(crate) async fn wait(
     deadline: Instant,
     watch: &dyn Watch,
 ) -> Result<NativeImages, GatewayError> {
+    let start = trace::now();
+    let mut count = Polls::default();
+    let out = wait_counted(
+        upstream,
+        (tasks, target),
+        region,
+        task,
+        (interval, deadline),
+        watch,
+        &mut count,
+    )
+    .await;
+    trace::span(None, "task_poll", Kind::Internal, start, |s| {
+        let provider = &target.provider;
+        s.set("gen_ai.provider.name", provider.kind.clone());
+        s.set("switchyard.provider.account", provider.name.clone());
+        s.set("gen_ai.request.model", target.native_model.clone());
+        s.set("switchyard.poll.count", u64::from(count.polls));
+        s.set("switchyard.poll.failures", u64::from(count.failures));
+        if let Err(e) = &out {
+            s.set("error.type", e.code());
+            s.status = Status::Error(e.code().to_string());
+        }
+    });
+    out
+}
+
+/// What a wait did, for its span.
+#[derive(Default)]
+struct Polls {
+    polls: u32,
+    failures: u32,
+}
+
+async fn wait_counted(
+    upstream: &Upstream,
+    (tasks, target): (&dyn TaskAdapter, &Target),
+    region: &str,
+    task: &NativeTask,
+    (interval, deadline): (Duration, Instant),
+    watch: &dyn Watch,
+    count: &mut Polls,
+) -> Result<NativeImages, GatewayError> {
     let provider = &target.provider;
     let mut failures = 0u32;
     loop {
-        match poll_once(upstream, tasks, target, region, task).await {
+        count.polls += 1;
+        let polled = poll_once(upstream, tasks, target, region, task).await;
+        if polled.is_err() {
+            count.failures += 1;
+        }
+        match polled {
             Ok(Ok(Poll::Done(images))) => return Ok(images),
             Ok(Ok(Poll::Queued)) => {
                 failures = 0;

@@ -78,9 +78,10 @@ impl RequestContext {
 
 impl RequestContext {
     /// A background job's own trace (an asynchronous image task's work): a new trace, recorded
-    /// when the request that started the job was (`from`: its server span, linked from the
-    /// job's span), or, for a job no request here started (one resumed or taken over), as
-    /// `tracer` samples a new trace.
+    /// when the request that created the task was (`from`: its server span, as the task record
+    /// keeps it, linked from the job's span; on whichever instance runs the job, a takeover
+    /// included), or, for a task whose creating request was not recorded, as `tracer` samples a
+    /// new trace.
     pub(crate) fn background(tracer: &Tracer, from: Option<Link>) -> RequestContext {
         let trace_id = trace_context::new_trace_id();
         let sampled = from.is_some() || tracer.sample(&trace_id);

@@ -14,6 +14,7 @@
 //! cannot be recovered and fails with code `instance_lost`.
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use bytes::Bytes;
 
@@ -22,11 +23,13 @@ use super::GatewayState;
 use crate::api::images::{self, ImageItem, ImageResult, TaskFailure};
 use crate::common::error::GatewayError;
 use crate::config::GatewaySettings;
+use crate::engine::trace::RequestContext;
 use crate::store::answers::KeptAnswer;
 use crate::store::files::StoreError;
 use crate::store::tasks::TaskError;
 use crate::store::tasks::TaskRecord;
 use crate::store::tasks::TaskStatus;
+use crate::telemetry::{Link, Status};
 
 /// Record a new task for `owner` and start generating in the background; the answer is the
 /// task in its `running` state.
@@ -48,6 +51,8 @@ pub(crate) async fn start(
         request: Some(request),
         region: region.to_string(),
         base,
+        // The request's server span, when recorded: the task's work links to it.
+        trace: crate::engine::trace::link().map(|l| l.traceparent()),
         ..TaskRecord::started(owner, model, state.instance.clone(), created, now_ms())
     };
     // Written before anything runs: if the store is down the caller gets a 503 now, never a task
@@ -59,7 +64,7 @@ pub(crate) async fn start(
     state.metrics.with(|f| {
         crate::metrics::inc(&f.image_tasks, &[record.model.as_str(), "accepted"], 1);
     });
-    task_job::spawn(state, settings, &id, record, Work::Generate(body));
+    task_job::spawn(state, settings, &id, record, Work::Generate(body), None);
     Ok(ImageResult {
         created,
         data: Vec::new(),
@@ -197,6 +202,7 @@ async fn claim_and_continue(
     {
         return Ok(None);
     }
+    let seen_instance = seen.instance.clone();
     let mut record = TaskRecord {
         instance: state.instance.clone(),
         updated_ms: now,
@@ -214,7 +220,14 @@ async fn claim_and_continue(
         .with(|f| crate::metrics::inc(&f.task_takeovers, &[action], 1));
     if record.resumable() {
         log::info!("task {id}: resuming its provider tasks after its instance was lost");
-        task_job::spawn(state, &state.settings(), id, record.clone(), Work::Resume);
+        task_job::spawn(
+            state,
+            &state.settings(),
+            id,
+            record.clone(),
+            Work::Resume,
+            Some(&seen_instance),
+        );
     } else if let (false, Some(body)) = (record.sent, record.request.clone()) {
         log::info!("task {id}: running it again; its instance was lost before sending anything");
         task_job::spawn(
@@ -223,6 +236,7 @@ async fn claim_and_continue(
             id,
             record.clone(),
             Work::Generate(Bytes::from(body)),
+            Some(&seen_instance),
         );
     } else {
         log::warn!("task {id}: its instance was lost after calling the provider; failing it");
@@ -236,6 +250,21 @@ async fn claim_and_continue(
             details: Default::default(),
         });
         state.tasks.update(id, &record, ttl).await?;
+        lost_span(state, id, &record, &seen_instance);
     }
     Ok(Some(record))
+}
+
+/// The span of a takeover that could only fail the task (`instance_lost`): a root of its own,
+/// linked to the request that created the task, like a job's.
+fn lost_span(state: &GatewayState, id: &str, record: &TaskRecord, from: &str) {
+    let link = record.trace.as_deref().and_then(Link::parse);
+    let context = RequestContext::background(&state.tracer, link);
+    context.root_span("image_task", SystemTime::now(), link, |s| {
+        task_job::fill_task_span(s, id, &record.model, Some(from));
+        s.set("switchyard.task.resumed", false);
+        s.set("switchyard.task.status", TaskStatus::Failed.as_str());
+        s.set("error.type", "instance_lost");
+        s.status = Status::Error("instance_lost".into());
+    });
 }

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -34,6 +34,7 @@ use crate::engine::trace;
 use crate::store::tasks::TaskError;
 use crate::store::tasks::TaskStatus;
 use crate::store::tasks::{Asked, TaskRecord};
+use crate::telemetry::{Link, Span, Status};
 
 /// What a job does.
 pub(crate) enum Work {
@@ -148,13 +149,30 @@ impl Drop for Listed {
 
 /// Start `work` for task `id`, whose stored record (owned by this instance) is `record`. The job
 /// runs to its end under `settings`, the snapshot it started with, whatever a reload does.
+/// `taken_over_from`: the instance this one took the task over from (its span says so).
 pub(crate) fn spawn(
     state: &Arc<GatewayState>,
     settings: &Arc<GatewaySettings>,
     id: &str,
     record: TaskRecord,
     work: Work,
+    taken_over_from: Option<&str>,
 ) {
+    // The job's work is a trace of its own, linked to the request that created the task (its
+    // server span, kept in the record so that an instance taking the task over links to it
+    // too); its attempts and polls are the job span's children.
+    let link = record.trace.as_deref().and_then(Link::parse);
+    let context = trace::RequestContext::background(&state.tracer, link);
+    let span = context.recording.is_some().then(|| TaskSpan {
+        context: context.clone(),
+        start: SystemTime::now(),
+        link,
+        task: id.to_string(),
+        model: record.model.clone(),
+        resumed: matches!(work, Work::Resume),
+        taken_over_from: taken_over_from.map(str::to_string),
+        ended: None,
+    });
     let job = Job::new(state.clone(), settings.clone(), id.to_string(), record);
     let listed = Listed {
         state: state.clone(),
@@ -164,25 +182,72 @@ pub(crate) fn spawn(
     let jobs = &state.jobs;
     let gate = Arc::new(Notify::new());
     let opened = gate.clone();
-    // The job's work is a trace of its own, linked to the request that created it (when that
-    // request is traced here); its attempts are the job span's children.
-    let link = trace::link();
-    let resumed = matches!(work, Work::Resume);
-    let context = trace::RequestContext::background(&state.tracer, link);
-    let task = id.to_string();
     let handle = tokio::spawn(async move {
         opened.notified().await;
         let _listed = listed;
-        let start = std::time::SystemTime::now();
-        trace::traced(context.clone(), job.run(work)).await;
-        context.root_span("image_task", start, link, |s| {
-            s.set("switchyard.task_id", task);
-            s.set("switchyard.task.resumed", resumed);
-            s.set("gen_ai.operation.name", "images");
-        });
+        // Recorded when dropped: at the job's end, or where an abort drops it.
+        let mut span = span;
+        let ended = trace::traced(context, job.run(work)).await;
+        if let Some(s) = &mut span {
+            s.ended = Some(ended);
+        }
     });
     jobs.insert(id, handle.abort_handle());
     gate.notify_one();
+}
+
+/// How a job ended, for its span: the task's state (`succeed`, `failed`), or `taken_over` when
+/// another instance took the task from it.
+pub(crate) struct Ended {
+    status: &'static str,
+    /// The task's error code, when it failed.
+    error: Option<String>,
+}
+
+/// A task job's `image_task` span (only while its trace is recorded), recorded when dropped:
+/// when the job ends, and also when it is stopped mid-way (handed over at a shutdown), then as
+/// `abandoned`.
+struct TaskSpan {
+    context: trace::RequestContext,
+    start: SystemTime,
+    link: Option<Link>,
+    task: String,
+    model: String,
+    resumed: bool,
+    taken_over_from: Option<String>,
+    ended: Option<Ended>,
+}
+
+impl Drop for TaskSpan {
+    fn drop(&mut self) {
+        let ended = self.ended.take();
+        self.context
+            .root_span("image_task", self.start, self.link, |s| {
+                fill_task_span(s, &self.task, &self.model, self.taken_over_from.as_deref());
+                s.set("switchyard.task.resumed", self.resumed);
+                let (status, error) = match ended {
+                    Some(e) => (e.status, e.error),
+                    None => ("abandoned", None),
+                };
+                s.set("switchyard.task.status", status);
+                if let Some(code) = error {
+                    s.set("error.type", code.clone());
+                    s.status = Status::Error(code);
+                }
+            });
+    }
+}
+
+/// What every `image_task` span says: the task, its model, and the instance it was taken over
+/// from (when it was).
+pub(crate) fn fill_task_span(s: &mut Span, task: &str, model: &str, taken_over_from: Option<&str>) {
+    s.set("switchyard.task_id", task.to_string());
+    s.set("gen_ai.operation.name", "images");
+    s.set("gen_ai.request.model", model.to_string());
+    s.set("switchyard.task.takeover", taken_over_from.is_some());
+    if let Some(from) = taken_over_from {
+        s.set("switchyard.task.taken_over_from", from.to_string());
+    }
 }
 
 /// The ledger's entry point and path for a task's images, made after its request ended.
@@ -233,7 +298,7 @@ impl Job {
         }
     }
 
-    async fn run(self, work: Work) {
+    async fn run(self, work: Work) -> Ended {
         let outcome = {
             let work = self.work(work);
             tokio::pin!(work);
@@ -255,7 +320,10 @@ impl Job {
                 "task {}: taken over by another instance; stopping here",
                 self.id
             );
-            return;
+            return Ended {
+                status: "taken_over",
+                error: None,
+            };
         };
         let mut record = self.record.lock().await;
         self.count(&record, &outcome);
@@ -286,6 +354,10 @@ impl Job {
             // The result is lost; once the heartbeat is stale, another instance takes the task
             // over and reports what can be known.
             Err(e) => log::error!("task {}: could not store its result: {e}", self.id),
+        }
+        Ended {
+            status: record.status.as_str(),
+            error: record.error.as_ref().map(|e| e.code.clone()),
         }
     }
 

@@ -131,6 +131,11 @@ pub struct TaskRecord {
     /// first native call, so an instance that resumes the task can price it too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asked: Option<Asked>,
+    /// The request that created the task, as a W3C `traceparent` naming its server span, when
+    /// that request's spans were recorded: the task's later work, on whichever instance runs it
+    /// (a takeover included), is a trace of its own linked to that span.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
 }
 
 /// What an image request asked, for its cost: the size and quality, and its input images'
@@ -176,6 +181,7 @@ impl TaskRecord {
             region: String::new(),
             base: String::new(),
             asked: None,
+            trace: None,
         }
     }
 
@@ -361,6 +367,7 @@ fn approx_size(id: &str, task: &TaskRecord) -> usize {
         + task.region.len()
         + task.base.len()
         + task.request.as_ref().map_or(0, String::len)
+        + task.trace.as_ref().map_or(0, String::len)
         + task.data.iter().map(json_size).sum::<usize>()
         + task.native.len() * 128
 }

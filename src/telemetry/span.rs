@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::time::SystemTime;
 
-use crate::common::trace_context::{SpanId, TraceId};
+use crate::common::trace_context::{self, SpanId, TraceContext, TraceId};
 
 /// An attribute's value.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,6 +77,26 @@ pub(crate) struct Link {
     pub span_id: SpanId,
 }
 
+impl Link {
+    /// The linked span as a W3C `traceparent` (sampled): how a task record keeps it, so that
+    /// another instance taking the task over links to the same span.
+    pub(crate) fn traceparent(&self) -> String {
+        let context = TraceContext {
+            trace_id: self.trace_id,
+            parent: None,
+            span_id: self.span_id,
+            sampled: true,
+        };
+        String::from_utf8_lossy(context.traceparent(&self.span_id).as_bytes()).into_owned()
+    }
+
+    /// The span a `traceparent` names (`None` when it is not a valid one).
+    pub(crate) fn parse(traceparent: &str) -> Option<Link> {
+        trace_context::parse_traceparent(traceparent.as_bytes())
+            .map(|(trace_id, span_id, _)| Link { trace_id, span_id })
+    }
+}
+
 /// One finished span.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Span {
@@ -122,5 +142,23 @@ impl Span {
     /// Add the attribute `key`.
     pub(crate) fn set(&mut self, key: &'static str, value: impl Into<Value>) {
         self.attributes.push((key, value.into()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_goes_through_its_traceparent_unchanged() {
+        let link = Link {
+            trace_id: trace_context::new_trace_id(),
+            span_id: trace_context::new_span_id(),
+        };
+        let text = link.traceparent();
+        assert_eq!(text.len(), 55);
+        assert!(text.starts_with("00-") && text.ends_with("-01"), "{text}");
+        assert_eq!(Link::parse(&text), Some(link));
+        assert_eq!(Link::parse("not a traceparent"), None);
     }
 }

@@ -7,7 +7,8 @@
 //! The traffic makes every series the dashboard shows exist: speech (first byte, characters, a
 //! price), a synchronous image and an asynchronous task, rerank, a 400, a provider failing through
 //! its retries (a retry, an ejection, a 502), a request shed by a connection cap, one refused by a
-//! per-key limit, and, on a second gateway whose Redis is down, a limit check failing in the store.
+//! per-key limit, cached speech (misses, a hit, evictions), spans exported to a collector that is
+//! down, and, on a second gateway whose Redis is down, a limit check failing in the store.
 //!
 //! Without a `prometheus` binary (on PATH, or at `SWITCHYARD_TEST_PROMETHEUS`) the live test says so
 //! loudly and passes, unless `SWITCHYARD_TEST_REQUIRE_PROMETHEUS=1` (set by `scripts/test`, which
@@ -311,7 +312,19 @@ fn config(
         + &format!(
             "    rerank-retiring: {{family: cohere-rerank, targets: [{{provider: cohere, model: rerank-retiring, \
              lifecycle: {{deprecated: {deprecated}, shutdown: {shutdown}, replacement: [rerank-v3.5]}}}}]}}\n"
-        );
+        )
+        // A cached (priced) speech model, in a memory cache small enough to evict.
+        + "    tts-cached: {family: openai-tts, targets: [{provider: openai, model: tts-1}], cache: {ttl_seconds: 600}}\n"
+        + "  cache: {store: memory, max_bytes: 65536, max_entry_bytes: 16384}\n";
+    // Spans exported to a collector that is down (nothing listens there): counted as failed.
+    yaml = yaml.replacen(
+        "switchyard:\n",
+        &format!(
+            "switchyard:\n  tracing: {{endpoint: \"http://127.0.0.1:{}\", flush_interval_ms: 50}}\n",
+            free_port()
+        ),
+        1,
+    );
     if let Some(url) = store {
         yaml = yaml.replacen(
             "  images: {",
@@ -392,6 +405,24 @@ fn traffic(gw: &TestGateway, fake: &FakeProvider) {
         &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a"], "retries": 2}),
     );
     assert_eq!(failed.status, 502, "{}", failed.text());
+    // The response cache: eight different answers of 10 kB (misses, stored, past the 64 KiB
+    // bound: evictions), then the last one again (a hit, a cost saved).
+    for i in 0..8 {
+        fake.push(Reply::bytes(200, "audio/mpeg", vec![9; 10_000]));
+        let resp = post(
+            gw,
+            "/api/v1/audio/speech",
+            &json!({"model": "tts-cached", "input": format!("line {i}")}),
+        );
+        assert_eq!(resp.status, 200, "{}", resp.text());
+    }
+    let hit = post(
+        gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "tts-cached", "input": "line 7"}),
+    );
+    assert_eq!(hit.status, 200, "{}", hit.text());
+    assert_eq!(hit.header("switchyard-cache"), Some("hit"));
     // A per-key limit: the second request of the minute is refused.
     assert_eq!(rerank(gw.addr, LIMITED).status, 200);
     assert_eq!(rerank(gw.addr, LIMITED).status, 429);

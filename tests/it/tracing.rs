@@ -808,6 +808,9 @@ mod otlp {
         );
         assert_eq!(task.attr("switchyard.task_id").unwrap(), task_id.as_str());
         assert_eq!(task.attr("switchyard.task.resumed").unwrap(), false);
+        assert_eq!(task.attr("switchyard.task.takeover").unwrap(), false);
+        assert_eq!(task.attr("switchyard.task.status").unwrap(), "succeed");
+        assert_eq!(task.attr("gen_ai.request.model").unwrap(), "gpt-image-2");
         let attempts = collector.wait(&task.trace_id, 2);
         let attempt = attempts
             .iter()
@@ -820,6 +823,204 @@ mod otlp {
             .to_string();
         assert_eq!(sent.split('-').nth(1), Some(task.trace_id.as_str()));
         nothing_secret(&collector, &["a private prompt"]);
+    }
+
+    /// What the shared store holds for task `id` under `prefix`.
+    #[cfg(feature = "redis")]
+    fn stored(prefix: &str, id: &str) -> switchyard::internals::store::tasks::TaskRecord {
+        use switchyard::internals::store::tasks::{RedisTaskStore, TaskStore};
+        let mut settings = switchyard::internals::store::redis_files::RedisSettings::new(
+            crate::support::redis::redis_url(),
+        );
+        settings.key_prefix = prefix.to_string();
+        let store = RedisTaskStore::new(settings).unwrap();
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(store.get(id))
+            .unwrap()
+            .expect("the task is stored")
+    }
+
+    /// An asynchronous task taken over by another instance: created through instance A under a
+    /// caller's trace (the task record keeps A's server span as a `traceparent`), A stops while
+    /// the provider's task runs, instance B on the same Redis notices A's silence, takes the task
+    /// over and polls it to the end. B's `image_task` span links to A's request span (trace id
+    /// and span id), says it was a takeover and from which instance; B's polling is its child.
+    /// No credential and no prompt text anywhere.
+    #[cfg(feature = "redis")]
+    #[test]
+    fn a_task_taken_over_by_another_instance_links_to_the_request_that_created_it() {
+        use crate::support::redis;
+        use crate::support::wan::{End, Wan};
+
+        let collector = Collector::start();
+        let fake = FakeProvider::start();
+        let wan = Wan::install(&fake, End::Held);
+        let prefix = redis::run_prefix();
+        let make = |p| {
+            config(&fake.base_url(), p, collector.addr, "")
+                .replace(
+                    "  images: {",
+                    &format!(
+                        "  store: {{redis_url: \"{}\", key_prefix: \"{prefix}\"}}\n  images: {{",
+                        redis::redis_url()
+                    ),
+                )
+                .replace(
+                    "poll_interval_ms: 20",
+                    "poll_interval_ms: 20, task_heartbeat_ms: 100, task_lost_after_ms: 400",
+                )
+        };
+        let a = TestGateway::start_with(make);
+        let prompt = "a private prompt about a lighthouse";
+        let tp = traceparent();
+        let resp = client::post_json(
+            a.addr,
+            "/api/v1/images/generations",
+            &[("Service-API-Key", KEY), ("traceparent", tp.as_str())],
+            &json!({"model": "wanx2.1-t2i-turbo", "prompt": prompt, "async": true}),
+        );
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        let task_id = resp.json()["task_id"].as_str().unwrap().to_string();
+        let created = collector.wait_for(1, |s| s.name == "POST /api/v1/images/generations");
+        let server = created[0].clone();
+        assert_eq!(server.trace_id, CALLER_TRACE);
+        let record = stored(&prefix, &task_id);
+        assert_eq!(
+            record.trace.as_deref(),
+            Some(format!("00-{CALLER_TRACE}-{}-01", server.span_id).as_str()),
+            "the record keeps the creating request's span"
+        );
+        let instance_a = record.instance.clone();
+        // A has the provider's task (held running), then stops without handing it over.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while stored(&prefix, &task_id).native.iter().flatten().count() == 0 {
+            assert!(Instant::now() < deadline, "A never submitted the task");
+            std::thread::park_timeout(Duration::from_millis(20));
+        }
+        drop(a);
+
+        let b = TestGateway::start_with(make);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while stored(&prefix, &task_id).instance == instance_a {
+            assert!(Instant::now() < deadline, "B never took the task over");
+            std::thread::park_timeout(Duration::from_millis(20));
+        }
+        wan.finish();
+        let done = crate::support::tasks::finished(&b, &task_id);
+        assert_eq!(done["task_status"], "succeed", "{done}");
+        assert_eq!(wan.submitted(), 1, "resumed, not submitted again");
+
+        let tasks = collector.wait_for(1, |s| {
+            s.name == "image_task" && s.attr("switchyard.task.takeover") == Some(&json!(true))
+        });
+        let task = &tasks[0];
+        assert_ne!(task.trace_id, CALLER_TRACE, "a trace of its own");
+        assert!(task.parent.is_none());
+        assert_eq!(
+            task.links,
+            [(CALLER_TRACE.to_string(), server.span_id.clone())]
+        );
+        assert_eq!(task.attr("switchyard.task_id").unwrap(), task_id.as_str());
+        assert_eq!(task.attr("switchyard.task.resumed").unwrap(), true);
+        assert_eq!(
+            task.attr("switchyard.task.taken_over_from").unwrap(),
+            instance_a.as_str()
+        );
+        assert_eq!(task.attr("switchyard.task.status").unwrap(), "succeed");
+        assert_eq!(task.attr("gen_ai.operation.name").unwrap(), "images");
+        assert_eq!(
+            task.attr("gen_ai.request.model").unwrap(),
+            "wanx2.1-t2i-turbo"
+        );
+        assert!(!task.error);
+        let inside =
+            collector.wait_for(1, |s| s.trace_id == task.trace_id && s.name == "task_poll");
+        let poll = &inside[0];
+        assert_eq!(poll.parent.as_deref(), Some(task.span_id.as_str()));
+        assert_eq!(poll.attr("gen_ai.provider.name").unwrap(), "dashscope");
+        assert!(
+            poll.attr("switchyard.poll.count")
+                .unwrap()
+                .as_i64()
+                .unwrap()
+                >= 1
+        );
+        assert!(!poll.error);
+        nothing_secret(&collector, &[prompt]);
+    }
+
+    /// A takeover that can only fail the task (its instance may have reached a provider that
+    /// answers directly): still an `image_task` span, failed `instance_lost`, linked to the
+    /// creating request's span as the record keeps it.
+    #[cfg(feature = "redis")]
+    #[test]
+    fn a_task_failed_at_its_takeover_is_a_failed_span_linked_to_its_request() {
+        use crate::support::redis;
+        use switchyard::internals::store::tasks::{RedisTaskStore, TaskRecord, TaskStore};
+
+        let collector = Collector::start();
+        let fake = FakeProvider::start();
+        let prefix = redis::run_prefix();
+        let id = uuid::Uuid::new_v4().to_string();
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        let creator_span = "b7ad6b7169203331";
+        let record = TaskRecord {
+            sent: true,
+            trace: Some(format!("00-{CALLER_TRACE}-{creator_span}-01")),
+            ..TaskRecord::started(
+                "key:tester".into(),
+                "gpt-image-2".into(),
+                "dead-instance".into(),
+                now_ms / 1000 - 120,
+                now_ms - 120_000,
+            )
+        };
+        let mut settings =
+            switchyard::internals::store::redis_files::RedisSettings::new(redis::redis_url());
+        settings.key_prefix = prefix.clone();
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(RedisTaskStore::new(settings).unwrap().put(
+                &id,
+                &record,
+                Duration::from_secs(600),
+            ))
+            .unwrap();
+        let gw = TestGateway::start_with(|p| {
+            config(&fake.base_url(), p, collector.addr, "").replace(
+                "  images: {",
+                &format!(
+                    "  store: {{redis_url: \"{}\", key_prefix: \"{prefix}\"}}\n  images: {{",
+                    redis::redis_url()
+                ),
+            )
+        });
+        let done = crate::support::tasks::finished(&gw, &id);
+        assert_eq!(done["error"]["code"], "instance_lost", "{done}");
+        let spans = collector.wait_for(1, |s| s.name == "image_task");
+        let task = &spans[0];
+        assert_eq!(
+            task.links,
+            [(CALLER_TRACE.to_string(), creator_span.to_string())]
+        );
+        assert_ne!(task.trace_id, CALLER_TRACE);
+        assert!(task.error);
+        assert_eq!(task.attr("error.type").unwrap(), "instance_lost");
+        assert_eq!(task.attr("switchyard.task.status").unwrap(), "failed");
+        assert_eq!(task.attr("switchyard.task.takeover").unwrap(), true);
+        assert_eq!(
+            task.attr("switchyard.task.taken_over_from").unwrap(),
+            "dead-instance"
+        );
+        assert_eq!(task.attr("switchyard.task_id").unwrap(), id.as_str());
     }
 
     /// A collector that accepts and never answers: requests are not slowed, nothing is
@@ -836,6 +1037,27 @@ mod otlp {
                 h.lock().unwrap().push(conn);
             }
         });
+        let [_, _, dropped] = collector_down(addr);
+        assert!(dropped > 0, "a queue of 2 overflowed");
+    }
+
+    /// A collector that is down (nothing listens on its port): every export is refused at once;
+    /// requests are served as promptly, and every span is counted as failed or dropped.
+    #[cfg(feature = "metrics")]
+    #[test]
+    fn a_collector_that_is_down_slows_nothing_and_its_spans_are_counted() {
+        let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = closed.local_addr().unwrap();
+        drop(closed);
+        let [_, failed, _] = collector_down(addr);
+        assert!(failed > 0, "refused exports are counted as failed");
+    }
+
+    /// Ten rerank requests through a gateway exporting to `addr`, a collector that never takes a
+    /// span: each served in well under the export timeout, and all of their spans counted as
+    /// failed or dropped, none exported. The counts: exported, failed, dropped.
+    #[cfg(feature = "metrics")]
+    fn collector_down(addr: SocketAddr) -> [u64; 3] {
         let fake = FakeProvider::start();
         fake.set_default(cohere_ok());
         let m = crate::support::free_port();
@@ -885,7 +1107,7 @@ mod otlp {
             std::thread::park_timeout(Duration::from_millis(50));
         }
         assert_eq!(count("failed") + count("dropped"), 4 * n);
-        assert!(count("dropped") > 0, "a queue of 2 overflowed");
         assert_eq!(count("exported"), 0);
+        [count("exported"), count("failed"), count("dropped")]
     }
 }
