@@ -37,6 +37,7 @@ pub(crate) mod vllm;
 pub(crate) mod openai;
 pub(crate) mod recraft;
 pub(crate) mod registry;
+pub(crate) mod replicate;
 pub(crate) mod siliconflow;
 pub(crate) mod stability;
 pub(crate) mod tei;

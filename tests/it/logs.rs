@@ -34,6 +34,7 @@ const KLING_SECRET: &str = "kling-secret-LOGTEST-4e5f6a"; // signs the token
 const AWS_ACCESS: &str = "AKIALOGTEST5F6A7B8C"; // in the signed Authorization's Credential
 const AWS_SECRET: &str = "aws-secret-LOGTEST-5f6a7b8c9d"; // derives the signing key, never sent
 const AWS_TOKEN: &str = "aws-token-LOGTEST-6a7b8c9d0e"; // x-amz-security-token
+const REPLICATE_KEY: &str = "r8_replicate-LOGTEST-7b8c9d0e"; // Authorization: Bearer, polled too
 
 /// A gateway process whose stdout and stderr go to files; killed when dropped.
 pub(crate) struct Binary {
@@ -146,6 +147,7 @@ switchyard:
     volcengine: {{kind: volcengine, api_key: "{VOLC_KEY}", app_id: "app-LOGTEST", base_url: "{fake}"}}
     kling: {{kind: kling, api_key: "{KLING_ACCESS}", secret_key: "{KLING_SECRET}", base_url: "{fake}"}}
     bedrock: {{kind: bedrock, api_key: "{AWS_ACCESS}", secret_key: "{AWS_SECRET}", session_token: "{AWS_TOKEN}", region: us-west-2, base_url: "{fake}"}}
+    replicate: {{kind: replicate, api_key: "{REPLICATE_KEY}", base_url: "{fake}"}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     speech-2.8-hd: {{family: minimax-tts, targets: [{{provider: minimax, model: speech-2.8-hd}}]}}
@@ -156,6 +158,7 @@ switchyard:
     kling-v2-1: {{family: kling, targets: [{{provider: kling, model: kling-v2-1}}]}}
     rerank-v3.5: {{family: cohere-rerank, targets: [{{provider: cohere, model: rerank-v3.5}}]}}
     bedrock-rerank: {{family: bedrock-rerank, targets: [{{provider: bedrock, model: amazon.rerank-v1:0}}]}}
+    replicate-flux-schnell: {{family: replicate-flux-schnell, targets: [{{provider: replicate, model: black-forest-labs/flux-schnell}}]}}
 "#
     )
 }
@@ -210,6 +213,19 @@ fn answer(req: &Recorded) -> Option<Reply> {
         Reply::json(
             403,
             json!({"message": format!("The request signature we calculated does not match: {sent} {token}")}),
+        )
+    } else if path.starts_with("/v1/models/") {
+        // Replicate: a prediction still starting, polled next.
+        Reply::json(
+            200,
+            json!({"id": "logtest", "status": "starting", "output": null}),
+        )
+    } else if path.starts_with("/v1/predictions/") {
+        // Replicate's poll: a failed prediction whose error quotes the token it was sent.
+        let sent = req.header("authorization").unwrap_or_default().to_string();
+        Reply::json(
+            200,
+            json!({"id": "logtest", "status": "failed", "error": format!("worker saw {sent}")}),
         )
     } else if path == "/v2/rerank" {
         Reply::json(
@@ -312,6 +328,13 @@ fn no_credential_reaches_the_log_at_trace() {
             json!({"model": "kling-v2-1", "prompt": "a fox"}),
             502,
         ),
+        // A prediction polled until it fails, its error quoting the token.
+        (
+            "/api/v1/images/generations",
+            api_key,
+            json!({"model": "replicate-flux-schnell", "prompt": "a fox"}),
+            502,
+        ),
         // A SigV4-signed provider refusing the signature, quoting it back.
         (
             "/api/v1/rerank",
@@ -362,6 +385,7 @@ fn no_credential_reaches_the_log_at_trace() {
         AWS_ACCESS,
         AWS_SECRET,
         AWS_TOKEN,
+        REPLICATE_KEY,
     ]
     .iter()
     .map(|s| s.to_string())
@@ -387,7 +411,8 @@ fn no_credential_reaches_the_log_at_trace() {
                 .any(|r| r.path.starts_with("/v1/images/generations"))
             && sent
                 .iter()
-                .any(|r| r.header("x-amz-security-token") == Some(AWS_TOKEN)),
+                .any(|r| r.header("x-amz-security-token") == Some(AWS_TOKEN))
+            && sent.iter().any(|r| r.path == "/v1/predictions/logtest"),
         "a provider kind was not reached: {sent:?}"
     );
     for secret in &secrets {
