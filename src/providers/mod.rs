@@ -40,6 +40,7 @@ pub(crate) mod polly;
 pub(crate) mod pinecone;
 pub(crate) mod recraft;
 pub(crate) mod registry;
+pub(crate) mod replicate;
 pub(crate) mod siliconflow;
 pub(crate) mod stability;
 pub(crate) mod tei;

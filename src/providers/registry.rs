@@ -87,6 +87,8 @@ pub(crate) enum ProviderConfig {
     Together(NoSettings),
     #[serde(rename = "ideogram")]
     Ideogram(NoSettings),
+    #[serde(rename = "replicate")]
+    Replicate(NoSettings),
     // ---- speech: voice-agent vendors (issue 30)
     #[serde(rename = "cartesia")]
     Cartesia(NoSettings),
@@ -174,6 +176,7 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::Recraft(_) => recraft::kind(key),
         ProviderConfig::Together(_) => together::kind(key),
         ProviderConfig::Ideogram(_) => ideogram::kind(key),
+        ProviderConfig::Replicate(_) => replicate::kind(key),
         // ---- speech: voice-agent vendors (issue 30)
         ProviderConfig::Cartesia(_) => cartesia::kind(key),
         ProviderConfig::Deepgram(_) => deepgram::kind(key),
@@ -222,9 +225,10 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         | ProviderConfig::Infinity(_)
         | ProviderConfig::Bedrock(_) => Discovery::default(),
         // Image providers of issue 30: no list endpoint sourced yet.
-        ProviderConfig::Recraft(_) | ProviderConfig::Together(_) | ProviderConfig::Ideogram(_) => {
-            Discovery::default()
-        }
+        ProviderConfig::Recraft(_)
+        | ProviderConfig::Together(_)
+        | ProviderConfig::Ideogram(_)
+        | ProviderConfig::Replicate(_) => Discovery::default(),
         // ---- speech: voice-agent vendors (issue 30); no list endpoint sourced yet
         ProviderConfig::Cartesia(_)
         | ProviderConfig::Deepgram(_)

@@ -38,6 +38,7 @@ const AWS_TOKEN: &str = "aws-token-LOGTEST-6a7b8c9d0e"; // x-amz-security-token
 const TC_SECRET_ID: &str = "AKIDLOGTEST7b8c9d0e1f"; // in the signed Authorization's Credential
 const TC_SECRET_KEY: &str = "tc-secret-LOGTEST-7b8c9d0e1f"; // derives the signing key, never sent
 const TC_TOKEN: &str = "tc-token-LOGTEST-8c9d0e1f2a"; // X-TC-Token
+const REPLICATE_KEY: &str = "r8_replicate-LOGTEST-7b8c9d0e"; // Authorization: Bearer, polled too
 
 /// A gateway process whose stdout and stderr go to files; killed when dropped.
 pub(crate) struct Binary {
@@ -152,6 +153,7 @@ switchyard:
     bedrock: {{kind: bedrock, api_key: "{AWS_ACCESS}", secret_key: "{AWS_SECRET}", session_token: "{AWS_TOKEN}", region: us-west-2, base_url: "{fake}"}}
     polly: {{kind: polly, api_key: "{AWS_ACCESS}", secret_key: "{AWS_SECRET}", session_token: "{AWS_TOKEN}", region: eu-west-1, base_url: "{fake}"}}
     tencent-tts: {{kind: tencent-tts, api_key: "{TC_SECRET_ID}", secret_key: "{TC_SECRET_KEY}", session_token: "{TC_TOKEN}", region: ap-guangzhou, base_url: "{fake}/tc"}}
+    replicate: {{kind: replicate, api_key: "{REPLICATE_KEY}", base_url: "{fake}"}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     speech-2.8-hd: {{family: minimax-tts, targets: [{{provider: minimax, model: speech-2.8-hd}}]}}
@@ -164,6 +166,7 @@ switchyard:
     bedrock-rerank: {{family: bedrock-rerank, targets: [{{provider: bedrock, model: amazon.rerank-v1:0}}]}}
     polly-neural: {{family: polly-neural, targets: [{{provider: polly, model: neural}}]}}
     tencent-tts: {{family: tencent-tts, targets: [{{provider: tencent-tts, model: tts}}]}}
+    replicate-flux-schnell: {{family: replicate-flux-schnell, targets: [{{provider: replicate, model: black-forest-labs/flux-schnell}}]}}
 "#
     )
 }
@@ -226,6 +229,19 @@ fn answer(req: &Recorded) -> Option<Reply> {
         Reply::json(
             200,
             json!({"Response": {"Error": {"Code": "AuthFailure.SignatureFailure", "Message": format!("signature mismatch: {sent} {token}")}, "RequestId": "r"}}),
+        )
+    } else if path.starts_with("/v1/models/") {
+        // Replicate: a prediction still starting, polled next.
+        Reply::json(
+            200,
+            json!({"id": "logtest", "status": "starting", "output": null}),
+        )
+    } else if path.starts_with("/v1/predictions/") {
+        // Replicate's poll: a failed prediction whose error quotes the token it was sent.
+        let sent = req.header("authorization").unwrap_or_default().to_string();
+        Reply::json(
+            200,
+            json!({"id": "logtest", "status": "failed", "error": format!("worker saw {sent}")}),
         )
     } else if path == "/v2/rerank" {
         Reply::json(
@@ -328,6 +344,13 @@ fn no_credential_reaches_the_log_at_trace() {
             json!({"model": "kling-v2-1", "prompt": "a fox"}),
             502,
         ),
+        // A prediction polled until it fails, its error quoting the token.
+        (
+            "/api/v1/images/generations",
+            api_key,
+            json!({"model": "replicate-flux-schnell", "prompt": "a fox"}),
+            502,
+        ),
         // A SigV4-signed provider refusing the signature, quoting it back.
         (
             "/api/v1/rerank",
@@ -394,6 +417,7 @@ fn no_credential_reaches_the_log_at_trace() {
         TC_SECRET_ID,
         TC_SECRET_KEY,
         TC_TOKEN,
+        REPLICATE_KEY,
     ]
     .iter()
     .map(|s| s.to_string())
@@ -423,7 +447,8 @@ fn no_credential_reaches_the_log_at_trace() {
             && sent.iter().any(|r| r.path == "/v1/speech")
             && sent
                 .iter()
-                .any(|r| r.header("x-tc-token") == Some(TC_TOKEN)),
+                .any(|r| r.header("x-tc-token") == Some(TC_TOKEN))
+            && sent.iter().any(|r| r.path == "/v1/predictions/logtest"),
         "a provider kind was not reached: {sent:?}"
     );
     for secret in &secrets {

@@ -49,6 +49,7 @@ mod images_kling;
 mod images_minimax;
 mod images_openai;
 mod images_recraft;
+mod images_replicate;
 mod images_siliconflow;
 mod images_stability;
 mod images_tencent;

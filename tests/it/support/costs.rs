@@ -58,6 +58,10 @@ fn expected(model: &str) -> Option<&'static str> {
         // Recraft: 35 and 40 API units an image, at 1,000 units to the dollar.
         "recraft-v4.1" => "0.035 USD; basis=gateway",
         "recraft-v3" => "0.04 USD; basis=gateway",
+        // Replicate: FLUX schnell at $0.003 an output image; FLUX1.1 [pro]'s price on Replicate's
+        // own page was not confirmed.
+        "replicate-flux-schnell" => "0.003 USD; basis=gateway",
+        "replicate-flux-1.1-pro" => UNPRICED,
         // No confirmed price: MiniMax images, Together, Ideogram, Gemini on Vertex AI (the
         // Gemini API's prices are the `gemini` kind's; Vertex's own page was not confirmed).
         "image-01"

@@ -203,6 +203,7 @@ switchyard:
     recraft: {{kind: recraft, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     together: {{kind: together, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     ideogram: {{kind: ideogram, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    replicate: {{kind: replicate, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     cartesia: {{kind: cartesia, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     deepgram: {{kind: deepgram, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     fish-audio: {{kind: fish-audio, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
@@ -270,6 +271,8 @@ switchyard:
     flux.1-schnell: {{family: together-flux, targets: [{{provider: together, model: black-forest-labs/FLUX.1-schnell}}]}}
     flux.1-kontext-pro: {{family: together-flux-kontext, targets: [{{provider: together, model: black-forest-labs/FLUX.1-kontext-pro}}]}}
     ideogram-v3: {{family: ideogram-v3, targets: [{{provider: ideogram, model: ideogram-v3}}]}}
+    replicate-flux-schnell: {{family: replicate-flux-schnell, targets: [{{provider: replicate, model: black-forest-labs/flux-schnell}}]}}
+    replicate-flux-1.1-pro: {{family: replicate-flux-pro, targets: [{{provider: replicate, model: black-forest-labs/flux-1.1-pro}}]}}
     sonic-3: {{family: cartesia-sonic, targets: [{{provider: cartesia, model: sonic-3}}]}}
     aura-2: {{family: deepgram-aura-2, targets: [{{provider: deepgram, model: aura-2}}]}}
     fish-s2.1-pro: {{family: fish-audio-tts, targets: [{{provider: fish-audio, model: s2.1-pro}}]}}
