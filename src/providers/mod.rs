@@ -36,8 +36,8 @@ pub(crate) mod nim;
 pub(crate) mod vllm;
 // ---- end rerank (issue 30) ----
 pub(crate) mod openai;
-pub(crate) mod polly;
 pub(crate) mod pinecone;
+pub(crate) mod polly;
 pub(crate) mod recraft;
 pub(crate) mod registry;
 pub(crate) mod replicate;
