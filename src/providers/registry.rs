@@ -96,6 +96,8 @@ pub(crate) enum ProviderConfig {
     FishAudio(NoSettings),
     #[serde(rename = "azure-speech")]
     AzureSpeech(NoSettings),
+    #[serde(rename = "mistral")]
+    Mistral(NoSettings),
     // Vertex AI (Gemini image models; Google service-account credentials).
     #[serde(rename = "vertex")]
     Vertex(vertex::Settings),
@@ -159,6 +161,7 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::Deepgram(_) => deepgram::kind(key),
         ProviderConfig::FishAudio(_) => fish_audio::kind(key),
         ProviderConfig::AzureSpeech(_) => azure_speech::kind(key),
+        ProviderConfig::Mistral(_) => mistral::kind(key),
         ProviderConfig::Vertex(s) => vertex::kind(s, key),
     }
 }
@@ -201,7 +204,8 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         // ---- speech: voice-agent vendors (issue 30); no list endpoint sourced yet
         ProviderConfig::Cartesia(_)
         | ProviderConfig::Deepgram(_)
-        | ProviderConfig::FishAudio(_) => Discovery::default(),
+        | ProviderConfig::FishAudio(_)
+        | ProviderConfig::Mistral(_) => Discovery::default(),
         ProviderConfig::AzureSpeech(_) => azure_speech::DISCOVERY,
         // Vertex AI's model list is not read yet.
         ProviderConfig::Vertex(_) => Discovery::default(),

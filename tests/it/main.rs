@@ -105,6 +105,7 @@ mod speech_fish_audio;
 mod speech_google;
 mod speech_memory;
 mod speech_minimax;
+mod speech_mistral;
 mod speech_openai;
 mod speech_streaming;
 mod speech_volcengine;

@@ -32,6 +32,9 @@ fn expected(model: &str) -> Option<&'static str> {
         // units the table holds.
         "azure-tts" | "azure-tts-v1" | "google-tts" | "doubao-tts" | "azure-neural" | "sonic-3"
         | "aura-2" | "fish-s2.1-pro" => UNPRICED,
+        // Mistral publishes its Voxtral TTS price only on a page not confirmed here
+        // (docs/providers/mistral.md).
+        "voxtral-mini-tts" => UNPRICED,
 
         // Images: one at the model's defaults.
         // OpenAI's usage: 10 text in × $5 + 40 image in × $8 + 50 out (not itemised: image
