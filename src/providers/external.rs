@@ -268,7 +268,7 @@ mod tests {
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 34, "{names:?}");
+        assert_eq!(names.len(), 35, "{names:?}");
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub(crate) mod recraft;
 pub(crate) mod registry;
 pub(crate) mod siliconflow;
 pub(crate) mod stability;
+pub(crate) mod stepfun;
 pub(crate) mod tei;
 #[cfg(test)]
 pub(crate) mod test_support;

@@ -98,6 +98,8 @@ pub(crate) enum ProviderConfig {
     AzureSpeech(NoSettings),
     #[serde(rename = "mistral")]
     Mistral(NoSettings),
+    #[serde(rename = "stepfun")]
+    StepFun(NoSettings),
     // Vertex AI (Gemini image models; Google service-account credentials).
     #[serde(rename = "vertex")]
     Vertex(vertex::Settings),
@@ -162,6 +164,7 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::FishAudio(_) => fish_audio::kind(key),
         ProviderConfig::AzureSpeech(_) => azure_speech::kind(key),
         ProviderConfig::Mistral(_) => mistral::kind(key),
+        ProviderConfig::StepFun(_) => stepfun::kind(key),
         ProviderConfig::Vertex(s) => vertex::kind(s, key),
     }
 }
@@ -205,7 +208,8 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         ProviderConfig::Cartesia(_)
         | ProviderConfig::Deepgram(_)
         | ProviderConfig::FishAudio(_)
-        | ProviderConfig::Mistral(_) => Discovery::default(),
+        | ProviderConfig::Mistral(_)
+        | ProviderConfig::StepFun(_) => Discovery::default(),
         ProviderConfig::AzureSpeech(_) => azure_speech::DISCOVERY,
         // Vertex AI's model list is not read yet.
         ProviderConfig::Vertex(_) => Discovery::default(),

@@ -107,6 +107,7 @@ mod speech_memory;
 mod speech_minimax;
 mod speech_mistral;
 mod speech_openai;
+mod speech_stepfun;
 mod speech_streaming;
 mod speech_volcengine;
 #[cfg(feature = "redis")]

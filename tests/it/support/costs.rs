@@ -35,6 +35,8 @@ fn expected(model: &str) -> Option<&'static str> {
         // Mistral publishes its Voxtral TTS price only on a page not confirmed here
         // (docs/providers/mistral.md).
         "voxtral-mini-tts" => UNPRICED,
+        // StepFun's price page could not be read at its source (docs/providers/stepfun.md).
+        "step-tts-2" | "stepaudio-2.5-tts" => UNPRICED,
 
         // Images: one at the model's defaults.
         // OpenAI's usage: 10 text in × $5 + 40 image in × $8 + 50 out (not itemised: image

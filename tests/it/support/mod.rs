@@ -202,6 +202,7 @@ switchyard:
     deepgram: {{kind: deepgram, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     fish-audio: {{kind: fish-audio, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     mistral: {{kind: mistral, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    stepfun: {{kind: stepfun, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     azure-speech: {{kind: azure-speech, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     vertex: {{kind: vertex, credentials_file: "{vertex_key}", token_url: "{vertex_token}", location: us-central1, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
   models:
@@ -263,6 +264,8 @@ switchyard:
     aura-2: {{family: deepgram-aura-2, targets: [{{provider: deepgram, model: aura-2}}]}}
     fish-s2.1-pro: {{family: fish-audio-tts, targets: [{{provider: fish-audio, model: s2.1-pro}}]}}
     voxtral-mini-tts: {{family: voxtral-tts, targets: [{{provider: mistral, model: voxtral-mini-tts-2603}}]}}
+    step-tts-2: {{family: stepfun-tts, targets: [{{provider: stepfun, model: step-tts-2}}]}}
+    stepaudio-2.5-tts: {{family: stepfun-tts-instruct, targets: [{{provider: stepfun, model: stepaudio-2.5-tts}}]}}
     azure-neural: {{family: azure-speech, targets: [{{provider: azure-speech, model: neural}}]}}
     vertex-gemini-3-pro-image: {{family: gemini-image, targets: [{{provider: vertex, model: gemini-3-pro-image}}]}}
     vertex-gemini-3.1-flash-image: {{family: gemini-flash-image, targets: [{{provider: vertex, model: gemini-3.1-flash-image}}]}}
