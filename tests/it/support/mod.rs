@@ -266,6 +266,7 @@ switchyard:
     voxtral-mini-tts: {{family: voxtral-tts, targets: [{{provider: mistral, model: voxtral-mini-tts-2603}}]}}
     step-tts-2: {{family: stepfun-tts, targets: [{{provider: stepfun, model: step-tts-2}}]}}
     stepaudio-2.5-tts: {{family: stepfun-tts-instruct, targets: [{{provider: stepfun, model: stepaudio-2.5-tts}}]}}
+    cosyvoice-v3-flash: {{family: cosyvoice, targets: [{{provider: dashscope, model: cosyvoice-v3-flash}}]}}
     azure-neural: {{family: azure-speech, targets: [{{provider: azure-speech, model: neural}}]}}
     vertex-gemini-3-pro-image: {{family: gemini-image, targets: [{{provider: vertex, model: gemini-3-pro-image}}]}}
     vertex-gemini-3.1-flash-image: {{family: gemini-flash-image, targets: [{{provider: vertex, model: gemini-3.1-flash-image}}]}}
