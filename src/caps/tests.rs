@@ -89,7 +89,7 @@ fn speech(c: Caps) -> &'static SpeechCaps {
 #[test]
 fn the_builtin_table_loads() {
     let table = builtin().unwrap_or_else(|e| panic!("{e:#?}"));
-    assert_eq!(table.names().len(), 85);
+    assert_eq!(table.names().len(), 89);
     // A few values, to catch a loader that reads keys into the wrong place.
     let kontext = images(table.get("flux-kontext").unwrap());
     assert_eq!(kontext.family, "flux-kontext");

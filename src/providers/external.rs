@@ -275,7 +275,7 @@ mod tests {
         ] {
             assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        assert_eq!(names.len(), 41, "{names:?}");
+        assert_eq!(names.len(), 43, "{names:?}");
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub(crate) mod jina;
 pub(crate) mod kling;
 pub(crate) mod local;
 pub(crate) mod minimax;
+pub(crate) mod mistral;
 pub(crate) mod mixedbread;
 // ---- rerank: NVIDIA NIM, vLLM, Infinity, Bedrock (issue 30) ----
 pub(crate) mod bedrock;
@@ -43,6 +44,7 @@ pub(crate) mod registry;
 pub(crate) mod replicate;
 pub(crate) mod siliconflow;
 pub(crate) mod stability;
+pub(crate) mod stepfun;
 pub(crate) mod tei;
 // Tencent Cloud (issue 30).
 pub(crate) mod tencent_hunyuan;

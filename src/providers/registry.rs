@@ -104,6 +104,10 @@ pub(crate) enum ProviderConfig {
     // Amazon Bedrock image generation (InvokeModel; SigV4, the same AWS settings).
     #[serde(rename = "bedrock-image")]
     BedrockImage(formats::aws::Settings),
+    #[serde(rename = "mistral")]
+    Mistral(NoSettings),
+    #[serde(rename = "stepfun")]
+    StepFun(NoSettings),
     // Vertex AI (Gemini image models; Google service-account credentials).
     #[serde(rename = "vertex")]
     Vertex(vertex::Settings),
@@ -184,6 +188,8 @@ pub(crate) fn build(config: &ProviderConfig, key: &str) -> Result<Kind, String> 
         ProviderConfig::AzureSpeech(_) => azure_speech::kind(key),
         ProviderConfig::Polly(s) => polly::kind(s, key),
         ProviderConfig::BedrockImage(s) => bedrock_image::kind(s, key),
+        ProviderConfig::Mistral(_) => mistral::kind(key),
+        ProviderConfig::StepFun(_) => stepfun::kind(key),
         ProviderConfig::Vertex(s) => vertex::kind(s, key),
         ProviderConfig::TencentHunyuan(s) => tencent_hunyuan::kind(s, key),
         ProviderConfig::TencentTts(s) => tencent_tts::kind(s, key),
@@ -232,7 +238,9 @@ pub(crate) fn discovery(config: &ProviderConfig) -> Discovery {
         // ---- speech: voice-agent vendors (issue 30); no list endpoint sourced yet
         ProviderConfig::Cartesia(_)
         | ProviderConfig::Deepgram(_)
-        | ProviderConfig::FishAudio(_) => Discovery::default(),
+        | ProviderConfig::FishAudio(_)
+        | ProviderConfig::Mistral(_)
+        | ProviderConfig::StepFun(_) => Discovery::default(),
         ProviderConfig::AzureSpeech(_) => azure_speech::DISCOVERY,
         ProviderConfig::Polly(_) => polly::DISCOVERY,
         // Bedrock's model list (ListFoundationModels) is another service's: not read yet.

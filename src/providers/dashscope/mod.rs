@@ -1,4 +1,4 @@
-//! Alibaba Cloud Model Studio (DashScope / 百炼): text rerank, Qwen-TTS speech and Wan images, all
+//! Alibaba Cloud Model Studio (DashScope / 百炼): text rerank, Qwen-TTS and CosyVoice speech and Wan images, all
 //! answering errors in one `{"request_id","code","message"}` envelope, which this module reads
 //! for all three.
 //!
@@ -6,6 +6,7 @@
 //! inside an SSE event); its `code` says more than the status, so the kind comes from the code when
 //! this module knows it.
 
+pub(crate) mod cosyvoice;
 pub(crate) mod discovery;
 pub(crate) mod images;
 pub(crate) mod rerank;

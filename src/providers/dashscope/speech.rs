@@ -1,5 +1,6 @@
 //! Alibaba Cloud Model Studio (DashScope / 百炼) Qwen-TTS speech
-//! (`POST /api/v1/services/aigc/multimodal-generation/generation`).
+//! (`POST /api/v1/services/aigc/multimodal-generation/generation`). CosyVoice models (their own
+//! endpoint and body) are routed to `cosyvoice.rs`, which reuses this file's answer readers.
 //!
 //! The native request nests the text: `{"model", "input": {"text", "voice", …}}`, and the family's
 //! native options (`language_type`, `optimize_instructions`) live inside `input` too, as does the
@@ -48,7 +49,7 @@ use crate::upstream::provider::Provider;
 const SPEECH_PATH: &str = "/api/v1/services/aigc/multimodal-generation/generation";
 
 /// Asks DashScope to answer as Server-Sent Events.
-const SSE_HEADER: &str = "x-dashscope-sse";
+pub(super) const SSE_HEADER: &str = "x-dashscope-sse";
 
 /// The `finish_reason` of the last event of a complete stream.
 const STOP: &str = "stop";
@@ -133,6 +134,9 @@ pub(crate) fn speech_request(
     target: &Target,
     req: &SpeechRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
+    if super::cosyvoice::serves(req) {
+        return super::cosyvoice::speech_request(target, req);
+    }
     // Validation only lets the family's formats through when the caller names one; a format that
     // still arrives here (e.g. a default the family cannot produce) is refused rather than served
     // as WAV under another format's Content-Type.
@@ -172,6 +176,9 @@ pub(crate) fn speech_request(
 // ---- translation back ------------------------------------------------------------------------
 
 pub(crate) fn speech_decoding(provider: &Arc<Provider>, req: &SpeechRequest<'_>) -> SpeechDecoding {
+    if super::cosyvoice::serves(req) {
+        return super::cosyvoice::speech_decoding(provider, req);
+    }
     // `speech_request` refused any other format, so nothing was sent for one.
     match mode(req.response_format) {
         Some(Mode::WavUrl) => SpeechDecoding::Decode(Box::new(Whole::new(provider, url_answer))),
@@ -181,8 +188,8 @@ pub(crate) fn speech_decoding(provider: &Arc<Provider>, req: &SpeechRequest<'_>)
     }
 }
 
-/// The non-streamed answer: the URL of the WAV file, or an error reported inside the 200.
-fn url_answer(
+/// The non-streamed answer: the URL of the audio file, or an error reported inside the 200.
+pub(super) fn url_answer(
     provider: &Provider,
     body: &[u8],
     _out: &mut Vec<Bytes>,
@@ -200,9 +207,10 @@ fn url_answer(
     Ok(Finished::Fetch(url.trim().to_string()))
 }
 
-/// The streamed answer: SSE events, each with a base64 PCM piece.
+/// The streamed answer: SSE events, each with a base64 audio piece (PCM for Qwen-TTS; the asked
+/// format for CosyVoice).
 #[derive(Default)]
-struct PcmEvents {
+pub(super) struct PcmEvents {
     /// Whether the `"stop"` event arrived.
     stopped: bool,
     usage: SpeechUsage,

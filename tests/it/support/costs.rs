@@ -24,6 +24,8 @@ fn expected(model: &str) -> Option<&'static str> {
         "speech-2.8-hd" => "0.0044 USD; basis=gateway",
         // 0.8 CNY per 10,000 characters: 44 × 0.00008 CNY.
         "qwen3-tts-flash" => "0.00352 CNY; basis=gateway",
+        // 1 CNY per 10,000 characters: 44 × 0.0001 CNY.
+        "cosyvoice-v3-flash" => "0.0044 CNY; basis=gateway",
         // $0.60 per 1M text tokens in; the sentence is 10 cl100k tokens: $0.000006, a lower bound
         // (raw audio reports no audio tokens, billed at $12 per 1M).
         "gpt-4o-mini-tts" => "0.000006 USD; basis=gateway; estimate",
@@ -40,6 +42,11 @@ fn expected(model: &str) -> Option<&'static str> {
         "tencent-tts" => UNPRICED,
         // xAI text to speech: its price is not confirmed from xAI's own pages.
         "grok-tts" => UNPRICED,
+        // Mistral publishes its Voxtral TTS price only on a page not confirmed here
+        // (docs/providers/mistral.md).
+        "voxtral-mini-tts" => UNPRICED,
+        // StepFun's price page could not be read at its source (docs/providers/stepfun.md).
+        "step-tts-2" | "stepaudio-2.5-tts" => UNPRICED,
 
         // Images: one at the model's defaults.
         // OpenAI's usage: 10 text in × $5 + 40 image in × $8 + 50 out (not itemised: image

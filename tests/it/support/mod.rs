@@ -207,6 +207,8 @@ switchyard:
     cartesia: {{kind: cartesia, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     deepgram: {{kind: deepgram, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     fish-audio: {{kind: fish-audio, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    mistral: {{kind: mistral, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
+    stepfun: {{kind: stepfun, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     azure-speech: {{kind: azure-speech, api_key: "{PROVIDER_KEY}", base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     polly: {{kind: polly, api_key: "{AWS_ACCESS_KEY_ID}", secret_key: "{AWS_SECRET}", region: eu-west-1, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
     bedrock-image: {{kind: bedrock-image, api_key: "{AWS_ACCESS_KEY_ID}", secret_key: "{AWS_SECRET}", session_token: "{AWS_SESSION_TOKEN}", region: us-west-2, base_url: "{fake_url}", timeouts: {{read_ms: 1500}}}}
@@ -276,6 +278,10 @@ switchyard:
     sonic-3: {{family: cartesia-sonic, targets: [{{provider: cartesia, model: sonic-3}}]}}
     aura-2: {{family: deepgram-aura-2, targets: [{{provider: deepgram, model: aura-2}}]}}
     fish-s2.1-pro: {{family: fish-audio-tts, targets: [{{provider: fish-audio, model: s2.1-pro}}]}}
+    voxtral-mini-tts: {{family: voxtral-tts, targets: [{{provider: mistral, model: voxtral-mini-tts-2603}}]}}
+    step-tts-2: {{family: stepfun-tts, targets: [{{provider: stepfun, model: step-tts-2}}]}}
+    stepaudio-2.5-tts: {{family: stepfun-tts-instruct, targets: [{{provider: stepfun, model: stepaudio-2.5-tts}}]}}
+    cosyvoice-v3-flash: {{family: cosyvoice, targets: [{{provider: dashscope, model: cosyvoice-v3-flash}}]}}
     azure-neural: {{family: azure-speech, targets: [{{provider: azure-speech, model: neural}}]}}
     polly-neural: {{family: polly-neural, targets: [{{provider: polly, model: neural}}]}}
     polly-generative: {{family: polly-generative, targets: [{{provider: polly, model: generative}}]}}
