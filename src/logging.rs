@@ -211,7 +211,9 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     {
         let secrets = SECRETS.read().unwrap_or_else(PoisonError::into_inner);
         for secret in secrets.iter() {
-            if out.contains(secret.as_str()) {
+            // Most of what the access line cleans (a path, a caller's name) is shorter than a
+            // key: no searcher built for those.
+            if secret.len() <= out.len() && out.contains(secret.as_str()) {
                 out = Cow::Owned(out.replace(secret.as_str(), MARK));
             }
         }
@@ -436,7 +438,6 @@ fn unquoted_end(b: &[u8], from: usize, sep: u8) -> usize {
 /// Blank the token after `Bearer ` / `Basic ` and `sk-…` words; `None` when there are none.
 fn scheme_tokens(text: &str) -> Option<String> {
     let b = text.as_bytes();
-    let lower = text.to_ascii_lowercase();
     let mut spans: Vec<(usize, usize)> = Vec::new();
     let token_end = |mut i: usize| {
         while i < b.len()
@@ -453,8 +454,7 @@ fn scheme_tokens(text: &str) -> Option<String> {
     let word_start = |i: usize| i == 0 || !b[i - 1].is_ascii_alphanumeric();
     for scheme in ["bearer ", "basic ", "sk-"] {
         let mut from = 0;
-        while let Some(found) = lower[from..].find(scheme) {
-            let at = from + found;
+        while let Some(at) = find_ignoring_case(b, from, scheme.as_bytes()) {
             from = at + scheme.len();
             if !word_start(at) {
                 continue;
@@ -473,6 +473,16 @@ fn scheme_tokens(text: &str) -> Option<String> {
         }
     }
     splice(text, spans)
+}
+
+/// Where `needle` (lowercase ASCII) first appears in `hay` at or after `from`, in any case. The
+/// access line cleans several fields per request: no lowercase copy of each.
+fn find_ignoring_case(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+    let first = *needle.first()?;
+    hay.get(from..)?
+        .windows(needle.len())
+        .position(|w| w[0].to_ascii_lowercase() == first && w.eq_ignore_ascii_case(needle))
+        .map(|at| from + at)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use crate::limits::Limiter;
 use crate::metrics::Metrics;
 use crate::store::files::FileStore;
 use crate::store::files::MemoryStore;
+use crate::store::redis_conn::RedisConn;
 #[cfg(feature = "redis")]
 use crate::store::redis_files::RedisFileStore;
 use crate::store::tasks::MemoryTaskStore;
@@ -45,6 +46,10 @@ pub struct GatewayState {
     /// changed `store:` needs a restart.
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) redis: Option<crate::store::redis_conn::RedisConn>,
+    /// The request path's own connection to that Redis (`RedisConn::lane`): limits and the
+    /// response cache.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) request_redis: Option<crate::store::redis_conn::RedisConn>,
     /// Per-caller limits: budgets and concurrent slots, by principal id (in Redis when one is
     /// configured).
     pub(crate) limits: Limiter,
@@ -94,8 +99,12 @@ impl GatewayState {
                 Box::new(MemoryTaskStore::new(settings.images.task_store_bytes)),
             ),
         };
+        // The request path's Redis calls (limits here, the response cache below) go over a lane
+        // of their own, opened by a request, so their I/O runs on the request's runtime
+        // (`RedisConn::lane`).
+        let lane = settings.redis.as_ref().map(RedisConn::lane);
         let limits = Limiter::new(
-            settings.redis.as_ref(),
+            lane.as_ref(),
             metrics.clone(),
             settings.limits_clock.clone(),
         );
@@ -119,6 +128,7 @@ impl GatewayState {
             jobs: task_job::Jobs::default(),
             metrics,
             redis,
+            request_redis: lane,
             limits,
             voices: Default::default(),
             tracer,
@@ -153,7 +163,7 @@ impl GatewayState {
             let s = self.settings();
             Arc::new(crate::cache::Cache::new(
                 &s.cache,
-                self.redis.as_ref(),
+                self.request_redis.as_ref(),
                 self.metrics.clone(),
             ))
         })

@@ -244,6 +244,8 @@ struct Current {
 }
 
 struct Shared {
+    /// What this connection was made from, for [`RedisConn::lane`].
+    settings: RedisSettings,
     dialer: Dialer,
     key_prefix: String,
     timeout: Duration,
@@ -347,6 +349,7 @@ impl RedisConn {
         };
         Ok(RedisConn {
             shared: Arc::new(Shared {
+                settings: settings.clone(),
                 dialer,
                 key_prefix: settings.key_prefix.clone(),
                 timeout,
@@ -357,6 +360,20 @@ impl RedisConn {
                 dialing: tokio::sync::Mutex::new(()),
             }),
         })
+    }
+
+    /// A connection of its own to the same Redis, with the same prefix and bounds, opened by its
+    /// own first call. Why a second one: a connection's I/O task runs on the runtime of the call
+    /// that opened it. The shared connection is usually opened by a background service (health
+    /// sync, task supervision) on a thread of its own, and every request-path call on it then
+    /// costs two cross-thread wake-ups and context switches (the request's task waking the I/O
+    /// task, its reply waking the request back): with limits in Redis that doubled a rerank
+    /// request's CPU in the throughput bench. A lane first used by a request keeps its I/O on
+    /// the request's own runtime.
+    pub(crate) fn lane(&self) -> RedisConn {
+        // `new` did not fail for these settings a moment ago and does no I/O; should it ever,
+        // sharing this connection is correct, only slower.
+        RedisConn::new(&self.shared.settings).unwrap_or_else(|_| self.clone())
     }
 
     /// The prefix every key of the stores on this connection starts with.
