@@ -158,7 +158,7 @@ impl HttpModule for Authenticated {
             let admitted = self
                 .state
                 .limits
-                .admit(&principal.id, set, Meter::Requests, on_error)
+                .admit(&principal.id, set, Meter::Requests, None, on_error)
                 .await;
             match admitted {
                 Ok(lease) => self._lease = lease,

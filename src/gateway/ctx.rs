@@ -11,14 +11,13 @@ use super::access_log::Usage;
 use super::admission::InFlight;
 use super::costing::RequestCost;
 use super::mount;
-use super::outcome::{Failure, Outcome};
+use super::outcome::{Failure, Outcome, Standing};
 use crate::api::compat::Surface;
 use crate::auth::Principal;
 use crate::catalog::Model;
 use crate::common::Operation;
 use crate::config::GatewaySettings;
 use crate::engine::trace::{RequestContext, Trace};
-use crate::limits::Lease;
 use crate::metrics;
 use crate::money::{Amount, Currency};
 
@@ -40,8 +39,9 @@ pub struct Ctx {
     pub(crate) in_flight: Option<InFlight>,
     /// This request in the entry point's in-flight gauge, taken out when it is logged.
     pub(crate) gauge: Option<GaugeSlot>,
-    /// The caller's concurrent slot, given back when its usage is charged (after the answer).
-    pub(crate) lease: Option<Lease>,
+    /// Where it stands with its caller's limits: its concurrent slot (given back when its usage
+    /// is charged, after the answer), and whether its admission is still to come.
+    pub(crate) limits: Standing,
     /// What the attempt loop noted: attempts, and the target that answered or failed last.
     pub(crate) trace: Trace,
     /// The request's id and trace, taken from its head (`service.rs`).
@@ -82,7 +82,7 @@ impl Ctx {
             principal: None,
             in_flight: None,
             gauge: None,
-            lease: None,
+            limits: Standing::default(),
             trace: Trace::default(),
             request: RequestContext::default(),
             model: None,

@@ -41,6 +41,7 @@ impl Gateway {
             mount: &self.mount,
             prefix: ctx.prefix.as_deref(),
             principal: ctx.principal.as_ref(),
+            limits: &mut ctx.limits,
             surface: ctx.surface,
             start: ctx.start,
         };

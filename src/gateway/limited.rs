@@ -1,7 +1,16 @@
-//! Where a request meets its caller's limits (the accounting is `crate::limits`'s): before its
-//! body is read, once its known cost is validated, and its usage and cost when its answer is
-//! complete. A caller without limits (`Principal.limits` is `None`) passes each of these at its
-//! first instruction.
+//! Where a request meets its caller's limits (the accounting is `crate::limits`'s): its
+//! admission — for a rerank before its body is read, for speech and images once their body is
+//! validated, together with what they are known to cost, in one check (one Redis round trip) —
+//! and its usage and cost when its answer is complete. A caller without limits
+//! (`Principal.limits` is `None`) passes each of these at its first instruction.
+//!
+//! Admitting speech and images only once their body is validated is what keeps them to one
+//! round trip on their path (their known cost cannot be checked before): a bad body is answered
+//! `400` before a caller over its limits would be answered `429`, and a caller over its limits
+//! has its body (within the body limits) read before it is refused. Such a request holds no
+//! `concurrent` slot while its body is read: its slot is taken by the check and held until its
+//! answer has been sent. One whose body is refused is counted against `requests_per_minute` with
+//! its end-of-request charge (off its path), as its admission would have counted it.
 //!
 //! Money budgets are counted in the budget's currency: a cost in another is converted by the
 //! configuration's `currency_rates` (whose presence for every priced model the configuration
@@ -15,6 +24,8 @@ use crate::catalog::Model;
 use crate::common::error::GatewayError;
 use crate::common::Operation;
 use crate::cost::{self, Planned};
+use crate::engine::trace;
+use crate::limits::Known;
 use crate::money::{Amount, Currency, Rates};
 
 /// What an operation's usage limits count.
@@ -26,9 +37,20 @@ fn meter(op: Operation) -> Meter {
     }
 }
 
-/// After authentication, before the body: `requests_per_minute`, a `concurrent` slot (kept in
-/// the context until the answer has been sent), and the operation's usage and the money budget
-/// not yet spent.
+/// Whether `op`'s requests are admitted with the check of what they are known to cost, once
+/// their body is validated ([`cost`]), rather than before their body is read. Speech and images
+/// know their use up front (characters, images asked for); a rerank's tokens are known only from
+/// its answer.
+fn admitted_with_known_cost(op: Operation) -> bool {
+    match op {
+        Operation::Speech | Operation::Images => true,
+        Operation::Rerank => false,
+    }
+}
+
+/// After authentication, before the body: a rerank is admitted — `requests_per_minute`, a
+/// `concurrent` slot (kept in the context until the answer has been sent), and the operation's
+/// usage and the money budget not yet spent. Speech and images wait for [`cost`].
 pub(crate) async fn admit(
     state: &GatewayState,
     ctx: &mut Ctx,
@@ -40,17 +62,24 @@ pub(crate) async fn admit(
     let Some(set) = &p.limits else {
         return Ok(());
     };
+    if admitted_with_known_cost(op) {
+        ctx.limits.pending = true;
+        return Ok(());
+    }
     let on_error = ctx.settings.auth.on_store_error();
-    ctx.lease = state.limits.admit(&p.id, set, meter(op), on_error).await?;
+    ctx.limits.lease = state
+        .limits
+        .admit(&p.id, set, meter(op), None, on_error)
+        .await?;
     Ok(())
 }
 
-/// Once the body is validated: what the request is known to use up front (`used`: speech
-/// characters, images asked for) and to cost (`planned` at `model`'s prices) must fit in what is
-/// left, in one check. Answers the known cost checked against the caller's money budget, in the
-/// budget's currency (`None`: no budget, or no cost known).
+/// Once the body is validated: the request is admitted ([`admit`]'s rules) and what it is known
+/// to use up front (`used`: speech characters, images asked for) and to cost (`planned` at
+/// `model`'s prices) must fit in what is left — one check. Answers the known cost checked against
+/// the caller's money budget, in the budget's currency (`None`: no budget, or no cost known).
 pub(crate) async fn cost(
-    call: &Call<'_>,
+    call: &mut Call<'_>,
     op: Operation,
     used: u64,
     model: &Model,
@@ -62,17 +91,21 @@ pub(crate) async fn cost(
     let Some(set) = &p.limits else {
         return Ok(None);
     };
-    let meter = meter(op);
     let currency = set.budget_currency();
     let money = currency.and_then(|c| known_cost(model, planned, &call.settings.rates, c));
-    if !set.counts(meter) && money.is_none() {
-        return Ok(None);
-    }
+    // Whatever it answers, the request has met its admission now (a store error passed as
+    // `auth.limits_on_store_error` says, a refusal applied what it applies).
+    call.limits.pending = false;
     let on_error = call.settings.auth.on_store_error();
-    call.state
+    let known = Known { used, cost: money };
+    let started = trace::now();
+    let admitted = call
+        .state
         .limits
-        .check_known(&p.id, set, (meter, used), money, on_error)
-        .await?;
+        .admit(&p.id, set, meter(op), Some(known), on_error)
+        .await;
+    trace::step("limits", started, admitted.as_ref().err());
+    call.limits.lease = admitted?;
     Ok(money.zip(currency))
 }
 
@@ -101,7 +134,8 @@ pub(crate) fn known_cost(
 /// budget's currency) is charged to its caller, and its concurrent slot given back (one Redis
 /// call for all). Called once per request, from the proxy layer's one place (`service.rs`).
 pub(crate) async fn charge(state: &GatewayState, ctx: &mut Ctx) {
-    let lease = ctx.lease.take();
+    let lease = ctx.limits.lease.take();
+    let unadmitted = std::mem::take(&mut ctx.limits.pending);
     let (Some(p), Some(op)) = (&ctx.principal, ctx.operation) else {
         return;
     };
@@ -117,7 +151,7 @@ pub(crate) async fn charge(state: &GatewayState, ctx: &mut Ctx) {
     let cost = money_charged(set, ctx.cost_charge, &ctx.settings.rates);
     state
         .limits
-        .charge(&p.id, set, (meter(op), used), cost, lease)
+        .charge(&p.id, set, (meter(op), used), cost, lease, unadmitted)
         .await;
 }
 

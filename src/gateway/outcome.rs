@@ -18,6 +18,7 @@ use crate::auth::Principal;
 use crate::catalog::Model;
 use crate::common::error::GatewayError;
 use crate::config::GatewaySettings;
+use crate::limits::Lease;
 use crate::money::{Amount, Currency};
 
 /// One request as an endpoint or operation sees it: what it runs under and where its answer goes.
@@ -36,6 +37,9 @@ pub(crate) struct Call<'a> {
     pub(crate) prefix: Option<&'a str>,
     /// The authenticated caller (`None` on the routes that need no credentials).
     pub(crate) principal: Option<&'a Principal>,
+    /// Where the request stands with the caller's limits: a speech or image request is admitted
+    /// with its known cost (`limited::cost`), which keeps its slot here.
+    pub(crate) limits: &'a mut Standing,
     /// The API shape the request speaks (its answer's and errors' shape).
     pub(crate) surface: Surface,
     /// When the request started (time to first byte).
@@ -69,6 +73,18 @@ impl Call<'_> {
         });
         out
     }
+}
+
+/// Where a request stands with its caller's limits (`limited.rs` keeps it), held in its context
+/// from its admission to its charge and lent to its handler in the [`Call`].
+#[derive(Default)]
+pub(crate) struct Standing {
+    /// The caller's concurrent slot, given back when the usage is charged (after the answer).
+    pub(crate) lease: Option<Lease>,
+    /// Its admission waits for its body: it comes with the check of its known cost
+    /// (`limited::cost`). Still set at the charge: the request ended before it (its body
+    /// refused).
+    pub(crate) pending: bool,
 }
 
 /// What an endpoint or operation did, for the proxy layer to record: the model it served, the

@@ -56,7 +56,8 @@ impl Counts {
     }
 
     /// Apply `check` for `scope`: `Ok` with the slot it took (if it asked for one), or the
-    /// refusal, with nothing applied.
+    /// refusal — with nothing applied, or, refused by what it is known to use, with its
+    /// admission's counters charged and no slot taken (as [`Check`] says).
     pub(crate) fn apply(
         self: &Arc<Self>,
         scope: &str,
@@ -75,13 +76,14 @@ impl Counts {
         let Some(s) = scopes.get_mut(scope) else {
             return Ok(None);
         };
-        if let Some(over) = first_over(check, |_, c| s.used(c.limit.name, c.window)) {
+        let n = check.counters.len();
+        if let Some(over) = first_over(&check.counters, 0, |c| s.used(c.limit.name, c.window)) {
             return Err(over);
         }
         if let Some(quota) = check.slot {
             if s.active >= quota {
                 return Err(Outcome::Refused {
-                    at: check.counters.len(),
+                    at: n,
                     used: s.active,
                 });
             }
@@ -97,6 +99,10 @@ impl Counts {
                     .counters
                     .push((c.limit.name, c.limit.window, c.window, c.add)),
             }
+        }
+        // Read after the admission's charge, as a second call would have.
+        if let Some(over) = first_over(&check.known, n + 1, |c| s.used(c.limit.name, c.window)) {
+            return Err(over);
         }
         if check.slot.is_none() {
             return Ok(None);
@@ -136,7 +142,7 @@ mod tests {
         let counts = Arc::new(Counts::default());
         let check = |w| Check {
             counters: vec![rpm(2, w, 1, 1)],
-            slot: None,
+            ..Check::default()
         };
         assert!(counts.apply("a", &check(7)).is_ok());
         assert!(counts.apply("a", &check(7)).is_ok());
@@ -153,8 +159,8 @@ mod tests {
     fn slots_are_given_back_when_dropped() {
         let counts = Arc::new(Counts::default());
         let check = Check {
-            counters: vec![],
             slot: Some(1),
+            ..Check::default()
         };
         let held = counts.apply("a", &check).unwrap();
         assert!(held.is_some());
@@ -172,22 +178,55 @@ mod tests {
         let check = Check {
             counters: vec![rpm(5, 1, 1, 1)],
             slot: Some(1),
+            ..Check::default()
         };
         let _held = counts.apply("a", &check).unwrap();
         assert!(counts.apply("a", &check).is_err());
         // The refused request was not counted: 1 of 5 used.
         let probe = Check {
             counters: vec![rpm(5, 1, 4, 0)],
-            slot: None,
+            ..Check::default()
         };
         assert!(counts.apply("a", &probe).is_ok());
         let over = Check {
             counters: vec![rpm(5, 1, 5, 0)],
-            slot: None,
+            ..Check::default()
         };
         assert_eq!(
             counts.apply("a", &over).err(),
             Some(Outcome::Refused { at: 0, used: 1 })
+        );
+    }
+
+    #[test]
+    fn a_refusal_by_the_known_use_charges_the_admission_and_takes_no_slot() {
+        let counts = Arc::new(Counts::default());
+        let check = |need| Check {
+            counters: vec![rpm(5, 1, 1, 1)],
+            slot: Some(1),
+            known: vec![rpm(5, 1, need, 0)],
+        };
+        // 1 (this request, counted first) + 5 does not fit: refused at the first known counter,
+        // after the counter and the slot.
+        assert_eq!(
+            counts.apply("a", &check(5)).err(),
+            Some(Outcome::Refused { at: 2, used: 1 })
+        );
+        // Counted, and no slot held: the next one takes it.
+        let held = counts.apply("a", &check(3)).unwrap();
+        assert!(held.is_some());
+        let probe = Check {
+            counters: vec![rpm(5, 1, 3, 0)],
+            ..Check::default()
+        };
+        assert!(counts.apply("a", &probe).is_ok());
+        let over = Check {
+            counters: vec![rpm(5, 1, 4, 0)],
+            ..Check::default()
+        };
+        assert_eq!(
+            counts.apply("a", &over).err(),
+            Some(Outcome::Refused { at: 0, used: 2 })
         );
     }
 }

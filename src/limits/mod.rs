@@ -2,17 +2,23 @@
 //! and refusing what goes past its limits, with one budget shared by every instance on one Redis,
 //! or per process without one.
 //!
-//! A request meets its limits twice, and its usage once more at its end:
-//! - [`Limiter::admit`], after authentication and before the body is read: the request counts
-//!   against `requests_per_minute`, takes one of its `concurrent` slots (a [`Lease`], given back
-//!   when dropped — the gateway keeps it until the answer has been sent), and is refused if a
-//!   usage budget of its operation is already spent;
-//! - [`Limiter::check_known`], once the body is validated, when the request's cost is known up
-//!   front (speech characters, images asked for) or what it is known to cost in money: refused
-//!   if it exceeds what is left;
+//! A request meets its limits once on its path, and its usage once more at its end:
+//! - [`Limiter::admit`]: the request counts against `requests_per_minute`, takes one of its
+//!   `concurrent` slots (a [`Lease`], given back when dropped — the gateway keeps it until the
+//!   answer has been sent), and is refused if a usage budget of its operation is already spent;
+//!   then, when its cost is known up front ([`Known`]: speech characters, images asked for, and
+//!   what that is known to cost in money), that must fit in what is left. Both in one call. A
+//!   rerank (whose usage is not known before it runs) is admitted after authentication, before
+//!   its body is read; speech and images once their body is validated, so their known cost is
+//!   checked with their admission (`gateway::limited` decides which);
 //! - [`Limiter::charge`], when the answer is complete: what it actually used (rerank tokens from
 //!   the answer's usage, characters spoken, images delivered) and what it cost are added to its
-//!   windows, in one call.
+//!   windows, in one call. A request that ended before its admission (a speech or image request
+//!   whose body was refused) is counted against `requests_per_minute` there instead.
+//!
+//! A refusal by the known cost leaves the counters as the two calls this once was (admission,
+//! then the known cost) left them: the request counted against `requests_per_minute`, no slot
+//! held, nothing else charged (`check::Check`).
 //!
 //! A money budget (`budget: {currency, per_day, per_month}`) is two more windowed counters
 //! (`budget_per_day`, `budget_per_month`) in nano-units of its currency, under the same rules:
@@ -28,9 +34,10 @@
 //! a task of its own; `Limiter::charge`). The bound above is unchanged in kind: a request counts as
 //! in flight until its charge is applied — one Redis round trip after its answer, at most the
 //! store's timeout (`store.timeout_ms`) when Redis is slow, after which an unapplied charge is
-//! dropped and counted as a store error. On the path a request meets Redis once for rerank
-//! (admission) and twice for speech and images (admission, then the check of what they are known
-//! to cost once the body is validated).
+//! dropped and counted as a store error. On the path a request meets Redis at most once: rerank
+//! at its admission, speech and images at their admission with their known cost, once the body
+//! is validated (a speech or image request whose body is refused meets it not at all on its
+//! path).
 //!
 //! Each check is one call: with Redis, one Lua script (atomic, one round trip, bounded by the
 //! store's timeout; `redis`), else the same rules on a mutex-guarded map ([`memory`]). Windows
@@ -52,7 +59,7 @@ use crate::metrics::{self, Metrics};
 use crate::money::Amount;
 use crate::store::files::StoreError;
 use crate::store::redis_conn::RedisConn;
-use check::{Check, Counter, Outcome};
+use check::{Check, Counter, Outcome, RefusedBy};
 use window::Now;
 
 enum Backend {
@@ -68,6 +75,15 @@ pub(crate) struct Limiter {
     metrics: Metrics,
     /// What time it is for windows: the system's, or a test's (`config::Loader::limits_clock`).
     clock: Clock,
+}
+
+/// What a request is known to use before it runs, checked with its admission
+/// ([`Limiter::admit`]): `used` of its operation's meter (speech characters, images asked for)
+/// and `cost` in money, already converted into the budget's currency (`None`: not known).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Known {
+    pub(crate) used: u64,
+    pub(crate) cost: Option<Amount>,
 }
 
 /// A concurrent slot, held until dropped (its backend's slot gives it back on drop).
@@ -109,18 +125,22 @@ impl Limiter {
 
     /// A request of `scope` (the principal's id) with `set` starts: counts it against
     /// `requests_per_minute`, takes a `concurrent` slot, and refuses it when a budget of the
-    /// operation's `meter`, or its money budget, is already spent.
+    /// operation's `meter`, or its money budget, is already spent. With `known`, what it is
+    /// known to use before it runs must then fit in what is left of each window too — in the
+    /// same call, and nothing of it charged ([`Limiter::charge`] charges what it really used
+    /// and cost).
     pub(crate) async fn admit(
         &self,
         scope: &str,
         set: &LimitSet,
         meter: Meter,
+        known: Option<Known>,
         on_error: OnStoreError,
     ) -> Result<Option<Lease>, GatewayError> {
         let now = self.now();
         let mut check = Check {
-            counters: Vec::new(),
             slot: set.concurrent,
+            ..Check::default()
         };
         check.counters.extend(
             set.limits_of(Meter::Requests)
@@ -136,7 +156,19 @@ impl Limiter {
                     .map(|l| counter(now, l, 1, 0)),
             );
         }
-        if check.counters.is_empty() && check.slot.is_none() {
+        if let Some(k) = known {
+            check.known.extend(
+                set.limits_of(meter)
+                    .map(|l| counter(now, l, k.used.max(1), 0)),
+            );
+            if let Some(cost) = k.cost {
+                check.known.extend(
+                    set.limits_of(Meter::Money)
+                        .map(|l| counter(now, l, cost.nanos().max(1), 0)),
+                );
+            }
+        }
+        if check.counters.is_empty() && check.slot.is_none() && check.known.is_empty() {
             return Ok(None);
         }
         let result = match &self.backend {
@@ -156,53 +188,18 @@ impl Limiter {
         };
         match result {
             Ok(Ok(lease)) => Ok(lease),
-            Ok(Err(outcome)) => Err(self.refuse(scope, set, &check, outcome, now, (0, 0))),
+            Ok(Err(outcome)) => Err(self.refuse(scope, set, &check, outcome, now, known)),
             Err(e) => self.store_failed(e, on_error).map(|()| None),
-        }
-    }
-
-    /// What the request is known to use before it runs — `used` of `meter` (characters,
-    /// images) and `cost` in money (converted into the budget's currency) — must fit in what is
-    /// left of each window: one call for both, and nothing charged ([`Limiter::charge`] charges
-    /// what it really used and cost).
-    pub(crate) async fn check_known(
-        &self,
-        scope: &str,
-        set: &LimitSet,
-        (meter, used): (Meter, u64),
-        cost: Option<Amount>,
-        on_error: OnStoreError,
-    ) -> Result<(), GatewayError> {
-        let now = self.now();
-        let mut counters: Vec<Counter> = set
-            .limits_of(meter)
-            .map(|l| counter(now, l, used.max(1), 0))
-            .collect();
-        if let Some(cost) = cost {
-            counters.extend(
-                set.limits_of(Meter::Money)
-                    .map(|l| counter(now, l, cost.nanos().max(1), 0)),
-            );
-        }
-        let check = Check {
-            counters,
-            slot: None,
-        };
-        if check.counters.is_empty() {
-            return Ok(());
-        }
-        let costs = (used, cost.map_or(0, Amount::nanos));
-        match self.run(scope, &check, now).await {
-            Ok(Outcome::Passed) => Ok(()),
-            Ok(outcome) => Err(self.refuse(scope, set, &check, outcome, now, costs)),
-            Err(e) => self.store_failed(e, on_error),
         }
     }
 
     /// What a finished request used: added to every window of `meter`, and what it cost
     /// (`cost`, in the budget's currency) to the money budget's. Its concurrent slot (`lease`),
-    /// if any, is given back in the same Redis call. A store error is only counted and logged
-    /// (the answer has been sent; there is nobody left to refuse).
+    /// if any, is given back in the same Redis call. A request that ended before it was admitted
+    /// (`unadmitted`: its admission waited for its body, which was refused) is counted against
+    /// `requests_per_minute` here, where it fits, as its admission would have counted it. A
+    /// store error is only counted and logged (the answer has been sent; there is nobody left to
+    /// refuse).
     ///
     /// With Redis, the call does not wait for Redis: the charge is handed to the connection
     /// (its command queued on it before this returns, where the connection is open) and its
@@ -216,10 +213,18 @@ impl Limiter {
         (meter, used): (Meter, u64),
         cost: Option<Amount>,
         lease: Option<Lease>,
+        unadmitted: bool,
     ) {
         let now = self.now();
         let money = cost.map_or(0, Amount::nanos);
         let mut counters = Vec::new();
+        if unadmitted {
+            // Need 1: a request its admission would have refused is not counted.
+            counters.extend(
+                set.limits_of(Meter::Requests)
+                    .map(|l| counter(now, l, 1, 1)),
+            );
+        }
         if used > 0 {
             counters.extend(set.limits_of(meter).map(|l| counter(now, l, 0, used)));
         }
@@ -231,7 +236,7 @@ impl Limiter {
         }
         let check = Check {
             counters,
-            slot: None,
+            ..Check::default()
         };
         let result = match (&self.backend, lease) {
             // Nothing to charge: a slot is given back as it drops (one call of its own).
@@ -312,25 +317,36 @@ impl Limiter {
         check: &Check,
         outcome: Outcome,
         now: Now,
-        (used_cost, money_cost): (u64, u64),
+        known: Option<Known>,
     ) -> GatewayError {
         let Outcome::Refused { at, used } = outcome else {
             return GatewayError::Internal("limits: a passed check refused".into());
         };
-        let refusal = match check.counters.get(at) {
-            Some(c) => {
-                let money = c.limit.meter == Meter::Money;
-                LimitRefusal {
-                    limit: c.limit.name,
-                    quota: c.limit.quota,
-                    window: Some(now.length(c.limit.window)),
-                    remaining: c.limit.quota.saturating_sub(used),
-                    retry_after: now.seconds_left(c.limit.window),
-                    cost: if money { money_cost } else { used_cost },
-                    currency: if money { set.budget_currency() } else { None },
-                }
+        let counted = |c: &Counter, cost: u64| {
+            let money = c.limit.meter == Meter::Money;
+            LimitRefusal {
+                limit: c.limit.name,
+                quota: c.limit.quota,
+                window: Some(now.length(c.limit.window)),
+                remaining: c.limit.quota.saturating_sub(used),
+                retry_after: now.seconds_left(c.limit.window),
+                cost,
+                currency: if money { set.budget_currency() } else { None },
             }
-            None => {
+        };
+        let refusal = match check.refused_by(at) {
+            // Already spent: the refusal needs nothing of its own.
+            Some(RefusedBy::Counter(c)) => counted(c, 0),
+            Some(RefusedBy::Known(c)) => {
+                let k = known.unwrap_or_default();
+                let cost = if c.limit.meter == Meter::Money {
+                    k.cost.map_or(0, Amount::nanos)
+                } else {
+                    k.used
+                };
+                counted(c, cost)
+            }
+            Some(RefusedBy::Slot) | None => {
                 let quota = check.slot.unwrap_or(0);
                 LimitRefusal {
                     limit: "concurrent",
@@ -399,6 +415,20 @@ mod tests {
     }
 
     const OPEN: OnStoreError = OnStoreError::Open;
+
+    /// An admission with what it is known to use; its slot, if any, given back at once.
+    async fn check_known(
+        limits: &Limiter,
+        scope: &str,
+        set: &LimitSet,
+        (meter, used): (Meter, u64),
+        cost: Option<Amount>,
+    ) -> Result<(), GatewayError> {
+        limits
+            .admit(scope, set, meter, Some(Known { used, cost }), OPEN)
+            .await
+            .map(|_| ())
+    }
     const CHARS: (Meter, u64) = (Meter::Characters, 10);
 
     #[tokio::test]
@@ -406,19 +436,14 @@ mod tests {
         let clock = Clock::manual(day("2026-11-27") + 86_400 - 3_600);
         let limits = Limiter::new(None, Metrics::off(), clock.clone());
         let set = budget("budget: {currency: USD, per_day: \"1\"}");
-        assert!(limits
-            .check_known("a", &set, CHARS, Some(usd("1")), OPEN)
+        assert!(check_known(&limits, "a", &set, CHARS, Some(usd("1")))
             .await
             .is_ok());
         limits
-            .charge("a", &set, CHARS, Some(usd("0.75")), None)
+            .charge("a", &set, CHARS, Some(usd("0.75")), None, false)
             .await;
         // 0.25 is left: 0.30 does not fit, and nothing was charged by the checks.
-        let r = refused(
-            limits
-                .check_known("a", &set, CHARS, Some(usd("0.3")), OPEN)
-                .await,
-        );
+        let r = refused(check_known(&limits, "a", &set, CHARS, Some(usd("0.3"))).await);
         assert_eq!(
             (r.limit, r.quota, r.remaining, r.cost, r.retry_after),
             (
@@ -430,33 +455,36 @@ mod tests {
             )
         );
         assert_eq!(r.currency, Currency::parse("USD"));
-        assert!(limits
-            .check_known("a", &set, CHARS, Some(usd("0.25")), OPEN)
+        assert!(check_known(&limits, "a", &set, CHARS, Some(usd("0.25")))
             .await
             .is_ok());
         // Another caller has its own budget.
-        assert!(limits
-            .check_known("b", &set, CHARS, Some(usd("1")), OPEN)
+        assert!(check_known(&limits, "b", &set, CHARS, Some(usd("1")))
             .await
             .is_ok());
         // Spent: every request is refused at admission, whatever its operation.
         limits
-            .charge("a", &set, CHARS, Some(usd("0.25")), None)
+            .charge("a", &set, CHARS, Some(usd("0.25")), None, false)
             .await;
         let r = refused(
             limits
-                .admit("a", &set, Meter::Images, OPEN)
+                .admit("a", &set, Meter::Images, None, OPEN)
                 .await
                 .map(|_| ()),
         );
         assert_eq!((r.limit, r.remaining, r.cost), ("budget_per_day", 0, 0));
         // A host's route (metering only itself) costs nothing here: not refused by it.
-        assert!(limits.admit("a", &set, Meter::Requests, OPEN).await.is_ok());
+        assert!(limits
+            .admit("a", &set, Meter::Requests, None, OPEN)
+            .await
+            .is_ok());
         // The next UTC day starts from nothing.
         clock.set(day("2026-11-28"));
-        assert!(limits.admit("a", &set, Meter::Images, OPEN).await.is_ok());
         assert!(limits
-            .check_known("a", &set, CHARS, Some(usd("1")), OPEN)
+            .admit("a", &set, Meter::Images, None, OPEN)
+            .await
+            .is_ok());
+        assert!(check_known(&limits, "a", &set, CHARS, Some(usd("1")))
             .await
             .is_ok());
     }
@@ -466,22 +494,19 @@ mod tests {
         let clock = Clock::manual(day("2026-11-02"));
         let limits = Limiter::new(None, Metrics::off(), clock.clone());
         let set = budget("budget: {currency: CNY, per_day: \"10\", per_month: \"15\"}");
-        limits.charge("a", &set, CHARS, Some(usd("9")), None).await;
+        limits
+            .charge("a", &set, CHARS, Some(usd("9")), None, false)
+            .await;
         clock.set(day("2026-11-30") + 86_399);
         // A new day, but 6 of the month's 15 are left.
-        let r = refused(
-            limits
-                .check_known("a", &set, CHARS, Some(usd("7")), OPEN)
-                .await,
-        );
+        let r = refused(check_known(&limits, "a", &set, CHARS, Some(usd("7"))).await);
         assert_eq!(
             (r.limit, r.remaining, r.retry_after),
             ("budget_per_month", 6_000_000_000, 1)
         );
         assert_eq!(r.window, Some(30 * 86_400));
         clock.set(day("2026-12-01"));
-        assert!(limits
-            .check_known("a", &set, CHARS, Some(usd("7")), OPEN)
+        assert!(check_known(&limits, "a", &set, CHARS, Some(usd("7")))
             .await
             .is_ok());
     }
@@ -492,22 +517,97 @@ mod tests {
         let limits = Limiter::new(None, Metrics::off(), clock);
         let set = budget("{characters_per_day: 100, budget: {currency: USD, per_day: \"1\"}}");
         limits
-            .charge("a", &set, (Meter::Characters, 95), Some(usd("0.1")), None)
+            .charge(
+                "a",
+                &set,
+                (Meter::Characters, 95),
+                Some(usd("0.1")),
+                None,
+                false,
+            )
             .await;
         // Characters do not fit (10 > 5 left), though the money would.
-        let r = refused(
-            limits
-                .check_known("a", &set, CHARS, Some(usd("0.1")), OPEN)
-                .await,
-        );
+        let r = refused(check_known(&limits, "a", &set, CHARS, Some(usd("0.1"))).await);
         assert_eq!(
             (r.limit, r.cost, r.currency),
             ("characters_per_day", 10, None)
         );
         // No known cost: only the characters are checked.
+        assert!(
+            check_known(&limits, "a", &set, (Meter::Characters, 5), None)
+                .await
+                .is_ok()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_known_use_leaves_the_request_counted_and_no_slot_held() {
+        let clock = Clock::manual(day("2026-11-27"));
+        let limits = Limiter::new(None, Metrics::off(), clock);
+        let set = budget("{requests_per_minute: 3, concurrent: 1, characters_per_day: 10}");
+        let known = |used| Some(Known { used, cost: None });
+        // Admitted, but 12 characters do not fit: refused by them, with what they needed.
+        let r = match limits
+            .admit("a", &set, Meter::Characters, known(12), OPEN)
+            .await
+        {
+            Err(GatewayError::RateLimited(r)) => r,
+            other => panic!("not refused: {:?}", other.map(|l| l.is_some())),
+        };
+        assert_eq!(
+            (r.limit, r.remaining, r.cost),
+            ("characters_per_day", 10, 12)
+        );
+        // No slot is left held by it: the next request takes the one slot.
+        let held = limits
+            .admit("a", &set, Meter::Characters, known(5), OPEN)
+            .await
+            .unwrap();
+        assert!(held.is_some());
+        let r = match limits
+            .admit("a", &set, Meter::Characters, known(1), OPEN)
+            .await
+        {
+            Err(GatewayError::RateLimited(r)) => r,
+            other => panic!("not refused: {:?}", other.map(|l| l.is_some())),
+        };
+        assert_eq!((r.limit, r.cost), ("concurrent", 0));
+        drop(held);
+        // The refused-by-its-characters request was counted (as its admission counted it
+        // before), the refused-by-its-slot one was not: this is the third of three.
         assert!(limits
-            .check_known("a", &set, (Meter::Characters, 5), None, OPEN)
+            .admit("a", &set, Meter::Characters, known(1), OPEN)
             .await
             .is_ok());
+        let r = match limits
+            .admit("a", &set, Meter::Characters, known(1), OPEN)
+            .await
+        {
+            Err(GatewayError::RateLimited(r)) => r,
+            other => panic!("not refused: {:?}", other.map(|l| l.is_some())),
+        };
+        assert_eq!((r.limit, r.remaining), ("requests_per_minute", 0));
+    }
+
+    #[tokio::test]
+    async fn a_request_ended_before_its_admission_is_counted_at_its_charge() {
+        let clock = Clock::manual(day("2026-11-27"));
+        let limits = Limiter::new(None, Metrics::off(), clock);
+        let set = budget("{requests_per_minute: 2}");
+        let none = (Meter::Characters, 0);
+        limits.charge("a", &set, none, None, None, true).await;
+        // Nothing else is charged for it, and a charge of an admitted request adds no request.
+        limits.charge("a", &set, none, None, None, false).await;
+        assert!(limits
+            .admit("a", &set, Meter::Characters, None, OPEN)
+            .await
+            .is_ok());
+        // Full: one its admission would have refused finds the window full, as the next does.
+        limits.charge("a", &set, none, None, None, true).await;
+        let r = match limits.admit("a", &set, Meter::Characters, None, OPEN).await {
+            Err(GatewayError::RateLimited(r)) => r,
+            other => panic!("not refused: {:?}", other.map(|l| l.is_some())),
+        };
+        assert_eq!((r.limit, r.remaining), ("requests_per_minute", 0));
     }
 }

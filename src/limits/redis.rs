@@ -1,4 +1,6 @@
-//! Limits counted in Redis, shared by every instance on it: one script call per check.
+//! Limits counted in Redis, shared by every instance on it: one script call per check. A speech
+//! or image request's check carries what it is known to use too (`check::Check::known`), so its
+//! admission and its known cost are one round trip on its path.
 //!
 //! Keys (Redis Cluster: every key of one caller carries the hash tag `{<prefix>limits:<id>}`,
 //! so the script touches one slot):
@@ -28,12 +30,17 @@ use crate::store::redis_conn::RedisConn;
 /// How long a concurrent slot lives without being renewed.
 pub(crate) const LEASE: Duration = Duration::from_secs(30);
 
-/// KEYS: the counters, then the slot set when a slot is asked for or given back.
+/// KEYS: the counters, then the known counters, then the slot set when a slot is asked for or
+/// given back.
 /// ARGV: the number of counters n; per counter its quota, need, add and TTL (seconds); then the
 /// slot's quota (0: none), now, the lease's expiry (ms) and its id; then the id of a lease to
-/// give back ("" for none: a request's end gives back its slot in the call that charges it).
-/// Returns {0, 0} when everything fit (and was applied), else {i, used}: the 1-based counter
-/// (n + 1: the slots) that did not fit, and what was used of it. Nothing is applied then.
+/// give back ("" for none: a request's end gives back its slot in the call that charges it);
+/// then the number of known counters m, and per known counter its quota and need.
+/// Returns {0, 0} when everything fit (and was applied), else {i, used}: the 1-based position,
+/// in the order checked, of what did not fit (n + 1: the slots; n + 1 + j: the j-th known
+/// counter), and what was used of it. Nothing is applied then — except that a known counter's
+/// refusal comes after the counters were charged (the request admitted, its known use not
+/// fitting; `check::Check`), with no slot taken.
 const SCRIPT: &str = r"
 local n = tonumber(ARGV[1])
 for i = 1, n do
@@ -43,16 +50,15 @@ for i = 1, n do
   if need > 0 and used + need > quota then return {i, used} end
 end
 local s = 2 + n * 4
+local m = tonumber(ARGV[s + 5])
+local set = KEYS[n + m + 1]
 local slots = tonumber(ARGV[s])
 if slots > 0 then
-  local set = KEYS[n + 1]
   redis.call('ZREMRANGEBYSCORE', set, '-inf', ARGV[s + 1])
   if not redis.call('ZSCORE', set, ARGV[s + 3]) then
     local active = redis.call('ZCARD', set)
     if active >= slots then return {n + 1, active} end
   end
-  redis.call('ZADD', set, ARGV[s + 2], ARGV[s + 3])
-  redis.call('PEXPIREAT', set, ARGV[s + 2])
 end
 for i = 1, n do
   local b = 1 + (i - 1) * 4
@@ -62,8 +68,18 @@ for i = 1, n do
     redis.call('EXPIRE', KEYS[i], ARGV[b + 4])
   end
 end
+for j = 1, m do
+  local b = s + 4 + j * 2
+  local quota, need = tonumber(ARGV[b]), tonumber(ARGV[b + 1])
+  local used = tonumber(redis.call('GET', KEYS[n + j]) or '0')
+  if need > 0 and used + need > quota then return {n + 1 + j, used} end
+end
+if slots > 0 then
+  redis.call('ZADD', set, ARGV[s + 2], ARGV[s + 3])
+  redis.call('PEXPIREAT', set, ARGV[s + 2])
+end
 if ARGV[s + 4] ~= '' then
-  redis.call('ZREM', KEYS[n + 1], ARGV[s + 4])
+  redis.call('ZREM', set, ARGV[s + 4])
 end
 return {0, 0}
 ";
@@ -139,7 +155,8 @@ impl Counts {
     }
 
     /// Apply `check` for `scope` in one script call: `Ok(Ok(slot))` when it fit, `Ok(Err(..))`
-    /// refused with nothing applied, `Err` when Redis could not be asked.
+    /// refused (with nothing applied, or as [`Check`] says for its `known` part), `Err` when
+    /// Redis could not be asked.
     pub(crate) async fn apply(
         &self,
         scope: &str,
@@ -180,6 +197,7 @@ impl Counts {
         let mut keys: Vec<String> = check
             .counters
             .iter()
+            .chain(&check.known)
             .map(|c| format!("{tag}:{}:{}", c.limit.name, c.window))
             .collect();
         let set = format!("{tag}:concurrent");
@@ -211,6 +229,10 @@ impl Counts {
                     .arg(expires)
                     .arg(id)
                     .arg(returned);
+                cmd.arg(check.known.len());
+                for c in &check.known {
+                    cmd.arg(c.limit.quota).arg(c.need);
+                }
                 cmd.query_async(&mut conn).await
             })
             .await?;

@@ -1,7 +1,9 @@
 //! Per-caller limits over real sockets: a request budget shared by two instances on one Redis,
 //! concurrent slots held by stalling streams (across instances, and given back after the
 //! answer), a usage budget (speech characters) in process memory, Redis unreachable failing open
-//! and closed, and JWT subjects limited by a claim.
+//! and closed, and JWT subjects limited by a claim. Speech and images are admitted with their
+//! known cost once the body is validated: one Redis round trip on a request's path (issue 32),
+//! refusals as before.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -13,6 +15,8 @@ use crate::support::client::{self, Response};
 use crate::support::fake::{FakeProvider, Reply};
 #[cfg(feature = "redis")]
 use crate::support::redis;
+#[cfg(feature = "redis")]
+use crate::support::redis_gate::RedisGate;
 use crate::support::{config, free_port, TestGateway, JWT_SECRET};
 
 const LIMITED: &str = "limited-key";
@@ -53,7 +57,6 @@ fn rerank(addr: SocketAddr, key: &str) -> Response {
     )
 }
 
-#[cfg(any(feature = "redis", feature = "metrics"))]
 fn speech(addr: SocketAddr, input: &str) -> Response {
     client::post_json(
         addr,
@@ -514,4 +517,228 @@ fn compat_surfaces_answer_a_caller_s_limit_in_their_own_shape_with_the_headers()
             "{path}"
         );
     }
+}
+
+/// A speech request without its `input`: refused for its body.
+fn bad_speech(addr: SocketAddr) -> Response {
+    client::post_json(
+        addr,
+        "/api/v1/audio/speech",
+        &[("Service-API-Key", LIMITED)],
+        &json!({"model": "tts-1", "voice": "nova"}),
+    )
+}
+
+/// The limits [`refused_as_before`] runs against.
+const AS_BEFORE: &str = "{requests_per_minute: 3, concurrent: 1, characters_per_day: 10}";
+
+/// Speech under [`AS_BEFORE`], in one minute: a request over its characters and one over its
+/// requests per minute are answered the `429`s they were answered when they met their limits in
+/// two calls, and count as they counted then. `after_characters` runs once the characters'
+/// refusal is answered (a look at the store). The body is read first now: a bad body is answered
+/// `400` even past the rate limit, and is counted against it (where it fits) at its end.
+fn refused_as_before(gw: &TestGateway, fake: &FakeProvider, after_characters: impl FnOnce()) {
+    fake.set_default(Reply::bytes(
+        200,
+        "application/octet-stream",
+        vec![7u8; 256],
+    ));
+    early_in_a_minute();
+    // 1 of 3.
+    assert_eq!(bad_speech(gw.addr).status, 400);
+    // 2 of 3: admitted, and then 12 characters do not fit.
+    let resp = speech(gw.addr, "Hello there!");
+    assert_refused(
+        &resp,
+        "characters_per_day",
+        "\"characters_per_day\";q=10;w=86400",
+    );
+    assert!(resp.json()["message"]
+        .as_str()
+        .unwrap()
+        .contains("needs 12 of characters_per_day (10), and 10 is left"));
+    assert_eq!(
+        resp.header("ratelimit")
+            .map(|v| v.starts_with("\"characters_per_day\";r=10;")),
+        Some(true)
+    );
+    after_characters();
+    // 3 of 3: the refused request held no slot.
+    let resp = speech(gw.addr, "Hello");
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let resp = speech(gw.addr, "x");
+    assert_refused(
+        &resp,
+        "requests_per_minute",
+        "\"requests_per_minute\";q=3;w=60",
+    );
+    assert!(resp.json()["message"].as_str().unwrap().contains("is 3"));
+    assert_eq!(
+        resp.header("ratelimit")
+            .map(|v| v.starts_with("\"requests_per_minute\";r=0;")),
+        Some(true)
+    );
+    // Past the rate limit, a bad body is still answered for its body.
+    assert_eq!(bad_speech(gw.addr).status, 400);
+    assert_eq!(
+        fake.requests().len(),
+        1,
+        "only the 200 reached the provider"
+    );
+}
+
+#[test]
+fn speech_over_its_characters_or_its_requests_is_refused_as_before_in_process() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start_with(|ports| limited(&fake, ports, AS_BEFORE, None, ""));
+    refused_as_before(&gw, &fake, || {});
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn speech_over_its_characters_or_its_requests_is_refused_as_before_in_redis() {
+    let fake = FakeProvider::start();
+    let prefix = redis::run_prefix();
+    let url = redis::redis_url();
+    let gw = TestGateway::start_with(|ports| {
+        limited(&fake, ports, AS_BEFORE, Some((&url, &prefix)), "")
+    });
+    let tag = format!("{{{prefix}limits:key:limited}}");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    refused_as_before(&gw, &fake, || {
+        rt.block_on(async {
+            let mut conn = redis::raw().await;
+            // The bad body (at its end) and the refused request (by its admission) are counted,
+            let keys: Vec<String> = ::redis::cmd("KEYS")
+                .arg(format!("{tag}:requests_per_minute:*"))
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            assert_eq!(keys.len(), 1, "{keys:?}");
+            let counted: u64 = ::redis::cmd("GET")
+                .arg(&keys[0])
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            assert_eq!(counted, 2);
+            // nothing of the characters is charged, and no slot is held.
+            let charged: Vec<String> = ::redis::cmd("KEYS")
+                .arg(format!("{tag}:characters_per_day:*"))
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            assert!(charged.is_empty(), "{charged:?}");
+            let slots: u64 = ::redis::cmd("ZCARD")
+                .arg(format!("{tag}:concurrent"))
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            assert_eq!(slots, 0);
+        })
+    });
+}
+
+/// Issue 32: on its path a request meets Redis once at most — speech and images with their known
+/// cost in the one check of their admission, rerank at its admission, a bad body not at all — and
+/// its charge after its answer. A gate in front of Redis lets one limits check through per
+/// request and holds the next: a second check on the path would wait there until the store's
+/// timeout and be answered `503` (`limits_on_store_error: closed`).
+#[cfg(feature = "redis")]
+#[test]
+fn a_request_meets_redis_once_on_its_path_and_its_charge_after_its_answer() {
+    let fake = FakeProvider::start();
+    let gate = RedisGate::in_front_of_test_redis();
+    let prefix = redis::run_prefix();
+    let gate_url = gate.url();
+    let limits = "{requests_per_minute: 100, concurrent: 2, characters_per_day: 1000, \
+                  images_per_day: 10, tokens_per_day: 100000, \
+                  budget: {currency: USD, per_day: \"10\"}}";
+    let gw = TestGateway::start_with(|ports| {
+        limited(
+            &fake,
+            ports,
+            limits,
+            Some((&gate_url, &prefix)),
+            "    limits_on_store_error: closed\n",
+        )
+        .replace("timeout_ms: 500", "timeout_ms: 3000")
+        // The budget must be able to count the standard config's models priced in yuan.
+        .replace(
+            "  images: {",
+            "  currency_rates: {CNY: {USD: \"0.14\"}}\n  images: {",
+        )
+    });
+    early_in_a_minute();
+    // Each request: one check allowed; the answer complete while its charge is held.
+    let mut checks = 0;
+    let mut one = |name: &str, send: &dyn Fn() -> Response, on_path: u64| {
+        gate.allow(on_path);
+        let resp = send();
+        let want = if on_path == 0 { 400 } else { 200 };
+        assert_eq!(resp.status, want, "{name}: {}", resp.text());
+        assert!(resp.complete, "{name}");
+        checks += on_path;
+        gate.wait_for(checks, 1);
+        gate.allow(1);
+        checks += 1;
+        gate.wait_for(checks, 0);
+    };
+    fake.set_default(Reply::bytes(
+        200,
+        "application/octet-stream",
+        vec![7u8; 256],
+    ));
+    one("speech", &|| speech(gw.addr, "Hello there"), 1);
+    fake.set_default(Reply::json(
+        200,
+        json!({"created": 9, "data": [{"b64_json": "iVBORw0KGgo="}]}),
+    ));
+    let image = || {
+        client::post_json(
+            gw.addr,
+            "/api/v1/images/generations",
+            &[("Service-API-Key", LIMITED)],
+            &json!({"model": "gpt-image-2", "prompt": "a fox", "response_format": "b64_json"}),
+        )
+    };
+    one("images", &image, 1);
+    one("rerank", &|| rerank(gw.addr, LIMITED), 1);
+    // A bad body: no check on its path; counted against requests_per_minute at its end.
+    one("bad speech", &|| bad_speech(gw.addr), 0);
+    // Each was charged as it asked: the store holds what the requests used.
+    let tag = format!("{{{prefix}limits:key:limited}}");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut conn = redis::raw().await;
+        for (name, want) in [
+            ("requests_per_minute", 4),
+            ("characters_per_day", 11),
+            ("images_per_day", 1),
+        ] {
+            let keys: Vec<String> = ::redis::cmd("KEYS")
+                .arg(format!("{tag}:{name}:*"))
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            assert_eq!(keys.len(), 1, "{name}: {keys:?}");
+            let used: u64 = ::redis::cmd("GET")
+                .arg(&keys[0])
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            assert_eq!(used, want, "{name}");
+        }
+        let slots: u64 = ::redis::cmd("ZCARD")
+            .arg(format!("{tag}:concurrent"))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(slots, 0, "every slot given back with its charge");
+    });
 }

@@ -11,6 +11,8 @@ pub mod postgres;
 #[cfg(feature = "redis")]
 pub mod redis;
 #[cfg(feature = "redis")]
+pub mod redis_gate;
+#[cfg(feature = "redis")]
 pub mod redis_procs;
 pub mod rerank_conformance;
 pub mod speech_conformance;
