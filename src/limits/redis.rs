@@ -20,12 +20,13 @@
 //! a counter may be charged twice, which errs toward refusing a little early and only happens
 //! when a reply is lost.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use super::check::{Check, Outcome};
 use super::window::Now;
 use crate::store::files::StoreError;
-use crate::store::redis_conn::RedisConn;
+use crate::store::redis_conn::{RedisConn, StoreConn};
 
 /// How long a concurrent slot lives without being renewed.
 pub(crate) const LEASE: Duration = Duration::from_secs(30);
@@ -93,6 +94,33 @@ if redis.call('ZADD', KEYS[1], 'XX', 'CH', ARGV[1], ARGV[2]) == 1 then
 end
 return 0
 ";
+
+/// The scripts as Redis knows them by their SHA1 (hashed once).
+static LIMITS: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(SCRIPT));
+static RENEWAL: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(RENEW));
+
+/// Run `script` with the keys and arguments `args` adds: by its SHA1 (`EVALSHA`: 40 bytes on the
+/// wire instead of the script's kilobyte, and no hashing of it on Redis's side per call), and
+/// with its text (`EVAL`, which also makes Redis keep it) when this Redis does not know it yet:
+/// after a restart, a `SCRIPT FLUSH`, or on a Cluster node that has not run it.
+async fn eval<T: redis::FromRedisValue>(
+    conn: &mut StoreConn,
+    (text, script): (&str, &redis::Script),
+    args: impl Fn(&mut redis::Cmd),
+) -> redis::RedisResult<T> {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(script.get_hash());
+    args(&mut cmd);
+    match cmd.query_async(conn).await {
+        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+            let mut cmd = redis::cmd("EVAL");
+            cmd.arg(text);
+            args(&mut cmd);
+            cmd.query_async(conn).await
+        }
+        answer => answer,
+    }
+}
 
 /// The counters of every caller, in one Redis (a handle: clones share the connection).
 #[derive(Clone)]
@@ -215,27 +243,29 @@ impl Counts {
             keys.push(set.clone());
         }
         let (keys, id) = (&keys, &id);
-        let reply: Vec<u64> = self
-            .conn
-            .run(|mut conn| async move {
-                let mut cmd = redis::cmd("EVAL");
-                cmd.arg(SCRIPT).arg(keys.len()).arg(keys);
-                cmd.arg(check.counters.len());
-                for c in &check.counters {
-                    cmd.arg(c.limit.quota).arg(c.need).arg(c.add).arg(c.ttl);
-                }
-                cmd.arg(check.slot.unwrap_or(0))
-                    .arg(now.millis)
-                    .arg(expires)
-                    .arg(id)
-                    .arg(returned);
-                cmd.arg(check.known.len());
-                for c in &check.known {
-                    cmd.arg(c.limit.quota).arg(c.need);
-                }
-                cmd.query_async(&mut conn).await
-            })
-            .await?;
+        let args = |cmd: &mut redis::Cmd| {
+            cmd.arg(keys.len()).arg(keys);
+            cmd.arg(check.counters.len());
+            for c in &check.counters {
+                cmd.arg(c.limit.quota).arg(c.need).arg(c.add).arg(c.ttl);
+            }
+            cmd.arg(check.slot.unwrap_or(0))
+                .arg(now.millis)
+                .arg(expires)
+                .arg(id)
+                .arg(returned);
+            cmd.arg(check.known.len());
+            for c in &check.known {
+                cmd.arg(c.limit.quota).arg(c.need);
+            }
+        };
+        // Boxed: the Redis client's futures are large, and this one would otherwise be inlined
+        // into every request's future (and copied with it) whether or not it has limits.
+        let reply: Vec<u64> = Box::pin(
+            self.conn
+                .run(|mut conn| async move { eval(&mut conn, (SCRIPT, &LIMITS), args).await }),
+        )
+        .await?;
         match reply.as_slice() {
             [0, _] => {}
             [at, used] => {
@@ -270,14 +300,10 @@ async fn renew(conn: RedisConn, set: String, id: String) {
         // Setting a lease's expiry is idempotent.
         let renewed = conn
             .run(|mut c| async move {
-                redis::cmd("EVAL")
-                    .arg(RENEW)
-                    .arg(1)
-                    .arg(set)
-                    .arg(expires)
-                    .arg(id)
-                    .query_async::<i64>(&mut c)
-                    .await
+                eval::<i64>(&mut c, (RENEW, &RENEWAL), |cmd| {
+                    cmd.arg(1).arg(set).arg(expires).arg(id);
+                })
+                .await
             })
             .await;
         if let Err(e) = renewed {

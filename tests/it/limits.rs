@@ -17,6 +17,8 @@ use crate::support::fake::{FakeProvider, Reply};
 use crate::support::redis;
 #[cfg(feature = "redis")]
 use crate::support::redis_gate::RedisGate;
+#[cfg(feature = "redis")]
+use crate::support::redis_procs::RedisProc;
 use crate::support::{config, free_port, TestGateway, JWT_SECRET};
 
 const LIMITED: &str = "limited-key";
@@ -101,6 +103,40 @@ fn assert_refused(resp: &Response, limit: &str, policy: &str) {
     assert!(
         (1..=86_400).contains(&retry) && t <= retry.max(1),
         "{retry} {t}"
+    );
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn a_redis_that_forgot_the_limits_script_still_counts_every_request() {
+    // The gateway names its limits script by its SHA1 (`EVALSHA`); a Redis that restarted or had
+    // its scripts flushed does not know it, and the gateway must send it again, not fail open
+    // or refuse. A Redis of its own: flushing is server-wide.
+    let fake = FakeProvider::start();
+    let redis = RedisProc::start(&[]);
+    let (url, prefix) = (redis.url(), redis::run_prefix());
+    let make = |ports| {
+        limited(
+            &fake,
+            ports,
+            "{requests_per_minute: 3}",
+            Some((&url, &prefix)),
+            "",
+        )
+    };
+    let (a, b) = (TestGateway::start_with(make), TestGateway::start_with(make));
+    early_in_a_minute();
+    assert_eq!(rerank(a.addr, LIMITED).status, 200);
+    let flush = || redis.must::<()>(&["SCRIPT", "FLUSH"]);
+    flush();
+    assert_eq!(rerank(b.addr, LIMITED).status, 200);
+    flush();
+    assert_eq!(rerank(a.addr, LIMITED).status, 200);
+    flush();
+    assert_refused(
+        &rerank(b.addr, LIMITED),
+        "requests_per_minute",
+        "\"requests_per_minute\";q=3;w=60",
     );
 }
 

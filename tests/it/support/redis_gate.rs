@@ -2,8 +2,10 @@
 //! holds those past an allowance, so a test can tell how many a request needed before its
 //! answer (issue 32: at most one round trip on a request's path).
 //!
-//! A limits check is recognised by its Lua script's first line, sent with every `EVAL`
-//! (`src/limits/redis.rs`; the lease renewal is another script and is not counted). Bytes from
+//! A limits check is recognised by its Lua script's SHA1, which names it in every `EVALSHA`
+//! (`src/limits/redis.rs`, read here so the gate follows the script; the lease renewal is
+//! another script and is not counted). A check Redis answers `NOSCRIPT` is sent again as `EVAL`
+//! with its text, after it has passed the gate: it is counted once. Bytes from
 //! the gateway are forwarded as they arrive, except a read holding a check past the allowance:
 //! that read, and everything after it on its connection, waits until the allowance grows, so
 //! commands stay in the order sent. Counting `MONITOR`-free and per proxy keeps tests running
@@ -14,8 +16,20 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// What every limits check's script starts with.
-const MARKER: &[u8] = b"local n = tonumber(ARGV[1])";
+/// The limits check script's SHA1 in hex, as `EVALSHA` names it.
+fn marker() -> &'static [u8] {
+    static SHA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SHA.get_or_init(|| {
+        const SOURCE: &str = include_str!("../../../src/limits/redis.rs");
+        const START: &str = "const SCRIPT: &str = r\"";
+        let from = SOURCE.find(START).expect("the limits script in its source") + START.len();
+        let to = from + SOURCE[from..].find("\";").expect("the script's end");
+        ::redis::Script::new(&SOURCE[from..to])
+            .get_hash()
+            .to_string()
+    })
+    .as_bytes()
+}
 
 #[derive(Default)]
 struct Counts {
@@ -143,8 +157,9 @@ fn forward(mut from: TcpStream, mut to: TcpStream, shared: &Shared) {
         }
         let mut seen = tail.clone();
         seen.extend_from_slice(&buf[..n]);
-        let checks = seen.windows(MARKER.len()).filter(|w| *w == MARKER).count() as u64;
-        let keep = seen.len().min(MARKER.len() - 1);
+        let marker = marker();
+        let checks = seen.windows(marker.len()).filter(|w| *w == marker).count() as u64;
+        let keep = seen.len().min(marker.len() - 1);
         tail = seen[seen.len() - keep..].to_vec();
         if checks > 0 {
             let mut counts = shared.lock();
