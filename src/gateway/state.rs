@@ -12,7 +12,6 @@ use crate::limits::Limiter;
 use crate::metrics::Metrics;
 use crate::store::files::FileStore;
 use crate::store::files::MemoryStore;
-use crate::store::redis_conn::RedisConn;
 #[cfg(feature = "redis")]
 use crate::store::redis_files::RedisFileStore;
 use crate::store::tasks::MemoryTaskStore;
@@ -46,10 +45,6 @@ pub struct GatewayState {
     /// changed `store:` needs a restart.
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) redis: Option<crate::store::redis_conn::RedisConn>,
-    /// The request path's own connection to that Redis (`RedisConn::lane`): limits and the
-    /// response cache.
-    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    pub(crate) request_redis: Option<crate::store::redis_conn::RedisConn>,
     /// Per-caller limits: budgets and concurrent slots, by principal id (in Redis when one is
     /// configured).
     pub(crate) limits: Limiter,
@@ -99,12 +94,8 @@ impl GatewayState {
                 Box::new(MemoryTaskStore::new(settings.images.task_store_bytes)),
             ),
         };
-        // The request path's Redis calls (limits here, the response cache below) go over a lane
-        // of their own, opened by a request, so their I/O runs on the request's runtime
-        // (`RedisConn::lane`).
-        let lane = settings.redis.as_ref().map(RedisConn::lane);
         let limits = Limiter::new(
-            lane.as_ref(),
+            settings.redis.as_ref(),
             metrics.clone(),
             settings.limits_clock.clone(),
         );
@@ -128,7 +119,6 @@ impl GatewayState {
             jobs: task_job::Jobs::default(),
             metrics,
             redis,
-            request_redis: lane,
             limits,
             voices: Default::default(),
             tracer,
@@ -163,7 +153,7 @@ impl GatewayState {
             let s = self.settings();
             Arc::new(crate::cache::Cache::new(
                 &s.cache,
-                self.request_redis.as_ref(),
+                self.redis.as_ref(),
                 self.metrics.clone(),
             ))
         })

@@ -18,9 +18,4 @@ impl RedisConn {
     pub fn timeout(&self) -> Duration {
         match *self {}
     }
-
-    /// Unreachable: there is no connection.
-    pub(crate) fn lane(&self) -> RedisConn {
-        match *self {}
-    }
 }

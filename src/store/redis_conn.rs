@@ -237,15 +237,25 @@ enum Dialer {
     },
 }
 
-/// The connection in use, numbered so a failed call discards only the one it used.
+/// The connections in use, one per thread that has called, each numbered so a failed call
+/// discards only the one it used.
+///
+/// Why per thread: a connection's I/O task runs on the runtime of the call that opened it. With
+/// one connection for the process, opened by whichever came first (usually a background service
+/// on a thread of its own), every request's call woke that thread and was woken back by it: two
+/// cross-thread wake-ups per call, which doubled a rerank request's CPU with limits in Redis in
+/// the throughput bench. A worker thread's calls now go over a connection its own runtime
+/// drives. Threads are few and long-lived (Pingora's workers and background services); at most
+/// [`MAX_CONNECTIONS`] are kept, the oldest dropped past that.
 struct Current {
     generation: u64,
-    conn: Option<StoreConn>,
+    conns: Vec<(std::thread::ThreadId, u64, StoreConn)>,
 }
 
+/// The most connections one [`RedisConn`] keeps open (one per calling thread).
+const MAX_CONNECTIONS: usize = 32;
+
 struct Shared {
-    /// What this connection was made from, for [`RedisConn::lane`].
-    settings: RedisSettings,
     dialer: Dialer,
     key_prefix: String,
     timeout: Duration,
@@ -254,8 +264,9 @@ struct Shared {
     dialing: tokio::sync::Mutex<()>,
 }
 
-/// A lazily opened, bounded, self-healing connection to the shared Redis. Clones share the
-/// connection, so several stores on the same Redis can use one.
+/// A lazily opened, bounded, self-healing connection to the shared Redis (one per calling
+/// thread: [`Current`]). Clones share the connections, so several stores on the same Redis can
+/// use them.
 #[derive(Clone)]
 pub struct RedisConn {
     shared: Arc<Shared>,
@@ -349,31 +360,16 @@ impl RedisConn {
         };
         Ok(RedisConn {
             shared: Arc::new(Shared {
-                settings: settings.clone(),
                 dialer,
                 key_prefix: settings.key_prefix.clone(),
                 timeout,
                 current: Mutex::new(Current {
                     generation: 0,
-                    conn: None,
+                    conns: Vec::new(),
                 }),
                 dialing: tokio::sync::Mutex::new(()),
             }),
         })
-    }
-
-    /// A connection of its own to the same Redis, with the same prefix and bounds, opened by its
-    /// own first call. Why a second one: a connection's I/O task runs on the runtime of the call
-    /// that opened it. The shared connection is usually opened by a background service (health
-    /// sync, task supervision) on a thread of its own, and every request-path call on it then
-    /// costs two cross-thread wake-ups and context switches (the request's task waking the I/O
-    /// task, its reply waking the request back): with limits in Redis that doubled a rerank
-    /// request's CPU in the throughput bench. A lane first used by a request keeps its I/O on
-    /// the request's own runtime.
-    pub(crate) fn lane(&self) -> RedisConn {
-        // `new` did not fail for these settings a moment ago and does no I/O; should it ever,
-        // sharing this connection is correct, only slower.
-        RedisConn::new(&self.shared.settings).unwrap_or_else(|_| self.clone())
     }
 
     /// The prefix every key of the stores on this connection starts with.
@@ -422,11 +418,13 @@ impl RedisConn {
     }
 
     fn existing(&self) -> Result<Option<(u64, StoreConn)>, StoreError> {
+        let me = std::thread::current().id();
         let current = self.lock()?;
         Ok(current
-            .conn
-            .as_ref()
-            .map(|c| (current.generation, c.clone())))
+            .conns
+            .iter()
+            .find(|(thread, _, _)| *thread == me)
+            .map(|(_, generation, c)| (*generation, c.clone())))
     }
 
     /// The connection to use and its generation, made now if there is none. Lazy, because
@@ -469,19 +467,25 @@ impl RedisConn {
                 )
             }
         };
+        // The thread now, after the awaits above: the connection serves the thread this call
+        // runs on (a task may have moved), as `existing` looks it up.
+        let me = std::thread::current().id();
         let mut current = self.lock().map_err(store_err)?;
         current.generation += 1;
-        current.conn = Some(conn.clone());
-        Ok((current.generation, conn))
+        let generation = current.generation;
+        current.conns.retain(|(thread, _, _)| *thread != me);
+        if current.conns.len() >= MAX_CONNECTIONS {
+            current.conns.remove(0);
+        }
+        current.conns.push((me, generation, conn.clone()));
+        Ok((generation, conn))
     }
 
     /// Drop connection `generation` so the next call makes a fresh one (unless another call
     /// already has).
     fn discard(&self, generation: u64) {
         if let Ok(mut current) = self.lock() {
-            if current.generation == generation {
-                current.conn = None;
-            }
+            current.conns.retain(|(_, g, _)| *g != generation);
         }
     }
 
