@@ -15,15 +15,29 @@
 //! | `/big/v1/audio/speech` | [`BIG_TOTAL`] of audio in 64 KiB chunks, as fast as the reader takes it |
 //! | `/sse/v1/audio/speech` | OpenAI speech SSE: [`SSE_EVENTS`] delta events every [`SSE_INTERVAL`], each carrying its send time as `"t"` (Unix ns) |
 //! | `…/v1/text-to-speech/…` | ElevenLabs raw audio: [`SSE_EVENTS`] pieces of [`PIECE`] bytes every [`SSE_INTERVAL`], each starting with its send time (Unix ns, little-endian u64) |
+//! | `/_bench/tls-stats` | the TLS listener's counts: `accepted full resumed` ([`crate::tls::Counts`]) |
+//!
+//! A second listener speaks TLS (a certificate for 127.0.0.1 and `localhost` from a CA made at
+//! start, [`crate::tls`]) and answers the same routes with the same bytes, so a scenario over
+//! HTTPS differs from its plaintext twin only by the TLS. A leading `/tls` in a path is ignored
+//! on both listeners: it is how the baseline proxy tells its HTTPS requests from the others, and
+//! the gateway's HTTPS providers use it too, so both send the fake the same paths.
+//!
+//! Stdout gets one line once both listen: `PORT <plain> TLS <tls> CA <CA PEM path>`; the CA file
+//! goes to `SWITCHYARD_BENCH_DIR` (the bench's temporary directory).
 
 use std::io::{self, BufRead, Write};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::server::TlsStream;
+use tokio_rustls::TlsAcceptor;
 
 use crate::http::{parse_request_head, write_all, Buf};
+use crate::tls::Counts;
 use crate::workload::{audio, rerank_answer, IMAGE_ANSWER};
 
 /// Size of the canned speech answer.
@@ -106,33 +120,111 @@ pub fn main() -> io::Result<()> {
         }
         std::process::exit(0);
     });
+    let dir = std::env::var_os("SWITCHYARD_BENCH_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
     rt.block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let port = listener.local_addr()?.port();
+        let tls_listener = TcpListener::bind("127.0.0.1:0").await?;
+        let tls_port = tls_listener.local_addr()?.port();
+        let (acceptor, ca_file) = crate::tls::acceptor(&dir)?;
         let mut out = std::io::stdout().lock();
-        writeln!(out, "PORT {port}")?;
+        writeln!(out, "PORT {port} TLS {tls_port} CA {ca_file}")?;
         out.flush()?;
         drop(out);
         let canned = Arc::new(Canned::new());
+        let counts = Arc::new(Counts::default());
+        tokio::spawn(accept_tls(
+            tls_listener,
+            acceptor,
+            canned.clone(),
+            counts.clone(),
+        ));
         loop {
-            let (s, _) = listener.accept().await?;
+            let (mut s, _) = listener.accept().await?;
             let canned = canned.clone();
+            let counts = counts.clone();
             tokio::spawn(async move {
-                let _ = serve(s, &canned).await;
+                let _ = serve(&mut s, &canned, &counts).await;
             });
         }
     })
 }
 
-async fn serve(s: TcpStream, canned: &Canned) -> io::Result<()> {
-    s.set_nodelay(true)?;
+/// The TLS listener: each connection is counted, its handshake finished and counted by kind,
+/// then served exactly as a plain one.
+async fn accept_tls(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    canned: Arc<Canned>,
+    counts: Arc<Counts>,
+) -> io::Result<()> {
+    loop {
+        let (s, _) = listener.accept().await?;
+        counts
+            .accepted
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (acceptor, canned, counts) = (acceptor.clone(), canned.clone(), counts.clone());
+        tokio::spawn(async move {
+            s.set_nodelay(true)?;
+            let mut tls = acceptor.accept(s).await?;
+            counts.handshake(tls.get_ref().1.handshake_kind());
+            serve(&mut tls, &canned, &counts).await
+        });
+    }
+}
+
+/// A connection the fake serves: a plain socket (read and written by readiness, as before TLS
+/// was added, so the plaintext scenarios' fake is unchanged) or a TLS stream.
+trait Conn {
+    /// Read more of the request into `buf`; 0 when the peer closed.
+    async fn fill(&mut self, buf: &mut Buf) -> io::Result<usize>;
+    /// Write all of `bytes` and push them out: a TLS stream holds written bytes in its records
+    /// until flushed, and a timed event must leave when it is written.
+    async fn send(&mut self, bytes: &[u8]) -> io::Result<()>;
+    fn nodelay(&self) -> io::Result<()>;
+}
+
+impl Conn for TcpStream {
+    async fn fill(&mut self, buf: &mut Buf) -> io::Result<usize> {
+        buf.read_from(self).await
+    }
+
+    async fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        write_all(self, bytes).await
+    }
+
+    fn nodelay(&self) -> io::Result<()> {
+        self.set_nodelay(true)
+    }
+}
+
+impl Conn for TlsStream<TcpStream> {
+    async fn fill(&mut self, buf: &mut Buf) -> io::Result<usize> {
+        buf.read_from_io(self).await
+    }
+
+    async fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.write_all(bytes).await?;
+        self.flush().await
+    }
+
+    /// Set on the socket before the handshake.
+    fn nodelay(&self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+async fn serve<C: Conn>(s: &mut C, canned: &Canned, counts: &Counts) -> io::Result<()> {
+    s.nodelay()?;
     let mut buf = Buf::default();
     loop {
         let head = loop {
             if let Some(h) = parse_request_head(buf.bytes())? {
                 break h;
             }
-            if buf.read_from(&s).await? == 0 {
+            if s.fill(&mut buf).await? == 0 {
                 return Ok(());
             }
         };
@@ -145,50 +237,58 @@ async fn serve(s: TcpStream, canned: &Canned) -> io::Result<()> {
             if left == 0 {
                 break;
             }
-            if buf.read_from(&s).await? == 0 {
+            if s.fill(&mut buf).await? == 0 {
                 return Ok(());
             }
         }
-        respond(&s, &head.path, canned).await?;
+        let path = head
+            .path
+            .strip_prefix("/tls")
+            .filter(|p| p.starts_with('/'))
+            .unwrap_or(&head.path);
+        if path == "/_bench/tls-stats" {
+            s.send(&fixed("text/plain", counts.line().as_bytes()))
+                .await?;
+            continue;
+        }
+        respond(s, path, canned).await?;
     }
 }
 
-async fn respond(s: &TcpStream, path: &str, c: &Canned) -> io::Result<()> {
+async fn respond<C: Conn>(s: &mut C, path: &str, c: &Canned) -> io::Result<()> {
     if path.ends_with("/v2/rerank") {
         let body = if path.starts_with("/d100/") {
             &c.rerank100
         } else {
             &c.rerank10
         };
-        write_all(s, body).await
+        s.send(body).await
     } else if path.ends_with("/v1/images/generations") {
-        write_all(s, &c.image).await
+        s.send(&c.image).await
     } else if path == "/v1/audio/speech" {
-        write_all(s, &c.speech).await
+        s.send(&c.speech).await
     } else if path == "/length/v1/audio/speech" {
-        write_all(s, &c.speech_length).await
+        s.send(&c.speech_length).await
     } else if path == "/big/v1/audio/speech" {
-        write_all(s, format!("{CHUNKED_HEAD}audio/mpeg\r\n\r\n").as_bytes()).await?;
+        s.send(format!("{CHUNKED_HEAD}audio/mpeg\r\n\r\n").as_bytes())
+            .await?;
         for _ in 0..BIG_TOTAL / BIG_CHUNK {
-            write_all(s, &c.big_chunk).await?;
+            s.send(&c.big_chunk).await?;
         }
-        write_all(s, b"0\r\n\r\n").await
+        s.send(b"0\r\n\r\n").await
     } else if path == "/sse/v1/audio/speech" {
         openai_sse(s).await
     } else if path.contains("/v1/text-to-speech/") {
         elevenlabs_raw(s).await
     } else {
-        write_all(s, &c.not_found).await
+        s.send(&c.not_found).await
     }
 }
 
 /// OpenAI's speech SSE, each delta stamped with its send time.
-async fn openai_sse(s: &TcpStream) -> io::Result<()> {
-    write_all(
-        s,
-        format!("{CHUNKED_HEAD}text/event-stream\r\n\r\n").as_bytes(),
-    )
-    .await?;
+async fn openai_sse<C: Conn>(s: &mut C) -> io::Result<()> {
+    s.send(format!("{CHUNKED_HEAD}text/event-stream\r\n\r\n").as_bytes())
+        .await?;
     let b64 = base64::engine::general_purpose::STANDARD.encode(audio(PIECE));
     for _ in 0..SSE_EVENTS {
         tokio::time::sleep(SSE_INTERVAL).await;
@@ -196,22 +296,23 @@ async fn openai_sse(s: &TcpStream) -> io::Result<()> {
             "data: {{\"type\":\"speech.audio.delta\",\"audio\":\"{b64}\",\"t\":{}}}\n\n",
             unix_ns()
         );
-        write_all(s, &chunk(event.as_bytes())).await?;
+        s.send(&chunk(event.as_bytes())).await?;
     }
     let done = "data: {\"type\":\"speech.audio.done\",\"usage\":{\"input_tokens\":5,\"output_tokens\":120,\"total_tokens\":125}}\n\n";
     let mut tail = chunk(done.as_bytes());
     tail.extend_from_slice(b"0\r\n\r\n");
-    write_all(s, &tail).await
+    s.send(&tail).await
 }
 
 /// ElevenLabs' streaming endpoint: raw audio pieces, each starting with its send time.
-async fn elevenlabs_raw(s: &TcpStream) -> io::Result<()> {
-    write_all(s, format!("{CHUNKED_HEAD}audio/mpeg\r\n\r\n").as_bytes()).await?;
+async fn elevenlabs_raw<C: Conn>(s: &mut C) -> io::Result<()> {
+    s.send(format!("{CHUNKED_HEAD}audio/mpeg\r\n\r\n").as_bytes())
+        .await?;
     let mut piece = audio(PIECE);
     for _ in 0..SSE_EVENTS {
         tokio::time::sleep(SSE_INTERVAL).await;
         piece[..8].copy_from_slice(&unix_ns().to_le_bytes());
-        write_all(s, &chunk(&piece)).await?;
+        s.send(&chunk(&piece)).await?;
     }
-    write_all(s, b"0\r\n\r\n").await
+    s.send(b"0\r\n\r\n").await
 }

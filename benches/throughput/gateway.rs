@@ -20,11 +20,30 @@ use std::process::Stdio;
 use crate::procs::{self, Proc};
 use crate::workload::{KEY, PROVIDER_KEY};
 
+/// The fake provider's TLS listener and the CA its certificate chains to.
+#[derive(Debug, Clone)]
+pub struct FakeTls {
+    pub addr: SocketAddr,
+    /// The CA's certificate, PEM.
+    pub ca_file: String,
+}
+
 /// The gateway's config: one listener, one key, providers at the fake (path prefixes pick the
 /// fake's special answers: `/d100` 100 rerank results, `/big` 100 MiB audio, `/sse` timed SSE);
-/// with `metrics`, a metrics listener on that port (what metrics cost is then in the figures).
-pub fn config(port: u16, fake: SocketAddr, tag: &str, extra: &Extra) -> String {
+/// `*-tls` providers reach the fake's TLS listener (`https://127.0.0.1:…/tls`, trusting the
+/// bench's CA); with `metrics`, a metrics listener on that port (what metrics cost is then in the
+/// figures).
+pub fn config(port: u16, fake: SocketAddr, tls: &FakeTls, tag: &str, extra: &Extra) -> String {
     let f = format!("http://{fake}");
+    // The same paths as the baseline proxy's HTTPS requests (`/tls/…`, which the fake ignores).
+    let t = format!("https://{}/tls", tls.addr);
+    // How the HTTPS providers trust the fake: their own CA file (the default), or nothing here
+    // and the CA among the process's system roots (`SWITCHYARD_BENCH_TLS_ROOTS=system`).
+    let trust = if extra.system_roots {
+        String::new()
+    } else {
+        format!(", tls: {{ca_file: \"{}\"}}", tls.ca_file)
+    };
     let metrics = extra
         .metrics
         .map(|m| format!("  metrics: {{address: \"127.0.0.1:{m}\"}}\n"))
@@ -72,6 +91,9 @@ switchyard:
     openai-sse: {{kind: openai, api_key: "{PROVIDER_KEY}", base_url: "{f}/sse/v1"}}
     elevenlabs: {{kind: elevenlabs, api_key: "{PROVIDER_KEY}", base_url: "{f}"}}
     ark: {{kind: ark, api_key: "{PROVIDER_KEY}", base_url: "{f}/v1"}}
+    cohere-tls: {{kind: cohere, api_key: "{PROVIDER_KEY}", base_url: "{t}"{trust}}}
+    openai-tls: {{kind: openai, api_key: "{PROVIDER_KEY}", base_url: "{t}/v1"{trust}}}
+    ark-tls: {{kind: ark, api_key: "{PROVIDER_KEY}", base_url: "{t}/v1"{trust}}}
   models:
     rerank-v3.5: {{family: cohere-rerank, targets: [{{provider: cohere, model: rerank-v3.5}}]}}
     rerank-v3.5-d100: {{family: cohere-rerank, targets: [{{provider: cohere-d100, model: rerank-v3.5}}]}}
@@ -84,6 +106,9 @@ switchyard:
     tts-1-cached: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}], cache: {{ttl_seconds: 86400}}}}
     tts-1-sse-cached: {{family: openai-tts-instruct, targets: [{{provider: openai-sse, model: gpt-4o-mini-tts}}], cache: {{ttl_seconds: 86400}}}}
     rerank-v3.5-cached: {{family: cohere-rerank, targets: [{{provider: cohere, model: rerank-v3.5}}], cache: {{ttl_seconds: 86400}}}}
+    rerank-v3.5-https: {{family: cohere-rerank, targets: [{{provider: cohere-tls, model: rerank-v3.5}}]}}
+    tts-1-https: {{family: openai-tts, targets: [{{provider: openai-tls, model: tts-1}}]}}
+    seedream-4.0-https: {{family: seedream, targets: [{{provider: ark-tls, model: doubao-seedream-4-0-250828}}]}}
 "#
     );
     // Every model declared unpriced: no cost is computed, counted or announced, so a run with and
@@ -108,8 +133,20 @@ pub struct Extra {
     /// Every model declared `price: unpriced` (`SWITCHYARD_BENCH_UNPRICED=1`): the run without
     /// the cost path, to compare with.
     pub unpriced: bool,
+    /// The HTTPS providers trust the bench's CA as a system root (`SSL_CERT_FILE`) rather than
+    /// through `tls.ca_file` (`SWITCHYARD_BENCH_TLS_ROOTS=system`).
+    pub system_roots: bool,
     /// Traces sampled at this ratio, exported to this endpoint (`None`: the fake's).
     pub tracing: Option<(f64, Option<String>)>,
+}
+
+/// `SWITCHYARD_BENCH_TLS_ROOTS=system`: the bench's CA is given to the gateway and the baseline as
+/// a system root (`SSL_CERT_FILE`, which Pingora's connector reads at start) instead of as the
+/// HTTPS peers' own CA. Pingora 0.9.1's rustls connector builds a new client config (and so an
+/// empty session cache) for every connection to a peer with its own CA, so only with system roots,
+/// as real providers are reached, can a new connection resume an earlier TLS session.
+pub fn system_roots() -> bool {
+    std::env::var("SWITCHYARD_BENCH_TLS_ROOTS").as_deref() == Ok("system")
 }
 
 /// The `switchyard` binary: `SWITCHYARD_BIN` if set, else the one cargo built for this bench.
@@ -184,6 +221,7 @@ pub fn trace_spans(metrics: SocketAddr) -> [u64; 3] {
 /// listener's address, when it has one.
 pub fn start(
     fake: SocketAddr,
+    tls: &FakeTls,
     core: Option<usize>,
     dir: &Path,
 ) -> Result<(Proc, SocketAddr, Option<SocketAddr>), String> {
@@ -200,6 +238,7 @@ pub fn start(
         limits: std::env::var("SWITCHYARD_BENCH_LIMITS").as_deref() == Ok("1"),
         redis: std::env::var("SWITCHYARD_BENCH_REDIS").ok(),
         unpriced: std::env::var("SWITCHYARD_BENCH_UNPRICED").as_deref() == Ok("1"),
+        system_roots: system_roots(),
         // `SWITCHYARD_BENCH_TRACING=1` (every trace) or `0.01` (a typical 1%).
         tracing: match std::env::var("SWITCHYARD_BENCH_TRACING")
             .ok()
@@ -212,15 +251,19 @@ pub fn start(
             None => None,
         },
     };
-    std::fs::write(&file, config(port, fake, &tag, &extra)).map_err(|e| e.to_string())?;
+    std::fs::write(&file, config(port, fake, tls, &tag, &extra)).map_err(|e| e.to_string())?;
     let log = std::fs::File::create(dir.join("gateway.log")).map_err(|e| e.to_string())?;
     let level = std::env::var("SWITCHYARD_BENCH_GATEWAY_LOG").unwrap_or_else(|_| "error".into());
     let conf = file.to_string_lossy().into_owned();
+    let mut env = vec![("RUST_LOG", level)];
+    if extra.system_roots {
+        env.push(("SSL_CERT_FILE", tls.ca_file.clone()));
+    }
     let mut p = procs::spawn(
         "gateway",
         &binary(),
         &["-c", &conf],
-        &[("RUST_LOG", level)],
+        &env,
         core,
         Stdio::null(),
         Stdio::from(log),
@@ -232,7 +275,11 @@ pub fn start(
 }
 
 /// Start the baseline proxy (this executable, role `baseline`) on a free port.
-pub fn start_baseline(fake: SocketAddr, core: Option<usize>) -> Result<(Proc, SocketAddr), String> {
+pub fn start_baseline(
+    fake: SocketAddr,
+    tls: &FakeTls,
+    core: Option<usize>,
+) -> Result<(Proc, SocketAddr), String> {
     let port = procs::free_port().map_err(|e| e.to_string())?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
@@ -244,15 +291,23 @@ pub fn start_baseline(fake: SocketAddr, core: Option<usize>) -> Result<(Proc, So
         Some(w) => (w, vec![me_arg.as_str()]),
         None => (&me, vec![]),
     };
+    let mut env = vec![
+        ("SWITCHYARD_BENCH_ROLE", "baseline".into()),
+        ("SWITCHYARD_BENCH_LISTEN", addr.to_string()),
+        ("SWITCHYARD_BENCH_UPSTREAM", fake.to_string()),
+        ("SWITCHYARD_BENCH_TLS_UPSTREAM", tls.addr.to_string()),
+    ];
+    // The CA as the peer's own roots (as `tls.ca_file`), or among the system roots.
+    env.push(if system_roots() {
+        ("SSL_CERT_FILE", tls.ca_file.clone())
+    } else {
+        ("SWITCHYARD_BENCH_TLS_CA", tls.ca_file.clone())
+    });
     let mut p = procs::spawn(
         "baseline",
         program,
         &args,
-        &[
-            ("SWITCHYARD_BENCH_ROLE", "baseline".into()),
-            ("SWITCHYARD_BENCH_LISTEN", addr.to_string()),
-            ("SWITCHYARD_BENCH_UPSTREAM", fake.to_string()),
-        ],
+        &env,
         core,
         Stdio::null(),
         Stdio::null(),
@@ -262,19 +317,37 @@ pub fn start_baseline(fake: SocketAddr, core: Option<usize>) -> Result<(Proc, So
     Ok((p, addr))
 }
 
-/// Start the fake provider (this executable, role `fake`) on the current core.
-pub fn start_fake() -> Result<(Proc, SocketAddr), String> {
+/// Start the fake provider (this executable, role `fake`) on the current core; its CA file goes
+/// to `dir`.
+pub fn start_fake(dir: &Path) -> Result<(Proc, SocketAddr, FakeTls), String> {
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut p = procs::spawn(
         "fake",
         &me,
         &[],
-        &[("SWITCHYARD_BENCH_ROLE", "fake".into())],
+        &[
+            ("SWITCHYARD_BENCH_ROLE", "fake".into()),
+            ("SWITCHYARD_BENCH_DIR", dir.to_string_lossy().into_owned()),
+        ],
         None,
         Stdio::piped(),
         Stdio::inherit(),
     )
     .map_err(|e| format!("starting the fake: {e}"))?;
-    let port = procs::read_port(&mut p)?;
-    Ok((p, ([127, 0, 0, 1], port).into()))
+    // `PORT <plain> TLS <tls> CA <path>`
+    let line = procs::read_line(&mut p)?;
+    let bad = || format!("fake: expected `PORT <n> TLS <n> CA <path>`, got {line:?}");
+    let mut words = line.trim().splitn(6, ' ');
+    let mut field = |name: &str| match (words.next(), words.next()) {
+        (Some(n), Some(v)) if n == name => Ok(v.to_string()),
+        _ => Err(bad()),
+    };
+    let port: u16 = field("PORT")?.parse().map_err(|_| bad())?;
+    let tls_port: u16 = field("TLS")?.parse().map_err(|_| bad())?;
+    let ca_file = field("CA")?;
+    let tls = FakeTls {
+        addr: ([127, 0, 0, 1], tls_port).into(),
+        ca_file,
+    };
+    Ok((p, ([127, 0, 0, 1], port).into(), tls))
 }

@@ -7,6 +7,7 @@
 use std::io;
 use std::time::Instant;
 
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::TcpStream;
 
 /// Bytes asked of the socket per read.
@@ -62,10 +63,10 @@ impl Buf {
         self.end = 0;
     }
 
-    /// Read more bytes from `s`; `Ok(0)` means the peer closed.
-    pub async fn read_from(&mut self, s: &TcpStream) -> io::Result<usize> {
+    /// Make room for a read: when full, move the unread bytes to the front, and grow if that
+    /// frees nothing.
+    fn make_room(&mut self) {
         if self.end == self.data.len() {
-            // Full: move the unread bytes to the front, and grow if that frees nothing.
             self.data.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
@@ -74,6 +75,20 @@ impl Buf {
                 self.data.resize(len * 2, 0);
             }
         }
+    }
+
+    /// Read more bytes from a stream (the fake's TLS connections); `Ok(0)` means the peer
+    /// closed. Plain sockets use [`Buf::read_from`], which polls readiness directly.
+    pub async fn read_from_io<R: AsyncRead + Unpin>(&mut self, r: &mut R) -> io::Result<usize> {
+        self.make_room();
+        let n = r.read(&mut self.data[self.end..]).await?;
+        self.end += n;
+        Ok(n)
+    }
+
+    /// Read more bytes from `s`; `Ok(0)` means the peer closed.
+    pub async fn read_from(&mut self, s: &TcpStream) -> io::Result<usize> {
+        self.make_room();
         loop {
             s.readable().await?;
             match s.try_read(&mut self.data[self.end..]) {

@@ -111,8 +111,8 @@ pub fn spawn(
     })
 }
 
-/// Read the `PORT <n>` line a child prints once listening.
-pub fn read_port(p: &mut Proc) -> Result<u16, String> {
+/// Read the line a child prints once listening (the fake's ports and CA file).
+pub fn read_line(p: &mut Proc) -> Result<String, String> {
     let out = p
         .child
         .stdout
@@ -122,10 +122,7 @@ pub fn read_port(p: &mut Proc) -> Result<u16, String> {
     BufReader::new(out)
         .read_line(&mut line)
         .map_err(|e| format!("{}: {e}", p.name))?;
-    line.trim()
-        .strip_prefix("PORT ")
-        .and_then(|n| n.parse().ok())
-        .ok_or_else(|| format!("{}: expected `PORT <n>`, got {line:?}", p.name))
+    Ok(line)
 }
 
 /// A loopback port that was free a moment ago.

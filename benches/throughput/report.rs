@@ -45,6 +45,9 @@ pub struct LoadRow {
     pub client_cpu_ns: u64,
     /// Sampled peak RSS of the process under test, KiB (0 for direct).
     pub rss_peak_kib: u64,
+    /// HTTPS workloads through a proxy: the fake's TLS connections and handshakes in the run,
+    /// warm-up included.
+    pub tls: Option<crate::tls::Snapshot>,
 }
 
 impl LoadRow {
@@ -157,7 +160,41 @@ impl Results {
         self.render_ratios(&mut s);
         self.render_paced(&mut s);
         self.render_streams(&mut s);
+        self.render_tls(&mut s);
         s
+    }
+
+    /// The HTTPS workloads' connections to the fake's TLS listener, run by run: pooled
+    /// connections show as a handshake count near the connection count, far below the requests.
+    fn render_tls(&self, s: &mut String) {
+        let rows: Vec<&LoadRow> = self.rows.iter().filter(|r| r.tls.is_some()).collect();
+        if rows.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "\n### HTTPS to the provider: TLS connections and handshakes per run (warm-up included)\n"
+        );
+        let _ = writeln!(
+            s,
+            "| scenario | conns | via | requests (window) | TLS connections | full handshakes | resumed |"
+        );
+        let _ = writeln!(s, "|---|---:|---|---:|---:|---:|---:|");
+        for r in rows {
+            let Some(t) = r.tls else { continue };
+            let _ = writeln!(
+                s,
+                "| {} | {}{} | {} | {} | {} | {} | {} |",
+                r.workload.name(),
+                r.conns,
+                r.rate.map(|x| format!(" at {x:.0}/s")).unwrap_or_default(),
+                r.via.name(),
+                r.out.ok,
+                t.accepted,
+                t.full,
+                t.resumed
+            );
+        }
     }
 
     fn render_capacity(&self, s: &mut String, rounds: usize) {

@@ -22,10 +22,16 @@ pub enum Workload {
     SpeechHit,
     /// Rerank (10 documents) to a cached model: hits.
     Rerank10Hit,
+    /// `rerank-10` with HTTPS to the provider (the fake's TLS listener, pooled connections).
+    Rerank10Https,
+    /// `speech` with HTTPS to the provider.
+    SpeechHttps,
+    /// `image` with HTTPS to the provider.
+    ImageHttps,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 7] = [
+    pub const ALL: [Workload; 10] = [
         Workload::Rerank10,
         Workload::Rerank100,
         Workload::Speech,
@@ -33,6 +39,9 @@ impl Workload {
         Workload::Image,
         Workload::SpeechHit,
         Workload::Rerank10Hit,
+        Workload::Rerank10Https,
+        Workload::SpeechHttps,
+        Workload::ImageHttps,
     ];
 
     pub fn name(self) -> &'static str {
@@ -44,7 +53,18 @@ impl Workload {
             Workload::Image => "image",
             Workload::SpeechHit => "speech-hit",
             Workload::Rerank10Hit => "rerank-10-hit",
+            Workload::Rerank10Https => "rerank-10-https",
+            Workload::SpeechHttps => "speech-https",
+            Workload::ImageHttps => "image-https",
         }
+    }
+
+    /// Whether the proxies reach the fake over TLS.
+    pub fn https(self) -> bool {
+        matches!(
+            self,
+            Workload::Rerank10Https | Workload::SpeechHttps | Workload::ImageHttps
+        )
     }
 
     /// `(path, body)` for the gateway.
@@ -56,30 +76,45 @@ impl Workload {
             Workload::SpeechHit => ("/api/v1/audio/speech", speech_body("tts-1-cached")),
             Workload::Rerank10Hit => ("/api/v1/rerank", rerank_body("rerank-v3.5-cached", 10)),
             Workload::SpeechLength => ("/api/v1/audio/speech", speech_body("tts-1-length")),
-            Workload::Image => (
+            Workload::Image => ("/api/v1/images/generations", image_body("seedream-4.0")),
+            Workload::Rerank10Https => ("/api/v1/rerank", rerank_body("rerank-v3.5-https", 10)),
+            Workload::SpeechHttps => ("/api/v1/audio/speech", speech_body("tts-1-https")),
+            Workload::ImageHttps => (
                 "/api/v1/images/generations",
-                format!(r#"{{"model":"seedream-4.0","prompt":"{PROMPT}","size":"1024x1024"}}"#),
+                image_body("seedream-4.0-https"),
             ),
         }
     }
 
-    /// `(path, body)` of the native request, as the gateway sends it to the fake provider.
+    /// `(path, body)` of the native request, as the gateway sends it to the fake provider. The
+    /// HTTPS workloads' paths start with `/tls`, which sends them to the fake's TLS listener
+    /// through the baseline proxy (the fake ignores it; the gateway's HTTPS providers add it).
     pub fn native(self) -> (&'static str, String) {
         match self {
+            Workload::Rerank10Https => ("/tls/v2/rerank", rerank_body("rerank-v3.5", 10)),
+            Workload::SpeechHttps => ("/tls/v1/audio/speech", native_speech()),
+            Workload::ImageHttps => ("/tls/v1/images/generations", native_image()),
             Workload::Rerank10 | Workload::Rerank10Hit => {
                 ("/v2/rerank", rerank_body("rerank-v3.5", 10))
             }
             Workload::Rerank100 => ("/d100/v2/rerank", rerank_body("rerank-v3.5", 100)),
             Workload::Speech | Workload::SpeechHit => ("/v1/audio/speech", native_speech()),
             Workload::SpeechLength => ("/length/v1/audio/speech", native_speech()),
-            Workload::Image => (
-                "/v1/images/generations",
-                format!(
-                    r#"{{"model":"doubao-seedream-4-0-250828","prompt":"{PROMPT}","size":"1024x1024","response_format":"url","watermark":false}}"#
-                ),
-            ),
+            Workload::Image => ("/v1/images/generations", native_image()),
         }
     }
+}
+
+/// A public image request body.
+fn image_body(model: &str) -> String {
+    format!(r#"{{"model":"{model}","prompt":"{PROMPT}","size":"1024x1024"}}"#)
+}
+
+/// The native Seedream request.
+fn native_image() -> String {
+    format!(
+        r#"{{"model":"doubao-seedream-4-0-250828","prompt":"{PROMPT}","size":"1024x1024","response_format":"url","watermark":false}}"#
+    )
 }
 
 /// The native speech request (the same for both speech workloads: the provider's path differs).
