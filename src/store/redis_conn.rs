@@ -265,7 +265,7 @@ struct Shared {
 }
 
 /// A lazily opened, bounded, self-healing connection to the shared Redis (one per calling
-/// thread: [`Current`]). Clones share the connections, so several stores on the same Redis can
+/// thread: `Current`). Clones share the connections, so several stores on the same Redis can
 /// use them.
 #[derive(Clone)]
 pub struct RedisConn {
