@@ -29,12 +29,14 @@
 //! the others' usage: a window can overshoot by what the requests in flight at its end use. This
 //! is the price of not knowing usage up front (rerank tokens); `concurrent` bounds it.
 //!
-//! With Redis the end-of-request charge is off the request's path: queued on the shared
-//! connection as the answer goes out and applied by Redis in the order sent (its reply awaited on
-//! a task of its own; `Limiter::charge`). The bound above is unchanged in kind: a request counts as
-//! in flight until its charge is applied — one Redis round trip after its answer, at most the
-//! store's timeout (`store.timeout_ms`) when Redis is slow, after which an unapplied charge is
-//! dropped and counted as a store error. On the path a request meets Redis at most once: rerank
+//! With Redis the end-of-request charge is off the request's path and not a call of its own:
+//! noted as owed as the answer goes out, and sent for all the requests of one caller that
+//! finished together in one call, after one pass of the worker's scheduler — or inside the
+//! caller's next admission on this instance, applied before that is checked (`Limiter::charge`).
+//! The bound above is unchanged in kind: a request counts as in flight until its charge is
+//! applied — that pass and one Redis round trip after its answer, at most the store's timeout
+//! (`store.timeout_ms`) when Redis is slow, after which an unapplied charge is dropped and
+//! counted as a store error. On the path a request meets Redis at most once: rerank
 //! at its admission, speech and images at their admission with their known cost, once the body
 //! is validated (a speech or image request whose body is refused meets it not at all on its
 //! path).
@@ -45,7 +47,11 @@
 //! (the system's; a test's hand-set one). A caller without limits never reaches this module.
 
 pub(crate) mod check;
+#[cfg(feature = "redis")]
+mod leases;
 pub(crate) mod memory;
+#[cfg(feature = "redis")]
+mod owed;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;
 pub(crate) mod window;
@@ -107,7 +113,7 @@ impl Limiter {
     pub(crate) fn new(redis: Option<&RedisConn>, metrics: Metrics, clock: Clock) -> Limiter {
         let backend = match redis {
             #[cfg(feature = "redis")]
-            Some(conn) => Backend::Redis(redis::Counts::new(conn.clone())),
+            Some(conn) => Backend::Redis(redis::Counts::new(conn.clone(), metrics.clone())),
             #[cfg(not(feature = "redis"))]
             Some(conn) => match *conn {},
             None => Backend::Memory(Arc::new(memory::Counts::default())),
@@ -201,11 +207,11 @@ impl Limiter {
     /// store error is only counted and logged (the answer has been sent; there is nobody left to
     /// refuse).
     ///
-    /// With Redis, the call does not wait for Redis: the charge is handed to the connection
-    /// (its command queued on it before this returns, where the connection is open) and its
-    /// reply awaited on a task of its own, so the answer goes out without a round trip. Commands
-    /// on one connection are applied in the order sent, so the caller's next request — checked
-    /// after this answer went out — finds this charge applied and this slot free.
+    /// With Redis, the call does not wait for Redis: the charge and the slot are noted as owed
+    /// and sent with what the requests finishing beside this one owe, one call per caller, once
+    /// the worker has run the tasks ready now — or inside the caller's next admission on this
+    /// instance if that comes first, applied before it is checked, so that request finds this
+    /// charge applied and this slot free (`redis` module docs).
     pub(crate) async fn charge(
         &self,
         scope: &str,
@@ -239,7 +245,7 @@ impl Limiter {
             ..Check::default()
         };
         let result = match (&self.backend, lease) {
-            // Nothing to charge: a slot is given back as it drops (one call of its own).
+            // Nothing to charge: a slot is given back as it drops.
             _ if check.counters.is_empty() => return,
             #[cfg(feature = "redis")]
             (Backend::Redis(counts), lease) => {
@@ -249,7 +255,7 @@ impl Limiter {
                     }) => Some(slot),
                     _ => None,
                 };
-                self.charge_in_background(counts, scope, check, now, slot);
+                counts.charge(scope, &check, slot);
                 return;
             }
             // A memory slot is given back when dropped, after the charge.
@@ -262,37 +268,6 @@ impl Limiter {
         if let Err(e) = result {
             self.metrics.store_error("limits");
             log::warn!("limits: usage of a request not counted: {e}");
-        }
-    }
-
-    /// [`Limiter::charge`] in Redis, off the request's path: polled once here (which queues its
-    /// command on an open connection), then finished on a task of its own.
-    #[cfg(feature = "redis")]
-    fn charge_in_background(
-        &self,
-        counts: &redis::Counts,
-        scope: &str,
-        check: Check,
-        now: Now,
-        slot: Option<redis::Slot>,
-    ) {
-        use futures_util::FutureExt;
-        let (counts, scope, metrics) = (counts.clone(), scope.to_string(), self.metrics.clone());
-        let mut charge = Box::pin(async move {
-            let result = match slot {
-                Some(slot) => counts.apply_and_return(&scope, &check, now, slot).await,
-                None => counts
-                    .apply(&scope, &check, now)
-                    .await
-                    .map(|_| Outcome::Passed),
-            };
-            if let Err(e) = result {
-                metrics.store_error("limits");
-                log::warn!("limits: usage of a request not counted: {e}");
-            }
-        });
-        if (&mut charge).now_or_never().is_none() {
-            tokio::spawn(charge);
         }
     }
 

@@ -10,50 +10,79 @@
 //!   lease ids scored by when they expire (milliseconds since the epoch).
 //!
 //! A slot is a lease of [`LEASE`]: the instance holding it renews it every third of that while
-//! its request runs, and removes it when the request ends. An instance that dies (or is cut off
-//! from Redis) stops renewing, and its slots are free again within [`LEASE`] of their last
-//! renewal, since every check first removes the expired ones. The bound on a leak is thus
-//! [`LEASE`] (30 s), and it costs one small write per running request every 10 s.
+//! its request runs (one task for all its leases, `leases`), and gives it back when the request
+//! ends. An instance that dies (or is cut off from Redis) stops renewing, and its slots are free
+//! again within [`LEASE`] of their last renewal, since every check first removes the expired
+//! ones. The bound on a leak is thus [`LEASE`] (30 s).
+//!
+//! What a finished request owes — its usage, its slot — is not a call of its own: it is noted
+//! (`owed`) as its answer goes out, and sent in one call per caller for all the requests that
+//! finished together, as soon as the worker has run the tasks that were ready with it (one pass
+//! of its scheduler), or earlier inside the admission of the caller's next request on this
+//! instance, whichever comes first. The script applies what is owed before it checks anything,
+//! so that next request finds its predecessor's slot free and its usage counted, and another
+//! instance finds them so within that pass and one round trip of the answer.
 //!
 //! [`RedisConn::run`] may apply the script twice (a reply lost after Redis applied it): a lease
 //! already present is taken as granted (its id is unique), so a retry never refuses its own slot;
 //! a counter may be charged twice, which errs toward refusing a little early and only happens
 //! when a reply is lost.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use super::check::{Check, Outcome};
+use super::leases::Leases;
+use super::owed::{Debt, Owed};
 use super::window::Now;
+use crate::metrics::Metrics;
 use crate::store::files::StoreError;
 use crate::store::redis_conn::{RedisConn, StoreConn};
 
 /// How long a concurrent slot lives without being renewed.
 pub(crate) const LEASE: Duration = Duration::from_secs(30);
 
-/// KEYS: the counters, then the known counters, then the slot set when a slot is asked for or
-/// given back.
-/// ARGV: the number of counters n; per counter its quota, need, add and TTL (seconds); then the
-/// slot's quota (0: none), now, the lease's expiry (ms) and its id; then the id of a lease to
-/// give back ("" for none: a request's end gives back its slot in the call that charges it);
-/// then the number of known counters m, and per known counter its quota and need.
-/// Returns {0, 0} when everything fit (and was applied), else {i, used}: the 1-based position,
-/// in the order checked, of what did not fit (n + 1: the slots; n + 1 + j: the j-th known
-/// counter), and what was used of it. Nothing is applied then — except that a known counter's
+/// KEYS: the counters owed, the check's counters, its known counters, then the slot set (when
+/// a slot is asked for or leases are given back).
+/// ARGV: the number of counters owed p, per counter owed its quota, need, add and TTL (seconds);
+/// the number of leases given back r, and their ids; the number of the check's counters n, per
+/// counter its quota, need, add and TTL; the slot's quota (0: none), now, the lease's expiry (ms)
+/// and its id; the number of known counters m, and per known counter its quota and need.
+///
+/// What is owed is applied first, whatever the check decides: each counter owed is charged where
+/// its need fits (need 0: always), and the leases given back are removed.
+/// Returns {0, 0} when the check fit (and was applied), else {i, used}: the 1-based position, in
+/// the order checked, of what did not fit (n + 1: the slots; n + 1 + j: the j-th known counter),
+/// and what was used of it. Nothing of the check is applied then — except that a known counter's
 /// refusal comes after the counters were charged (the request admitted, its known use not
 /// fitting; `check::Check`), with no slot taken.
 const SCRIPT: &str = r"
-local n = tonumber(ARGV[1])
-for i = 1, n do
+local set = KEYS[#KEYS]
+local p = tonumber(ARGV[1])
+for i = 1, p do
   local b = 1 + (i - 1) * 4
   local quota, need = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
-  local used = tonumber(redis.call('GET', KEYS[i]) or '0')
+  if need == 0 or tonumber(redis.call('GET', KEYS[i]) or '0') + need <= quota then
+    redis.call('INCRBY', KEYS[i], ARGV[b + 3])
+    redis.call('EXPIRE', KEYS[i], ARGV[b + 4])
+  end
+end
+local a = 2 + p * 4
+local r = tonumber(ARGV[a])
+for i = 1, r do
+  redis.call('ZREM', set, ARGV[a + i])
+end
+a = a + r + 1
+local n = tonumber(ARGV[a])
+for i = 1, n do
+  local b = a + (i - 1) * 4
+  local quota, need = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
+  local used = tonumber(redis.call('GET', KEYS[p + i]) or '0')
   if need > 0 and used + need > quota then return {i, used} end
 end
-local s = 2 + n * 4
-local m = tonumber(ARGV[s + 5])
-local set = KEYS[n + m + 1]
+local s = a + n * 4 + 1
 local slots = tonumber(ARGV[s])
+local m = tonumber(ARGV[s + 4])
 if slots > 0 then
   redis.call('ZREMRANGEBYSCORE', set, '-inf', ARGV[s + 1])
   if not redis.call('ZSCORE', set, ARGV[s + 3]) then
@@ -62,48 +91,34 @@ if slots > 0 then
   end
 end
 for i = 1, n do
-  local b = 1 + (i - 1) * 4
+  local b = a + (i - 1) * 4
   local add = tonumber(ARGV[b + 3])
   if add > 0 then
-    redis.call('INCRBY', KEYS[i], add)
-    redis.call('EXPIRE', KEYS[i], ARGV[b + 4])
+    redis.call('INCRBY', KEYS[p + i], add)
+    redis.call('EXPIRE', KEYS[p + i], ARGV[b + 4])
   end
 end
 for j = 1, m do
-  local b = s + 4 + j * 2
+  local b = s + 3 + j * 2
   local quota, need = tonumber(ARGV[b]), tonumber(ARGV[b + 1])
-  local used = tonumber(redis.call('GET', KEYS[n + j]) or '0')
+  local used = tonumber(redis.call('GET', KEYS[p + n + j]) or '0')
   if need > 0 and used + need > quota then return {n + 1 + j, used} end
 end
 if slots > 0 then
   redis.call('ZADD', set, ARGV[s + 2], ARGV[s + 3])
   redis.call('PEXPIREAT', set, ARGV[s + 2])
 end
-if ARGV[s + 4] ~= '' then
-  redis.call('ZREM', set, ARGV[s + 4])
-end
 return {0, 0}
 ";
 
-/// Renews a lease: only if it is still there (an expired one is not taken back, since its
-/// slot may be someone else's by now), and keeps the set alive as long as its newest lease.
-const RENEW: &str = r"
-if redis.call('ZADD', KEYS[1], 'XX', 'CH', ARGV[1], ARGV[2]) == 1 then
-  local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-  redis.call('PEXPIREAT', KEYS[1], newest[2])
-end
-return 0
-";
-
-/// The scripts as Redis knows them by their SHA1 (hashed once).
+/// The script as Redis knows it by its SHA1 (hashed once).
 static LIMITS: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(SCRIPT));
-static RENEWAL: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(RENEW));
 
 /// Run `script` with the keys and arguments `args` adds: by its SHA1 (`EVALSHA`: 40 bytes on the
 /// wire instead of the script's kilobyte, and no hashing of it on Redis's side per call), and
 /// with its text (`EVAL`, which also makes Redis keep it) when this Redis does not know it yet:
 /// after a restart, a `SCRIPT FLUSH`, or on a Cluster node that has not run it.
-async fn eval<T: redis::FromRedisValue>(
+pub(super) async fn eval<T: redis::FromRedisValue>(
     conn: &mut StoreConn,
     (text, script): (&str, &redis::Script),
     args: impl Fn(&mut redis::Cmd),
@@ -122,129 +137,176 @@ async fn eval<T: redis::FromRedisValue>(
     }
 }
 
-/// The counters of every caller, in one Redis (a handle: clones share the connection).
+/// The counters of every caller, in one Redis (a handle: clones share the connection, what is
+/// owed and the leases held).
 #[derive(Clone)]
 pub(crate) struct Counts {
-    conn: RedisConn,
+    inner: Arc<Inner>,
 }
 
-/// A concurrent slot held in Redis: renewed while held, removed when dropped.
+struct Inner {
+    conn: RedisConn,
+    owed: Owed,
+    leases: Arc<Leases>,
+    metrics: Metrics,
+    /// Script calls made, for the tests of what costs a call.
+    #[cfg(test)]
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+/// A concurrent slot held in Redis: renewed while held, given back when dropped (noted as owed,
+/// sent with what else is owed).
 pub(crate) struct Slot {
-    renew: tokio::task::JoinHandle<()>,
-    release: Option<(RedisConn, String, String)>,
+    counts: Counts,
+    tag: String,
+    n: u64,
+    id: Option<String>,
 }
 
 impl Slot {
-    /// The lease's id, for a call that gives it back itself; the slot then no longer renews it
-    /// nor removes it when dropped.
+    /// The lease's id, for what is owed at the request's end; the slot then no longer renews it
+    /// nor gives it back when dropped.
     fn hand_back(mut self) -> Option<String> {
-        self.renew.abort();
-        self.release.take().map(|(_, _, id)| id)
+        self.counts.inner.leases.release(self.n);
+        self.id.take()
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.renew.abort();
-        let Some((conn, set, id)) = self.release.take() else {
-            return;
-        };
-        // Dropped in a request's context, on the runtime; without one (shutting down) the lease
-        // simply expires.
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                // ZREM is idempotent: applying it twice is harmless.
-                let (set, id) = (&set, &id);
-                let removed = conn
-                    .run(|mut c| async move {
-                        redis::cmd("ZREM")
-                            .arg(set)
-                            .arg(id)
-                            .query_async::<i64>(&mut c)
-                            .await
-                    })
-                    .await;
-                if let Err(e) = removed {
-                    log::debug!("limits: a concurrent slot not given back (it expires): {e}");
-                }
-            });
+        if let Some(id) = self.id.take() {
+            self.counts.inner.leases.release(self.n);
+            self.counts.owe(&self.tag, &[], Some(id));
         }
     }
 }
 
 impl Counts {
-    pub(crate) fn new(conn: RedisConn) -> Counts {
-        Counts { conn }
+    pub(crate) fn new(conn: RedisConn, metrics: Metrics) -> Counts {
+        Counts {
+            inner: Arc::new(Inner {
+                conn,
+                owed: Owed::default(),
+                leases: Arc::new(Leases::new()),
+                metrics,
+                #[cfg(test)]
+                calls: std::sync::atomic::AtomicUsize::new(0),
+            }),
+        }
     }
 
     /// `{<prefix>limits:<scope>}`: every key of one caller in one hash slot.
     fn tag(&self, scope: &str) -> String {
-        format!("{{{}limits:{scope}}}", self.conn.key_prefix())
+        format!("{{{}limits:{scope}}}", self.inner.conn.key_prefix())
     }
 
-    /// Apply `check` for `scope` in one script call: `Ok(Ok(slot))` when it fit, `Ok(Err(..))`
-    /// refused (with nothing applied, or as [`Check`] says for its `known` part), `Err` when
-    /// Redis could not be asked.
+    /// Apply `check` for `scope` in one script call, with what the caller owes applied first:
+    /// `Ok(Ok(slot))` when it fit, `Ok(Err(..))` refused (with nothing of the check applied, or
+    /// as [`Check`] says for its `known` part), `Err` when Redis could not be asked.
     pub(crate) async fn apply(
         &self,
         scope: &str,
         check: &Check,
         now: Now,
     ) -> Result<Result<Option<Slot>, Outcome>, StoreError> {
-        self.call(scope, check, now, None).await
+        let tag = self.tag(scope);
+        let owed = self.inner.owed.take(&tag);
+        let result = self.call(&tag, owed.as_ref(), check, now).await;
+        if let (Err(e), Some(debt)) = (&result, &owed) {
+            self.not_counted(debt, e);
+        }
+        result
     }
 
-    /// Apply a check that asks for no slot (a charge at a request's end) and give back
-    /// `returned`, the request's slot, in the same call. When Redis cannot be asked, the slot is
-    /// given back as a dropped one is (or expires).
-    pub(crate) async fn apply_and_return(
-        &self,
-        scope: &str,
-        check: &Check,
-        now: Now,
-        returned: Slot,
-    ) -> Result<Outcome, StoreError> {
-        let result = self.call(scope, check, now, Some(&returned)).await;
-        if result.is_ok() {
-            let _ = returned.hand_back();
+    /// What a finished request of `scope` used (`check`'s counters, charged where they fit,
+    /// never refused) and its slot, given back: owed, and sent with what else is owed
+    /// (module docs). Returns at once.
+    pub(crate) fn charge(&self, scope: &str, check: &Check, slot: Option<Slot>) {
+        let tag = self.tag(scope);
+        let returned = slot.and_then(Slot::hand_back);
+        self.owe(&tag, &check.counters, returned);
+    }
+
+    /// Note what is owed, and see it sent when it is the first owed since the last sending.
+    fn owe(&self, tag: &str, counters: &[super::check::Counter], returned: Option<String>) {
+        if !self.inner.owed.note(tag, counters, returned) {
+            return;
         }
-        result.map(|r| match r {
-            Ok(_) => Outcome::Passed,
-            Err(outcome) => outcome,
-        })
+        // Without a runtime (shutting down) what is owed is lost: the usage of the last requests
+        // is not counted and their slots expire.
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            let lost = self.inner.owed.take_all();
+            log::debug!(
+                "limits: {} caller(s)' usage not counted at shutdown",
+                lost.len()
+            );
+            return;
+        };
+        let counts = self.clone();
+        rt.spawn(async move {
+            // Let the tasks ready now run first: the requests finishing with this one add what
+            // they owe, and it all goes in one call per caller.
+            tokio::task::yield_now().await;
+            counts.send_owed().await;
+        });
+    }
+
+    /// Send everything owed: one call per caller, side by side.
+    async fn send_owed(&self) {
+        let owed = self.inner.owed.take_all();
+        let now = Now::current();
+        let calls = owed.iter().map(|(tag, debt)| async move {
+            if let Err(e) = self.call(tag, Some(debt), &Check::default(), now).await {
+                self.not_counted(debt, &e);
+            }
+        });
+        futures_util::future::join_all(calls).await;
+    }
+
+    fn not_counted(&self, debt: &Debt, e: &StoreError) {
+        self.inner.metrics.store_error("limits");
+        log::warn!(
+            "limits: usage of {} finished request(s) not counted: {e}",
+            debt.requests
+        );
     }
 
     async fn call(
         &self,
-        scope: &str,
+        tag: &str,
+        owed: Option<&Debt>,
         check: &Check,
         now: Now,
-        returned: Option<&Slot>,
     ) -> Result<Result<Option<Slot>, Outcome>, StoreError> {
-        let tag = self.tag(scope);
-        let mut keys: Vec<String> = check
+        let no_debt = Debt::default();
+        let owed = owed.unwrap_or(&no_debt);
+        let mut keys: Vec<String> = owed
             .counters
             .iter()
-            .chain(&check.known)
-            .map(|c| format!("{tag}:{}:{}", c.limit.name, c.window))
+            .map(|o| format!("{tag}:{}:{}", o.name, o.window))
+            .chain(
+                check
+                    .counters
+                    .iter()
+                    .chain(&check.known)
+                    .map(|c| format!("{tag}:{}:{}", c.limit.name, c.window)),
+            )
             .collect();
-        let set = format!("{tag}:concurrent");
+        if check.slot.is_some() || !owed.returned.is_empty() {
+            keys.push(format!("{tag}:concurrent"));
+        }
         let lease_ms = u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX);
         let expires = now.millis.saturating_add(lease_ms);
-        let id = if check.slot.is_some() {
-            uuid::Uuid::new_v4().to_string()
-        } else {
-            String::new()
-        };
-        let returned = returned
-            .and_then(|slot| slot.release.as_ref())
-            .map_or("", |(_, _, id)| id.as_str());
-        if check.slot.is_some() || !returned.is_empty() {
-            keys.push(set.clone());
-        }
-        let (keys, id) = (&keys, &id);
+        let lease = check.slot.map(|_| self.inner.leases.mint());
+        let id = lease.as_ref().map_or("", |(_, id)| id.as_str());
+        let keys = &keys;
         let args = |cmd: &mut redis::Cmd| {
             cmd.arg(keys.len()).arg(keys);
+            cmd.arg(owed.counters.len());
+            for o in &owed.counters {
+                cmd.arg(o.quota).arg(o.need).arg(o.add).arg(o.ttl);
+            }
+            cmd.arg(owed.returned.len()).arg(&owed.returned);
             cmd.arg(check.counters.len());
             for c in &check.counters {
                 cmd.arg(c.limit.quota).arg(c.need).arg(c.add).arg(c.ttl);
@@ -252,17 +314,21 @@ impl Counts {
             cmd.arg(check.slot.unwrap_or(0))
                 .arg(now.millis)
                 .arg(expires)
-                .arg(id)
-                .arg(returned);
+                .arg(id);
             cmd.arg(check.known.len());
             for c in &check.known {
                 cmd.arg(c.limit.quota).arg(c.need);
             }
         };
+        #[cfg(test)]
+        self.inner
+            .calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // Boxed: the Redis client's futures are large, and this one would otherwise be inlined
         // into every request's future (and copied with it) whether or not it has limits.
         let reply: Vec<u64> = Box::pin(
-            self.conn
+            self.inner
+                .conn
                 .run(|mut conn| async move { eval(&mut conn, (SCRIPT, &LIMITS), args).await }),
         )
         .await?;
@@ -278,36 +344,143 @@ impl Counts {
                 )))
             }
         }
-        if check.slot.is_none() {
+        let Some((n, id)) = lease else {
             return Ok(Ok(None));
-        }
-        let renew = tokio::spawn(renew(self.conn.clone(), set.clone(), id.clone()));
+        };
+        self.inner.leases.hold(n, tag, &self.inner.conn);
         Ok(Ok(Some(Slot {
-            renew,
-            release: Some((self.conn.clone(), set, id.clone())),
+            counts: self.clone(),
+            tag: tag.to_string(),
+            n,
+            id: Some(id),
         })))
     }
 }
 
-/// Keep a lease alive while its request runs (aborted when the slot drops).
-async fn renew(conn: RedisConn, set: String, id: String) {
-    let every = LEASE / 3;
-    let lease_ms = u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX);
-    let (set, id) = (&set, &id);
-    loop {
-        tokio::time::sleep(every).await;
-        let expires = Now::current().millis.saturating_add(lease_ms);
-        // Setting a lease's expiry is idempotent.
-        let renewed = conn
-            .run(|mut c| async move {
-                eval::<i64>(&mut c, (RENEW, &RENEWAL), |cmd| {
-                    cmd.arg(1).arg(set).arg(expires).arg(id);
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::super::{Limiter, Meter};
+    use super::*;
+    use crate::auth::limits::{LimitSet, OnStoreError};
+    use crate::caps::lifecycle::Clock;
+    use crate::common::error::GatewayError;
+    use crate::store::redis_conn::RedisSettings;
+
+    /// A limiter on the test Redis (`SWITCHYARD_TEST_REDIS_URL`, default
+    /// `redis://127.0.0.1:6379`; `scripts/test` starts one) under a prefix of its own, its
+    /// windows fixed at the current second; and its counts, to count its calls.
+    fn limiter() -> (Limiter, Counts, RedisConn) {
+        let url = std::env::var("SWITCHYARD_TEST_REDIS_URL")
+            .unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+        let mut settings = RedisSettings::new(url);
+        settings.key_prefix = format!("switchyard-test:{}:", uuid::Uuid::new_v4());
+        let conn = RedisConn::new(&settings).unwrap();
+        let clock = Clock::manual(Clock::System.now());
+        let limiter = Limiter::new(Some(&conn), Metrics::off(), clock);
+        let super::super::Backend::Redis(counts) = &limiter.backend else {
+            panic!("not in Redis");
+        };
+        let counts = counts.clone();
+        (limiter, counts, conn)
+    }
+
+    fn set(yaml: &str) -> LimitSet {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    const OPEN: OnStoreError = OnStoreError::Open;
+
+    #[tokio::test]
+    async fn the_next_admission_pays_what_its_predecessors_owe_before_it_is_checked() {
+        let (limits, counts, _) = limiter();
+        let set = set("{concurrent: 1, tokens_per_minute: 50}");
+        let lease = limits
+            .admit("key:a", &set, Meter::Tokens, None, OPEN)
+            .await
+            .unwrap();
+        assert!(lease.is_some());
+        // The one slot is held.
+        let refused = limits.admit("key:a", &set, Meter::Tokens, None, OPEN).await;
+        assert!(
+            matches!(&refused, Err(GatewayError::RateLimited(r)) if r.limit == "concurrent"),
+            "{:?}",
+            refused.map(|l| l.is_some())
+        );
+        // The request ends having used the whole window; what it owes is not sent yet (no
+        // yield since), so the next admission carries it: the slot is free, the tokens spent.
+        limits
+            .charge("key:a", &set, (Meter::Tokens, 50), None, lease, false)
+            .await;
+        let before = counts.inner.calls.load(Ordering::Relaxed);
+        let refused = limits.admit("key:a", &set, Meter::Tokens, None, OPEN).await;
+        assert!(
+            matches!(&refused, Err(GatewayError::RateLimited(r)) if r.limit == "tokens_per_minute" && r.remaining == 0),
+            "{:?}",
+            refused.map(|l| l.is_some())
+        );
+        assert_eq!(counts.inner.calls.load(Ordering::Relaxed), before + 1);
+        // Nothing is left owed: no other call follows.
+        tokio::task::yield_now().await;
+        tokio::task::yield_now().await;
+        assert_eq!(counts.inner.calls.load(Ordering::Relaxed), before + 1);
+    }
+
+    #[tokio::test]
+    async fn requests_finishing_together_cost_one_call_per_caller() {
+        let (limits, counts, conn) = limiter();
+        let set = set("{concurrent: 10, tokens_per_minute: 1000}");
+        let mut leases = Vec::new();
+        for scope in [
+            "key:a", "key:a", "key:a", "key:a", "key:a", "key:b", "key:b",
+        ] {
+            let lease = limits
+                .admit(scope, &set, Meter::Tokens, None, OPEN)
+                .await
+                .unwrap();
+            leases.push((scope, lease));
+        }
+        let before = counts.inner.calls.load(Ordering::Relaxed);
+        for (scope, lease) in leases {
+            limits
+                .charge(scope, &set, (Meter::Tokens, 10), None, lease, false)
+                .await;
+        }
+        // Sent once the ready tasks have run: two calls, one per caller.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while counts.inner.calls.load(Ordering::Relaxed) < before + 2 {
+            assert!(std::time::Instant::now() < deadline, "not sent");
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert_eq!(counts.inner.calls.load(Ordering::Relaxed), before + 2);
+        // Every request's usage is counted, and every slot given back.
+        let window = Now::by(&limits.clock).window(crate::auth::limits::Window::Minute);
+        for (scope, tokens) in [("key:a", 50), ("key:b", 20)] {
+            let tag = counts.tag(scope);
+            let used = conn
+                .run(|mut c| {
+                    let key = format!("{tag}:tokens_per_minute:{window}");
+                    async move { redis::cmd("GET").arg(&key).query_async::<u64>(&mut c).await }
                 })
                 .await
-            })
-            .await;
-        if let Err(e) = renewed {
-            log::debug!("limits: a concurrent slot not renewed: {e}");
+                .unwrap();
+            assert_eq!(used, tokens, "{scope}");
+            let held = conn
+                .run(|mut c| {
+                    let key = format!("{tag}:concurrent");
+                    async move {
+                        redis::cmd("ZCARD")
+                            .arg(&key)
+                            .query_async::<u64>(&mut c)
+                            .await
+                    }
+                })
+                .await
+                .unwrap();
+            assert_eq!(held, 0, "{scope}");
         }
     }
 }

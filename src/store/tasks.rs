@@ -757,6 +757,35 @@ impl TaskStore for RedisTaskStore {
         self.write(id, task, ttl, "").await.map(|_| ())
     }
 
+    /// A kept answer is a finished task under an id nobody has used (the gateway's UUID): what
+    /// `write` does for it — set it with its expiry; take its id out of the active set, where it
+    /// never was — is one `SET`, without sending the write script's text and running it on every
+    /// synchronous image answer.
+    async fn keep_answer(
+        &self,
+        id: &str,
+        answer: &KeptAnswer<'_>,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let ttl = ttl_ms(ttl);
+        if ttl == 0 {
+            return Ok(());
+        }
+        let json = encode(&TaskRecord::answered(answer)?)?;
+        let (key, json) = (&self.key(id), &json);
+        self.conn
+            .run_durable(|mut conn| async move {
+                redis::cmd("SET")
+                    .arg(key)
+                    .arg(json)
+                    .arg("PX")
+                    .arg(ttl)
+                    .query_async::<()>(&mut conn)
+                    .await
+            })
+            .await
+    }
+
     async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let raw = match self.get_raw(id).await? {
             Some(raw) => Some(raw),
