@@ -453,12 +453,7 @@ fn a_caller_s_keys_share_one_hash_slot() {
     let deadline = Instant::now() + Duration::from_secs(10);
     let keys = loop {
         let keys: Vec<String> = rt.block_on(async {
-            let mut conn = redis::raw().await;
-            ::redis::cmd("KEYS")
-                .arg(format!("{{{prefix}*"))
-                .query_async(&mut conn)
-                .await
-                .unwrap()
+            redis::keys(&mut redis::raw().await, &format!("{{{prefix}*")).await
         });
         if keys.len() == 2 || Instant::now() > deadline {
             break keys;
@@ -765,13 +760,8 @@ async fn windows(
     tag: &str,
     name: &str,
 ) -> Vec<u64> {
-    let keys: Vec<String> = ::redis::cmd("KEYS")
-        .arg(format!("{tag}:{name}:*"))
-        .query_async(conn)
-        .await
-        .unwrap();
     let mut counts = Vec::new();
-    for key in keys {
+    for key in redis::keys(conn, &format!("{tag}:{name}:*")).await {
         counts.push(
             ::redis::cmd("GET")
                 .arg(&key)

@@ -35,6 +35,30 @@ pub async fn raw() -> redis::aio::MultiplexedConnection {
     }
 }
 
+/// The keys matching `pattern`, found with `SCAN`, never `KEYS`: the test Redis is shared, and on
+/// one a benchmark has just filled (a peer run keeps its image answers for an hour: millions of
+/// keys) a `KEYS` blocks it for a second, long enough for every other test's gateway to time out.
+pub async fn keys(conn: &mut redis::aio::MultiplexedConnection, pattern: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, mut keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(10_000)
+            .query_async(conn)
+            .await
+            .unwrap();
+        found.append(&mut keys);
+        if next == 0 {
+            return found;
+        }
+        cursor = next;
+    }
+}
+
 /// A gateway (standard test config) keeping hosted images and tasks in the test Redis under
 /// `prefix`; instances with the same prefix share them.
 pub fn gateway(fake: &FakeProvider, prefix: &str) -> TestGateway {
