@@ -46,6 +46,8 @@
 //! are fixed UTC minutes, days and calendar months ([`window`]), read from the limiter's clock
 //! (the system's; a test's hand-set one). A caller without limits never reaches this module.
 
+#[cfg(feature = "redis")]
+mod batch;
 pub(crate) mod check;
 #[cfg(feature = "redis")]
 mod leases;

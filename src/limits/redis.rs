@@ -23,6 +23,11 @@
 //! so that next request finds its predecessor's slot free and its usage counted, and another
 //! instance finds them so within that pass and one round trip of the answer.
 //!
+//! Every call of one caller made while the worker runs the tasks that are ready — the
+//! admissions of requests that arrived together, what finished ones owe — goes to Redis in one
+//! pipeline (`batch`): one write and one read for all, each call applied as if sent alone, in
+//! the order made.
+//!
 //! [`RedisConn::run`] may apply the script twice (a reply lost after Redis applied it): a lease
 //! already present is taken as granted (its id is unique), so a retry never refuses its own slot;
 //! a counter may be charged twice, which errs toward refusing a little early and only happens
@@ -31,6 +36,7 @@
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+use super::batch::{self, Batches};
 use super::check::{Check, Outcome};
 use super::leases::Leases;
 use super::owed::{Debt, Owed};
@@ -147,6 +153,7 @@ pub(crate) struct Counts {
 struct Inner {
     conn: RedisConn,
     owed: Owed,
+    batches: Batches,
     leases: Arc<Leases>,
     metrics: Metrics,
     /// Script calls made, for the tests of what costs a call.
@@ -187,6 +194,7 @@ impl Counts {
             inner: Arc::new(Inner {
                 conn,
                 owed: Owed::default(),
+                batches: Batches::default(),
                 leases: Arc::new(Leases::new()),
                 metrics,
                 #[cfg(test)]
@@ -324,14 +332,20 @@ impl Counts {
         self.inner
             .calls
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // Boxed: the Redis client's futures are large, and this one would otherwise be inlined
-        // into every request's future (and copied with it) whether or not it has limits.
-        let reply: Vec<u64> = Box::pin(
-            self.inner
-                .conn
-                .run(|mut conn| async move { eval(&mut conn, (SCRIPT, &LIMITS), args).await }),
-        )
-        .await?;
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(LIMITS.get_hash());
+        args(&mut cmd);
+        // Sent with the caller's other calls made while the ready tasks run (`batch`).
+        let (answer, first) = self.inner.batches.queue(tag, cmd);
+        if first {
+            let (counts, tag) = (self.clone(), tag.to_string());
+            tokio::spawn(async move {
+                tokio::task::yield_now().await;
+                let inner = &counts.inner;
+                inner.batches.send(&tag, &inner.conn, SCRIPT).await;
+            });
+        }
+        let reply: Vec<u64> = batch::reply(answer).await?;
         match reply.as_slice() {
             [0, _] => {}
             [at, used] => {
@@ -426,6 +440,34 @@ mod tests {
         tokio::task::yield_now().await;
         tokio::task::yield_now().await;
         assert_eq!(counts.inner.calls.load(Ordering::Relaxed), before + 1);
+    }
+
+    #[tokio::test]
+    async fn admissions_arriving_together_share_one_round_trip_and_keep_their_order() {
+        let (limits, counts, _) = limiter();
+        let set = set("{concurrent: 3}");
+        let before = counts.inner.batches.sent.load(Ordering::Relaxed);
+        let admitted = futures_util::future::join_all(
+            (0..5).map(|_| limits.admit("key:a", &set, Meter::Tokens, None, OPEN)),
+        )
+        .await;
+        // One pipeline for the five; applied in the order made: three slots, then two refusals.
+        assert_eq!(
+            counts.inner.batches.sent.load(Ordering::Relaxed),
+            before + 1
+        );
+        let outcomes: Vec<&str> = admitted
+            .iter()
+            .map(|a| match a {
+                Ok(Some(_)) => "slot",
+                Err(GatewayError::RateLimited(r)) => r.limit,
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(
+            outcomes,
+            ["slot", "slot", "slot", "concurrent", "concurrent"]
+        );
     }
 
     #[tokio::test]
