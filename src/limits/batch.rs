@@ -15,7 +15,7 @@ use redis::RedisResult;
 use tokio::sync::oneshot;
 
 use crate::store::files::StoreError;
-use crate::store::redis_conn::RedisConn;
+use crate::store::redis_conn::{connection_fault, RedisConn};
 
 /// A call waiting for its pipeline: the script's `EVALSHA`, and where its reply goes.
 struct Waiting {
@@ -84,6 +84,21 @@ impl Batches {
         let replies = conn
             .run(|mut c| async move {
                 let mut replies: Vec<RedisResult<Vec<u64>>> = pipe.query_async(&mut c).await?;
+                // A reply that says the connection is at fault (a primary demoted to a replica)
+                // fails the pipeline, so that `run` tries it once more on a fresh connection, as
+                // it would a call sent alone.
+                if let Some(at) = replies
+                    .iter()
+                    .position(|r| matches!(r, Err(e) if connection_fault(e)))
+                {
+                    if let Some(Err(e)) = replies.into_iter().nth(at) {
+                        return Err(e);
+                    }
+                    return Err(redis::RedisError::from((
+                        redis::ErrorKind::Io,
+                        "limits pipeline",
+                    )));
+                }
                 for (reply, w) in replies.iter_mut().zip(waiting_cmds) {
                     if matches!(reply, Err(e) if no_script(e)) {
                         *reply = with_text(&w.cmd, script).query_async(&mut c).await;

@@ -599,7 +599,7 @@ async fn wait_for_replicas(
 /// Whether `e` may mean the connection is broken or points at the wrong node (refused, reset,
 /// timed out, garbled; a primary demoted to a read-only replica; no primary known yet), rather
 /// than Redis answering an error on a working one (out of memory, wrong type).
-fn connection_fault(e: &RedisError) -> bool {
+pub(crate) fn connection_fault(e: &RedisError) -> bool {
     e.is_io_error()
         || e.is_timeout()
         || e.is_unrecoverable_error()
