@@ -123,14 +123,33 @@ impl Batches {
     }
 }
 
-/// Wait for a queued call's reply.
-pub(crate) async fn reply(answer: oneshot::Receiver<Result<Vec<u64>, String>>) -> Reply {
-    match answer.await {
-        Ok(Ok(reply)) => Ok(reply),
-        Ok(Err(e)) => Err(StoreError::Unavailable(e)),
-        Err(_) => Err(StoreError::Unavailable(
+impl Batches {
+    /// The sending of `tag`'s batch will not happen (its task was dropped unrun: the runtime
+    /// stopped): its calls are answered that they were not sent, and the next call for `tag`
+    /// starts a batch with a sending of its own.
+    pub(crate) fn abandon(&self, tag: &str) {
+        self.by_tag
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(tag);
+    }
+}
+
+/// Wait for a queued call's reply, at most `wait` (the sending has its own deadline, the
+/// store's timeout; this one only keeps a request from waiting forever on a sending lost).
+pub(crate) async fn reply(
+    answer: oneshot::Receiver<Result<Vec<u64>, String>>,
+    wait: std::time::Duration,
+) -> Reply {
+    match tokio::time::timeout(wait, answer).await {
+        Ok(Ok(Ok(reply))) => Ok(reply),
+        Ok(Ok(Err(e))) => Err(StoreError::Unavailable(e)),
+        Ok(Err(_)) => Err(StoreError::Unavailable(
             "limits: the call was dropped unsent".into(),
         )),
+        Err(_) => Err(StoreError::Unavailable(format!(
+            "limits: no reply within {wait:?}"
+        ))),
     }
 }
 
@@ -148,4 +167,44 @@ fn with_text(cmd: &redis::Cmd, script: &str) -> redis::Cmd {
         }
     }
     eval
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_abandoned_batch_answers_its_calls_and_the_next_call_starts_anew() {
+        let batches = Batches::default();
+        let (a, first) = batches.queue("{a}", redis::cmd("PING"));
+        assert!(first);
+        let (b, first) = batches.queue("{a}", redis::cmd("PING"));
+        assert!(!first);
+        // Another caller's batch is its own.
+        let (_c, first) = batches.queue("{b}", redis::cmd("PING"));
+        assert!(first);
+        batches.abandon("{a}");
+        let wait = std::time::Duration::from_secs(5);
+        for answer in [a, b] {
+            let unsent = reply(answer, wait).await;
+            assert!(
+                matches!(&unsent, Err(StoreError::Unavailable(e)) if e.contains("unsent")),
+                "{unsent:?}"
+            );
+        }
+        // Not held behind the lost sending: the next call asks for one of its own.
+        assert!(batches.queue("{a}", redis::cmd("PING")).1);
+        assert!(!batches.queue("{b}", redis::cmd("PING")).1);
+    }
+
+    #[tokio::test]
+    async fn a_reply_that_never_comes_is_an_error_not_a_hang() {
+        let batches = Batches::default();
+        let (answer, _) = batches.queue("{a}", redis::cmd("PING"));
+        let late = reply(answer, std::time::Duration::from_millis(20)).await;
+        assert!(
+            matches!(&late, Err(StoreError::Unavailable(e)) if e.contains("no reply")),
+            "{late:?}"
+        );
+    }
 }

@@ -188,6 +188,28 @@ impl Drop for Slot {
     }
 }
 
+/// A batch's sending not yet begun: if its task is dropped here (the runtime stopped), the
+/// batch is abandoned rather than left to hold every later call of its caller.
+struct Unsent<'a>(Option<(&'a Batches, &'a str)>);
+
+impl Drop for Unsent<'_> {
+    fn drop(&mut self) {
+        if let Some((batches, tag)) = self.0.take() {
+            batches.abandon(tag);
+        }
+    }
+}
+
+/// What is owed whose sending's task was dropped before it took it: the sending is asked for
+/// again by the next request that owes something.
+struct OwedUnsent<'a>(&'a Owed);
+
+impl Drop for OwedUnsent<'_> {
+    fn drop(&mut self) {
+        drop(self.0.take_all());
+    }
+}
+
 impl Counts {
     pub(crate) fn new(conn: RedisConn, metrics: Metrics) -> Counts {
         Counts {
@@ -252,9 +274,11 @@ impl Counts {
         };
         let counts = self.clone();
         rt.spawn(async move {
+            let unsent = OwedUnsent(&counts.inner.owed);
             // Let the tasks ready now run first: the requests finishing with this one add what
             // they owe, and it all goes in one call per caller.
             tokio::task::yield_now().await;
+            std::mem::forget(unsent);
             counts.send_owed().await;
         });
     }
@@ -340,12 +364,15 @@ impl Counts {
         if first {
             let (counts, tag) = (self.clone(), tag.to_string());
             tokio::spawn(async move {
+                let unsent = Unsent(Some((&counts.inner.batches, tag.as_str())));
                 tokio::task::yield_now().await;
+                std::mem::forget(unsent);
                 let inner = &counts.inner;
                 inner.batches.send(&tag, &inner.conn, SCRIPT).await;
             });
         }
-        let reply: Vec<u64> = batch::reply(answer).await?;
+        let wait = self.inner.conn.timeout().saturating_mul(2);
+        let reply: Vec<u64> = batch::reply(answer, wait).await?;
         match reply.as_slice() {
             [0, _] => {}
             [at, used] => {
