@@ -188,25 +188,24 @@ impl Drop for Slot {
     }
 }
 
-/// A batch's sending not yet begun: if its task is dropped here (the runtime stopped), the
-/// batch is abandoned rather than left to hold every later call of its caller.
-struct Unsent<'a>(Option<(&'a Batches, &'a str)>);
-
-impl Drop for Unsent<'_> {
-    fn drop(&mut self) {
-        if let Some((batches, tag)) = self.0.take() {
-            batches.abandon(tag);
-        }
-    }
+/// A sending asked for (of a caller's batch: `Some(tag)`; of what is owed: `None`), moved into
+/// its task: if the task is dropped before it starts (the runtime stopped, even before its first
+/// poll), what it was to send is abandoned rather than left to hold every later call.
+struct Sending {
+    counts: Counts,
+    tag: Option<String>,
+    started: bool,
 }
 
-/// What is owed whose sending's task was dropped before it took it: the sending is asked for
-/// again by the next request that owes something.
-struct OwedUnsent<'a>(&'a Owed);
-
-impl Drop for OwedUnsent<'_> {
+impl Drop for Sending {
     fn drop(&mut self) {
-        drop(self.0.take_all());
+        if self.started {
+            return;
+        }
+        match &self.tag {
+            Some(tag) => self.counts.inner.batches.abandon(tag),
+            None => drop(self.counts.inner.owed.take_all()),
+        }
     }
 }
 
@@ -272,14 +271,17 @@ impl Counts {
             );
             return;
         };
-        let counts = self.clone();
+        let mut sending = Sending {
+            counts: self.clone(),
+            tag: None,
+            started: false,
+        };
         rt.spawn(async move {
-            let unsent = OwedUnsent(&counts.inner.owed);
             // Let the tasks ready now run first: the requests finishing with this one add what
             // they owe, and it all goes in one call per caller.
             tokio::task::yield_now().await;
-            std::mem::forget(unsent);
-            counts.send_owed().await;
+            sending.started = true;
+            sending.counts.send_owed().await;
         });
     }
 
@@ -362,13 +364,16 @@ impl Counts {
         // Sent with the caller's other calls made while the ready tasks run (`batch`).
         let (answer, first) = self.inner.batches.queue(tag, cmd);
         if first {
-            let (counts, tag) = (self.clone(), tag.to_string());
+            let mut sending = Sending {
+                counts: self.clone(),
+                tag: Some(tag.to_string()),
+                started: false,
+            };
             tokio::spawn(async move {
-                let unsent = Unsent(Some((&counts.inner.batches, tag.as_str())));
                 tokio::task::yield_now().await;
-                std::mem::forget(unsent);
-                let inner = &counts.inner;
-                inner.batches.send(&tag, &inner.conn, SCRIPT).await;
+                sending.started = true;
+                let (inner, tag) = (&sending.counts.inner, sending.tag.as_deref().unwrap_or(""));
+                inner.batches.send(tag, &inner.conn, SCRIPT).await;
             });
         }
         let wait = self.inner.conn.timeout().saturating_mul(2);
@@ -467,6 +472,38 @@ mod tests {
         tokio::task::yield_now().await;
         tokio::task::yield_now().await;
         assert_eq!(counts.inner.calls.load(Ordering::Relaxed), before + 1);
+    }
+
+    #[tokio::test]
+    async fn a_sending_dropped_before_it_starts_leaves_nothing_held() {
+        let (_limits, counts, _) = limiter();
+        // A caller's batch: its calls are answered, and the next call asks for a sending.
+        let (answer, first) = counts.inner.batches.queue("{a}", redis::cmd("PING"));
+        assert!(first);
+        drop(Sending {
+            counts: counts.clone(),
+            tag: Some("{a}".into()),
+            started: false,
+        });
+        assert!(batch::reply(answer, Duration::from_secs(5)).await.is_err());
+        assert!(counts.inner.batches.queue("{a}", redis::cmd("PING")).1);
+        // What is owed: the next request that owes something asks for a sending again.
+        assert!(counts.inner.owed.note("{a}", &[], Some("lease".into())));
+        assert!(!counts.inner.owed.note("{a}", &[], Some("lease-2".into())));
+        drop(Sending {
+            counts: counts.clone(),
+            tag: None,
+            started: false,
+        });
+        assert!(counts.inner.owed.note("{a}", &[], Some("lease-3".into())));
+        // A sending that started leaves its work alone.
+        let (_answer, _) = counts.inner.batches.queue("{b}", redis::cmd("PING"));
+        drop(Sending {
+            counts: counts.clone(),
+            tag: Some("{b}".into()),
+            started: true,
+        });
+        assert!(!counts.inner.batches.queue("{b}", redis::cmd("PING")).1);
     }
 
     #[tokio::test]
