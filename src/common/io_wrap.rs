@@ -18,6 +18,17 @@ use tokio::io::AsyncWrite;
 /// (a `Stream`, or anything that derefs to a Pingora `IO`).
 macro_rules! delegate_stream_traits {
     ($ty:ty, $inner:ident) => {
+        $crate::common::io_wrap::delegate_stream_traits!($ty, $inner, own_peek);
+
+        #[async_trait::async_trait]
+        impl pingora::protocols::Peek for $ty {
+            async fn try_peek(&mut self, buf: &mut [u8]) -> std::io::Result<bool> {
+                pingora::protocols::Peek::try_peek(&mut *self.$inner, buf).await
+            }
+        }
+    };
+    // All but `Peek`, for a wrapper that holds bytes read ahead of its caller and so peeks itself.
+    ($ty:ty, $inner:ident, own_peek) => {
         #[async_trait::async_trait]
         impl pingora::protocols::Shutdown for $ty {
             async fn shutdown(&mut self) {
@@ -80,13 +91,6 @@ macro_rules! delegate_stream_traits {
 
             fn set_socket_digest(&mut self, digest: pingora::protocols::SocketDigest) {
                 pingora::protocols::GetSocketDigest::set_socket_digest(&mut *self.$inner, digest)
-            }
-        }
-
-        #[async_trait::async_trait]
-        impl pingora::protocols::Peek for $ty {
-            async fn try_peek(&mut self, buf: &mut [u8]) -> std::io::Result<bool> {
-                pingora::protocols::Peek::try_peek(&mut *self.$inner, buf).await
             }
         }
     };
@@ -228,12 +232,13 @@ pub(crate) mod testing {
     use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
     /// A stream that keeps what each write call handed it, vectored or not, as the socket would
-    /// see it: one entry per `send`.
+    /// see it: one entry per `send`; and counts the reads that returned, one per `recv`.
     #[derive(Debug)]
     pub(crate) struct Sends {
         pub inner: Stream,
         pub sends: Arc<Mutex<Vec<Vec<u8>>>>,
         pub vectored: bool,
+        pub reads: Arc<std::sync::atomic::AtomicUsize>,
     }
 
     impl AsyncRead for Sends {
@@ -242,7 +247,13 @@ pub(crate) mod testing {
             cx: &mut Context<'_>,
             buf: &mut ReadBuf<'_>,
         ) -> Poll<io::Result<()>> {
-            Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+            let this = self.get_mut();
+            let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
+            if poll.is_ready() {
+                this.reads
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            poll
         }
     }
 

@@ -30,22 +30,18 @@ pub(crate) enum StreamError {
 /// Copy raw bytes (after `first`, already read) until the provider's body ends, then finish the
 /// client's body. Raw audio reports no usage: the usage returned is empty.
 ///
-/// `gather`: the answer's length is known and each write goes out at once
-/// (`respond::stream_head`), so what of the body has already arrived is read without waiting
-/// and written with `first` in one piece: an answer in hand is one write, head included.
+/// What of the body has already arrived is read without waiting and written with `first` in one
+/// piece (one chunk when the answer is chunked): the head goes out with the first write
+/// (`respond::stream_head`), so an answer in hand is one write, head included, plus a chunked
+/// answer's terminator. Nothing waits for more: later pieces go out as they arrive.
 pub(crate) async fn bytes(
     client: &mut Client<'_>,
     mut resp: Response<'_>,
     first: Vec<Bytes>,
-    gather: bool,
 ) -> Result<Relayed, StreamError> {
-    let (first, ended) = if gather {
-        match in_hand(&mut resp, first) {
-            Ok(got) => got,
-            Err(e) => return Err(StreamError::Upstream(GatewayError::Upstream(e))),
-        }
-    } else {
-        (first, false)
+    let (first, ended) = match in_hand(&mut resp, first) {
+        Ok(got) => got,
+        Err(e) => return Err(StreamError::Upstream(GatewayError::Upstream(e))),
     };
     for chunk in first {
         client.write(chunk, false).await?;

@@ -213,16 +213,11 @@ pub(crate) fn relay<'a>(
         decoder,
         pending,
         done,
-        length,
+        length: _,
     } = primed;
     match decoder {
         None if sse => Either::Left(Either::Left(passthrough::events(client, resp, pending))),
-        None => Either::Left(Either::Right(passthrough::bytes(
-            client,
-            resp,
-            pending,
-            length.is_some(),
-        ))),
+        None => Either::Left(Either::Right(passthrough::bytes(client, resp, pending))),
         Some(decoder) => Either::Right(decode(client, resp, decoder, pending, done, sse, input)),
     }
 }

@@ -317,6 +317,7 @@ mod tests {
             inner: Box::new(ours),
             sends: sends.clone(),
             vectored,
+            reads: Default::default(),
         };
         let clock = Arc::new(ConnClock::new(
             Duration::from_secs(10),

@@ -1,4 +1,5 @@
-//! A provider connection that sends a request's head and body in one write.
+//! A provider connection that sends a request's head and body in one write, and reads an answer
+//! in as few reads as its size allows (`upstream/ahead.rs`).
 //!
 //! Pingora's HTTP/1 client writes the request head and flushes it, then writes the body: two
 //! `send`s per request on a client stream that Pingora leaves unbuffered. On loopback and in
@@ -21,6 +22,7 @@ use std::task::{ready, Context, Poll};
 use pingora::protocols::Stream;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use super::ahead::Ahead;
 use crate::common::io_wrap::Held;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,12 +35,14 @@ enum Phase {
     Through,
 }
 
-/// A client stream to a provider that writes a request's head together with its body.
+/// A client stream to a provider that writes a request's head together with its body and reads
+/// ahead of a small read.
 #[derive(Debug)]
 pub(crate) struct Gathered {
     inner: Stream,
     held: Held,
     phase: Phase,
+    ahead: Ahead,
 }
 
 impl Gathered {
@@ -47,6 +51,7 @@ impl Gathered {
             inner,
             held: Held::default(),
             phase: Phase::Head,
+            ahead: Ahead::default(),
         }
     }
 }
@@ -62,7 +67,7 @@ impl AsyncRead for Gathered {
         // if it ever did not.
         ready!(this.held.poll_drain(&mut this.inner, cx))?;
         this.phase = Phase::Head;
-        Pin::new(&mut this.inner).poll_read(cx, buf)
+        this.ahead.poll_read(&mut this.inner, cx, buf)
     }
 }
 
@@ -113,10 +118,24 @@ impl AsyncWrite for Gathered {
     }
 }
 
-crate::common::io_wrap::delegate_stream_traits!(Gathered, inner);
+crate::common::io_wrap::delegate_stream_traits!(Gathered, inner, own_peek);
+
+#[async_trait::async_trait]
+impl pingora::protocols::Peek for Gathered {
+    /// Bytes read ahead come first: they are the stream's next bytes.
+    async fn try_peek(&mut self, buf: &mut [u8]) -> io::Result<bool> {
+        if self.ahead.is_empty() {
+            pingora::protocols::Peek::try_peek(&mut *self.inner, buf).await
+        } else {
+            self.ahead.peek(buf);
+            Ok(true)
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
 
     use pingora::http::RequestHeader;
@@ -129,15 +148,23 @@ mod tests {
     type Log = Arc<Mutex<Vec<Vec<u8>>>>;
 
     fn connection(vectored: bool) -> (HttpSession, DuplexStream, Log) {
+        let (session, provider, sends, _) = counted(vectored);
+        (session, provider, sends)
+    }
+
+    /// [`connection`], with the count of reads that reached the connection.
+    fn counted(vectored: bool) -> (HttpSession, DuplexStream, Log, Arc<AtomicUsize>) {
         let (ours, provider) = tokio::io::duplex(1 << 20);
         let sends = Log::default();
+        let reads = Arc::new(AtomicUsize::new(0));
         let stream = Sends {
             inner: Box::new(ours),
             sends: sends.clone(),
             vectored,
+            reads: reads.clone(),
         };
         let session = HttpSession::new(Box::new(Gathered::new(Box::new(stream))));
-        (session, provider, sends)
+        (session, provider, sends, reads)
     }
 
     fn header(method: &str, body: usize) -> Box<RequestHeader> {
@@ -226,5 +253,53 @@ mod tests {
         assert_eq!(sends.len(), 2, "the head, then the body");
         assert_eq!(sends.concat(), got);
         assert!(got.ends_with(&body));
+    }
+    /// An answer of 20 KiB, all arrived: Pingora reads its head with a 4 KiB buffer, yet the
+    /// connection is read once; on the kept connection the next answer is read whole again, and
+    /// a provider that sends more than its answer gets its connection closed, not reused.
+    #[tokio::test]
+    async fn an_answer_that_has_arrived_is_read_in_one_read() {
+        let (mut session, mut provider, _, reads) = counted(true);
+        let body: Vec<u8> = (0..20 * 1024).map(|i| b'a' + (i % 26) as u8).collect();
+        let mut answer =
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+        answer.extend_from_slice(&body);
+        for round in 0..2 {
+            session
+                .write_request_header(header("GET", 0))
+                .await
+                .unwrap();
+            session.finish_body().await.unwrap();
+            let mut got = vec![0; 4096];
+            let _ = provider.read(&mut got).await.unwrap();
+            provider.write_all(&answer).await.unwrap();
+            let before = reads.load(Ordering::Relaxed);
+            session.read_response().await.unwrap();
+            let mut read = Vec::new();
+            while let Some(piece) = session.read_body_bytes().await.unwrap() {
+                read.extend_from_slice(&piece);
+            }
+            assert_eq!(read, body, "round {round}");
+            assert_eq!(reads.load(Ordering::Relaxed) - before, 1, "round {round}");
+            session.respect_keepalive();
+            let stream = session.reuse().await.unwrap();
+            session = HttpSession::new(stream);
+        }
+        // More than the answer (the start of another): Pingora sees the bytes after the body
+        // and does not reuse the connection, as when they were still in the socket.
+        session
+            .write_request_header(header("GET", 0))
+            .await
+            .unwrap();
+        session.finish_body().await.unwrap();
+        let _ = provider.read(&mut vec![0; 4096]).await.unwrap();
+        provider
+            .write_all(&[&answer[..], b"HTTP/1.1 200 OK\r\n"].concat())
+            .await
+            .unwrap();
+        session.read_response().await.unwrap();
+        while session.read_body_bytes().await.unwrap().is_some() {}
+        session.respect_keepalive();
+        assert!(session.reuse().await.is_none());
     }
 }

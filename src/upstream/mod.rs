@@ -1,7 +1,8 @@
 //! Talking to providers: the provider account (credentials, endpoints, error classification),
-//! name resolution, the exchange over Pingora's connector, the download guard, targets'
+//! name resolution, the exchange over Pingora's connector (requests sent whole, answers read ahead), the download guard, targets'
 //! health (ejection of failing targets), the retry policy, request signing (AWS SigV4, Tencent Cloud TC3), and the trust roots for providers' certificates.
 
+pub(crate) mod ahead;
 pub(crate) mod dns;
 pub(crate) mod endpoint;
 pub(crate) mod exchange;

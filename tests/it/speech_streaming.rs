@@ -171,3 +171,52 @@ fn raw_audio_with_a_length_keeps_it_and_streams() {
         "the first piece was held back: it arrived {spread:?} before the end"
     );
 }
+
+/// Chunked raw audio that the provider sends whole (20 KB, more than the 4 KiB Pingora reads an
+/// answer's head with) reaches the client whole: one chunk, the audio as sent, not re-cut at the
+/// provider connection's read size.
+#[test]
+fn chunked_audio_that_arrived_whole_goes_out_as_one_chunk() {
+    use std::io::{Read, Write};
+
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let audio: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+    fake.push(Reply::chunked(
+        200,
+        "audio/mpeg",
+        vec![(Duration::ZERO, audio.clone())],
+        false,
+    ));
+    let body = json!({"model": "tts-1", "input": "hi"}).to_string();
+    let mut s = std::net::TcpStream::connect(gw.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "POST /api/v1/audio/speech HTTP/1.1\r\nHost: gw\r\nService-API-Key: {}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        support::KEY,
+        body.len()
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    while !got.ends_with(b"\r\n0\r\n\r\n") {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    let h = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&got[..h]).to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(head.contains("transfer-encoding: chunked\r\n"), "{head}");
+    // One chunk: its size line, the audio as sent, the terminator.
+    let body = &got[h..];
+    let line = body.windows(2).position(|w| w == b"\r\n").unwrap();
+    let size = usize::from_str_radix(std::str::from_utf8(&body[..line]).unwrap(), 16).unwrap();
+    assert_eq!(size, audio.len(), "the first chunk is not the whole audio");
+    assert!(
+        body[line + 2..] == [&audio[..], b"\r\n0\r\n\r\n"].concat()[..],
+        "the audio as sent, then the terminator"
+    );
+}

@@ -667,6 +667,11 @@ async fn send_reply(stream: &TcpStream, reply: &Reply, is_head: bool, client_clo
                 Some(("transfer-encoding", "chunked".to_string())),
                 close,
             );
+            if !is_head && !*abort && chunks.iter().all(|(delay, _)| delay.is_zero()) {
+                // The whole answer in hand: one write, as a server with the body ready sends it.
+                let whole = [head, chunked_whole(chunks)].concat();
+                return write_all(stream, &whole).await.is_ok() && !close;
+            }
             if write_all(stream, &head).await.is_err() {
                 return false;
             }
@@ -693,6 +698,18 @@ async fn send_reply(stream: &TcpStream, reply: &Reply, is_head: bool, client_clo
             write_all(stream, b"0\r\n\r\n").await.is_ok() && !close
         }
     }
+}
+
+/// `chunks` framed as one chunked body, terminator included.
+fn chunked_whole(chunks: &[(Duration, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (_, data) in chunks.iter().filter(|(_, d)| !d.is_empty()) {
+        out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+        out.extend_from_slice(data);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+    out
 }
 
 fn reply_head(reply: &Reply, framing: Option<(&str, String)>, close: bool) -> Vec<u8> {
