@@ -30,12 +30,17 @@ pub(crate) struct Relayed {
     pub(crate) end_pending: bool,
 }
 
+/// Told the length of an answer's last body write, just before it, when the body's end follows
+/// at once (the connection may then send both together: `gateway/client_conn.rs`).
+pub(crate) type LastFollows<'a> = &'a (dyn Fn(usize) + Sync);
+
 /// The client's session and, when leading, the followers.
 pub(crate) struct Client<'a> {
     session: &'a mut Session,
     leader: Option<&'a Leader>,
     gone: bool,
     end_pending: bool,
+    last_follows: Option<LastFollows<'a>>,
 }
 
 impl<'a> Client<'a> {
@@ -45,7 +50,24 @@ impl<'a> Client<'a> {
             leader,
             gone: false,
             end_pending: false,
+            last_follows: None,
         }
+    }
+
+    /// Tell `hook` of the last body write of an answer that ends at once ([`Client::finish_with`]).
+    pub(crate) fn with_last_follows(mut self, hook: Option<LastFollows<'a>>) -> Client<'a> {
+        self.last_follows = hook;
+        self
+    }
+
+    /// Write `piece` as the body's last bytes and end the body.
+    pub(crate) async fn finish_with(&mut self, piece: Bytes) -> Result<(), StreamError> {
+        // A leader's end waits for its caller ([`Client::end`]): nothing may be held for it.
+        if let (Some(hook), None, false) = (self.last_follows, self.leader, self.gone) {
+            hook(piece.len());
+        }
+        self.write(piece, false).await?;
+        self.end().await
     }
 
     /// Write a piece of the answer (`last`: and end the body).

@@ -43,35 +43,49 @@ pub(crate) async fn bytes(
         Ok(got) => got,
         Err(e) => return Err(StreamError::Upstream(GatewayError::Upstream(e))),
     };
-    for chunk in first {
-        client.write(chunk, false).await?;
-    }
-    if !ended {
-        loop {
-            match resp.chunk().await {
-                Ok(Some(chunk)) => client.write(chunk, false).await?,
-                Ok(None) => break,
-                Err(e) => return Err(StreamError::Upstream(GatewayError::Upstream(e))),
+    match first {
+        // The whole answer in hand: its bytes and the body's end together.
+        Some(all) if ended => client.finish_with(all).await?,
+        _ => {
+            if let Some(piece) = first {
+                client.write(piece, false).await?;
             }
+            if !ended {
+                loop {
+                    match resp.chunk().await {
+                        Ok(Some(chunk)) => client.write(chunk, false).await?,
+                        Ok(None) => break,
+                        Err(e) => return Err(StreamError::Upstream(GatewayError::Upstream(e))),
+                    }
+                }
+            }
+            client.end().await?;
         }
     }
-    client.end().await?;
     resp.release().await;
     Ok(client.relayed(SpeechUsage::default(), true))
 }
 
-/// `first` and every body piece that can be read without waiting, joined into one; and whether
-/// the body ended. (A body read that would wait is dropped unstarted: reading a body of known
-/// length changes nothing until bytes arrive.)
+/// Most bytes [`in_hand`] gathers: past it, what keeps arriving streams piece by piece (a long
+/// answer arriving fast must not be gathered whole: memory stays one piece per relay).
+const IN_HAND_BYTES: usize = 64 * 1024;
+
+/// `first` and every body piece that can be read without waiting, up to [`IN_HAND_BYTES`],
+/// joined into one (`None`: no bytes); and whether the body ended. (A body read that would wait
+/// is dropped unstarted: reading a body changes nothing until bytes arrive.)
 fn in_hand(
     resp: &mut Response<'_>,
     mut first: Vec<Bytes>,
-) -> Result<(Vec<Bytes>, bool), UpstreamError> {
+) -> Result<(Option<Bytes>, bool), UpstreamError> {
     use futures_util::FutureExt;
     let mut ended = false;
-    loop {
+    let mut gathered: usize = first.iter().map(Bytes::len).sum();
+    while gathered < IN_HAND_BYTES {
         match resp.chunk().now_or_never() {
-            Some(Ok(Some(more))) => first.push(more),
+            Some(Ok(Some(more))) => {
+                gathered += more.len();
+                first.push(more);
+            }
             Some(Ok(None)) => {
                 ended = true;
                 break;
@@ -80,14 +94,19 @@ fn in_hand(
             None => break,
         }
     }
-    if first.len() > 1 {
-        let mut joined = bytes::BytesMut::with_capacity(first.iter().map(Bytes::len).sum());
-        for piece in &first {
-            joined.extend_from_slice(piece);
+    first.retain(|piece| !piece.is_empty());
+    let joined = match first.len() {
+        0 => None,
+        1 => first.pop(),
+        _ => {
+            let mut joined = bytes::BytesMut::with_capacity(first.iter().map(Bytes::len).sum());
+            for piece in &first {
+                joined.extend_from_slice(piece);
+            }
+            Some(joined.freeze())
         }
-        first = vec![joined.freeze()];
-    }
-    Ok((first, ended))
+    };
+    Ok((joined, ended))
 }
 
 /// Copy an SSE speech stream (after `first`, already read) event by event; a provider failure,

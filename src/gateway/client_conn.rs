@@ -57,6 +57,9 @@ impl Phase {
 
 /// No deadline.
 const NONE: u64 = u64::MAX;
+/// The most an answer's last body write may be to be held for the body's end
+/// ([`ConnClock::last_follows`]).
+pub(crate) const HOLD_LAST_BYTES: usize = 64 * 1024;
 
 /// One connection's phase and deadline.
 #[derive(Debug)]
@@ -73,6 +76,8 @@ pub(crate) struct ConnClock {
     body_follows: AtomicBool,
     /// Every write of the current answer goes out at once ([`ConnClock::each_write`]).
     each_write: AtomicBool,
+    /// The answer's next body write is its last ([`ConnClock::last_follows`]).
+    last_follows: AtomicBool,
 }
 
 impl ConnClock {
@@ -87,6 +92,7 @@ impl ConnClock {
             changed: Notify::new(),
             body_follows: AtomicBool::new(false),
             each_write: AtomicBool::new(false),
+            last_follows: AtomicBool::new(false),
         };
         clock.enter(Phase::Idle, Some(head_timeout));
         clock
@@ -129,15 +135,30 @@ impl ConnClock {
         self.each_write.store(true, Ordering::Relaxed);
     }
 
+    /// The answer's next body write, of `len` bytes, is its last and the body's end is written
+    /// right after it (Pingora's `finish_body`): that write is held through the flush that follows
+    /// it and goes out with the end (a chunked answer's terminator), or at the end's flush. One
+    /// `send` for the last bytes and the terminator instead of two. Holding copies the bytes, so
+    /// only up to [`HOLD_LAST_BYTES`]: a copy of that size costs less than a `send` and the
+    /// receiver's wake-up. For an HTTP/1.x answer whose writer ends it at once; an unused mark
+    /// lapses when the answer is served.
+    pub(crate) fn last_follows(&self, len: usize) {
+        if len <= HOLD_LAST_BYTES {
+            self.last_follows.store(true, Ordering::Relaxed);
+        }
+    }
+
     /// The gateway has the request's head and serves it.
     pub(crate) fn serving(&self) {
         self.each_write.store(false, Ordering::Relaxed);
+        self.last_follows.store(false, Ordering::Relaxed);
         self.enter(Phase::Serving, None);
     }
 
     /// The answer is done; the connection waits for the next request.
     pub(crate) fn served(&self) {
         self.each_write.store(false, Ordering::Relaxed);
+        self.last_follows.store(false, Ordering::Relaxed);
         self.enter(Phase::Idle, Some(self.idle_timeout));
     }
 
@@ -190,6 +211,9 @@ pub(crate) struct Clocked {
     hold_next: bool,
     /// In [`ConnClock::each_write`] mode: bytes of the current write taken, their flush pending.
     unflushed: Option<usize>,
+    /// An answer's last body bytes are held ([`ConnClock::last_follows`]) until the next flush
+    /// has passed: they go with the write after it, or at the flush after that.
+    holding_last: bool,
 }
 
 impl Clocked {
@@ -200,6 +224,7 @@ impl Clocked {
             held: Held::default(),
             hold_next: false,
             unflushed: None,
+            holding_last: false,
         }
     }
 
@@ -219,6 +244,7 @@ impl AsyncRead for Clocked {
         // Pingora flushes before it waits for the client; this only keeps a head from being
         // stranded if it ever did not.
         ready!(this.held.poll_drain(&mut this.inner, cx))?;
+        this.holding_last = false;
         let before = buf.filled().len();
         let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
         if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
@@ -253,6 +279,19 @@ impl AsyncWrite for Clocked {
             }
             return Poll::Ready(Ok(total));
         }
+        if this.clock.last_follows.swap(false, Ordering::Relaxed) {
+            this.holding_last = true;
+        }
+        if this.holding_last {
+            // (All of the last write's parts: Pingora writes a chunk's size, data and end as
+            // separate writes when the stream cannot write vectored.)
+            let mut total = 0;
+            for buf in bufs {
+                this.held.hold(buf);
+                total += buf.len();
+            }
+            return Poll::Ready(Ok(total));
+        }
         if !this.clock.each_write.load(Ordering::Relaxed) {
             return this.held.poll_write_after(&mut this.inner, cx, bufs);
         }
@@ -274,6 +313,12 @@ impl AsyncWrite for Clocked {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         this.hold_next = false;
+        if this.holding_last {
+            // The last body write's own flush: the end follows at once, and takes it along. The
+            // end's flush (Pingora's `finish_body` always flushes) sends whatever is still held.
+            this.holding_last = false;
+            return Poll::Ready(Ok(()));
+        }
         if !this.held.is_empty() && this.clock.body_follows.swap(false, Ordering::Relaxed) {
             // The head's own flush, with its body in hand: it goes with the body's first write.
             return Poll::Ready(Ok(()));
@@ -311,6 +356,19 @@ mod tests {
         body: &[u8],
         pieces: usize,
     ) -> (Vec<u8>, Vec<Vec<u8>>) {
+        answer_ending(vectored, streamed, in_hand, body, pieces, false).await
+    }
+
+    /// [`answer`], the clock told of the last piece when `last` (as `engine::client::Client::
+    /// finish_with` does).
+    async fn answer_ending(
+        vectored: bool,
+        streamed: bool,
+        in_hand: bool,
+        body: &[u8],
+        pieces: usize,
+        last: bool,
+    ) -> (Vec<u8>, Vec<Vec<u8>>) {
         let (ours, mut client) = tokio::io::duplex(1 << 20);
         let sends = Arc::new(Mutex::new(Vec::new()));
         let stream = Sends {
@@ -342,7 +400,11 @@ mod tests {
             clock.body_follows();
         }
         session.write_response_header(Box::new(head)).await.unwrap();
-        for piece in body.chunks(body.len().div_ceil(pieces)) {
+        let pieces: Vec<&[u8]> = body.chunks(body.len().div_ceil(pieces)).collect();
+        for (i, piece) in pieces.iter().enumerate() {
+            if last && i + 1 == pieces.len() {
+                clock.last_follows(piece.len());
+            }
             session.write_body(piece).await.unwrap();
         }
         session.finish_body().await.unwrap();
@@ -383,6 +445,50 @@ mod tests {
             assert_eq!(sends.concat(), got);
             assert!(sends[0].ends_with(b"\r\n\r\n"), "the head alone");
         }
+    }
+
+    #[tokio::test]
+    async fn an_answer_in_hand_goes_out_with_its_end_in_one_send() {
+        let audio: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+        for vectored in [true, false] {
+            // Chunked: head, the one chunk and the terminator.
+            let (got, sends) = answer_ending(vectored, true, true, &audio, 1, true).await;
+            assert_eq!(sends.concat(), got, "every byte, in order");
+            assert!(got.ends_with(&[&audio[19_990..], b"\r\n0\r\n\r\n"].concat()));
+            if vectored {
+                assert_eq!(
+                    sends.len(),
+                    1,
+                    "{:?}",
+                    sends.iter().map(Vec::len).collect::<Vec<_>>()
+                );
+            }
+            // With a length (no terminator): the end's flush sends what was held.
+            let (got, sends) = answer_ending(vectored, false, false, &audio, 1, true).await;
+            assert_eq!(sends.concat(), got);
+            assert!(got.ends_with(&audio));
+            // Two pieces: the first goes at once, the last with the end.
+            let (got, sends) = answer_ending(vectored, true, true, &audio, 2, true).await;
+            assert_eq!(sends.concat(), got);
+            if vectored {
+                assert_eq!(sends.len(), 2, "head + piece, then the last piece + end");
+                assert!(sends[1].ends_with(b"\r\n0\r\n\r\n"));
+            }
+        }
+        // Too big to copy: the last piece is not held.
+        let big = vec![7u8; HOLD_LAST_BYTES + 1];
+        let (got, sends) = answer_ending(true, true, true, &big, 1, true).await;
+        assert_eq!(sends.concat(), got);
+        assert_eq!(sends.len(), 2, "head + chunk, then the terminator");
+    }
+
+    #[tokio::test]
+    async fn a_mark_left_unused_lapses_with_its_answer() {
+        let clock = ConnClock::new(Duration::from_secs(10), Duration::from_secs(60));
+        clock.serving();
+        clock.last_follows(10);
+        clock.served();
+        assert!(!clock.last_follows.load(Ordering::Relaxed));
     }
 
     /// A stream that sends nothing until it is flushed, as Pingora's buffered socket does.

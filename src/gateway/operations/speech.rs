@@ -2,6 +2,7 @@
 //! to the client as it arrives (raw audio, or SSE).
 
 use super::super::cached::{CacheUse, Plan, Status};
+use super::super::client_conn::Clocked;
 use super::super::costing::RequestCost;
 use super::super::limited;
 use super::super::outcome::{Call, Failure, Outcome};
@@ -14,7 +15,7 @@ use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::common::Operation;
 use crate::cost::{Metered, Planned, SpeechMetered};
 use crate::engine::attempts::{self, AcceptFuture, Reply};
-use crate::engine::client::{Client, Relayed};
+use crate::engine::client::{Client, LastFollows, Relayed};
 use crate::engine::passthrough::StreamError;
 use crate::engine::speech::{self as stream_speech, Primed};
 use crate::engine::trace;
@@ -145,7 +146,16 @@ pub(super) async fn provide(
     out.first_byte = Some(call.start.elapsed());
     out.cost = Some(at_head);
     let leader = lead.as_ref().map(|(_, l, _)| l);
-    let relayed = relay(&mut Client::new(call.session, leader), primed, req).await;
+    // An answer without a length in hand goes out with its end (the chunked terminator) in one
+    // send (`ConnClock::last_follows`); one with a length already goes out with its head.
+    let clock = match length {
+        None => call.session.stream().and_then(Clocked::clock_of).cloned(),
+        Some(_) => None,
+    };
+    let last_follows = clock.as_ref().map(|c| move |len| c.last_follows(len));
+    let mut client = Client::new(call.session, leader)
+        .with_last_follows(last_follows.as_ref().map(|f| f as LastFollows<'_>));
+    let relayed = relay(&mut client, primed, req).await;
     relay_span(relay_start, call.session, &relayed);
     let relayed = relayed?;
     let reported = relayed.usage;
