@@ -199,7 +199,8 @@ impl ConnClock {
 /// arrive (an answer's head, or a `100 Continue`) is held here until the next write or flush, and
 /// goes out with it (one `writev`). Every flush still sends everything — nothing waits longer than Pingora asks — except
 /// the flush of a streamed answer's head whose first body bytes the gateway has in hand
-/// ([`ConnClock::body_follows`]). A read sends what is held first. An answer streamed with a
+/// ([`ConnClock::body_follows`]), and the flush of an answer's last body write when the body's
+/// end follows at once ([`ConnClock::last_follows`]). A read sends what is held first. An answer streamed with a
 /// known length ([`ConnClock::each_write`]) has each body write flushed as it is made, so a
 /// client gets every piece of audio as it arrives although Pingora buffers such a body.
 #[derive(Debug)]
