@@ -562,27 +562,14 @@ mod tests {
             let mut held = Vec::new();
             for scope in ["key:a", "key:b"] {
                 let tag = counts.tag(scope);
-                let used = conn
+                let (used, slots) = conn
                     .run(|mut c| {
-                        let key = format!("{tag}:tokens_per_minute:{window}");
-                        async move {
-                            redis::cmd("GET")
-                                .arg(&key)
-                                .query_async::<Option<u64>>(&mut c)
-                                .await
-                        }
-                    })
-                    .await
-                    .unwrap();
-                let slots = conn
-                    .run(|mut c| {
-                        let key = format!("{tag}:concurrent");
-                        async move {
-                            redis::cmd("ZCARD")
-                                .arg(&key)
-                                .query_async::<u64>(&mut c)
-                                .await
-                        }
+                        let mut pipe = redis::pipe();
+                        pipe.cmd("GET")
+                            .arg(format!("{tag}:tokens_per_minute:{window}"))
+                            .cmd("ZCARD")
+                            .arg(format!("{tag}:concurrent"));
+                        async move { pipe.query_async::<(Option<u64>, u64)>(&mut c).await }
                     })
                     .await
                     .unwrap();

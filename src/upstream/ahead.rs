@@ -109,69 +109,50 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 
     use super::*;
+    use crate::common::io_wrap::testing::Sends;
 
-    /// `inner` read through an [`Ahead`], counting the reads that reach `inner`.
-    struct Counted<R> {
-        inner: R,
+    /// A connection read through an [`Ahead`], over the shared test stream that counts the reads
+    /// reaching it.
+    struct Counted {
+        inner: Sends,
         ahead: Ahead,
-        reads: Arc<AtomicUsize>,
     }
 
-    /// Counts the reads that reach the stream under it.
-    struct Reads<R> {
-        inner: R,
-        reads: Arc<AtomicUsize>,
-    }
-
-    impl<R: AsyncRead + Unpin> AsyncRead for Reads<R> {
+    impl AsyncRead for Counted {
         fn poll_read(
             self: Pin<&mut Self>,
             cx: &mut Context<'_>,
             buf: &mut ReadBuf<'_>,
         ) -> Poll<io::Result<()>> {
             let this = self.get_mut();
-            let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
-            if poll.is_ready() {
-                this.reads.fetch_add(1, Ordering::Relaxed);
-            }
-            poll
+            this.ahead.poll_read(&mut this.inner, cx, buf)
         }
     }
 
-    impl<R: AsyncRead + Unpin> AsyncRead for Counted<R> {
-        fn poll_read(
-            self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &mut ReadBuf<'_>,
-        ) -> Poll<io::Result<()>> {
-            let this = self.get_mut();
-            let mut inner = Reads {
-                inner: &mut this.inner,
-                reads: this.reads.clone(),
-            };
-            this.ahead.poll_read(&mut inner, cx, buf)
-        }
-    }
-
-    fn counted<R>(inner: R) -> (Counted<R>, Arc<AtomicUsize>) {
+    fn counted(ours: DuplexStream) -> (Counted, Arc<AtomicUsize>) {
         let reads = Arc::new(AtomicUsize::new(0));
+        let inner = Sends {
+            inner: Box::new(ours),
+            sends: Default::default(),
+            vectored: true,
+            reads: reads.clone(),
+        };
         let c = Counted {
             inner,
             ahead: Ahead::default(),
-            reads: reads.clone(),
         };
         (c, reads)
     }
 
     #[tokio::test]
     async fn a_small_read_takes_what_has_arrived_and_the_next_reads_are_served_without_a_read() {
-        let (mut ours, mut provider) = tokio::io::duplex(1 << 20);
+        let (ours, mut provider) = tokio::io::duplex(1 << 20);
         let answer: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
         provider.write_all(&answer).await.unwrap();
-        let (mut reader, reads) = counted(&mut ours);
+        let (mut reader, reads) = counted(ours);
         let mut head = [0; 4096];
         assert_eq!(reader.read(&mut head).await.unwrap(), 4096);
         let mut rest = vec![0; 64 * 1024];
@@ -184,7 +165,7 @@ mod tests {
 
     #[tokio::test]
     async fn bytes_come_out_in_order_whatever_the_read_sizes() {
-        let (mut ours, mut provider) = tokio::io::duplex(1 << 20);
+        let (ours, mut provider) = tokio::io::duplex(1 << 20);
         let sent: Vec<u8> = (0..300_000u32).map(|i| (i % 253) as u8).collect();
         let writer = {
             let sent = sent.clone();
@@ -194,7 +175,7 @@ mod tests {
                 }
             })
         };
-        let (mut reader, _) = counted(&mut ours);
+        let (mut reader, _) = counted(ours);
         let mut got = Vec::new();
         let sizes = [1, 4096, 70_000, 3, 64 * 1024, 100, 9_999];
         let mut i = 0;
@@ -210,9 +191,9 @@ mod tests {
 
     #[tokio::test]
     async fn kept_bytes_are_peeked_first_and_an_idle_check_finds_them() {
-        let (mut ours, mut provider) = tokio::io::duplex(1 << 20);
+        let (ours, mut provider) = tokio::io::duplex(1 << 20);
         provider.write_all(b"HTTP/1.1 200 OK\r\n").await.unwrap();
-        let (mut reader, _) = counted(&mut ours);
+        let (mut reader, _) = counted(ours);
         let mut two = [0; 2];
         assert_eq!(reader.read(&mut two).await.unwrap(), 2);
         let mut next = [0; 6];
@@ -226,10 +207,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_large_read_goes_to_the_stream_and_end_of_stream_is_reported() {
-        let (mut ours, mut provider) = tokio::io::duplex(1 << 20);
+        let (ours, mut provider) = tokio::io::duplex(1 << 20);
         provider.write_all(b"abc").await.unwrap();
         drop(provider);
-        let (mut reader, reads) = counted(&mut ours);
+        let (mut reader, reads) = counted(ours);
         let mut buf = vec![0; READ_AHEAD];
         assert_eq!(reader.read(&mut buf).await.unwrap(), 3);
         assert!(reader.ahead.is_empty());

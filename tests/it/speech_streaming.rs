@@ -96,13 +96,30 @@ fn provider_sse_is_translated_event_by_event() {
     assert_paced(&resp, 4);
 }
 
+/// A `tts-1` speech request sent on a raw socket, to read the answer's bytes as they come.
+fn raw_speech_request(gw: &TestGateway) -> std::net::TcpStream {
+    use std::io::Write;
+    let body = json!({"model": "tts-1", "input": "hi"}).to_string();
+    let mut s = std::net::TcpStream::connect(gw.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "POST /api/v1/audio/speech HTTP/1.1\r\nHost: gw\r\nService-API-Key: {}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        support::KEY,
+        body.len()
+    )
+    .unwrap();
+    s
+}
+
 /// Raw audio the provider sends with a `Content-Length` is passed through with that length (no
 /// chunked framing), and still piece by piece: the first piece reaches the client when the
 /// provider sends it, not when the body is complete (Pingora buffers a body of known length;
 /// the gateway flushes each piece).
 #[test]
 fn raw_audio_with_a_length_keeps_it_and_streams() {
-    use std::io::{Read, Write};
+    use std::io::Read;
     use std::time::Instant;
 
     let fake = FakeProvider::start();
@@ -118,17 +135,7 @@ fn raw_audio_with_a_length_keeps_it_and_streams() {
             .map(|(i, p)| (if i == 0 { Duration::ZERO } else { GAP }, p.clone()))
             .collect(),
     ));
-    let body = json!({"model": "tts-1", "input": "hi"}).to_string();
-    let mut s = std::net::TcpStream::connect(gw.addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "POST /api/v1/audio/speech HTTP/1.1\r\nHost: gw\r\nService-API-Key: {}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        support::KEY,
-        body.len()
-    )
-    .unwrap();
+    let mut s = raw_speech_request(&gw);
     // Everything received, with when the first piece and the whole body were in.
     let mut got = Vec::new();
     let mut head_len = None;
@@ -177,7 +184,7 @@ fn raw_audio_with_a_length_keeps_it_and_streams() {
 /// provider connection's read size.
 #[test]
 fn chunked_audio_that_arrived_whole_goes_out_as_one_chunk() {
-    use std::io::{Read, Write};
+    use std::io::Read;
 
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
@@ -188,17 +195,7 @@ fn chunked_audio_that_arrived_whole_goes_out_as_one_chunk() {
         vec![(Duration::ZERO, audio.clone())],
         false,
     ));
-    let body = json!({"model": "tts-1", "input": "hi"}).to_string();
-    let mut s = std::net::TcpStream::connect(gw.addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "POST /api/v1/audio/speech HTTP/1.1\r\nHost: gw\r\nService-API-Key: {}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        support::KEY,
-        body.len()
-    )
-    .unwrap();
+    let mut s = raw_speech_request(&gw);
     let mut got = Vec::new();
     let mut buf = [0u8; 16 * 1024];
     while !got.ends_with(b"\r\n0\r\n\r\n") {

@@ -685,10 +685,7 @@ async fn send_reply(stream: &TcpStream, reply: &Reply, is_head: bool, client_clo
                 if data.is_empty() {
                     continue;
                 }
-                let mut frame = format!("{:x}\r\n", data.len()).into_bytes();
-                frame.extend_from_slice(data);
-                frame.extend_from_slice(b"\r\n");
-                if write_all(stream, &frame).await.is_err() {
+                if write_all(stream, &chunk_frame(data)).await.is_err() {
                     return false;
                 }
             }
@@ -700,13 +697,19 @@ async fn send_reply(stream: &TcpStream, reply: &Reply, is_head: bool, client_clo
     }
 }
 
+/// One chunk of a chunked body: its size, its data, its end.
+fn chunk_frame(data: &[u8]) -> Vec<u8> {
+    let mut frame = format!("{:x}\r\n", data.len()).into_bytes();
+    frame.extend_from_slice(data);
+    frame.extend_from_slice(b"\r\n");
+    frame
+}
+
 /// `chunks` framed as one chunked body, terminator included.
 fn chunked_whole(chunks: &[(Duration, Vec<u8>)]) -> Vec<u8> {
     let mut out = Vec::new();
     for (_, data) in chunks.iter().filter(|(_, d)| !d.is_empty()) {
-        out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
-        out.extend_from_slice(data);
-        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&chunk_frame(data));
     }
     out.extend_from_slice(b"0\r\n\r\n");
     out
