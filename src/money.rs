@@ -79,8 +79,14 @@ impl fmt::Display for Amount {
         if frac == 0 {
             return write!(f, "{whole}");
         }
-        let frac = format!("{frac:09}");
-        write!(f, "{whole}.{}", frac.trim_end_matches('0'))
+        // Trailing zeros dropped by dividing them off, not by trimming a formatted copy: an
+        // amount is written in every priced answer and access line.
+        let (mut digits, mut width) = (frac, 9);
+        while digits % 10 == 0 {
+            digits /= 10;
+            width -= 1;
+        }
+        write!(f, "{whole}.{digits:0width$}")
     }
 }
 
@@ -203,6 +209,9 @@ mod tests {
             ("2.5", 2_500_000_000, "2.5"),
             ("0.000000001", 1, "0.000000001"),
             ("0", 0, "0"),
+            ("1.10", 1_100_000_000, "1.1"),
+            ("12.000100", 12 * NANOS + 100_000, "12.0001"),
+            ("0.123456789", 123_456_789, "0.123456789"),
         ] {
             let a = Amount::parse(text).unwrap_or_else(|| panic!("{text}"));
             assert_eq!(a.nanos(), nanos, "{text}");

@@ -124,44 +124,64 @@ pub(crate) fn write(format: AccessLogFormat, record: &Record<'_>) {
         cost_note: cost_note.as_deref(),
         ..*record
     };
-    match format {
-        AccessLogFormat::Json => LINE.with(|line| {
-            let mut line = line.borrow_mut();
-            line.clear();
-            match serde_json::to_writer(&mut *line, record) {
-                Ok(()) => match std::str::from_utf8(&line) {
-                    Ok(text) => crate::logging::log_clean(TARGET, text),
-                    Err(e) => log::warn!("access line not written: {e}"),
-                },
-                Err(e) => log::warn!("access line not written: {e}"),
+    LINE.with(|line| {
+        let mut line = line.borrow_mut();
+        line.clear();
+        let made = match format {
+            AccessLogFormat::Json => {
+                serde_json::to_writer(&mut *line, record).map_err(|e| e.to_string())
             }
-            if line.capacity() > KEEP_LINE {
-                *line = Vec::new();
-            }
-        }),
-        AccessLogFormat::Text => crate::logging::log_clean(
-            TARGET,
-            &format!(
-                "{} {} {} status={} code={} model={} caller={} ms={:.1}{}{}{} request_id={} trace_id={}",
-                record.entry_point,
-                record.method,
-                record.path,
-                record.status,
-                record.code.unwrap_or("-"),
-                record.model.unwrap_or("-"),
-                record.principal.unwrap_or("-"),
-                record.duration_ms,
-                text_cost(record),
-                text_cache(record),
-                record
-                    .aborted
-                    .map(|a| format!(" aborted=\"{a}\""))
-                    .unwrap_or_default(),
-                record.request_id,
-                record.trace_id.unwrap_or("-"),
-            ),
-        ),
+            AccessLogFormat::Text => write_text(&mut line, record).map_err(|e| e.to_string()),
+        };
+        match made.and_then(|()| std::str::from_utf8(&line).map_err(|e| e.to_string())) {
+            Ok(text) => crate::logging::log_clean(TARGET, text),
+            Err(e) => log::warn!("access line not written: {e}"),
+        }
+        if line.capacity() > KEEP_LINE {
+            *line = Vec::new();
+        }
+    });
+}
+
+/// The text line, written into `out` (the thread's reused line: no string per field).
+fn write_text(out: &mut Vec<u8>, record: &Record<'_>) -> std::io::Result<()> {
+    use std::io::Write;
+    write!(
+        out,
+        "{} {} {} status={} code={} model={} caller={} ms={:.1}",
+        record.entry_point,
+        record.method,
+        record.path,
+        record.status,
+        record.code.unwrap_or("-"),
+        record.model.unwrap_or("-"),
+        record.principal.unwrap_or("-"),
+        record.duration_ms,
+    )?;
+    // The cost: ` cost=0.0185 USD`, ` cost=unknown` when it is not known, nothing when no
+    // answer got far enough to ask.
+    match (record.cost, record.currency) {
+        (Some(amount), Some(currency)) => write!(out, " cost={amount} {currency}")?,
+        _ if record.cost_note.is_some() => out.extend_from_slice(b" cost=unknown"),
+        _ => {}
     }
+    // The cache: ` cache=hit saved=0.0185 USD`, nothing for a model not cached.
+    match (record.cache, record.cost_saved, record.cost_saved_currency) {
+        (Some(c), Some(amount), Some(currency)) => {
+            write!(out, " cache={c} saved={amount} {currency}")?;
+        }
+        (Some(c), _, _) => write!(out, " cache={c}")?,
+        _ => {}
+    }
+    if let Some(a) = record.aborted {
+        write!(out, " aborted=\"{a}\"")?;
+    }
+    write!(
+        out,
+        " request_id={} trace_id={}",
+        record.request_id,
+        record.trace_id.unwrap_or("-")
+    )
 }
 
 /// A principal (`key:<name>`, `jwt:<subject>`) with its name cleaned; its kind is the gateway's
@@ -182,46 +202,33 @@ const TARGET: &str = "access";
 const KEEP_LINE: usize = 8 * 1024;
 
 thread_local! {
-    /// The JSON line being made, reused line after line.
+    /// The line being made, reused line after line.
     static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// The text line's cost: ` cost=0.0185 USD`, ` cost=unknown` when it is not known, nothing when
-/// no answer got far enough to ask.
-fn text_cost(record: &Record<'_>) -> String {
-    match (record.cost, record.currency) {
-        (Some(amount), Some(currency)) => format!(" cost={amount} {currency}"),
-        _ if record.cost_note.is_some() => " cost=unknown".to_string(),
-        _ => String::new(),
-    }
-}
-
-/// The text line's cache: ` cache=hit saved=0.0185 USD`, nothing for a model not cached.
-fn text_cache(record: &Record<'_>) -> String {
-    match (record.cache, record.cost_saved, record.cost_saved_currency) {
-        (Some(c), Some(amount), Some(currency)) => format!(" cache={c} saved={amount} {currency}"),
-        (Some(c), _, _) => format!(" cache={c}"),
-        _ => String::new(),
-    }
-}
-
 fn as_rfc3339<S: serde::Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&rfc3339(*time))
+    // Written straight into the line, not made as a string first.
+    s.collect_str(&Rfc3339(*time))
 }
 
-/// `now` as RFC 3339 in UTC with milliseconds (`2026-11-24T06:17:58.123Z`).
-pub(crate) fn rfc3339(now: SystemTime) -> String {
-    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = civil(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        since.subsec_millis()
-    )
+/// A time shown as RFC 3339 in UTC with milliseconds (`2026-11-24T06:17:58.123Z`).
+struct Rfc3339(SystemTime);
+
+impl std::fmt::Display for Rfc3339 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let since = self.0.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let secs = since.as_secs();
+        let (days, rem) = (secs / 86_400, secs % 86_400);
+        let (y, m, d) = civil(days as i64);
+        write!(
+            f,
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+            rem / 3600,
+            rem % 3600 / 60,
+            rem % 60,
+            since.subsec_millis()
+        )
+    }
 }
 
 /// The proleptic Gregorian date `days` after 1970-01-01 (the era-based conversion: 400-year
@@ -245,12 +252,72 @@ mod tests {
 
     #[test]
     fn times_are_rfc3339_utc() {
+        let rfc3339 = |t: SystemTime| Rfc3339(t).to_string();
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
         let t = UNIX_EPOCH + Duration::from_millis(1_795_155_478_123);
         assert_eq!(rfc3339(t), "2026-11-20T06:17:58.123Z");
         // A leap day.
         let t = UNIX_EPOCH + Duration::from_secs(951_782_400);
         assert_eq!(rfc3339(t), "2000-02-29T00:00:00.000Z");
+    }
+
+    fn line(record: &Record<'_>) -> String {
+        let mut out = Vec::new();
+        write_text(&mut out, record).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_text_line_carries_cost_cache_and_abandonment_in_order() {
+        let usd = Currency::parse("USD");
+        let mut record = Record {
+            time: UNIX_EPOCH,
+            entry_point: "main",
+            method: "POST",
+            path: "/api/v1/audio/speech",
+            principal: Some("key:tester"),
+            operation: Some("speech"),
+            model: Some("tts-1"),
+            provider: None,
+            native_model: None,
+            status: 200,
+            code: None,
+            attempts: 1,
+            duration_ms: 3.2,
+            ttfb_ms: None,
+            bytes_in: 0,
+            bytes_out: 0,
+            usage: Usage::default(),
+            cost: Amount::parse("0.0185"),
+            currency: usd,
+            cost_basis: None,
+            cost_note: None,
+            aborted: Some("client went away"),
+            cache: Some("hit"),
+            cost_saved: Amount::parse("0.0200"),
+            cost_saved_currency: usd,
+            request_id: "req-1",
+            trace_id: None,
+        };
+        assert_eq!(
+            line(&record),
+            "main POST /api/v1/audio/speech status=200 code=- model=tts-1 caller=key:tester ms=3.2 \
+             cost=0.0185 USD cache=hit saved=0.02 USD aborted=\"client went away\" request_id=req-1 \
+             trace_id=-"
+        );
+        record.cost = None;
+        record.cost_note = Some("no price");
+        record.cost_saved = None;
+        record.aborted = None;
+        record.code = Some("upstream_timeout");
+        assert_eq!(
+            line(&record),
+            "main POST /api/v1/audio/speech status=200 code=upstream_timeout model=tts-1 \
+             caller=key:tester ms=3.2 cost=unknown cache=hit request_id=req-1 trace_id=-"
+        );
+        record.cost_note = None;
+        record.cache = None;
+        assert!(line(&record).ends_with("ms=3.2 request_id=req-1 trace_id=-"));
     }
 
     #[test]
