@@ -57,17 +57,17 @@ pub(crate) const LEASE: Duration = Duration::from_secs(30);
 ///
 /// What is owed is applied first, whatever the check decides: each counter owed is charged where
 /// its need fits (need 0: always), and the leases given back are removed.
-///
-/// Redis runs every call of every instance on one thread, so the script makes as few commands as
-/// it can (each costs about a microsecond of Lua and dispatch): a list of counters is read with
-/// one `MGET`, the leases given back go in one `ZREM` (per thousand: Lua's `unpack` has a limit), and a counter's expiry is set once, when
-/// the counter is made — every call computes the same one (its window's end and a minute), so
-/// setting it again changed nothing.
 /// Returns {0, 0} when the check fit (and was applied), else {i, used}: the 1-based position, in
 /// the order checked, of what did not fit (n + 1: the slots; n + 1 + j: the j-th known counter),
 /// and what was used of it. Nothing of the check is applied then — except that a known counter's
 /// refusal comes after the counters were charged (the request admitted, its known use not
 /// fitting; `check::Check`), with no slot taken.
+///
+/// Redis runs every call of every instance on one thread, so the script makes few commands: a
+/// list of counters is read with one `MGET`, the leases given back are removed with one `ZREM`
+/// per thousand (Lua's `unpack` takes at most about 8,000 values), and a counter's expiry is set
+/// once, when the counter is made — every call computes the same one (its window's end and a
+/// minute), so setting it again changed nothing.
 const SCRIPT: &str = r"
 local set = KEYS[#KEYS]
 local function charge(key, add, ttl)
