@@ -19,7 +19,7 @@ use crate::support::redis;
 use crate::support::redis_gate::RedisGate;
 #[cfg(feature = "redis")]
 use crate::support::redis_procs::RedisProc;
-use crate::support::{config, free_port, wait_listening, TestGateway, JWT_SECRET};
+use crate::support::{config, free_port, TestGateway, JWT_SECRET};
 
 const LIMITED: &str = "limited-key";
 
@@ -256,7 +256,7 @@ fn speech_characters_are_limited_per_process_without_redis() {
     // The usage is charged as the request ends, before it is counted in the metrics.
     let metrics: SocketAddr = format!("127.0.0.1:{metrics_port}").parse().unwrap();
     // The metrics listener starts beside the gateway's, not before it answers.
-    wait_listening(metrics);
+    crate::support::wait_listening(metrics);
     let charged = "switchyard_speech_input_characters_total{key=\"limited\",model=\"tts-1\"} 10";
     let deadline = Instant::now() + Duration::from_secs(10);
     while !client::request(metrics, "GET", "/metrics", &[], b"")
@@ -309,7 +309,7 @@ fn redis_unreachable_fails_open_by_default_and_closed_when_configured() {
     }
     // Allowed, and counted: the refusal was decided while the request was served.
     let metrics: SocketAddr = format!("127.0.0.1:{metrics_port}").parse().unwrap();
-    wait_listening(metrics);
+    crate::support::wait_listening(metrics);
     let scrape = client::request(metrics, "GET", "/metrics", &[], b"").text();
     assert!(
         scrape.contains("switchyard_store_errors_total{during=\"limits\"} 2"),
