@@ -14,6 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use super::route::FILES_PREFIX;
+use crate::caps::lifecycle::civil_from_days;
 use crate::caps::prices::{Amount, Currency};
 use crate::config::AccessLogFormat;
 use crate::logging::redact;
@@ -219,7 +220,7 @@ impl std::fmt::Display for Rfc3339 {
         let since = self.0.duration_since(UNIX_EPOCH).unwrap_or_default();
         let secs = since.as_secs();
         let (days, rem) = (secs / 86_400, secs % 86_400);
-        let (y, m, d) = civil(days as i64);
+        let (y, m, d) = civil_from_days(days as i64);
         write!(
             f,
             "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
@@ -229,21 +230,6 @@ impl std::fmt::Display for Rfc3339 {
             since.subsec_millis()
         )
     }
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (the era-based conversion: 400-year
-/// eras of 146,097 days, years counted from March so the leap day ends a year).
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use http::{HeaderName, HeaderValue};
 use sha2::{Digest, Sha256};
 
 use super::provider::{Signable, Signer};
+use crate::caps::lifecycle::civil_from_days;
 
 /// An account's AWS credentials.
 pub(crate) struct Credentials {
@@ -285,20 +286,6 @@ pub(crate) fn amz_date(at: SystemTime) -> String {
         rest % 3600 / 60,
         rest % 60
     )
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
-pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]

@@ -162,7 +162,7 @@ pub(crate) fn canonical_request(req: &Signable<'_>) -> String {
 
 /// `YYYY-MM-DD` of `timestamp` in UTC (the date must be UTC's, not the local one).
 pub(crate) fn utc_date(timestamp: u64) -> String {
-    let (y, m, d) = super::sigv4::civil_from_days((timestamp / 86_400) as i64);
+    let (y, m, d) = crate::caps::lifecycle::civil_from_days((timestamp / 86_400) as i64);
     format!("{y:04}-{m:02}-{d:02}")
 }
 
