@@ -289,6 +289,23 @@ mod tests {
     }
 
     #[test]
+    fn a_delivery_kept_before_the_count_was_recorded_asks_for_no_count() {
+        // A task record written by an earlier version: its delivery has no `images`, and the
+        // result it resumes to is not held to a count it never kept.
+        let old: super::Delivery =
+            serde_json::from_value(json!({"url": false, "mime": "image/png"})).unwrap();
+        assert_eq!(old.images, 0);
+        let kept = super::Delivery {
+            url: true,
+            mime: "image/webp".into(),
+            images: 3,
+        };
+        let back: super::Delivery =
+            serde_json::from_str(&serde_json::to_string(&kept).unwrap()).unwrap();
+        assert_eq!(back, kept);
+    }
+
+    #[test]
     fn fan_out_facts_sum_usage_and_keep_only_shared_values() {
         let a = facts(
             json!({"input_tokens": 10, "output_tokens": 100, "total_tokens": 110,
@@ -343,4 +360,8 @@ pub struct Delivery {
     /// The MIME type of the `output_format` asked for: a hosted image's label when its bytes
     /// are not recognised.
     pub mime: String,
+    /// How many images the caller asked for (`n`): an answer with fewer is refused rather than
+    /// passed on short. 0 in a record written before this was kept: not checked.
+    #[serde(default)]
+    pub images: u64,
 }

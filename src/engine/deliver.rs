@@ -61,6 +61,7 @@ pub(crate) fn delivery_of(req: &ImageRequest<'_>) -> Delivery {
     Delivery {
         url: req.response_format == "url",
         mime: req.output_mime().to_string(),
+        images: req.n,
     }
 }
 
@@ -77,6 +78,16 @@ pub(crate) async fn deliver(
         return Err(GatewayError::Upstream(bad_answer(
             provider,
             "image answer carries no image",
+        )));
+    }
+    // A short set is never passed on as if it were the whole (the caller asked for `n`, and a
+    // provider's filter may drop some silently). More than asked is left alone: a layer
+    // decomposition answers one request with several layers.
+    let got = native.images.len() as u64;
+    if got < delivery.images {
+        return Err(GatewayError::Upstream(bad_answer(
+            provider,
+            format!("returned {got} of the {} images asked for", delivery.images),
         )));
     }
     let items = native

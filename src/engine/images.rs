@@ -208,7 +208,9 @@ async fn image_call<'s>(
                 let headers = resp.headers().cloned().unwrap_or_default();
                 let body = resp.read_all(limit).await?;
                 match ctx.adapters.images(&t.provider) {
-                    Ok(adapter) => adapter.response(&t.provider, req, &headers, &body),
+                    Ok(adapter) => adapter
+                        .response(&t.provider, req, &headers, &body)
+                        .and_then(|answer| whole_set(answer, n, &t.provider.name)),
                     Err(e) => Err(UpstreamError::new(
                         UpstreamErrorKind::Failure,
                         &t.provider.name,
@@ -240,6 +242,20 @@ async fn image_call<'s>(
         Reply::Local(_) => Err(GatewayError::Internal(
             "an in-process provider answered images".into(),
         )),
+    }
+}
+
+/// `answer` when it carries the `n` images its call asked for (or is a task, checked once it
+/// ends, in delivery). A short set, such as a provider's filter dropping an image without saying
+/// so, is a wrong answer: retried like one, and never passed on as if it were the whole.
+fn whole_set(answer: ImageAnswer, n: u64, provider: &str) -> Result<ImageAnswer, UpstreamError> {
+    match &answer {
+        ImageAnswer::Images(got) if (got.images.len() as u64) < n => Err(UpstreamError::new(
+            UpstreamErrorKind::WrongAnswer,
+            provider,
+            format!("returned {} of the {n} images asked for", got.images.len()),
+        )),
+        _ => Ok(answer),
     }
 }
 

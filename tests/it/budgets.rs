@@ -249,10 +249,12 @@ fn two_instances_on_one_redis_share_a_money_budget() {
 #[test]
 fn images_are_known_to_cost_their_number_size_and_quality_before_the_call() {
     let fake = FakeProvider::start();
-    fake.set_default(Reply::json(
-        200,
-        json!({"created": 9, "data": [{"b64_json": "iVBORw0KGgo="}]}),
-    ));
+    // As OpenAI answers: as many images as the request's `n`.
+    fake.set_handler(|r| {
+        let n = r.json()["n"].as_u64().unwrap_or(1) as usize;
+        let data = vec![json!({"b64_json": "iVBORw0KGgo="}); n];
+        Some(Reply::json(200, json!({"created": 9, "data": data})))
+    });
     let clock = Clock::manual(late_evening());
     let gw = TestGateway::start_with_limits_clock(
         |ports| {

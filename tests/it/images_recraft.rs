@@ -238,8 +238,15 @@ fn ten_images_are_calls_of_six_and_four() {
     let gw = TestGateway::start(&fake);
     let six: Vec<Vec<u8>> = (0..6).map(|i| png(64, i)).collect();
     let four: Vec<Vec<u8>> = (6..10).map(|i| png(64, i)).collect();
-    fake.push(url_answer(&six, &fake));
-    fake.push(url_answer(&four, &fake));
+    // The calls run concurrently: each is answered with the images it asked for.
+    let (mut of_six, mut of_four) = (
+        Some(url_answer(&six, &fake)),
+        Some(url_answer(&four, &fake)),
+    );
+    fake.set_handler(move |r| match native_n(r) {
+        6 => of_six.take(),
+        _ => of_four.take(),
+    });
     let resp = generate(
         &gw,
         json!({"model": "recraft-v4.1", "prompt": "p", "n": 10}),

@@ -411,9 +411,16 @@ fn a_slow_prediction_is_polled_by_id_until_it_succeeds() {
 fn five_images_of_schnell_are_two_predictions() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
-    let four: Vec<Vec<u8>> = (0..4).map(|i| png(64, i)).collect();
-    fake.push(list_answer(&four, &fake));
-    fake.push(list_answer(&four[..1], &fake));
+    // The two predictions are submitted side by side: each is answered with what it asked for.
+    let base = fake.base_url();
+    fake.set_handler(move |r| {
+        (r.method == "POST").then(|| {
+            let urls: Vec<String> = (0..num_outputs(r))
+                .map(|i| format!("{base}/results/xezq/p1/out-{i}.png"))
+                .collect();
+            Reply::json(201, prediction("p1", "succeeded", json!(urls), Value::Null))
+        })
+    });
     let out = ok(&generate(
         &gw,
         json!({"model": "replicate-flux-schnell", "prompt": "p", "n": 5}),
@@ -423,6 +430,58 @@ fn five_images_of_schnell_are_two_predictions() {
     let mut asked: Vec<u64> = submits(&fake).iter().map(num_outputs).collect();
     asked.sort_unstable();
     assert_eq!(asked, [1, 4]);
+}
+
+#[test]
+fn a_prediction_short_of_images_is_retried_and_never_passed_on_short() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    // Replicate drops an output its safety checker flags and lists the rest: 1 of 2.
+    fake.push(list_answer(&[png(64, 1)], &fake));
+    fake.push(list_answer(&[png(64, 1), png(64, 2)], &fake));
+    let out = ok(&generate(
+        &gw,
+        json!({"model": "replicate-flux-schnell", "prompt": "p", "n": 2, "retries": 1}),
+    ));
+    assert_eq!(out["data"].as_array().unwrap().len(), 2);
+    assert_eq!(submits(&fake).len(), 2, "the short answer was retried");
+
+    // Short every time: the caller gets an error saying so, not one image of two.
+    fake.push(list_answer(&[png(64, 1)], &fake));
+    fake.push(list_answer(&[png(64, 1)], &fake));
+    let msg = failed(
+        &generate(
+            &gw,
+            json!({"model": "replicate-flux-schnell", "prompt": "p", "n": 2, "retries": 1}),
+        ),
+        502,
+        "upstream_bad_response",
+    );
+    assert!(msg.contains("returned 1 of the 2 images"), "{msg}");
+    assert_eq!(submits(&fake).len(), 4);
+}
+
+#[test]
+fn a_polled_prediction_short_of_images_fails_the_request() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let one = json!([fake_url(&fake, "xezq/s/out-0.png")]);
+    script(
+        &fake,
+        "short1",
+        &[prediction("short1", "succeeded", one, Value::Null)],
+    );
+    let msg = failed(
+        &generate(
+            &gw,
+            json!({"model": "replicate-flux-schnell", "prompt": "p", "n": 2}),
+        ),
+        502,
+        "upstream_bad_response",
+    );
+    assert!(msg.contains("returned 1 of the 2 images"), "{msg}");
+    // A finished prediction is never submitted again.
+    assert_eq!(submits(&fake).len(), 1);
 }
 
 #[test]

@@ -241,11 +241,17 @@ fn kolors_batches_up_to_four_per_call() {
 fn kolors_n_6_is_two_calls_of_4_and_2() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
-    // The calls run concurrently, so either may get either answer; 4 + 2 images either way.
+    // The calls run concurrently: each is answered with the images it asked for.
     let four: Vec<Vec<u8>> = (0..4).map(|i| png(64, i)).collect();
     let two: Vec<Vec<u8>> = (4..6).map(|i| png(64, i)).collect();
-    fake.push(url_answer(&four, &fake));
-    fake.push(url_answer(&two, &fake));
+    let (mut of_four, mut of_two) = (
+        Some(url_answer(&four, &fake)),
+        Some(url_answer(&two, &fake)),
+    );
+    fake.set_handler(move |r| match batch_size(r) {
+        4 => of_four.take(),
+        _ => of_two.take(),
+    });
     let resp = generate(&gw, json!({"model": "kolors", "prompt": "p", "n": 6}));
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert_eq!(resp.json()["data"].as_array().unwrap().len(), 6);

@@ -85,6 +85,7 @@ fn wan_record(native_id: &str) -> TaskRecord {
         delivery: Some(Delivery {
             url: false,
             mime: "image/png".into(),
+            images: 1,
         }),
         ..left_behind("wanx2.1-t2i-turbo")
     }

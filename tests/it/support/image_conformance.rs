@@ -336,14 +336,25 @@ pub fn full_request(case: &ImageCase) {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
     let img = png(300, 1);
-    fake.push((case.answer)(std::slice::from_ref(&img), &fake));
     let mut full = case.full.clone();
     full["response_format"] = json!("b64_json");
-    // A URL answer is then downloaded: the fake serves the image next.
-    if case.answers == Answers::Url {
-        fake.push(Reply::bytes(200, "image/png", img.clone()));
+    // As the provider answers: each call with the images it asked for (all `img` here), each
+    // URL answer's images downloaded next.
+    let n = full["n"].as_u64().unwrap_or(1);
+    let per_call = case.per_call_n.max(1);
+    let mut left = n;
+    while left > 0 {
+        let this_call = vec![img.clone(); left.min(per_call) as usize];
+        fake.push((case.answer)(&this_call, &fake));
+        if case.answers == Answers::Url {
+            for _ in 0..this_call.len() {
+                fake.push(Reply::bytes(200, "image/png", img.clone()));
+            }
+        }
+        left -= this_call.len() as u64;
     }
     let out = ok(&generate(&gw, case, full), "full request");
+    assert_eq!(out["data"].as_array().map(Vec::len), Some(n as usize));
     assert_eq!(unb64(out["data"][0]["b64_json"].as_str().unwrap()), img);
     let sent = fake.requests();
     assert_eq!(sent[0].method, "POST");
@@ -468,12 +479,30 @@ pub fn image_counts(case: &ImageCase) {
     let n = (case.per_call_n * 2).min(case.max_n);
     let per_call = case.per_call_n.min(n);
     let calls = n.div_ceil(per_call);
+    // The calls are sent side by side, so when they differ in size (10 as 6 + 4) each is answered
+    // by what it asked for, not in the order the fake happens to receive them.
+    let sizes_differ = !n.is_multiple_of(per_call);
+    let mut by_size: std::collections::HashMap<u64, Vec<Reply>> = Default::default();
     let mut expected = Vec::new();
     for c in 0..calls {
         let k = per_call.min(n - c * per_call);
         let imgs: Vec<Vec<u8>> = (0..k).map(|i| png(64, (c * 10 + i) as u8)).collect();
-        fake.push((case.answer)(&imgs, &fake));
+        let reply = (case.answer)(&imgs, &fake);
+        match case.native_n {
+            Some(_) if sizes_differ => by_size.entry(k).or_default().push(reply),
+            _ => fake.push(reply),
+        }
         expected.extend(imgs);
+    }
+    if let (Some(native_n), true) = (case.native_n, sizes_differ) {
+        fake.set_handler(move |r| {
+            if r.method != "POST" {
+                return None;
+            }
+            by_size
+                .get_mut(&native_n(r))
+                .and_then(|replies| replies.pop())
+        });
     }
     let out = ok(
         &generate(&gw, case, json!({"n": n, "response_format": "url"})),
