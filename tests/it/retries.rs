@@ -136,7 +136,7 @@ fn speech_is_retried_before_the_first_byte() {
 #[test]
 fn a_reused_connection_closed_by_the_provider_is_tried_once_fresh() {
     let fake = FakeProvider::start();
-    let gw = TestGateway::start(&fake);
+    let gw = TestGateway::start_one_worker(&fake);
     fake.push(cohere_ok());
     fake.push(Reply::hangup());
     fake.push(cohere_ok());

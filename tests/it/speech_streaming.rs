@@ -11,26 +11,27 @@ use support::speech_conformance::{decoded_audio, public_events};
 use support::{client, post, TestGateway};
 
 const GAP: Duration = Duration::from_millis(120);
-/// How far an event's arrival may drift from the provider's schedule (scheduler noise on a
-/// small shared machine included).
-const SLACK: Duration = Duration::from_millis(25);
+/// How far the time between two events may drift from the provider's `GAP` (scheduler noise
+/// on a small shared machine included). Half the gap: a gateway that held an event back until
+/// the next one (or the end) delivers the two together, a drift of the whole gap.
+const SLACK: Duration = Duration::from_millis(60);
 
 /// Each chunk after the first must arrive `GAP` after its predecessor, within `SLACK`: nothing
-/// was held back and nothing was batched.
+/// was held back and nothing was batched. Measured between neighbours rather than from the
+/// first chunk, so one late wake-up of the test's reader is not counted against every event after.
 fn assert_paced(resp: &client::Response, events: usize) {
     assert!(
         resp.chunks.len() >= events,
         "{} chunks for {events} events: batched",
         resp.chunks.len()
     );
-    let first = resp.chunks[0].0;
-    for (i, (at, _)) in resp.chunks.iter().enumerate().take(events).skip(1) {
-        let expected = GAP * i as u32;
-        let actual = *at - first;
-        let drift = actual.abs_diff(expected);
+    for (i, pair) in resp.chunks.windows(2).enumerate().take(events - 1) {
+        let actual = pair[1].0 - pair[0].0;
+        let drift = actual.abs_diff(GAP);
         assert!(
             drift <= SLACK,
-            "event {i} arrived {actual:?} after the first, expected {expected:?}"
+            "event {} arrived {actual:?} after event {i}, expected {GAP:?}",
+            i + 1
         );
     }
 }
