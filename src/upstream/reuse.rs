@@ -10,6 +10,12 @@
 //! (closed) exactly as Pingora drops it. A broken idle connection is still caught as before:
 //! Pingora's pool watches every idle connection, and `reused_stream` still reads it once
 //! (`test_reusable_stream`) before handing it out.
+//!
+//! Known loss, not ours to fix here: with more than one worker thread, Pingora 0.9.1's
+//! `reused_stream` can drop a healthy pooled connection it is handing out (it takes the stream
+//! with `Arc::try_unwrap` once the idle watcher's lock is free, which another worker may reach
+//! before the watcher let go of its reference; cloudflare/pingora#998, open on 2026-11-29). The
+//! request then connects afresh: correct, one handshake more.
 
 use std::fmt;
 
