@@ -276,10 +276,21 @@ fn base64_answers_need_no_download() {
 fn nine_images_are_three_calls() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
-    for batch in [0..4u8, 4..8, 8..9] {
-        let imgs: Vec<Vec<u8>> = batch.map(|i| png(64, i)).collect();
-        fake.push(url_answer(&imgs, &fake));
-    }
+    // The calls run concurrently: each is answered with the images it asked for.
+    let mut answers: Vec<(u64, Reply)> = [0..4u8, 4..8, 8..9]
+        .into_iter()
+        .map(|batch| {
+            let imgs: Vec<Vec<u8>> = batch.map(|i| png(64, i)).collect();
+            (imgs.len() as u64, url_answer(&imgs, &fake))
+        })
+        .collect();
+    fake.set_handler(move |r| {
+        if r.method != "POST" {
+            return None;
+        }
+        let at = answers.iter().position(|(n, _)| *n == native_n(r))?;
+        Some(answers.remove(at).1)
+    });
     let resp = generate(
         &gw,
         json!({"model": "flux.1-schnell", "prompt": "p", "n": 9}),
