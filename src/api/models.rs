@@ -97,7 +97,9 @@ struct Entry<'a> {
 struct LifecycleView<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     deprecated: Option<String>,
-    shutdown: String,
+    /// Absent while the provider has announced no shutdown date (deprecated only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shutdown: Option<String>,
     /// The provider's own model ids, best first; empty when it names none (then `note` says why).
     replacement: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -113,7 +115,7 @@ impl<'a> LifecycleView<'a> {
     fn of(l: &'a Lifecycle) -> LifecycleView<'a> {
         LifecycleView {
             deprecated: l.deprecated.map(|d| d.to_string()),
-            shutdown: l.shutdown.to_string(),
+            shutdown: l.shutdown.map(|d| d.to_string()),
             replacement: &l.replacement,
             note: l.note.as_deref(),
             source: l.source.as_deref(),

@@ -319,7 +319,7 @@ impl Checker<'_> {
                 if !is_size(v) {
                     self.error(
                         &key(i),
-                        format!("`{v}` is neither WxH in pixels (e.g. 1024x768) nor a keyword of letters and digits (e.g. 2K, auto)"),
+                        format!("`{v}` is neither WxH in pixels (e.g. 1024x768) nor a keyword of letters and digits (e.g. 2K, 1.5K, auto)"),
                     );
                 } else if list[..i].contains(v) {
                     self.error(&key(i), format!("`{v}` is listed twice"));
@@ -482,15 +482,19 @@ impl Checker<'_> {
     }
 }
 
-/// `WxH` in pixels, or a keyword of ASCII letters and digits (`auto`, `2K`, `adaptive`) that is
-/// not a mistyped `WxH` (`1024X768`).
+/// `WxH` in pixels, or a keyword of ASCII letters and digits (`auto`, `2K`, `adaptive`; a dot
+/// inside one for a fractional tier, Ark's `1.5K`) that is not a mistyped `WxH` (`1024X768`).
 fn is_size(s: &str) -> bool {
     if parse_size(s).is_some() {
         return true;
     }
     let looks_like_pixels =
         s.starts_with(|c: char| c.is_ascii_digit()) && s.contains(['x', 'X', '*', '×']);
-    !s.is_empty() && !looks_like_pixels && s.bytes().all(|b| b.is_ascii_alphanumeric())
+    !s.is_empty()
+        && !looks_like_pixels
+        && !s.starts_with('.')
+        && !s.ends_with('.')
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.')
 }
 
 // The table is loaded once at start and a model's overrides once per configuration load, and

@@ -157,8 +157,9 @@ pub struct Lifecycle {
     /// When the provider announced the deprecation (`None`: not known, only an override's
     /// shutdown was given).
     pub deprecated: Option<Date>,
-    /// The first day the provider no longer serves it.
-    pub shutdown: Date,
+    /// The first day the provider no longer serves it; `None` while the provider has announced no
+    /// date (deprecated only: never gone, no `Sunset`).
+    pub shutdown: Option<Date>,
     /// The provider's recommended replacements (its own model ids), best first.
     pub replacement: Vec<String>,
     /// A remark on the retirement; messages show it when no replacement is named.
@@ -175,7 +176,13 @@ pub struct Lifecycle {
 impl Lifecycle {
     /// Whether it is no longer served at Unix time `now` (and the operator has not said otherwise).
     pub fn gone(&self, now: i64) -> bool {
-        !self.still_available && now >= self.shutdown.unix()
+        !self.still_available && self.shutdown.is_some_and(|s| now >= s.unix())
+    }
+
+    /// The order of shutdowns, for "the target that lasts longest": no date announced lasts
+    /// longer than any date.
+    pub fn lasts(&self) -> (bool, Option<Date>) {
+        (self.shutdown.is_none(), self.shutdown)
     }
 
     /// The replacement, for messages: the ids joined, or the note when there is none.
@@ -303,7 +310,7 @@ impl Table {
             (Some(b), _) => b,
             (None, Some(shutdown)) => Lifecycle {
                 deprecated: None,
-                shutdown,
+                shutdown: Some(shutdown),
                 replacement: Vec::new(),
                 note: None,
                 source: None,
@@ -329,7 +336,7 @@ impl Table {
             life.deprecated = Some(d);
         }
         if let Some(s) = shutdown {
-            life.shutdown = s;
+            life.shutdown = Some(s);
         }
         if let Some(r) = &over.replacement {
             life.replacement = r.clone();
@@ -343,12 +350,12 @@ impl Table {
         if let Some(a) = over.still_available {
             life.still_available = a;
         }
-        if life.deprecated.is_some_and(|d| d > life.shutdown) {
-            return Err(vec![format!(
-                "{at}: deprecated ({}) is after shutdown ({})",
-                life.deprecated.map(|d| d.to_string()).unwrap_or_default(),
-                life.shutdown
-            )]);
+        if let (Some(d), Some(s)) = (life.deprecated, life.shutdown) {
+            if d > s {
+                return Err(vec![format!(
+                    "{at}: deprecated ({d}) is after shutdown ({s})"
+                )]);
+            }
         }
         Ok(Some(life))
     }
@@ -364,12 +371,14 @@ pub fn builtin() -> Result<&'static Table, &'static [String]> {
     }
 }
 
-/// One entry as written: every key required but `note`.
+/// One entry as written: every key required but `note`, and `shutdown` while the provider has
+/// announced no date (then `note` says so).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Written {
     deprecated: String,
-    shutdown: String,
+    #[serde(default)]
+    shutdown: Option<String>,
     replacement: Vec<String>,
     #[serde(default)]
     note: Option<String>,
@@ -418,15 +427,27 @@ pub fn load(text: &str) -> Result<Table, Vec<String>> {
                 d
             };
             let deprecated = date("deprecated", &w.deprecated, &mut errors);
-            let shutdown = date("shutdown", &w.shutdown, &mut errors);
+            let shutdown = w
+                .shutdown
+                .as_deref()
+                .map(|s| date("shutdown", s, &mut errors));
             let checked = date("checked", &w.checked, &mut errors);
-            let (Some(deprecated), Some(shutdown), Some(checked)) = (deprecated, shutdown, checked)
-            else {
+            let (Some(deprecated), Some(checked)) = (deprecated, checked) else {
                 continue;
             };
-            if deprecated > shutdown {
+            let shutdown = match shutdown {
+                Some(None) => continue,
+                Some(Some(s)) => Some(s),
+                None => None,
+            };
+            if let Some(shutdown) = shutdown.filter(|s| deprecated > *s) {
                 errors.push(format!(
                     "{at}.deprecated: {deprecated} is after the shutdown ({shutdown})"
+                ));
+            }
+            if shutdown.is_none() && w.note.as_deref().is_none_or(|n| n.trim().is_empty()) {
+                errors.push(format!(
+                    "{at}.note: required without a `shutdown` (say that none was announced)"
                 ));
             }
             if !(w.source.starts_with("https://") || w.source.starts_with("http://")) {
@@ -476,19 +497,19 @@ mod tests {
     fn the_builtin_table_loads_with_every_sourced_entry() {
         let t = builtin().unwrap_or_else(|e| panic!("{e:#?}"));
         let image1 = t.get("openai", "gpt-image-1").expect("gpt-image-1");
-        assert_eq!(image1.shutdown, Date::parse("2026-10-23").unwrap());
+        assert_eq!(image1.shutdown, Date::parse("2026-10-23"));
         assert_eq!(
             image1.replacement,
             ["gpt-image-2.5-sunburst", "gpt-image-2.5-flare"]
         );
         for m in ["gpt-image-1.5", "gpt-image-1-mini", "chatgpt-image-latest"] {
             let e = t.get("openai", m).expect(m);
-            assert_eq!(e.shutdown.to_string(), "2026-12-01", "{m}");
+            assert_eq!(e.shutdown.unwrap().to_string(), "2026-12-01", "{m}");
             assert_eq!(e.replacement[0], "gpt-image-2.6-sunburst", "{m}");
         }
         for m in ["tts-1", "tts-1-hd", "gpt-4o-mini-tts"] {
             let e = t.get("openai", m).expect(m);
-            assert_eq!(e.shutdown.to_string(), "2027-01-06", "{m}");
+            assert_eq!(e.shutdown.unwrap().to_string(), "2027-01-06", "{m}");
             assert!(e.replacement.is_empty(), "{m}: none on /v1/audio/speech");
             assert!(e.note.as_deref().unwrap().contains("Realtime"), "{m}");
         }
@@ -496,6 +517,7 @@ mod tests {
             t.get("azure-openai", "gpt-image-1.5")
                 .unwrap()
                 .shutdown
+                .unwrap()
                 .to_string(),
             "2026-12-16"
         );
@@ -503,9 +525,29 @@ mod tests {
             t.get("dashscope", "gte-rerank")
                 .unwrap()
                 .shutdown
+                .unwrap()
                 .to_string(),
             "2026-05-30"
         );
+        // Ark's tenth batch (2026-11-24) and Gemini's deprecation without a date (2026-10-06).
+        for m in [
+            "doubao-seedream-4-0-250828",
+            "doubao-seedream-4-5-251128",
+            "doubao-seedream-5-0-260128",
+            "doubao-seedream-5-0-lite-260128",
+        ] {
+            let e = t.get("ark", m).expect(m);
+            assert_eq!(e.shutdown, Date::parse("2026-11-24"), "{m}");
+            assert_eq!(e.deprecated, Date::parse("2026-09-22"), "{m}");
+            assert_eq!(e.replacement, ["doubao-seedream-5-0-pro-260628"], "{m}");
+        }
+        let flash = t.get("gemini", "gemini-3.1-flash-image").unwrap();
+        assert_eq!(flash.shutdown, None);
+        assert_eq!(flash.deprecated, Date::parse("2026-10-06"));
+        assert!(!flash.gone(i64::MAX), "no shutdown announced: never gone");
+        assert_eq!(flash.replacement, ["gemini-nano-banana-2.1"]);
+        let snapshot = t.get("openai", "gpt-image-1.5-2025-12-16").unwrap();
+        assert_eq!(snapshot.shutdown, Date::parse("2026-12-01"));
         assert!(t.get("elevenlabs", "eleven_multilingual_v2").is_none());
         // Every entry has its source and the date it was checked.
         for e in t.entries.values() {
@@ -516,7 +558,7 @@ mod tests {
     #[test]
     fn a_bad_entry_is_named_by_path() {
         let errors = load(
-            "openai:\n  m:\n    deprecated: 2026-13-01\n    shutdown: 2026-01-01\n    replacement: []\n    source: somewhere\n    checked: 2026-11-27\n  n:\n    deprecated: 2026-02-01\n    shutdown: 2026-01-01\n    replacement: []\n    source: https://x\n    checked: 2026-11-27\n    colour: red\n  o:\n    deprecated: 2026-02-01\n    shutdown: 2026-01-01\n    replacement: []\n    source: https://x\n    checked: 2026-11-27\n",
+            "openai:\n  m:\n    deprecated: 2026-13-01\n    shutdown: 2026-01-01\n    replacement: []\n    source: somewhere\n    checked: 2026-11-27\n  n:\n    deprecated: 2026-02-01\n    shutdown: 2026-01-01\n    replacement: []\n    source: https://x\n    checked: 2026-11-27\n    colour: red\n  o:\n    deprecated: 2026-02-01\n    shutdown: 2026-01-01\n    replacement: []\n    source: https://x\n    checked: 2026-11-27\n  p:\n    deprecated: 2026-02-01\n    replacement: [q]\n    source: https://x\n    checked: 2026-11-27\n",
         )
         .unwrap_err()
         .join("\n");
@@ -525,6 +567,7 @@ mod tests {
             "openai.n: unknown field `colour`",
             "openai.o.deprecated: 2026-02-01 is after the shutdown (2026-01-01)",
             "openai.o.note: required when `replacement` is empty",
+            "openai.p.note: required without a `shutdown`",
         ] {
             assert!(errors.contains(needle), "missing `{needle}` in:\n{errors}");
         }
@@ -566,7 +609,7 @@ mod tests {
             .resolve("openai", "gpt-image-1", &over, "at")
             .unwrap()
             .unwrap();
-        assert_eq!(l.shutdown.to_string(), "2027-03-01");
+        assert_eq!(l.shutdown.unwrap().to_string(), "2027-03-01");
         assert!(l.still_available && !l.gone(i64::MAX));
         assert_eq!(l.replacement[0], "gpt-image-2.5-sunburst", "kept");
         // A deployment named otherwise takes the entry it names.
@@ -578,8 +621,9 @@ mod tests {
             .resolve("azure-openai", "my-images", &azure, "at")
             .unwrap()
             .unwrap();
-        assert_eq!(l.shutdown.to_string(), "2026-12-16");
-        assert!(l.gone(l.shutdown.unix()) && !l.gone(l.shutdown.unix() - 1));
+        assert_eq!(l.shutdown.unwrap().to_string(), "2026-12-16");
+        let s = l.shutdown.unwrap().unix();
+        assert!(l.gone(s) && !l.gone(s - 1));
         // Nothing known and nothing given: no lifecycle.
         assert_eq!(
             t.resolve("openai", "gpt-image-2", &Override::default(), "at"),

@@ -89,7 +89,7 @@ fn speech(c: Caps) -> &'static SpeechCaps {
 #[test]
 fn the_builtin_table_loads() {
     let table = builtin().unwrap_or_else(|e| panic!("{e:#?}"));
-    assert_eq!(table.names().len(), 89);
+    assert_eq!(table.names().len(), 91);
     // A few values, to catch a loader that reads keys into the wrong place.
     let kontext = images(table.get("flux-kontext").unwrap());
     assert_eq!(kontext.family, "flux-kontext");
@@ -118,6 +118,17 @@ fn the_builtin_table_loads() {
         !gpt_image_2.accepts_size("3840x2176"),
         "over 8,294,400 pixels"
     );
+    // December 2026: Nano Banana 2.1 has 3.1 Flash Image's 14 ratios but no 512 tier; Seedream
+    // 5.0 Pro (and Flash) take Ark's 1.5K tier; Recraft V4.1 Flash takes no style.
+    let banana = images(table.get("gemini-nano-banana-2.1").unwrap());
+    assert!(!banana.accepts_size("512") && banana.accepts_size("4K"));
+    assert!(images(table.get("gemini-flash-image").unwrap()).accepts_size("512"));
+    assert_eq!(banana.aspect_ratios.len(), 14);
+    let pro = images(table.get("seedream-5-pro").unwrap());
+    assert!(pro.accepts_size("1.5K") && !pro.accepts_size("4K") && !pro.accepts_size("3K"));
+    let flash = images(table.get("recraft-v4-flash").unwrap());
+    assert_eq!(flash.native_fields, ["controls"]);
+    assert_eq!(flash.sizes, images(table.get("recraft-v4").unwrap()).sizes);
     assert!(speech(table.get("openai-tts-instruct").unwrap()).custom_voices);
     assert!(!speech(table.get("openai-tts").unwrap()).custom_voices);
     assert!(table

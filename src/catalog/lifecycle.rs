@@ -54,12 +54,12 @@ impl Model {
             .targets
             .iter()
             .filter_map(|t| t.lifecycle.as_ref().map(|l| (t, l)))
-            .max_by_key(|(_, l)| l.shutdown);
+            .filter_map(|(t, l)| l.shutdown.map(|s| (t, l, s)))
+            .max_by_key(|(_, _, s)| *s);
         match last {
-            Some((t, l)) => format!(
-                "its provider shut down {} on {}; replacement: {}{}",
+            Some((t, l, shutdown)) => format!(
+                "its provider shut down {} on {shutdown}; replacement: {}{}",
                 t.native_model,
-                l.shutdown,
                 l.replacement_text(),
                 l.source_url()
                     .map(|s| format!(" (see {s})"))
@@ -96,7 +96,10 @@ impl Model {
         successor: Option<String>,
         successor_link: Option<String>,
     ) {
-        let retiring = self.targets.iter().any(|t| t.lifecycle.is_some());
+        let retiring = self
+            .targets
+            .iter()
+            .any(|t| t.lifecycle.as_ref().is_some_and(|l| l.shutdown.is_some()));
         let summary = summary(&self.targets);
         let headers = summary
             .as_ref()
@@ -120,7 +123,7 @@ fn summary(targets: &[Target]) -> Option<Lifecycle> {
         .iter()
         .map(|t| t.lifecycle.as_ref())
         .collect::<Option<_>>()?;
-    let last = all.iter().max_by_key(|l| l.shutdown)?;
+    let last = all.iter().max_by_key(|l| l.lasts())?;
     let deprecated = all
         .iter()
         .map(|l| l.deprecated)
@@ -133,14 +136,16 @@ fn summary(targets: &[Target]) -> Option<Lifecycle> {
 }
 
 /// `Deprecation` (RFC 9745: a structured-field date, `@` and Unix seconds), `Sunset` (RFC 8594: an
-/// HTTP-date) and `Link` (RFC 8288): the successor (`rel="successor-version"`) and the provider's
-/// notice (`rel="sunset"`, RFC 8594 §3).
+/// HTTP-date; only when a shutdown date was announced) and `Link` (RFC 8288): the successor
+/// (`rel="successor-version"`) and the provider's notice (`rel="sunset"`, RFC 8594 §3).
 fn headers(s: &Lifecycle, successor_link: Option<&str>) -> Vec<(&'static str, String)> {
     let mut out = Vec::with_capacity(3);
     if let Some(d) = s.deprecated {
         out.push(("deprecation", format!("@{}", d.unix())));
     }
-    out.push(("sunset", s.shutdown.http_date()));
+    if let Some(d) = s.shutdown {
+        out.push(("sunset", d.http_date()));
+    }
     let links: Vec<String> = successor_link
         .map(|l| format!("<{}>; rel=\"successor-version\"", header_safe(l)))
         .into_iter()
@@ -212,7 +217,7 @@ mod tests {
         let life = |date: &str| {
             Some(Arc::new(Lifecycle {
                 deprecated: None,
-                shutdown: Date::parse(date).unwrap(),
+                shutdown: Date::parse(date),
                 replacement: vec!["next".into()],
                 note: None,
                 source: None,
@@ -231,7 +236,13 @@ mod tests {
         assert!(!m.gone(), "b still serves");
         assert_eq!(m.enabled_targets().count(), 1);
         assert_eq!(
-            m.lifecycle.summary.as_ref().unwrap().shutdown.to_string(),
+            m.lifecycle
+                .summary
+                .as_ref()
+                .unwrap()
+                .shutdown
+                .unwrap()
+                .to_string(),
             "2026-12-05"
         );
         clock.set(Date::parse("2026-12-05").unwrap().unix());

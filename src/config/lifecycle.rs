@@ -99,7 +99,11 @@ pub(super) fn finish(
                     .targets
                     .iter()
                     .enumerate()
-                    .filter(|(_, t)| t.lifecycle.as_ref().is_none_or(|l| l.still_available))
+                    .filter(|(_, t)| {
+                        t.lifecycle
+                            .as_ref()
+                            .is_none_or(|l| l.still_available || l.shutdown.is_none())
+                    })
                     .map(|(i, _)| format!("targets[{i}]"))
                     .collect();
                 if !lasting.is_empty() {
@@ -141,25 +145,26 @@ pub(super) fn finish(
                 .map(|s| format!(" (source: {s})"))
                 .unwrap_or_default();
             let successor = successors.get(&m.name);
+            // Deprecated with no shutdown announced: nothing to warn of or refuse yet.
+            let Some(shutdown) = l.shutdown else { continue };
             if l.gone(now) {
                 match successor {
                     Some(s) => warnings.push(format!(
-                        "{at}: {what} was shut down on {}{source}; model `{s}`, its successor, \
-                         serves `{}`'s requests",
-                        l.shutdown, m.name
+                        "{at}: {what} was shut down on {shutdown}{source}; model `{s}`, its \
+                         successor, serves `{}`'s requests",
+                        m.name
                     )),
                     None => errors.push(format!(
-                        "{at}: {what} was shut down on {}; replacement: {}{source}. Point the \
-                         model at a model the provider serves, name a `successor:` for it, or, \
-                         if your account still serves it, set `lifecycle: {{still_available: \
-                         true}}`",
-                        l.shutdown,
+                        "{at}: {what} was shut down on {shutdown}; replacement: {}{source}. \
+                         Point the model at a model the provider serves, name a `successor:` for \
+                         it, or, if your account still serves it, set `lifecycle: \
+                         {{still_available: true}}`",
                         l.replacement_text()
                     )),
                 }
                 continue;
             }
-            let days = today.days_until(l.shutdown);
+            let days = today.days_until(shutdown);
             if days <= WARN_DAYS {
                 let then = match successor {
                     Some(s) => format!("model `{s}`, its successor, takes over on that day"),
@@ -175,8 +180,8 @@ pub(super) fn finish(
                     ),
                 };
                 warnings.push(format!(
-                    "{at}: {what} shuts down on {} (in {days} day{}); replacement: {}{source}; {then}",
-                    l.shutdown,
+                    "{at}: {what} shuts down on {shutdown} (in {days} day{}); replacement: \
+                     {}{source}; {then}",
                     if days == 1 { "" } else { "s" },
                     l.replacement_text()
                 ));
@@ -204,7 +209,7 @@ fn replacement_model(m: &Model, models: &[Model]) -> Option<String> {
         .targets
         .iter()
         .filter_map(|t| t.lifecycle.as_ref().map(|l| (&t.provider.kind, l)))
-        .max_by_key(|(_, l)| l.shutdown)?;
+        .max_by_key(|(_, l)| l.lasts())?;
     if m.targets.iter().any(|t| t.lifecycle.is_none()) {
         return None;
     }

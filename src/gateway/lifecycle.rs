@@ -31,14 +31,13 @@ pub(crate) fn record_shutdowns(metrics: &Metrics, settings: &GatewaySettings) {
     let models = settings.catalog.models();
     let series = models.iter().flat_map(|m| {
         m.targets.iter().filter_map(move |t| {
-            t.lifecycle.as_ref().map(|l| {
-                (
-                    m.name.as_str(),
-                    t.provider.name.as_str(),
-                    t.native_model.as_str(),
-                    l.shutdown.unix(),
-                )
-            })
+            let shutdown = t.lifecycle.as_ref()?.shutdown?;
+            Some((
+                m.name.as_str(),
+                t.provider.name.as_str(),
+                t.native_model.as_str(),
+                shutdown.unix(),
+            ))
         })
     });
     metrics.set_model_shutdowns(series);

@@ -272,7 +272,7 @@ fn check_extra_body(req: &ImageRequest<'_>) -> Result<(), GatewayError> {
 }
 
 /// Seedream 5.0 Pro's conditions for layer decomposition: it splits exactly one reference image,
-/// takes its size only as a resolution tier (`1K`, `2K`), and makes no sequential set.
+/// takes its size only as a resolution tier (`1K`, `1.5K`, `2K`), and makes no sequential set.
 fn check_layers(
     req: &ImageRequest<'_>,
     refs: u64,
@@ -834,7 +834,7 @@ mod tests {
             let d = refusal("seedream-5-pro", &body);
             let m = d["size"].as_str().unwrap_or_else(|| panic!("{sized}: {d}"));
             assert!(
-                m.contains("resolution tier (1K, 2K)") && m.contains(pixels),
+                m.contains("resolution tier (1K, 1.5K, 2K)") && m.contains(pixels),
                 "{sized}: {m}"
             );
             assert!(d.get("extra_body.layer_decomposition").is_none(), "{d}");

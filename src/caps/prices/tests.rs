@@ -46,8 +46,38 @@ fn the_builtin_table_loads_with_every_entry_sourced_and_dated() {
         .search_units
         .is_some());
     assert!(t.get("bfl", "flux-2-pro").unwrap().megapixels.is_some());
+    // GPT Image 2.5/2.6 at gpt-image-2's token rates (OpenAI's model page, 2026-12-02).
+    for m in [
+        "gpt-image-2.5-flare",
+        "gpt-image-2.5-sunburst",
+        "gpt-image-2.6-flare",
+        "gpt-image-2.6-sunburst",
+    ] {
+        let tokens = t.get("openai", m).unwrap().tokens.as_ref().unwrap();
+        assert_eq!(
+            tokens.rate(TokenKind::ImageOut).unwrap().price.to_string(),
+            "30",
+            "{m}"
+        );
+        assert_eq!(
+            tokens.rate(TokenKind::ImageIn).unwrap().price.to_string(),
+            "8",
+            "{m}"
+        );
+    }
+    let banana = t.get("gemini", "gemini-nano-banana-2.1").unwrap();
+    assert_eq!(
+        banana
+            .images
+            .as_ref()
+            .unwrap()
+            .per_image(Some("1376x768"), None)
+            .unwrap()
+            .to_string(),
+        "0.0336"
+    );
     // Never a guessed figure: a model no source confirmed is simply absent.
-    assert!(t.get("openai", "gpt-image-2.5-flare").is_none());
+    assert!(t.get("ark", "doubao-seedream-5-0-pro-260628").is_none());
 }
 
 #[test]
@@ -128,7 +158,7 @@ fn an_override_replaces_keys_of_the_builtin_entry_and_a_targets_wins_over_its_mo
 fn unpriced_and_unknown_models_have_no_price_never_zero() {
     let t = builtin().unwrap();
     assert_eq!(
-        t.resolve("openai", "gpt-image-2.5-flare", None, None, "at"),
+        t.resolve("ark", "doubao-seedream-5-0-flash-260915", None, None, "at"),
         Ok(Priced::Unknown)
     );
     let declared = over("unpriced");
