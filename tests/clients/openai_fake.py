@@ -31,7 +31,7 @@ MODELS = (
     "    gpt-4o-mini-tts: {family: openai-tts-instruct, targets: [{provider: openai, model: gpt-4o-mini-tts}]}\n"
     "    gpt-image-2: {family: gpt-image-2, targets: [{provider: openai, model: gpt-image-2}]}\n"
     "    cogview-4: {family: cogview, targets: [{provider: zhipu, model: cogview-4-250304}]}\n"
-    "    seedream-4: {family: seedream, targets: [{provider: ark, model: doubao-seedream-4-0-250828}]}\n"
+    "    seedream-4: {family: seedream, targets: [{provider: ark, model: doubao-seedream-4-0-250828, lifecycle: {still_available: true}}]}\n"
     "    seededit-3: {family: seededit, targets: [{provider: ark, model: doubao-seededit-3-0-i2i-250628}]}\n"
 )
 

@@ -434,8 +434,8 @@ fn b64_json_is_asked_natively_and_not_downloaded() {
 fn config_with_more_families(fake_url: &str, ports: (u16, u16)) -> String {
     let mut yaml = config(fake_url, ports);
     yaml.push_str(
-        "    seedream-5: {family: seedream-5, targets: [{provider: ark, model: doubao-seedream-5-0-260128}]}\n\
-         \x20   seedream-4.5: {family: seedream-4.5, targets: [{provider: ark, model: doubao-seedream-4-5-251128}]}\n\
+        "    seedream-5: {family: seedream-5, targets: [{provider: ark, model: doubao-seedream-5-0-260128, lifecycle: {still_available: true}}]}\n\
+         \x20   seedream-4.5: {family: seedream-4.5, targets: [{provider: ark, model: doubao-seedream-4-5-251128, lifecycle: {still_available: true}}]}\n\
          \x20   seedream-3: {family: seedream-3, targets: [{provider: ark, model: doubao-seedream-3-0-t2i-250415}]}\n",
     );
     yaml
@@ -564,7 +564,7 @@ const SEEDREAM_5_PRO: &str = "doubao-seedream-5-0-pro-260628";
 fn config_with_seedream_5(fake_url: &str, ports: (u16, u16)) -> String {
     let mut yaml = config(fake_url, ports);
     yaml.push_str(&format!(
-        "    seedream-5: {{family: seedream-5, targets: [{{provider: ark, model: {SEEDREAM_5_LITE}}}]}}\n\
+        "    seedream-5: {{family: seedream-5, targets: [{{provider: ark, model: {SEEDREAM_5_LITE}, lifecycle: {{still_available: true}}}}]}}\n\
          \x20   seedream-5-pro: {{family: seedream-5-pro, targets: [{{provider: ark, model: {SEEDREAM_5_PRO}}}]}}\n",
     ));
     yaml
@@ -764,7 +764,7 @@ fn layer_decomposition_is_refused_where_ark_would_refuse_it() {
         (
             json!({"model": "seedream-5-pro", "image": one, "size": "2048x2048"}),
             "size",
-            "resolution tier (1K, 2K)",
+            "resolution tier (1K, 1.5K, 2K)",
         ),
         (
             json!({"model": "seedream-5-pro", "image": one, "aspect_ratio": "16:9"}),
@@ -858,4 +858,114 @@ fn several_reference_images_go_as_arks_image_array() {
             .contains("from 1 to 3")
     );
     assert_eq!(fake.requests().len(), sent, "refused requests reached Ark");
+}
+
+// ---- Ark's tenth deprecation batch: the shut-down Seedream models move to 5.0 Pro -------------
+
+/// 2026-11-24 00:00 UTC: the first day Ark no longer serves Seedream 4.0, 4.5 and 5.0 lite (end
+/// of service 14:00 UTC+8; the lifecycle data holds days).
+const NOV_24: i64 = 1_795_478_400;
+
+/// The test config plus Seedream 4.0 and 5.0 Pro as the default config names them: 4.0 moves to
+/// its successor, Pro.
+fn config_with_successor(fake_url: &str, ports: (u16, u16)) -> String {
+    let mut yaml = config(fake_url, ports);
+    yaml.push_str(&format!(
+        "    seedream-4.0: {{family: seedream, successor: seedream-5.0-pro, targets: [{{provider: ark, model: {SEEDREAM_4}}}]}}\n\
+         \x20   seedream-5.0-pro: {{family: seedream-5-pro, targets: [{{provider: ark, model: {SEEDREAM_5_PRO}}}]}}\n",
+    ));
+    yaml
+}
+
+#[test]
+fn seedream_4_0_after_arks_shutdown_is_served_by_seedream_5_0_pro() {
+    let fake = FakeProvider::start();
+    let base = fake.base_url();
+    // The day before the shutdown: 4.0 still serves, and says it is deprecated.
+    let clock = switchyard::internals::caps::lifecycle::Clock::manual(NOV_24 - 12 * 3600);
+    let gw = TestGateway::start_at(|ports| config_with_successor(&base, ports), clock.clone());
+    fake.set_handler(ark_contract);
+    fake.push(b64_answer(&[png(64, 1)], &fake));
+    let resp = generate(
+        &gw,
+        json!({"model": "seedream-4.0", "prompt": "p", "size": "2K", "response_format": "b64_json"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(fake.requests()[0].json()["model"], SEEDREAM_4);
+    assert_eq!(
+        resp.header("deprecation"),
+        Some("@1790035200"),
+        "2026-09-22"
+    );
+    assert_eq!(resp.header("sunset"), Some("Tue, 24 Nov 2026 00:00:00 GMT"));
+    let link = resp.header("link").unwrap_or_default().to_string();
+    assert!(
+        link.contains("</api/v1/models/seedream-5.0-pro>; rel=\"successor-version\"")
+            && link.contains("model-deprecation-notice>; rel=\"sunset\""),
+        "{link}"
+    );
+    assert_eq!(resp.header("switchyard-served-model"), None);
+
+    // From the shutdown on, Pro serves `seedream-4.0`, and the answer says so.
+    clock.set(NOV_24);
+    fake.push(b64_answer(&[png(64, 2)], &fake));
+    let resp = generate(
+        &gw,
+        json!({"model": "seedream-4.0", "prompt": "p", "size": "2K", "response_format": "b64_json"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(fake.requests()[1].json()["model"], SEEDREAM_5_PRO);
+    assert_eq!(
+        resp.header("switchyard-served-model"),
+        Some("seedream-5.0-pro")
+    );
+    assert_eq!(
+        unb64(resp.json()["data"][0]["b64_json"].as_str().unwrap()),
+        png(64, 2)
+    );
+
+    // Pro's family is narrower than 4.0's: a 4K image (which 4.0 made) is refused before
+    // anything is sent, naming the sizes Pro takes.
+    let resp = generate(
+        &gw,
+        json!({"model": "seedream-4.0", "prompt": "p", "size": "4K"}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "validation_error");
+    let size = body["details"]["size"].as_str().unwrap_or_default();
+    assert!(size.contains("1K, 1.5K, 2K"), "{body}");
+    assert_eq!(fake.requests().len(), 2, "a refused size reached Ark");
+}
+
+/// The default configuration keeps the names of Ark's shut-down Seedream models, each served by
+/// Seedream 5.0 Pro, and loads after the shutdown (with a warning for each, not a refusal).
+#[test]
+fn the_default_config_moves_the_shut_down_seedream_models_to_5_0_pro() {
+    let text = switchyard::config::DEFAULT_CONFIG;
+    let config: Value = serde_yaml::from_str(text).unwrap();
+    let models = &config["switchyard"]["models"];
+    for name in ["seedream-4.0", "seedream-4.5", "seedream-5.0"] {
+        assert_eq!(models[name]["successor"], "seedream-5.0-pro", "{name}");
+    }
+    assert_eq!(
+        models["seedream-5.0-pro"]["targets"][0]["model"],
+        SEEDREAM_5_PRO
+    );
+    let dec_2 = switchyard::internals::caps::lifecycle::Clock::manual(NOV_24 + 8 * 86_400);
+    let settings = switchyard::config::load_str_at(text, &|_| None, &dec_2)
+        .unwrap_or_else(|e| panic!("{e:#?}"));
+    for name in ["seedream-4.0", "seedream-4.5", "seedream-5.0"] {
+        assert!(
+            settings
+                .gateway
+                .warnings()
+                .iter()
+                .any(|w| w.contains(&format!(
+                    "model `seedream-5.0-pro`, its successor, serves `{name}`'s requests"
+                ))),
+            "{name}: {:#?}",
+            settings.gateway.warnings()
+        );
+    }
 }

@@ -808,3 +808,102 @@ switchyard:
         ]
     );
 }
+
+// ---- December 2026: 3.1 Flash Image deprecated, Nano Banana 2.1 its replacement ---------------
+
+const BANANA_21_PATH: &str = "/v1beta/models/gemini-nano-banana-2.1:generateContent";
+
+/// The standard test gateway plus `gemini-nano-banana-2.1`, as the default config offers it.
+fn start_with_banana_21(fake: &FakeProvider) -> TestGateway {
+    let url = fake.base_url();
+    TestGateway::start_with(|ports| {
+        support::config(&url, ports)
+            + "    gemini-nano-banana-2.1: {family: gemini-nano-banana-2.1, targets: [{provider: gemini, model: gemini-nano-banana-2.1}]}\n"
+    })
+}
+
+/// Google deprecated `gemini-3.1-flash-image` on 2026-10-06 with no shutdown date: its answers
+/// say so (`Deprecation`, and `Link` to the notice and to the gateway's model serving the
+/// replacement) but name no `Sunset`, and it keeps serving.
+#[test]
+fn gemini_3_1_flash_image_answers_say_it_is_deprecated_without_a_sunset() {
+    let fake = FakeProvider::start();
+    let gw = start_with_banana_21(&fake);
+    fake.push(answer(&[png(100, 1)], &fake));
+    let resp = generate(
+        &gw,
+        json!({"model": "gemini-3.1-flash-image", "prompt": "p", "response_format": "b64_json"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(fake.requests()[0].path, FLASH_PATH);
+    assert_eq!(
+        resp.header("deprecation"),
+        Some("@1791244800"),
+        "2026-10-06"
+    );
+    assert_eq!(resp.header("sunset"), None, "no shutdown date announced");
+    let link = resp.header("link").unwrap_or_default().to_string();
+    assert!(
+        link.contains("</api/v1/models/gemini-nano-banana-2.1>; rel=\"successor-version\"")
+            && link.contains("<https://ai.google.dev/gemini-api/docs/changelog>; rel=\"sunset\""),
+        "{link}"
+    );
+    // The model list shows the deprecation and the replacement, with no shutdown date.
+    let list =
+        support::client::request(gw.addr, "GET", "/api/v1/models", &support::auth(), b"").json();
+    let flash = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == "gemini-3.1-flash-image")
+        .unwrap()
+        .clone();
+    assert_eq!(flash["lifecycle"]["deprecated"], "2026-10-06", "{flash}");
+    assert_eq!(
+        flash["lifecycle"]["replacement"],
+        json!(["gemini-nano-banana-2.1"])
+    );
+    assert!(flash["lifecycle"].get("shutdown").is_none(), "{flash}");
+}
+
+/// Nano Banana 2.1 makes 1K, 2K and 4K at 3.1 Flash Image's 14 ratios, but no 512 tier: a 512
+/// request is refused with a 400 before anything is sent.
+#[test]
+fn nano_banana_2_1_refuses_the_512_tier_and_takes_the_extreme_ratios() {
+    let fake = FakeProvider::start();
+    let gw = start_with_banana_21(&fake);
+    let resp = generate(
+        &gw,
+        json!({"model": "gemini-nano-banana-2.1", "prompt": "p", "size": "512"}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "validation_error");
+    let details = body["details"]["size"].as_str().unwrap_or_default();
+    assert!(
+        details.contains("model gemini-nano-banana-2.1 accepts: 1K, 2K, 4K"),
+        "{body}"
+    );
+    assert!(fake.requests().is_empty(), "a refused size reached Gemini");
+
+    for (extra, want) in [
+        (json!({"size": "4K"}), json!({"imageSize": "4K"})),
+        (
+            json!({"aspect_ratio": "8:1"}),
+            json!({"aspectRatio": "8:1", "imageSize": "1K"}),
+        ),
+    ] {
+        let mut body = json!({"model": "gemini-nano-banana-2.1", "prompt": "p"});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let before = fake.requests().len();
+        fake.push(answer(&[png(100, 2)], &fake));
+        let resp = generate(&gw, body);
+        assert_eq!(resp.status, 200, "{extra}: {}", resp.text());
+        let sent = &fake.requests()[before];
+        assert_eq!(sent.path, BANANA_21_PATH);
+        assert_eq!(image_config(sent), want, "{extra}");
+        assert_eq!(resp.header("deprecation"), None, "2.1 is not being retired");
+    }
+}

@@ -30,7 +30,7 @@ const EXTRA_MODELS: &str = r#"
       targets: [{provider: openai, model: tts-1}, {provider: openai, model: tts-1-hd, price: unpriced}]
     seedream-cny:
       family: seedream
-      targets: [{provider: ark, model: doubao-seedream-4-0-250828, price: {currency: CNY, images: {per_image: 0.2}}}]
+      targets: [{provider: ark, model: doubao-seedream-4-0-250828, lifecycle: {still_available: true}, price: {currency: CNY, images: {per_image: 0.2}}}]
 "#;
 
 fn setup() -> (FakeProvider, TestGateway, String) {

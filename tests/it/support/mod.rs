@@ -255,7 +255,7 @@ switchyard:
     azure-gpt-image-2: {{family: gpt-image-2, targets: [{{provider: azure, model: gpt-image-2-deployment}}]}}
     azure-gpt-image: {{family: gpt-image, targets: [{{provider: azure-v1, model: gpt-image-deployment}}]}}
     cogview-4: {{family: cogview, targets: [{{provider: zhipu, model: cogview-4-250304}}]}}
-    seedream-4: {{family: seedream, targets: [{{provider: ark, model: doubao-seedream-4-0-250828}}]}}
+    seedream-4: {{family: seedream, targets: [{{provider: ark, model: doubao-seedream-4-0-250828, lifecycle: {{still_available: true}}}}]}}
     seededit-3: {{family: seededit, targets: [{{provider: ark, model: doubao-seededit-3-0-i2i-250628}}]}}
     stable-image-ultra: {{family: stable-image, targets: [{{provider: stability, model: ultra}}]}}
     sd3.5-large: {{family: stability-sd3, targets: [{{provider: stability, model: sd3.5-large}}]}}
