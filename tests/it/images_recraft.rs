@@ -365,3 +365,38 @@ fn a_model_recraft_does_not_serve_is_named() {
     assert!(!message.contains(PROVIDER_KEY));
     assert_eq!(fake.requests().len(), 1, "not retried");
 }
+
+/// Recraft V4.1 Flash (`recraftv4_1_flash`, default `recraft-v4.1-flash`): V4.1's sizes and
+/// controls at 1K, but no style, so a `style_id` is refused with a 400 before anything is sent.
+#[test]
+fn v4_1_flash_takes_v4_1s_sizes_and_controls_but_no_style() {
+    let fake = FakeProvider::start();
+    let url = fake.base_url();
+    let gw = TestGateway::start_with(|ports| {
+        support::config(&url, ports)
+            + "    recraft-v4.1-flash: {family: recraft-v4-flash, targets: [{provider: recraft, model: recraftv4_1_flash}]}\n"
+    });
+    fake.push(url_answer(&[png(64, 1)], &fake));
+    let resp = generate(
+        &gw,
+        json!({"model": "recraft-v4.1-flash", "prompt": "p", "aspect_ratio": "16:9",
+               "controls": {"no_text": true}}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    let sent = fake.requests()[0].json();
+    assert_eq!(sent["model"], "recraftv4_1_flash");
+    assert_eq!(sent["size"], "1344x768");
+    assert_eq!(sent["controls"], json!({"no_text": true}));
+    let resp = generate(
+        &gw,
+        json!({"model": "recraft-v4.1-flash", "prompt": "p",
+               "style_id": "123e4567-e89b-12d3-a456-426614174000"}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    assert_eq!(resp.json()["code"], "validation_error");
+    assert_eq!(
+        fake.requests().len(),
+        1,
+        "a refused request reached Recraft"
+    );
+}
