@@ -48,7 +48,10 @@ impl Status {
     }
 
     pub(crate) fn is_problem(self) -> bool {
-        !matches!(self, Status::Ok | Status::NotChecked | Status::ModelRetiring)
+        !matches!(
+            self,
+            Status::Ok | Status::NotChecked | Status::ModelRetiring
+        )
     }
 
     /// How grave it is: `error` (a problem), `warning`, `note` (`not_checked`) or `ok`.

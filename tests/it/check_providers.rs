@@ -305,7 +305,8 @@ fn a_model_the_provider_lists_with_a_shutdown_date_is_reported_with_the_date() {
     let gone = lines(&out, "model_shut_down", "openai");
     assert_eq!(gone.len(), 1, "{out}");
     assert!(
-        gone[0].contains("model `tts-old` (configured for tts-old-model) was shut down on 2020-01-06")
+        gone[0]
+            .contains("model `tts-old` (configured for tts-old-model) was shut down on 2020-01-06")
             && gone[0].contains("the gateway's lifecycle data has no shutdown date for it"),
         "{out}"
     );
@@ -317,7 +318,10 @@ fn a_model_the_provider_lists_with_a_shutdown_date_is_reported_with_the_date() {
             && later.contains("the gateway's lifecycle data says 2099-03-01"),
         "{out}"
     );
-    let agreed = retiring.iter().find(|l| l.contains("`tts-agreed`")).unwrap();
+    let agreed = retiring
+        .iter()
+        .find(|l| l.contains("`tts-agreed`"))
+        .unwrap();
     assert!(
         agreed.contains("shuts down on 2099-03-01") && !agreed.contains("lifecycle data"),
         "{out}"
