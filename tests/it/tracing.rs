@@ -1121,7 +1121,9 @@ fn an_error_body_names_the_request_id_of_its_answer() {
     let fake = FakeProvider::start();
     let gw = TestGateway::start(&fake);
     let auth = ("Service-API-Key", KEY);
-    let cases: [(&str, &str, Vec<(&str, &str)>, Value, u16); 5] = [
+    /// Method, path, headers, JSON body (`Null`: none) and the status expected.
+    type Case<'a> = (&'a str, &'a str, Vec<(&'a str, &'a str)>, Value, u16);
+    let cases: [Case; 5] = [
         (
             "POST",
             "/api/v1/rerank",
