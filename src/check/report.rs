@@ -158,7 +158,7 @@ impl Report {
     pub(crate) fn text(&self) -> String {
         let mut out = String::new();
         for f in &self.findings {
-            out.push_str(&format!("{:<13} {}", f.status.as_str(), f.account));
+            out.push_str(&format!("{:<15} {}", f.status.as_str(), f.account));
             if let Some(ep) = &f.endpoint {
                 out.push_str(&format!(" [{ep}]"));
             }
