@@ -6,16 +6,20 @@
 //! requests and answers live in its own module; which kind has which is decided in the providers'
 //! registry (`providers::registry::discovery`), like its adapters.
 
+use crate::caps::lifecycle::Date;
 use crate::common::native::NativeRequest;
 
 /// One entry of a provider's list: its id (what a configuration or a request names) and, when the
-/// provider gives one, a display name.
+/// provider gives them, a display name and the day it shuts the entry down.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listed {
     /// What a configuration or a request names it by.
     pub id: String,
     /// Its display name, when the provider gives one.
     pub name: Option<String>,
+    /// The day (UTC) the provider says it stops serving it, when its list says so (OpenAI's
+    /// `shutdown_date`); `None` when none is announced or the list has no such field.
+    pub shutdown: Option<Date>,
 }
 
 impl Listed {
@@ -24,7 +28,14 @@ impl Listed {
         Listed {
             id: id.into(),
             name,
+            shutdown: None,
         }
+    }
+
+    /// The same entry, with the shutdown day its provider announced.
+    pub fn with_shutdown(mut self, shutdown: Option<Date>) -> Listed {
+        self.shutdown = shutdown;
+        self
     }
 }
 

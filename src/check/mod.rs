@@ -3,8 +3,10 @@
 //! all), every provider account a model uses is asked what it serves, at its base URL and at each
 //! of its regional ones: its model list, and its voice list where it has one
 //! (`api::discovery`, read by `engine::discovery`). The report names configured models and
-//! voices the provider does not list, keys it refuses, and endpoints that do not answer; an
-//! account whose kind has no list endpoint is only reached, and reported as not checked.
+//! voices the provider does not list, models it lists with a shutdown date (past: a problem;
+//! to come: a warning, compared with the gateway's own lifecycle data), keys it refuses, and
+//! endpoints that do not answer; an account whose kind has no list endpoint is only reached, and
+//! reported as not checked.
 //!
 //! One line per finding (or, with `--json`, one JSON document); the exit status is
 //! [`EXIT_OK`], [`EXIT_PROBLEMS`] or [`EXIT_USAGE`]. No key is ever printed: provider messages are
@@ -18,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::discovery::{Discovery, ListFns, Listed};
+use crate::caps::lifecycle::Date;
 use crate::caps::Caps;
 use crate::common::error::{UpstreamError, UpstreamErrorKind};
 use crate::common::native::NativeRequest;
@@ -30,8 +33,9 @@ use report::{Finding, Report, Status};
 
 /// Every account answered as configured (notes about what could not be checked allowed).
 pub(crate) const EXIT_OK: i32 = 0;
-/// At least one problem: a model or voice the provider does not list, a refused key, an endpoint
-/// that does not answer, or an answer the check could not read.
+/// At least one problem: a model or voice the provider does not list, a model it lists as shut
+/// down, a refused key, an endpoint that does not answer, or an answer the check could not read.
+/// (A model it lists with a shutdown date still to come is a warning, not a problem.)
 pub(crate) const EXIT_PROBLEMS: i32 = 1;
 /// Bad arguments, or a configuration that does not load (its problems are printed).
 pub(crate) const EXIT_USAGE: i32 = 2;
@@ -43,8 +47,9 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 const USAGE: &str = "usage: switchyard check-providers [-c FILE] [--json]\n\
 \n\
 Asks every provider account the configuration's models use what it serves, with the configured\n\
-keys, and reports configured models and voices it does not list, refused keys and endpoints\n\
-that do not answer. Without -c, the built-in default configuration is checked.\n\
+keys, and reports configured models and voices it does not list, models it lists with a\n\
+shutdown date (past: a problem; to come: a warning), refused keys and endpoints that do not\n\
+answer. Without -c, the built-in default configuration is checked.\n\
 \n\
 Exit status: 0 all well, 1 problems found, 2 bad arguments or an invalid configuration.\n";
 
@@ -117,9 +122,19 @@ fn usage(problem: &str) -> i32 {
 /// `capabilities.voices` lists, and the voices their `voice_map`s send.
 struct Expected {
     provider: Arc<Provider>,
-    models: BTreeMap<String, Vec<String>>,
+    models: BTreeMap<String, Configured>,
     /// Voice → why it is configured (`default voice of m`, `voice_map.alloy of m`).
     voices: BTreeMap<String, Vec<String>>,
+}
+
+/// A native model as the configuration uses it.
+#[derive(Default)]
+struct Configured {
+    /// The public models that name it.
+    publics: Vec<String>,
+    /// The shutdown date the gateway's lifecycle data gives it (built in, or the target's
+    /// `lifecycle:`; the first target that has one).
+    lifecycle: Option<Date>,
 }
 
 /// The accounts the catalog's models use, by name.
@@ -134,9 +149,12 @@ fn expectations(settings: &GatewaySettings) -> BTreeMap<String, Expected> {
                     models: BTreeMap::new(),
                     voices: BTreeMap::new(),
                 });
-            let publics = e.models.entry(target.native_model.clone()).or_default();
-            if !publics.contains(&model.name) {
-                publics.push(model.name.clone());
+            let configured = e.models.entry(target.native_model.clone()).or_default();
+            if !configured.publics.contains(&model.name) {
+                configured.publics.push(model.name.clone());
+            }
+            if configured.lifecycle.is_none() {
+                configured.lifecycle = target.lifecycle.as_ref().map(|l| l.shutdown);
             }
             if let Caps::Speech(caps) = model.caps {
                 let default = model
@@ -175,9 +193,11 @@ pub(crate) async fn run(settings: &GatewaySettings) -> Report {
         Metrics::off(),
     );
     let expected = expectations(settings);
+    // Today (UTC) by the configuration's clock, which judges lifecycles everywhere else too.
+    let today = Date::of_unix(settings.catalog.clock().now());
     let checks = expected.values().map(|e| {
         let discovery = settings.adapters.discovery(&e.provider);
-        check_account(&upstream, e, discovery)
+        check_account(&upstream, e, discovery, today)
     });
     let findings = futures_util::future::join_all(checks)
         .await
@@ -187,7 +207,12 @@ pub(crate) async fn run(settings: &GatewaySettings) -> Report {
     Report { findings }
 }
 
-async fn check_account(upstream: &Upstream, e: &Expected, discovery: Discovery) -> Vec<Finding> {
+async fn check_account(
+    upstream: &Upstream,
+    e: &Expected,
+    discovery: Discovery,
+    today: Date,
+) -> Vec<Finding> {
     let p = &e.provider;
     let mut out = Vec::new();
     let at = |status: Status, endpoint: Option<String>, message: String| {
@@ -243,26 +268,22 @@ async fn check_account(upstream: &Upstream, e: &Expected, discovery: Discovery) 
             }
         };
         let mut problems = 0;
-        for (native, publics) in &e.models {
-            if !listed.iter().any(|l| l.id == *native) {
-                problems += 1;
-                let mut f = at(
-                    Status::ModelUnknown,
-                    ep.clone(),
-                    format!(
-                        "model `{native}` (configured for {}) is not among the {} model(s) the account lists",
-                        publics.join(", "),
-                        listed.len()
-                    ),
-                );
-                f.model = Some(native.clone());
-                f.public_models = publics.clone();
-                out.push(f);
+        let mut unlisted = 0;
+        for (native, configured) in &e.models {
+            let Some(f) = model_finding(p, ep.clone(), native, configured, &listed, today) else {
+                continue;
+            };
+            if f.status == Status::ModelUnknown {
+                unlisted += 1;
             }
+            if f.status.is_problem() {
+                problems += 1;
+            }
+            out.push(f);
         }
         let mut said = format!(
             "key accepted; {} of {} configured model(s) listed",
-            e.models.len() - problems,
+            e.models.len() - unlisted,
             e.models.len()
         );
         match discovery.voices {
@@ -315,6 +336,73 @@ async fn check_account(upstream: &Upstream, e: &Expected, discovery: Discovery) 
         }
     }
     out
+}
+
+/// What the account's model list says of one configured native model, when it says something
+/// wrong: not listed at all (`model_unknown`, as a retired model usually is), listed with a
+/// shutdown date that has come (`model_shut_down`) or is still to come (`model_retiring`). A
+/// shutdown date is compared with the gateway's lifecycle data, whose disagreement is noted.
+fn model_finding(
+    p: &Provider,
+    ep: Option<String>,
+    native: &str,
+    configured: &Configured,
+    listed: &[Listed],
+    today: Date,
+) -> Option<Finding> {
+    let publics = configured.publics.join(", ");
+    let ours = configured.lifecycle;
+    let (status, message, shutdown) = match listed.iter().find(|l| l.id == native) {
+        None => {
+            let mut message = format!(
+                "model `{native}` (configured for {publics}) is not among the {} model(s) the account lists",
+                listed.len()
+            );
+            if let Some(d) = ours.filter(|d| *d <= today) {
+                message.push_str(&format!(
+                    " (the gateway's lifecycle data says it was shut down on {d})"
+                ));
+            }
+            (Status::ModelUnknown, message, None)
+        }
+        Some(Listed {
+            shutdown: Some(d), ..
+        }) => {
+            let d = *d;
+            let mut message = if d <= today {
+                format!(
+                    "model `{native}` (configured for {publics}) was shut down on {d}, says the account's model list: the provider no longer serves it"
+                )
+            } else {
+                format!(
+                    "model `{native}` (configured for {publics}) shuts down on {d} (in {} day(s)), says the account's model list",
+                    today.days_until(d)
+                )
+            };
+            match ours {
+                Some(o) if o == d => {}
+                Some(o) => message.push_str(&format!(
+                    "; the gateway's lifecycle data says {o} (src/caps/lifecycle.yaml, or the target's `lifecycle:`)"
+                )),
+                None => message.push_str(
+                    "; the gateway's lifecycle data has no shutdown date for it (add the target's `lifecycle:`)",
+                ),
+            }
+            let status = if d <= today {
+                Status::ModelShutDown
+            } else {
+                Status::ModelRetiring
+            };
+            (status, message, Some(d))
+        }
+        Some(_) => return None,
+    };
+    let mut f = Finding::new(status, p, ep, message);
+    f.model = Some(native.to_string());
+    f.public_models = configured.publics.clone();
+    f.shutdown_date = shutdown.map(|d| d.to_string());
+    f.lifecycle_shutdown = ours.map(|d| d.to_string());
+    Some(f)
 }
 
 /// A list, bounded by [`ANSWER_TIMEOUT`].

@@ -2,7 +2,7 @@
 //!
 //! Every failure a request can meet ends as a [`GatewayError`]; [`GatewayError::status`] and
 //! [`GatewayError::code`] are the exhaustive mapping to the public Error object
-//! (`{"code","message"}`, plus `details` for validation errors). Provider errors arrive here already
+//! (`{"code","message"}`, plus `details` for validation errors and the answer's `request_id`). Provider errors arrive here already
 //! translated into [`UpstreamError`], so nothing a provider said is echoed raw.
 
 use std::collections::BTreeMap;
@@ -504,14 +504,23 @@ impl GatewayError {
         }
     }
 
-    /// The JSON body of the answer.
+    /// The JSON body of the answer, without a request id (see [`Self::body_for`]).
     pub fn body(&self) -> Bytes {
+        self.body_for("")
+    }
+
+    /// The JSON body of the answer to the request `request_id` (its `X-Request-Id`), which the
+    /// body carries as `request_id` so that a caller who kept only the body can still quote it;
+    /// an empty id (an answer written outside a request) leaves the field out.
+    pub fn body_for(&self, request_id: &str) -> Bytes {
         #[derive(Serialize)]
         struct Body<'a> {
             code: &'a str,
             message: String,
             #[serde(skip_serializing_if = "Option::is_none")]
             details: Option<&'a BTreeMap<String, String>>,
+            #[serde(skip_serializing_if = "str::is_empty")]
+            request_id: &'a str,
         }
         let details = match self {
             GatewayError::Validation(v) => Some(v.details()),
@@ -521,6 +530,7 @@ impl GatewayError {
             code: self.code(),
             message: self.message(),
             details,
+            request_id,
         };
         // Serializing plain strings cannot fail; fall back to a fixed body rather than panic.
         serde_json::to_vec(&body)

@@ -73,6 +73,33 @@ pub(crate) async fn run<'u: 'm, 'm>(
     })
 }
 
+/// Whether `model` has a target a request could be sent to now: `503 model_unavailable` when
+/// none is enabled (its providers have no API key, or every target is past its shutdown with no
+/// successor), before any attempt. The attempt loop asks it first, and so does the acceptance of
+/// an asynchronous task, so that what is known at acceptance is refused there, in the same words.
+pub(crate) fn servable(model: &Model) -> Result<(), GatewayError> {
+    // Counted rather than collected: no allocation per request.
+    if model.enabled_targets().next().is_some() {
+        return Ok(());
+    }
+    if model.gone() {
+        // Past its shutdown, with no successor (or a successor that is gone too).
+        return Err(GatewayError::ModelUnavailable {
+            model: model.name.clone(),
+            reason: model.gone_reason(),
+        });
+    }
+    let names: Vec<&str> = model
+        .targets
+        .iter()
+        .map(|t| t.provider.name.as_str())
+        .collect();
+    Err(GatewayError::ModelUnavailable {
+        model: model.name.clone(),
+        reason: format!("provider {} has no API key configured", names.join(", ")),
+    })
+}
+
 /// Run the attempts; `accept` turns each 2xx response into the caller's value, and its failures
 /// count as the attempt's.
 pub(crate) async fn run_with<'u, 'm, 'f, T>(
@@ -87,26 +114,7 @@ where
     'u: 'f,
     'm: 'f,
 {
-    // Counted rather than collected: no allocation per request.
-    let enabled = model.enabled_targets().count();
-    if enabled == 0 && model.gone() {
-        // Past its shutdown, with no successor (or a successor that is gone too).
-        return Err(GatewayError::ModelUnavailable {
-            model: model.name.clone(),
-            reason: model.gone_reason(),
-        });
-    }
-    if enabled == 0 {
-        let names: Vec<&str> = model
-            .targets
-            .iter()
-            .map(|t| t.provider.name.as_str())
-            .collect();
-        return Err(GatewayError::ModelUnavailable {
-            model: model.name.clone(),
-            reason: format!("provider {} has no API key configured", names.join(", ")),
-        });
-    }
+    servable(model)?;
     // Retries spent (the caller's budget) and attempts made (for the log): a refused account
     // costs an attempt but no retry.
     let mut attempt: u32 = 0;

@@ -372,7 +372,9 @@ mod tests {
             );
             let status = statuses.iter().find(|(s, _)| *s == schema).unwrap().1;
             assert_eq!(err.status(), status, "{}", err.code());
-            let body: Value = serde_json::from_slice(&err.body()).unwrap();
+            // Inside a request, an error body names the request (its `X-Request-Id`).
+            let body: Value = serde_json::from_slice(&err.body_for("req-1")).unwrap();
+            assert_eq!(body["request_id"], "req-1");
             let keys: Vec<&String> = body.as_object().unwrap().keys().collect();
             let allowed: Vec<&String> = schemas[schema]["properties"]
                 .as_object()
@@ -390,7 +392,8 @@ mod tests {
                 (Surface::CohereV2, "CohereError"),
                 (Surface::Jina, "JinaError"),
             ] {
-                let body: Value = serde_json::from_slice(&surface.error_body(&err)).unwrap();
+                let body: Value =
+                    serde_json::from_slice(&surface.error_body(&err, "req-1")).unwrap();
                 let mut keys: Vec<&String> = body.as_object().unwrap().keys().collect();
                 let mut want: Vec<&String> = schemas[shape]["properties"]
                     .as_object()
@@ -402,6 +405,81 @@ mod tests {
                 assert_eq!(keys, want, "{shape} of {}", err.code());
                 assert_eq!(body["code"], err.code(), "{shape}");
             }
+        }
+    }
+
+    /// The headers the gateway sends are declared, once each in `components.headers`, on the
+    /// answers that carry them: `X-Request-Id` on every answer; an operation's cost on its
+    /// successes; the response cache's on the successes of the cacheable operations; a retiring
+    /// model's lifecycle headers (and the cache's status) on the answers about a model, errors
+    /// included. And rerank's `metadata.cost` is in its result.
+    #[test]
+    fn the_answer_headers_are_declared() {
+        let d = doc();
+        let declared = d["components"]["headers"].as_object().unwrap();
+        let lifecycle = ["Deprecation", "Sunset", "Link", "Switchyard-Served-Model"];
+        let cache = [
+            super::super::cached::HEADER,
+            super::super::cached::KEY_HEADER,
+            "Age",
+        ];
+        let id = "X-Request-Id";
+        let cost = super::super::costing::HEADER;
+        for name in lifecycle.iter().chain(&cache).chain([&id, &cost]) {
+            assert!(declared.contains_key(*name), "{name} is not declared");
+        }
+        // Lowercase on the wire, the same names.
+        assert!(id.eq_ignore_ascii_case(crate::common::request_id::HEADER));
+        assert!(lifecycle[3].eq_ignore_ascii_case(super::super::lifecycle::SERVED_MODEL));
+        let resolve = |r: &Value| -> Value {
+            match r["$ref"].as_str() {
+                Some(name) => {
+                    let name = name.rsplit('/').next().unwrap();
+                    d["components"]["responses"][name].clone()
+                }
+                None => r.clone(),
+            }
+        };
+        let has = |r: &Value, name: &str| {
+            r["headers"][name]["$ref"] == format!("#/components/headers/{name}").as_str()
+        };
+        for (template, item) in paths() {
+            for (method, op) in item.as_object().unwrap() {
+                let m = http::Method::from_bytes(method.to_ascii_uppercase().as_bytes()).unwrap();
+                let kind = route(&m, &concrete(&template)).unwrap();
+                let (operation, cached) = match kind {
+                    Route::Operation(_) | Route::Compat(_) => (true, true),
+                    Route::ImageEdit => (true, false),
+                    _ => (false, false),
+                };
+                for (status, response) in op["responses"].as_object().unwrap() {
+                    let r = resolve(response);
+                    let at = format!("{method} {template} {status}");
+                    assert!(has(&r, id), "{at}: no {id}");
+                    let success = status.starts_with('2');
+                    if operation && success {
+                        assert!(has(&r, cost), "{at}: no {cost}");
+                    }
+                    if cached && success {
+                        for name in cache {
+                            assert!(has(&r, name), "{at}: no {name}");
+                        }
+                    }
+                    if operation && (success || status == "503") {
+                        for name in lifecycle {
+                            assert!(has(&r, name), "{at}: no {name}");
+                        }
+                    }
+                    if !success {
+                        assert!(!has(&r, cost), "{at}: an error carries no cost");
+                    }
+                }
+            }
+        }
+        let metadata = &d["components"]["schemas"]["RerankResult"]["properties"]["metadata"];
+        let cost = &metadata["properties"]["cost"]["properties"];
+        for field in ["amount", "currency", "basis", "partial"] {
+            assert!(cost.get(field).is_some(), "metadata.cost.{field}");
         }
     }
 

@@ -26,25 +26,20 @@ pub(crate) async fn json(
     session.write_response_body(Some(body), true).await
 }
 
-/// Write `err` as the spec's Error object with its status.
+/// Write `err` as the spec's Error object with its status (outside a gateway request: no
+/// request id).
 pub(crate) async fn error(session: &mut Session, err: &GatewayError) -> pingora::Result<()> {
-    error_as(session, err, Surface::Native).await
+    error_with(session, err, Surface::Native, "", &[]).await
 }
 
-/// Write `err` with its status, its body in `surface`'s error shape.
-pub(crate) async fn error_as(
-    session: &mut Session,
-    err: &GatewayError,
-    surface: Surface,
-) -> pingora::Result<()> {
-    error_with(session, err, surface, &[]).await
-}
-
-/// [`error_as`], with `extra` headers besides the error's own (a deprecated model's).
+/// Write `err` with its status, its body in `surface`'s error shape, with `extra` headers besides
+/// the error's own (a deprecated model's). `request_id` (empty: none) goes out twice, from the
+/// one value: as the `X-Request-Id` header and as the body's `request_id`.
 pub(crate) async fn error_with(
     session: &mut Session,
     err: &GatewayError,
     surface: Surface,
+    request_id: &str,
     extra: &[(&'static str, String)],
 ) -> pingora::Result<()> {
     // A body we did not read (or not completely) would be parsed as the next request on a
@@ -52,9 +47,12 @@ pub(crate) async fn error_with(
     if !session.is_body_done() {
         session.set_keepalive(None);
     }
-    let body = surface.error_body(err);
+    let body = surface.error_body(err, request_id);
     let mut headers = err.extra_headers();
     headers.extend_from_slice(extra);
+    if !request_id.is_empty() {
+        headers.push((crate::common::request_id::HEADER, request_id.to_string()));
+    }
     json(session, err.status(), body, &headers).await
 }
 

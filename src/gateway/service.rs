@@ -172,13 +172,13 @@ impl ProxyHttp for Gateway {
                     .as_deref()
                     .map(|m| mount::link_headers(lifecycle::headers(m), ctx.prefix()))
                     .unwrap_or_default();
-                extra.extend(ctx.id_header());
                 // A cached model's error answer says what the cache did (`miss`, `bypass`).
                 extra.extend(
                     ctx.cache
                         .map(|c| (super::cached::HEADER, c.status.as_str().to_string())),
                 );
-                match respond::error_with(session, &err, ctx.surface, &extra).await {
+                let id = ctx.request.id.as_str();
+                match respond::error_with(session, &err, ctx.surface, id, &extra).await {
                     Ok(()) => Ok(true),
                     Err(e) => Err(abandon(session, ctx, Failure::written("writing error", e))),
                 }
@@ -208,8 +208,8 @@ impl ProxyHttp for Gateway {
         }
         let err = GatewayError::Internal(e.to_string());
         ctx.status = err.status();
-        let extra: Vec<_> = ctx.id_header().into_iter().collect();
-        if let Err(write) = respond::error_with(session, &err, ctx.surface, &extra).await {
+        let id = ctx.request.id.as_str();
+        if let Err(write) = respond::error_with(session, &err, ctx.surface, id, &[]).await {
             log::debug!("could not write error answer: {write}");
         }
         FailToProxy {

@@ -1,7 +1,8 @@
 //! `switchyard check-providers`: the binary asks fakes of OpenAI, ElevenLabs, Cohere and DashScope
 //! (each speaking its provider's list endpoints and checking the key it receives) what they serve,
-//! and reports what the configuration names that they do not list, refused keys and base URLs
-//! that do not answer; its exit status says whether anything is wrong; no key is ever printed.
+//! and reports what the configuration names that they do not list or list with a shutdown date
+//! (OpenAI's `shutdown_date`), refused keys and base URLs that do not answer; its exit status says
+//! whether anything is wrong; no key is ever printed.
 
 use std::process::Command;
 
@@ -47,9 +48,14 @@ impl World {
             (r.method == "GET" && r.path == "/v1/models").then(|| {
                 Reply::json(
                     200,
+                    // OpenAI's model objects carry `shutdown_date`: a `YYYY-MM-DD` string, or
+                    // null when none is announced (docs/providers/openai.md).
                     json!({"object": "list", "data": [
-                        {"id": "tts-1", "object": "model", "created": 1, "owned_by": "system"},
+                        {"id": "tts-1", "object": "model", "created": 1, "owned_by": "system", "shutdown_date": null},
                         {"id": "gpt-4o-mini-tts", "object": "model", "created": 1, "owned_by": "system"},
+                        {"id": "tts-old", "object": "model", "created": 1, "owned_by": "system", "shutdown_date": "2020-01-06"},
+                        {"id": "tts-later", "object": "model", "created": 1, "owned_by": "system", "shutdown_date": "2099-01-01"},
+                        {"id": "tts-agreed", "object": "model", "created": 1, "owned_by": "system", "shutdown_date": "2099-03-01"},
                     ]}),
                 )
             })
@@ -283,6 +289,97 @@ fn a_model_and_a_default_voice_the_provider_does_not_list_are_problems() {
         .unwrap();
     assert_eq!(model["model"], "tts-0-retired");
     assert_eq!(model["public_models"], json!(["tts-gone"]));
+}
+
+/// Models OpenAI lists with a `shutdown_date`: one past (the provider no longer serves it), one
+/// to come that the gateway's lifecycle data dates otherwise, one to come that it dates alike;
+/// and one it no longer lists at all.
+const SHUTDOWN_MODELS: &str = "    tts-old-model: {family: openai-tts, targets: [{provider: openai, model: tts-old}]}\n    tts-later-model: {family: openai-tts, targets: [{provider: openai, model: tts-later, lifecycle: {deprecated: 2026-10-01, shutdown: 2099-03-01, replacement: [tts-1]}}]}\n    tts-agreed-model: {family: openai-tts, targets: [{provider: openai, model: tts-agreed, lifecycle: {deprecated: 2026-10-01, shutdown: 2099-03-01, replacement: [tts-1]}}]}\n    tts-gone: {family: openai-tts, targets: [{provider: openai, model: tts-0-retired}]}\n";
+
+#[test]
+fn a_model_the_provider_lists_with_a_shutdown_date_is_reported_with_the_date() {
+    let world = World::start();
+    let (code, out, err) = check(&world.config(SHUTDOWN_MODELS, ""), COHERE_KEY, false);
+    // The past date is a problem; the dates to come are warnings.
+    assert_eq!(code, 1, "{out}\n{err}");
+    let gone = lines(&out, "model_shut_down", "openai");
+    assert_eq!(gone.len(), 1, "{out}");
+    assert!(
+        gone[0]
+            .contains("model `tts-old` (configured for tts-old-model) was shut down on 2020-01-06")
+            && gone[0].contains("the gateway's lifecycle data has no shutdown date for it"),
+        "{out}"
+    );
+    let retiring = lines(&out, "model_retiring", "openai");
+    assert_eq!(retiring.len(), 2, "{out}");
+    let later = retiring.iter().find(|l| l.contains("`tts-later`")).unwrap();
+    assert!(
+        later.contains("shuts down on 2099-01-01")
+            && later.contains("the gateway's lifecycle data says 2099-03-01"),
+        "{out}"
+    );
+    let agreed = retiring
+        .iter()
+        .find(|l| l.contains("`tts-agreed`"))
+        .unwrap();
+    assert!(
+        agreed.contains("shuts down on 2099-03-01") && !agreed.contains("lifecycle data"),
+        "{out}"
+    );
+    // A model the account no longer lists at all is still reported.
+    let unknown = lines(&out, "model_unknown", "openai");
+    assert!(
+        unknown.len() == 1 && unknown[0].contains("`tts-0-retired` (configured for tts-gone)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("2 problem(s) found in 4 account(s); 2 warning(s)"),
+        "{out}"
+    );
+
+    // The same as JSON: each finding's level and both dates.
+    let (code, out, _) = check(&world.config(SHUTDOWN_MODELS, ""), COHERE_KEY, true);
+    assert_eq!(code, 1);
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["ok"], false);
+    assert_eq!(doc["problems"], 2);
+    assert_eq!(doc["warnings"], 2);
+    let findings = doc["findings"].as_array().unwrap();
+    let of = |model: &str| findings.iter().find(|f| f["model"] == model).unwrap();
+    let old = of("tts-old");
+    assert_eq!(old["status"], "model_shut_down");
+    assert_eq!(old["level"], "error");
+    assert_eq!(old["shutdown_date"], "2020-01-06");
+    assert!(old.get("lifecycle_shutdown").is_none());
+    assert_eq!(old["public_models"], json!(["tts-old-model"]));
+    let later = of("tts-later");
+    assert_eq!(later["status"], "model_retiring");
+    assert_eq!(later["level"], "warning");
+    assert_eq!(later["shutdown_date"], "2099-01-01");
+    assert_eq!(later["lifecycle_shutdown"], "2099-03-01");
+    assert_eq!(of("tts-0-retired")["status"], "model_unknown");
+    assert_eq!(of("tts-0-retired")["level"], "error");
+}
+
+#[test]
+fn a_shutdown_date_still_to_come_is_a_warning_not_a_problem() {
+    let world = World::start();
+    let models = "    tts-later-model: {family: openai-tts, targets: [{provider: openai, model: tts-later, lifecycle: {deprecated: 2026-10-01, shutdown: 2099-03-01, replacement: [tts-1]}}]}\n";
+    let (code, out, err) = check(&world.config(models, ""), COHERE_KEY, false);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(lines(&out, "model_retiring", "openai").len(), 1, "{out}");
+    // Every configured model is listed: the account answered as configured.
+    let ok = lines(&out, "ok", "openai");
+    assert!(
+        ok.len() == 1 && ok[0].contains("2 of 2 configured model(s) listed"),
+        "{out}"
+    );
+    let summary = out.lines().last().unwrap();
+    assert!(
+        summary.starts_with("no problem found: 4 of 4 account(s) answered as configured;")
+            && summary.ends_with("; 1 warning(s)"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -314,3 +314,50 @@ fn a_url_mask_refused_once_fetched_fails_the_task_with_details() {
     assert_eq!(sent.len(), 1, "only the mask's download");
     assert_eq!(sent[0].method, "GET");
 }
+
+/// Defect 6: what is known when a task would be accepted is refused then. A model with no usable
+/// target — its provider has no API key; every target past its shutdown, with no successor —
+/// answers an `async` request with the very `503 model_unavailable` a synchronous one gets, and
+/// no task is made (nothing to read back, nothing sent to the provider).
+#[test]
+fn an_async_request_for_a_model_with_no_usable_target_is_refused_like_a_sync_one() {
+    use switchyard::internals::caps::lifecycle::Clock;
+    const DEC_10: i64 = 1_796_083_200 + 9 * 86_400;
+    let fake = FakeProvider::start();
+    let url = fake.base_url();
+    let clock = Clock::manual(support::TEST_NOW);
+    let gw = TestGateway::start_at(
+        |ports| {
+            support::config(&url, ports)
+                + "    image-off: {family: gpt-image-2, targets: [{provider: disabled, model: gpt-image-2}]}\n"
+                + "    image-doomed: {family: gpt-image-2, targets: [{provider: openai, model: gpt-image-doomed, lifecycle: {deprecated: 2026-10-01, shutdown: 2026-12-10, replacement: [gpt-image-2]}}]}\n"
+        },
+        clock.clone(),
+    );
+    let generate = |model: &str, is_async: bool| {
+        let mut body = json!({"model": model, "prompt": "a fox", "response_format": "b64_json"});
+        if is_async {
+            body["async"] = json!(true);
+        }
+        post(&gw, "/api/v1/images/generations", &body)
+    };
+    let check = |model: &str, reason: &str| {
+        let sync = generate(model, false);
+        assert_eq!(sync.status, 503, "{}", sync.text());
+        let accepted = generate(model, true);
+        assert_eq!(accepted.status, 503, "{model}: {}", accepted.text());
+        let (sync, accepted) = (sync.json(), accepted.json());
+        assert_eq!(accepted["code"], "model_unavailable", "{accepted}");
+        assert_eq!(accepted["message"], sync["message"], "{model}");
+        assert!(
+            accepted["message"].as_str().unwrap().contains(reason),
+            "{accepted}"
+        );
+        assert!(accepted.get("task_id").is_none(), "{accepted}");
+    };
+    check("image-off", "no API key configured");
+    // Midnight of the shutdown day: the model is gone, and it names its replacement.
+    clock.set(DEC_10);
+    check("image-doomed", "2026-12-10");
+    assert!(fake.requests().is_empty(), "a provider was called");
+}

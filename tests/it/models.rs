@@ -518,7 +518,9 @@ fn one_model_by_id_is_its_list_entry() {
         let body = resp.json();
         assert_eq!(body["code"], "not_found", "{path}");
         assert!(body["message"].as_str().unwrap().contains("no such model"));
-        assert_eq!(body.as_object().unwrap().len(), 2, "{body}");
+        // The Error object: `code`, `message` and the answer's request id, nothing else.
+        assert_eq!(body.as_object().unwrap().len(), 3, "{body}");
+        assert_eq!(body["request_id"], resp.header("x-request-id").unwrap());
     }
     assert!(fake.requests().is_empty());
 }

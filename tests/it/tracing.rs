@@ -1111,3 +1111,69 @@ mod otlp {
         [count("exported"), count("failed"), count("dropped")]
     }
 }
+
+/// Defect 7: an error body names its request — `request_id`, equal to the answer's
+/// `X-Request-Id` — for a validation error (400), a refused caller (401), a path the gateway does
+/// not serve (404) and a model it cannot serve (503), the caller's id or a generated one; and a
+/// rerank compatibility surface's error shape carries it too.
+#[test]
+fn an_error_body_names_the_request_id_of_its_answer() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let auth = ("Service-API-Key", KEY);
+    /// Method, path, headers, JSON body (`Null`: none) and the status expected.
+    type Case<'a> = (&'a str, &'a str, Vec<(&'a str, &'a str)>, Value, u16);
+    let cases: [Case; 5] = [
+        (
+            "POST",
+            "/api/v1/rerank",
+            vec![auth, ("X-Request-Id", "caller-400")],
+            json!({"model": "rerank-v3.5", "query": "q"}),
+            400,
+        ),
+        ("POST", "/api/v1/rerank", vec![], rerank_body(), 401),
+        (
+            "GET",
+            "/api/v1/no-such-thing",
+            vec![auth, ("X-Request-Id", "caller-404")],
+            Value::Null,
+            404,
+        ),
+        (
+            "POST",
+            "/api/v1/audio/speech",
+            vec![auth],
+            json!({"model": "tts-off", "input": "hi", "voice": "alloy"}),
+            503,
+        ),
+        (
+            "POST",
+            "/compat/jina/v1/rerank",
+            vec![auth, ("X-Request-Id", "caller-jina")],
+            json!({"model": "jina-reranker-v2", "query": "q"}),
+            400,
+        ),
+    ];
+    for (method, path, headers, body, status) in cases {
+        let bytes = if body.is_null() {
+            Vec::new()
+        } else {
+            serde_json::to_vec(&body).unwrap()
+        };
+        let mut headers = headers;
+        if !bytes.is_empty() {
+            headers.push(("Content-Type", "application/json"));
+        }
+        let resp = client::request(gw.addr, method, path, &headers, &bytes);
+        assert_eq!(resp.status, status, "{path}: {}", resp.text());
+        let id = resp.header("x-request-id").unwrap().to_string();
+        let body = resp.json();
+        assert_eq!(body["request_id"], id.as_str(), "{path} {status}: {body}");
+        if let Some((_, sent)) = headers.iter().find(|(h, _)| *h == "X-Request-Id") {
+            assert_eq!(id, *sent);
+        } else {
+            assert!(is_generated(&id), "{id}");
+        }
+    }
+    assert!(fake.requests().is_empty());
+}

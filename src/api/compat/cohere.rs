@@ -65,16 +65,20 @@ pub(super) fn answer<'a>(
     }
 }
 
-/// Cohere's error body: `message`, plus the gateway's `code` for programs.
+/// Cohere's error body: `message`, plus the gateway's `code` for programs and the answer's
+/// `request_id` (its `X-Request-Id`; left out when empty).
 #[derive(Serialize)]
-pub(super) struct Error {
+pub(super) struct Error<'a> {
     message: String,
     code: &'static str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    request_id: &'a str,
 }
 
-pub(super) fn error(err: &GatewayError) -> Error {
+pub(super) fn error<'a>(err: &GatewayError, request_id: &'a str) -> Error<'a> {
     Error {
         message: full_message(err),
         code: err.code(),
+        request_id,
     }
 }

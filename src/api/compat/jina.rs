@@ -31,16 +31,20 @@ pub(super) fn answer<'a>(result: &RerankResult<'_>, t: &Translated<'a>) -> Answe
     }
 }
 
-/// Jina's error body: `detail`, plus the gateway's `code` for programs.
+/// Jina's error body: `detail`, plus the gateway's `code` for programs and the answer's
+/// `request_id` (its `X-Request-Id`; left out when empty).
 #[derive(Serialize)]
-pub(super) struct Error {
+pub(super) struct Error<'a> {
     detail: String,
     code: &'static str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    request_id: &'a str,
 }
 
-pub(super) fn error(err: &GatewayError) -> Error {
+pub(super) fn error<'a>(err: &GatewayError, request_id: &'a str) -> Error<'a> {
     Error {
         detail: full_message(err),
         code: err.code(),
+        request_id,
     }
 }

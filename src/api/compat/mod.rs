@@ -58,14 +58,20 @@ impl Surface {
         out.map_err(|e| format!("serializing result: {e}"))
     }
 
-    /// The body of an error answer (its status is the gateway's, [`GatewayError::status`]).
-    pub fn error_body(self, err: &GatewayError) -> Bytes {
+    /// The body of an error answer (its status is the gateway's, [`GatewayError::status`]) to
+    /// the request `request_id` (the answer's `X-Request-Id`; empty: none). Every shape carries
+    /// it as `request_id`: Cohere's and Jina's SDKs ignore a field they do not know, as they do
+    /// the gateway's `code`.
+    pub fn error_body(self, err: &GatewayError, request_id: &str) -> Bytes {
         let body = match self {
-            Surface::Native => return err.body(),
-            Surface::CohereV1 | Surface::CohereV2 => serde_json::to_vec(&cohere::error(err)),
-            Surface::Jina => serde_json::to_vec(&jina::error(err)),
+            Surface::Native => return err.body_for(request_id),
+            Surface::CohereV1 | Surface::CohereV2 => {
+                serde_json::to_vec(&cohere::error(err, request_id))
+            }
+            Surface::Jina => serde_json::to_vec(&jina::error(err, request_id)),
         };
-        body.map(Bytes::from).unwrap_or_else(|_| err.body())
+        body.map(Bytes::from)
+            .unwrap_or_else(|_| err.body_for(request_id))
     }
 }
 

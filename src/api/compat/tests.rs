@@ -63,14 +63,21 @@ fn errors_in_each_shape() {
     v.add("documents[0]", "must not be empty");
     let err = GatewayError::Validation(v);
     let cohere: serde_json::Value =
-        serde_json::from_slice(&Surface::CohereV2.error_body(&err)).unwrap();
+        serde_json::from_slice(&Surface::CohereV2.error_body(&err, "req-7")).unwrap();
     assert_eq!(
         cohere,
-        json!({"message": "request validation failed: documents[0]: must not be empty; top_n: must be at least 1", "code": "validation_error"})
+        json!({"message": "request validation failed: documents[0]: must not be empty; top_n: must be at least 1", "code": "validation_error", "request_id": "req-7"})
     );
-    let jina: serde_json::Value = serde_json::from_slice(&Surface::Jina.error_body(&err)).unwrap();
+    let jina: serde_json::Value =
+        serde_json::from_slice(&Surface::Jina.error_body(&err, "req-7")).unwrap();
     assert_eq!(jina["detail"], cohere["message"]);
+    assert_eq!(jina["request_id"], "req-7");
     let native: serde_json::Value =
-        serde_json::from_slice(&Surface::Native.error_body(&err)).unwrap();
+        serde_json::from_slice(&Surface::Native.error_body(&err, "req-7")).unwrap();
+    assert_eq!(native["request_id"], "req-7");
+    // Outside a request (no id), no field.
+    let bare: serde_json::Value =
+        serde_json::from_slice(&Surface::Jina.error_body(&err, "")).unwrap();
+    assert!(bare.get("request_id").is_none());
     assert_eq!(native["details"]["top_n"], "must be at least 1");
 }

@@ -78,6 +78,10 @@ async fn answer(
     }
     let owner = call.owner().to_string();
     let result = if req.is_async {
+        // What the attempt loop would refuse at once (no usable target) is refused here, before
+        // a task is made: the caller gets the 503 a synchronous request gets, not a task that
+        // can only fail.
+        crate::engine::attempts::servable(&req.model)?;
         let asked = req.n;
         let model = req.model.name.clone();
         drop(req);
