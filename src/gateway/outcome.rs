@@ -268,3 +268,59 @@ impl From<GatewayError> for Failure {
         Failure::Answer(e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speech_tokens_are_the_providers_else_the_gateways_count_marked_so() {
+        let mut out = Outcome::new();
+        let reported = SpeechUsage {
+            input_tokens: Some(10),
+            output_tokens: Some(40),
+        };
+        out.speech_tokens(reported, Some(3));
+        assert_eq!(out.usage.tokens, 50);
+        assert_eq!(
+            out.usage_detail,
+            Some(serde_json::json!({"input_tokens": 10, "output_tokens": 40}))
+        );
+        // Raw audio of a token-priced model: nothing reported, the gateway's input count.
+        let mut out = Outcome::new();
+        out.speech_tokens(SpeechUsage::default(), Some(3));
+        assert_eq!(out.usage.tokens, 3);
+        assert_eq!(
+            out.usage_detail,
+            Some(serde_json::json!({"input_tokens": 3, "input_tokens_counted_by": "gateway"}))
+        );
+        // A character-priced model that reported nothing: no tokens at all.
+        let mut out = Outcome::new();
+        out.speech_tokens(SpeechUsage::default(), None);
+        assert_eq!((out.usage.tokens, out.usage_detail), (0, None));
+    }
+
+    #[test]
+    fn image_tokens_are_the_providers_total_with_its_breakdown() {
+        let mut out = Outcome::new();
+        let u = ImageUsage {
+            input_tokens: 50,
+            output_tokens: 2100,
+            total_tokens: 0,
+            ..Default::default()
+        };
+        out.image_tokens(&u);
+        assert_eq!(out.usage.tokens, 2150, "no total: input and output");
+        out.image_tokens(&ImageUsage {
+            total_tokens: 2200,
+            ..u
+        });
+        assert_eq!(out.usage.tokens, 2200);
+        assert_eq!(
+            out.usage_detail,
+            Some(
+                serde_json::json!({"input_tokens": 50, "output_tokens": 2100, "total_tokens": 2200})
+            )
+        );
+    }
+}

@@ -856,3 +856,76 @@ async fn an_image_task_is_recorded_with_its_cost_once_its_images_exist() {
         Some("gpt-image-2")
     );
 }
+
+/// An asynchronous task's own record carries its images' token usage too (a `gpt-image-2`
+/// answer's `usage`, which the task's cost is computed from), beside the task's id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_tasks_record_carries_its_token_usage() {
+    use crate::support::fake::FakeProvider;
+    use crate::support::{client, KEY};
+
+    let url = postgres_url();
+    let schema = Schema::new(&url);
+    let fake = FakeProvider::start();
+    crate::logs::push_token_billed_answers(&fake);
+    let base = fake.base_url();
+    let ledger = format!(
+        "switchyard:\n  ledger: {{database_url: \"{url}\", schema: {}, flush_interval_ms: 50}}\n",
+        schema.name
+    );
+    let bin = crate::logs::Binary::start(
+        |port| {
+            crate::support::config(&base, (port, crate::support::free_port())).replacen(
+                "switchyard:\n",
+                &ledger,
+                1,
+            )
+        },
+        "warn",
+    );
+    let addr = bin.addr;
+    let task_id = tokio::task::spawn_blocking(move || {
+        let resp = client::post_json(
+            addr,
+            "/api/v1/images/generations",
+            &[("Service-API-Key", KEY)],
+            &json!({"model": "gpt-image-2", "prompt": "p", "quality": "high",
+                    "size": "1024x1024", "response_format": "b64_json", "async": true}),
+        );
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        resp.json()["task_id"].as_str().unwrap().to_string()
+    })
+    .await
+    .unwrap();
+    eventually("both records", PATIENCE, || async {
+        count(&url, &schema.name).await == 2
+    })
+    .await;
+    let made = raw(&url)
+        .await
+        .query_one(
+            &format!(
+                "SELECT tokens, images, usage_detail, cost_nanos, cost_basis \
+                 FROM {}.usage_records WHERE entry_point = '(task)'",
+                schema.name
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!((made.get::<_, i64>(0), made.get::<_, i64>(1)), (2150, 1));
+    assert_eq!(
+        made.get::<_, Option<Value>>(2),
+        Some(
+            json!({"task_id": task_id, "input_tokens": 50, "output_tokens": 2100,
+                    "total_tokens": 2150,
+                    "input_tokens_details": {"text_tokens": 10, "image_tokens": 40},
+                    "output_tokens_details": {"image_tokens": 2100}})
+        )
+    );
+    assert_eq!(made.get::<_, Option<i64>>(3), Some(63_370_000));
+    assert_eq!(
+        made.get::<_, Option<String>>(4).as_deref(),
+        Some("provider")
+    );
+}
