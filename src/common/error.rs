@@ -329,7 +329,7 @@ pub enum GatewayError {
     /// it — method, path, the caller's `X-Request-Id` — is known (`gateway/client_conn.rs`).
     #[error(
         "the request head is not valid HTTP: a header holds a byte HTTP does not allow (a \
-         control character such as 0x01, ESC or DEL, or NUL), or a line of the head is malformed"
+         control character such as 0x01, ESC or DEL, or NUL), or the head is otherwise malformed or too large"
     )]
     MalformedHead,
     /// The caller's own limit refused the request.

@@ -356,9 +356,10 @@ impl AsyncWrite for Clocked {
 /// `InvalidHTTPHeader`, and it answers `respond_error(400)`, `gen_error_response`'s bare head
 /// with no body, then closes). No `ProxyHttp` hook runs for such a head — not even `new_ctx` —
 /// so this stream, which carries every byte of the connection, is the one place the gateway can
-/// answer it: httparse refuses a header value with a control byte (0x00-0x08, 0x0a-0x1f: 0x01,
-/// ESC; DEL 0x7f), a bad header name, a malformed request line; Pingora refuses an oversized
-/// head, a bad `Content-Length` or `Transfer-Encoding`, an ambiguous authority.
+/// answer it: httparse 1.10 refuses a header value with a control byte (0x00-0x08, 0x0b-0x1f —
+/// 0x01, ESC —, DEL 0x7f, a bare CR), a bad header name, a malformed request line; Pingora
+/// refuses an oversized head, a bad `Content-Length` or `Transfer-Encoding`, an ambiguous
+/// authority.
 ///
 /// HTTP/2 is not covered, and cannot be: the h2 crate (0.4) decodes a header block before any
 /// request exists, and a value `http::HeaderValue` refuses fails the HPACK decoding, which it
@@ -717,7 +718,7 @@ mod tests {
                 text.contains(&format!("\r\nX-Request-Id: {id}\r\n")),
                 "{text}"
             );
-            assert!(text.ends_with(r#""code":"invalid_request","message":"the request head is not valid HTTP: a header holds a byte HTTP does not allow (a control character such as 0x01, ESC or DEL, or NUL), or a line of the head is malformed"}"#), "{text}");
+            assert!(text.ends_with(r#""code":"invalid_request","message":"the request head is not valid HTTP: a header holds a byte HTTP does not allow (a control character such as 0x01, ESC or DEL, or NUL), or the head is otherwise malformed or too large"}"#), "{text}");
             assert!(clock.take_refused().is_none(), "taken once");
         }
     }
