@@ -324,6 +324,14 @@ pub enum GatewayError {
     /// The client sent its request body too slowly (`clients:` deadlines).
     #[error("the request body did not arrive in time: {0}")]
     RequestTimeout(String),
+    /// The request head could not be read as HTTP/1.x (400 `invalid_request`): Pingora's parser
+    /// refused it (a header holding a byte HTTP does not allow, a malformed line), so nothing of
+    /// it — method, path, the caller's `X-Request-Id` — is known (`gateway/client_conn.rs`).
+    #[error(
+        "the request head is not valid HTTP: a header holds a byte HTTP does not allow (a \
+         control character such as 0x01, ESC or DEL, or NUL), or the head is otherwise malformed or too large"
+    )]
+    MalformedHead,
     /// The caller's own limit refused the request.
     #[error("rate limit reached: {}", .0.limit)]
     RateLimited(LimitRefusal),
@@ -388,7 +396,7 @@ impl GatewayError {
             GatewayError::MethodNotAllowed { .. } => 405,
             GatewayError::Unauthorized(_) => 401,
             GatewayError::PayloadTooLarge { .. } | GatewayError::InputTooLong { .. } => 413,
-            GatewayError::Validation(_) => 400,
+            GatewayError::Validation(_) | GatewayError::MalformedHead => 400,
             GatewayError::RequestTimeout(_) => 408,
             GatewayError::RateLimited(_) => 429,
             GatewayError::ModelUnavailable { .. }
@@ -423,6 +431,7 @@ impl GatewayError {
             GatewayError::PayloadTooLarge { .. } => "payload_too_large",
             GatewayError::InputTooLong { .. } => "input_too_long",
             GatewayError::Validation(_) => "validation_error",
+            GatewayError::MalformedHead => "invalid_request",
             GatewayError::RequestTimeout(_) => "request_timeout",
             GatewayError::Overloaded(_) => "overloaded",
             GatewayError::RateLimited(_) => "rate_limited",

@@ -1,7 +1,8 @@
 //! W3C Trace Context (<https://www.w3.org/TR/trace-context/>): the `traceparent` a caller sends
 //! is continued (same trace id, the caller's span as the parent of the gateway's), or a trace is
 //! started; each upstream attempt sends its own `traceparent` (a new span id in the same trace)
-//! with the caller's `tracestate` as it came.
+//! with the caller's `tracestate` as it came — only when the caller's `traceparent` was continued
+//! (a state beside an invalid one is dropped, as the specification says).
 //!
 //! Ids are fixed-size arrays and the context is `Copy`: continuing or starting a trace allocates
 //! nothing, and new ids come from the thread's random generator (no system call per request).
@@ -92,9 +93,18 @@ impl TraceContext {
     }
 }
 
-/// The caller's `tracestate`, when its `traceparent` is valid and the state not too long.
-pub(crate) fn tracestate(headers: &http::HeaderMap) -> Option<HeaderValue> {
-    headers.get(TRACEPARENT)?;
+/// The caller's `tracestate`, when `trace` continues the caller's `traceparent` (it parsed) and
+/// the state is not too long.
+///
+/// W3C Trace Context §3.3 (Tracestate Header, <https://www.w3.org/TR/trace-context/#tracestate-header>,
+/// also `spec/20-http_request_header_format.md` in github.com/w3c/trace-context, read 2026-12-02):
+/// "If the vendor failed to parse `traceparent`, it MUST NOT attempt to parse `tracestate`." A
+/// state that came with a `traceparent` the gateway could not parse (or with none) belongs to a
+/// position in a trace the gateway did not continue, so it is dropped, never sent on beside the
+/// fresh `traceparent` of the trace the gateway started.
+pub(crate) fn tracestate(headers: &http::HeaderMap, trace: &TraceContext) -> Option<HeaderValue> {
+    // `parent` is set exactly when the caller's `traceparent` parsed (`TraceContext::of`).
+    trace.parent?;
     let v = headers.get(TRACESTATE)?;
     (!v.is_empty() && v.len() <= TRACESTATE_MAX).then(|| v.clone())
 }
@@ -184,7 +194,7 @@ mod tests {
             sent,
             "00-4bf92f3577b34da6a3ce929d0e0e4736-0102030405060708-01"
         );
-        assert_eq!(tracestate(&h).unwrap(), "congo=t61rcWkgMzE");
+        assert_eq!(tracestate(&h, &c).unwrap(), "congo=t61rcWkgMzE");
     }
 
     #[test]
@@ -211,9 +221,23 @@ mod tests {
         assert!(!TraceContext::default().is_set());
         let mut h = http::HeaderMap::new();
         h.insert(TRACESTATE, "a=b".parse().unwrap());
+        let c = TraceContext::of(&h, |_| false);
         assert!(
-            tracestate(&h).is_none(),
+            tracestate(&h, &c).is_none(),
             "no tracestate without a traceparent"
+        );
+        // Nor beside a traceparent that did not parse (W3C Trace Context §3.3).
+        h.insert(
+            TRACEPARENT,
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"
+                .parse()
+                .unwrap(),
+        );
+        let c = TraceContext::of(&h, |_| false);
+        assert!(c.parent.is_none());
+        assert!(
+            tracestate(&h, &c).is_none(),
+            "no tracestate beside an invalid traceparent"
         );
     }
 }

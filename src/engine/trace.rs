@@ -37,7 +37,8 @@ pub(crate) struct RequestContext {
     pub id: RequestId,
     /// The caller's trace continued, or a new one.
     pub trace: TraceContext,
-    /// The caller's `tracestate`, passed on as it came (`None`: none, the usual case).
+    /// The caller's `tracestate`, passed on as it came (`None`: none, the usual case, or its
+    /// `traceparent` was invalid: then the state is dropped).
     pub tracestate: Option<HeaderValue>,
     /// Where its spans go, when they are recorded (tracing on and the trace sampled).
     pub recording: Option<Tracer>,
@@ -51,7 +52,7 @@ impl RequestContext {
         RequestContext {
             id: RequestId::of(headers),
             trace,
-            tracestate: trace_context::tracestate(headers),
+            tracestate: trace_context::tracestate(headers, &trace),
             recording: (trace.sampled && tracer.is_on()).then(|| tracer.clone()),
         }
     }

@@ -22,7 +22,8 @@ use crate::logging::redact;
 /// What an answer used, as billed or counted (zero when it does not apply).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub(crate) struct Usage {
-    /// Rerank tokens.
+    /// Tokens: rerank's, and a token-billed speech or image answer's (the provider's input and
+    /// output tokens together, as its cost counted them).
     pub tokens: u64,
     /// Speech input characters.
     pub characters: u64,

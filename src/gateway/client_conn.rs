@@ -17,13 +17,14 @@
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use pingora::protocols::Stream;
 
 use crate::common::io_wrap::Held;
+use crate::common::request_id::RequestId;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -78,6 +79,9 @@ pub(crate) struct ConnClock {
     each_write: AtomicBool,
     /// The answer's next body write is its last ([`ConnClock::last_follows`]).
     last_follows: AtomicBool,
+    /// The id of the answer [`Clocked`] gave a request head Pingora could not parse, until
+    /// `server::edge` takes it for the access line ([`ConnClock::take_refused`]).
+    refused: Mutex<Option<RequestId>>,
 }
 
 impl ConnClock {
@@ -93,6 +97,7 @@ impl ConnClock {
             body_follows: AtomicBool::new(false),
             each_write: AtomicBool::new(false),
             last_follows: AtomicBool::new(false),
+            refused: Mutex::new(None),
         };
         clock.enter(Phase::Idle, Some(head_timeout));
         clock
@@ -162,6 +167,12 @@ impl ConnClock {
         self.enter(Phase::Idle, Some(self.idle_timeout));
     }
 
+    /// The id of the gateway's answer to a request head Pingora could not parse, once: the
+    /// connection is closed after that answer, so there is at most one.
+    pub(crate) fn take_refused(&self) -> Option<RequestId> {
+        self.refused.lock().ok().and_then(|mut r| r.take())
+    }
+
     fn deadline(&self) -> Option<Instant> {
         match self.deadline_ms.load(Ordering::Relaxed) {
             NONE => None,
@@ -215,6 +226,9 @@ pub(crate) struct Clocked {
     /// An answer's last body bytes are held ([`ConnClock::last_follows`]) until the next flush
     /// has passed: they go with the write after it, or at the flush after that.
     holding_last: bool,
+    /// Pingora's bare answer to a head it could not parse was replaced by the gateway's
+    /// ([`refuses_head`]): whatever Pingora writes after it is not sent.
+    replaced: bool,
 }
 
 impl Clocked {
@@ -226,6 +240,7 @@ impl Clocked {
             hold_next: false,
             unflushed: None,
             holding_last: false,
+            replaced: false,
         }
     }
 
@@ -271,6 +286,9 @@ impl AsyncWrite for Clocked {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
+        if this.replaced || refuses_head(this.clock.phase(), bufs) {
+            return Poll::Ready(Ok(this.replace_refusal(bufs)));
+        }
         if this.hold_next && this.held.is_empty() {
             this.hold_next = false;
             let mut total = 0;
@@ -330,6 +348,50 @@ impl AsyncWrite for Clocked {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         this.held.poll_shutdown(&mut this.inner, cx)
+    }
+}
+
+/// The first bytes of Pingora's own answer to a request head it cannot parse
+/// (`pingora-proxy` 0.9.1, `HttpProxy::handle_new_request`: `read_request` failed with
+/// `InvalidHTTPHeader`, and it answers `respond_error(400)`, `gen_error_response`'s bare head
+/// with no body, then closes). No `ProxyHttp` hook runs for such a head — not even `new_ctx` —
+/// so this stream, which carries every byte of the connection, is the one place the gateway can
+/// answer it: httparse 1.10 refuses a header value with a control byte (0x00-0x08, 0x0b-0x1f —
+/// 0x01, ESC —, DEL 0x7f, a bare CR), a bad header name, a malformed request line; Pingora
+/// refuses an oversized head, a bad `Content-Length` or `Transfer-Encoding`, an ambiguous
+/// authority.
+///
+/// HTTP/2 is not covered, and cannot be: the h2 crate (0.4) decodes a header block before any
+/// request exists, and a value `http::HeaderValue` refuses fails the HPACK decoding, which it
+/// answers with GOAWAY (`PROTOCOL_ERROR`) for the whole connection (`codec/framed_read.rs`).
+const PINGORA_BAD_HEAD: &[u8] = b" 400 Bad Request\r\nServer: Pingora\r\n";
+
+/// Whether `bufs` are Pingora's answer to a head it could not parse: its bare 400 (above), while
+/// the gateway is serving no request. (Every answer of the gateway's is written while it serves
+/// one, from `request_filter` on, and none says `Server: Pingora`.)
+fn refuses_head(phase: Phase, bufs: &[io::IoSlice<'_>]) -> bool {
+    phase != Phase::Serving
+        && bufs.first().is_some_and(|b| {
+            b.starts_with(b"HTTP/1.") && b.get(8..).is_some_and(|r| r.starts_with(PINGORA_BAD_HEAD))
+        })
+}
+
+impl Clocked {
+    /// Take Pingora's answer to a head it could not parse (and anything it writes after it) in
+    /// place of the gateway's own, `400 invalid_request` in the spec's shape with a generated
+    /// request id (the caller's, if any, could not be read), noted in the clock for the access
+    /// line. Returns how much of `bufs` counts as written: all of it.
+    fn replace_refusal(&mut self, bufs: &[io::IoSlice<'_>]) -> usize {
+        if !self.replaced {
+            self.replaced = true;
+            self.hold_next = false;
+            let id = RequestId::generate();
+            self.held.hold(&super::respond::malformed_head(&id));
+            if let Ok(mut refused) = self.clock.refused.lock() {
+                *refused = Some(id);
+            }
+        }
+        bufs.iter().map(|b| b.len()).sum()
     }
 }
 
@@ -618,5 +680,62 @@ mod tests {
         let t2 = Instant::now();
         assert_eq!(clock.expired().await, Phase::Head);
         assert_eq!(t2.elapsed().as_secs(), 10);
+    }
+
+    /// What a client gets when Pingora cannot parse its head, as `HttpProxy::handle_new_request`
+    /// answers it (`respond_error(400)`, then `shutdown`) over [`Clocked`]: the gateway's 400 in
+    /// the spec's shape with a generated id, not Pingora's bare one; the clock holds the id.
+    #[tokio::test]
+    async fn a_head_pingora_cannot_parse_gets_the_gateways_answer() {
+        for bad in [
+            &b"X-Request-Id: a\x01b"[..],
+            b"X-Request-Id: \x1b[0m",
+            b"X-Note: \x7f",
+        ] {
+            let (ours, mut client) = tokio::io::duplex(1 << 16);
+            let clock = Arc::new(ConnClock::new(
+                Duration::from_secs(10),
+                Duration::from_secs(60),
+            ));
+            let stream: Stream = Box::new(Clocked::new(Box::new(ours), clock.clone()));
+            let mut session = pingora::protocols::http::ServerSession::new_http1(stream);
+            let mut head = b"GET /healthz HTTP/1.1\r\nHost: gw\r\n".to_vec();
+            head.extend_from_slice(bad);
+            head.extend_from_slice(b"\r\n\r\n");
+            client.write_all(&head).await.unwrap();
+            let e = session.read_request().await.unwrap_err();
+            assert_eq!(e.etype(), &pingora::ErrorType::InvalidHTTPHeader);
+            session.respond_error(400).await.unwrap();
+            session.shutdown().await;
+            drop(session);
+            let mut got = Vec::new();
+            client.read_to_end(&mut got).await.unwrap();
+            let id = clock.take_refused().expect("the refusal noted");
+            assert_eq!(got, crate::gateway::respond::malformed_head(&id));
+            let text = String::from_utf8(got).unwrap();
+            assert!(text.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{text}");
+            assert!(
+                text.contains(&format!("\r\nX-Request-Id: {id}\r\n")),
+                "{text}"
+            );
+            assert!(text.ends_with(r#""code":"invalid_request","message":"the request head is not valid HTTP: a header holds a byte HTTP does not allow (a control character such as 0x01, ESC or DEL, or NUL), or the head is otherwise malformed or too large"}"#), "{text}");
+            assert!(clock.take_refused().is_none(), "taken once");
+        }
+    }
+
+    #[test]
+    fn only_pingoras_bare_400_outside_a_request_is_replaced() {
+        let pingora = b"HTTP/1.1 400 Bad Request\r\nServer: Pingora\r\nDate: x\r\n\r\n";
+        let ours = b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n\r\n";
+        let slices = |b: &'static [u8]| [io::IoSlice::new(b)];
+        assert!(refuses_head(Phase::Head, &slices(pingora)));
+        assert!(refuses_head(Phase::Idle, &slices(pingora)));
+        assert!(!refuses_head(Phase::Serving, &slices(pingora)));
+        assert!(!refuses_head(Phase::Head, &slices(ours)));
+        assert!(!refuses_head(
+            Phase::Head,
+            &slices(b"HTTP/1.1 405 Method Not Allowed\r\n")
+        ));
+        assert!(!refuses_head(Phase::Head, &[]));
     }
 }

@@ -54,6 +54,8 @@ pub struct Ctx {
     pub(crate) ttfb: Option<Duration>,
     /// What the answer delivered.
     pub(crate) usage: Usage,
+    /// The breakdown of its tokens, for the ledger (`Outcome::usage_detail`).
+    pub(crate) usage_detail: Option<serde_json::Value>,
     /// What the caller's limits are charged.
     pub(crate) charge: Usage,
     /// What it cost, or why that is not known (`None`: no answer got far enough to ask).
@@ -90,6 +92,7 @@ impl Ctx {
             code: None,
             ttfb: None,
             usage: Usage::default(),
+            usage_detail: None,
             charge: Usage::default(),
             cost: None,
             cost_charge: None,
@@ -142,6 +145,7 @@ impl Ctx {
         self.status = outcome.status;
         self.ttfb = outcome.first_byte;
         self.usage = outcome.usage;
+        self.usage_detail = outcome.usage_detail;
         self.cost = outcome.cost;
         self.cache = outcome.cache;
         outcome.result

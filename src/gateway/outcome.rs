@@ -17,9 +17,11 @@ use crate::api::compat::Surface;
 use crate::auth::Principal;
 use crate::catalog::Model;
 use crate::common::error::GatewayError;
+use crate::common::images::ImageUsage;
 use crate::config::GatewaySettings;
 use crate::limits::Lease;
 use crate::money::{Amount, Currency};
+use crate::stream::audio::SpeechUsage;
 
 /// One request as an endpoint or operation sees it: what it runs under and where its answer goes.
 pub(crate) struct Call<'a> {
@@ -98,8 +100,12 @@ pub(crate) struct Outcome {
     pub(crate) status: u16,
     /// When the answer's head went out with its first bytes (speech: with the first audio).
     pub(crate) first_byte: Option<Duration>,
-    /// What the answer delivered (access line, metrics).
+    /// What the answer delivered (access line, metrics, ledger).
     pub(crate) usage: Usage,
+    /// The breakdown of `usage.tokens` of a token-billed answer (the provider's token counts
+    /// by kind, as the cost was computed from them), for the ledger's `usage_detail`; `None`:
+    /// none.
+    pub(crate) usage_detail: Option<serde_json::Value>,
     /// What the caller's limits are charged, when it differs from `usage`: an asynchronous image
     /// task is charged its images as asked when it is accepted, since it outlives its request.
     pub(crate) charge: Option<Usage>,
@@ -170,6 +176,7 @@ impl Outcome {
             status: 0,
             first_byte: None,
             usage: Usage::default(),
+            usage_detail: None,
             charge: None,
             cost: None,
             cost_charge: None,
@@ -190,6 +197,43 @@ impl Outcome {
     /// What the caller's limits are charged.
     pub(crate) fn charged(&self) -> Usage {
         self.charge.unwrap_or(self.usage)
+    }
+
+    /// Note an image answer's token usage as its provider reported it (GPT image models'
+    /// `usage`, summed over a fan-out's calls), which its cost was computed from: the total in
+    /// `usage.tokens` (the provider's `total_tokens`, else input and output together), the
+    /// counts by kind in `usage_detail` as the answer's `usage` has them.
+    pub(crate) fn image_tokens(&mut self, u: &ImageUsage) {
+        self.usage.tokens = if u.total_tokens > 0 {
+            u.total_tokens
+        } else {
+            u.input_tokens.saturating_add(u.output_tokens)
+        };
+        self.usage_detail = serde_json::to_value(u).ok();
+    }
+
+    /// Note a speech answer's tokens: those its provider reported (the SSE stream's closing
+    /// event), and, for a token-priced model whose provider reported no input tokens, the
+    /// gateway's count of the input (`counted`), which its cost used instead (and which
+    /// `usage_detail` marks as the gateway's). Nothing when no count is known.
+    pub(crate) fn speech_tokens(&mut self, reported: SpeechUsage, counted: Option<u64>) {
+        let input = reported.input_tokens.or(counted);
+        let output = reported.output_tokens;
+        if input.is_none() && output.is_none() {
+            return;
+        }
+        let mut detail = serde_json::Map::new();
+        if let Some(n) = input {
+            detail.insert("input_tokens".into(), n.into());
+        }
+        if let Some(n) = output {
+            detail.insert("output_tokens".into(), n.into());
+        }
+        if reported.input_tokens.is_none() {
+            detail.insert("input_tokens_counted_by".into(), "gateway".into());
+        }
+        self.usage.tokens = input.unwrap_or(0).saturating_add(output.unwrap_or(0));
+        self.usage_detail = Some(serde_json::Value::Object(detail));
     }
 }
 
@@ -222,5 +266,61 @@ impl Failure {
 impl From<GatewayError> for Failure {
     fn from(e: GatewayError) -> Self {
         Failure::Answer(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speech_tokens_are_the_providers_else_the_gateways_count_marked_so() {
+        let mut out = Outcome::new();
+        let reported = SpeechUsage {
+            input_tokens: Some(10),
+            output_tokens: Some(40),
+        };
+        out.speech_tokens(reported, Some(3));
+        assert_eq!(out.usage.tokens, 50);
+        assert_eq!(
+            out.usage_detail,
+            Some(serde_json::json!({"input_tokens": 10, "output_tokens": 40}))
+        );
+        // Raw audio of a token-priced model: nothing reported, the gateway's input count.
+        let mut out = Outcome::new();
+        out.speech_tokens(SpeechUsage::default(), Some(3));
+        assert_eq!(out.usage.tokens, 3);
+        assert_eq!(
+            out.usage_detail,
+            Some(serde_json::json!({"input_tokens": 3, "input_tokens_counted_by": "gateway"}))
+        );
+        // A character-priced model that reported nothing: no tokens at all.
+        let mut out = Outcome::new();
+        out.speech_tokens(SpeechUsage::default(), None);
+        assert_eq!((out.usage.tokens, out.usage_detail), (0, None));
+    }
+
+    #[test]
+    fn image_tokens_are_the_providers_total_with_its_breakdown() {
+        let mut out = Outcome::new();
+        let u = ImageUsage {
+            input_tokens: 50,
+            output_tokens: 2100,
+            total_tokens: 0,
+            ..Default::default()
+        };
+        out.image_tokens(&u);
+        assert_eq!(out.usage.tokens, 2150, "no total: input and output");
+        out.image_tokens(&ImageUsage {
+            total_tokens: 2200,
+            ..u
+        });
+        assert_eq!(out.usage.tokens, 2200);
+        assert_eq!(
+            out.usage_detail,
+            Some(
+                serde_json::json!({"input_tokens": 50, "output_tokens": 2100, "total_tokens": 2200})
+            )
+        );
     }
 }

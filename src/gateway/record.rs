@@ -112,7 +112,7 @@ impl Gateway {
             tokens: ctx.usage.tokens,
             characters: ctx.usage.characters,
             images: ctx.usage.images,
-            detail: None,
+            detail: ctx.usage_detail.clone(),
         };
         r.cost_nanos = cost.and_then(|c| i64::try_from(c.amount.nanos()).ok());
         r.currency = cost.map(|c| c.currency.as_str().to_string());
@@ -172,8 +172,14 @@ impl Gateway {
             let u = ctx.usage;
             if let Some(p) = &ctx.principal {
                 let key = metrics::key_label(&p.id);
+                // Tokens are rerank's unit in the metrics; a token-billed speech or image
+                // answer's tokens are in its cost (and the access line and ledger), not here.
+                let rerank_tokens = match ctx.operation {
+                    Some(Operation::Rerank) => u.tokens,
+                    _ => 0,
+                };
                 for (family, n) in [
-                    (&f.rerank_tokens, u.tokens),
+                    (&f.rerank_tokens, rerank_tokens),
                     (&f.speech_characters, u.characters),
                     (&f.images_generated, u.images),
                 ] {

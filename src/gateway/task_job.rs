@@ -498,9 +498,25 @@ impl Job {
         r.model = Some(model.name.clone());
         r.provider = target.map(|t| t.provider.name.clone());
         r.native_model = target.map(|t| t.native_model.clone());
+        // The provider's token usage (GPT image models), which the cost was computed from,
+        // beside the task's id: as a synchronous answer's record has them.
+        let usage = result.facts.as_ref().and_then(|f| f.usage.as_ref());
+        let mut detail = usage
+            .and_then(|u| serde_json::to_value(u).ok())
+            .unwrap_or_else(|| serde_json::json!({}));
+        if let Some(d) = detail.as_object_mut() {
+            d.insert("task_id".into(), self.id.as_str().into());
+        }
         r.usage = crate::ledger::Usage {
+            tokens: usage.map_or(0, |u| {
+                if u.total_tokens > 0 {
+                    u.total_tokens
+                } else {
+                    u.input_tokens.saturating_add(u.output_tokens)
+                }
+            }),
             images: result.data.len() as u64,
-            detail: Some(serde_json::json!({ "task_id": self.id })),
+            detail: Some(detail),
             ..Default::default()
         };
         r.cost_nanos = c.and_then(|c| i64::try_from(c.amount.nanos()).ok());

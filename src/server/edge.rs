@@ -2,7 +2,9 @@
 //! connection cap (`gateway::admission`), and, for HTTP/1.x, held to the client deadlines of
 //! `gateway::client_conn` — a connection whose head or idle deadline passes is dropped, without a
 //! word to a client that has sent no complete request (as nginx does), and with one access-log
-//! line when a request head was left unfinished.
+//! line when a request head was left unfinished. A request head Pingora cannot parse gets the
+//! gateway's `400 invalid_request` (written by `client_conn::Clocked` in place of Pingora's bare
+//! one) and one access line and count here, as no `ProxyHttp` hook sees it.
 //!
 //! HTTP/2 connections frame their own streams: an idle one is closed by Pingora's h2 idle timeout
 //! (set in `server::build_service`), and each request's body is held to the gateway's body deadline.
@@ -20,12 +22,14 @@ use pingora::protocols::{Stream, ALPN};
 use pingora::proxy::{HttpProxy, ProxyHttp};
 use pingora::server::ShutdownWatch;
 
+use crate::common::error::GatewayError;
+use crate::common::request_id::RequestId;
 use crate::config::ClientLimits;
 use crate::gateway::access_log;
 use crate::gateway::admission::Admission;
 use crate::gateway::client_conn::{Clocked, ConnClock, Phase};
 use crate::gateway::GatewayState;
-use crate::metrics::IntCounter;
+use crate::metrics::{self, IntCounter};
 
 /// The app one entry point's listening service runs: `SV` is the gateway (the binary) or a
 /// host's own `ProxyHttp` that delegates to it.
@@ -68,7 +72,7 @@ where
             self.clients.idle_timeout,
         ));
         let stream: Stream = Box::new(Clocked::new(stream, clock.clone()));
-        tokio::select! {
+        let done = tokio::select! {
             done = self.http.process_new(stream, shutdown) => done,
             phase = clock.expired() => {
                 // Dropping the connection's future closes its socket.
@@ -83,7 +87,11 @@ where
                 }
                 None
             }
+        };
+        if let Some(id) = clock.take_refused() {
+            self.head_refused(&id);
         }
+        done
     }
 
     async fn cleanup(&self) {
@@ -95,6 +103,30 @@ impl<SV> EdgeApp<SV> {
     /// The access line of a connection dropped with its request head unfinished: no method,
     /// path or caller is known.
     fn head_expired(&self, why: &str) {
+        self.head_line(0, Some("request_timeout"), Some(why), "-");
+    }
+
+    /// A request head Pingora could not parse, answered `400 invalid_request` with the
+    /// generated request id `id`: counted, and its access line (no method, path or caller is
+    /// known: the head could not be read).
+    fn head_refused(&self, id: &RequestId) {
+        let err = GatewayError::MalformedHead;
+        let status = err.status().to_string();
+        self.state.metrics.with(|f| {
+            let labels = [self.listener.as_str(), "-", "-", &status, err.code()];
+            metrics::inc(&f.requests, &labels, 1);
+        });
+        self.head_line(err.status(), Some(err.code()), None, id.as_str());
+    }
+
+    /// The access line of a request whose head was never read.
+    fn head_line(
+        &self,
+        status: u16,
+        code: Option<&'static str>,
+        aborted: Option<&str>,
+        request_id: &str,
+    ) {
         if !log::log_enabled!(target: "access", log::Level::Info) {
             return;
         }
@@ -108,8 +140,8 @@ impl<SV> EdgeApp<SV> {
             model: None,
             provider: None,
             native_model: None,
-            status: 0,
-            code: Some("request_timeout"),
+            status,
+            code,
             attempts: 0,
             duration_ms: 0.0,
             ttfb_ms: None,
@@ -120,11 +152,11 @@ impl<SV> EdgeApp<SV> {
             currency: None,
             cost_basis: None,
             cost_note: None,
-            aborted: Some(why),
+            aborted,
             cache: None,
             cost_saved: None,
             cost_saved_currency: None,
-            request_id: "-",
+            request_id,
             trace_id: None,
         };
         access_log::write(self.state.settings().access_log, &record);

@@ -315,3 +315,117 @@ fn connections_past_the_cap_get_503_and_are_closed() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A request head that Pingora's parser (httparse) refuses — a header value holding a control
+/// byte: 0x01, ESC (0x1b), DEL (0x7f) in `X-Request-Id`, and NUL, vertical tab or a bare CR in
+/// other headers — is answered by the gateway, not with Pingora's bare 400: `400
+/// invalid_request` in the spec's Error shape, a generated `X-Request-Id` (the caller's could not
+/// be read), the connection closed, and one access line naming the id. Also on a kept-alive
+/// connection after a first request was served. A byte httparse lets through (obs-text, 0x80 and
+/// up) reaches the gateway, which answers as usual with a generated id instead of the caller's.
+#[test]
+fn a_request_head_with_a_control_byte_gets_the_gateways_400_and_one_access_line() {
+    let fake = FakeProvider::start();
+    let base = fake.base_url();
+    let bin = crate::logs::Binary::start(
+        |port| {
+            support::config(&base, (port, support::free_port())).replacen(
+                "switchyard:\n",
+                "switchyard:\n  access_log: {format: json}\n",
+                1,
+            )
+        },
+        "warn,access=info",
+    );
+    let refused: [(&str, &[u8]); 6] = [
+        ("X-Request-Id", b"caller-\x01-id"),
+        ("X-Request-Id", b"caller-\x1b[31m-id"),
+        ("X-Request-Id", b"caller-\x7f-id"),
+        ("User-Agent", b"agent\x00nul"),
+        ("X-Note", b"vertical\x0btab"),
+        ("X-Note", b"bare\rcr"),
+    ];
+    let head = |name: &str, value: &[u8]| {
+        let mut h = format!(
+            "POST /api/v1/rerank HTTP/1.1\r\nHost: gw\r\nService-API-Key: {KEY}\r\n\
+             Content-Type: application/json\r\nContent-Length: 2\r\n{name}: "
+        )
+        .into_bytes();
+        h.extend_from_slice(value);
+        h.extend_from_slice(b"\r\n\r\n{}");
+        h
+    };
+    let mut ids = Vec::new();
+    for (i, (name, value)) in refused.iter().enumerate() {
+        let mut stream = client::connect(bin.addr);
+        // The last one on a connection that has served a request already.
+        if i == refused.len() - 1 {
+            stream
+                .write_all(b"GET /healthz HTTP/1.1\r\nHost: gw\r\n\r\n")
+                .unwrap();
+            assert_eq!(read_response(&mut stream, "GET").status, 200);
+        }
+        stream.write_all(&head(name, value)).unwrap();
+        let resp = read_response(&mut stream, "POST");
+        let what = format!("{name}: {:?}", String::from_utf8_lossy(value));
+        assert_eq!(resp.status, 400, "{what}: {:?}", resp.headers);
+        assert_eq!(
+            resp.header("content-type"),
+            Some("application/json"),
+            "{what}"
+        );
+        let body = resp.json();
+        assert_eq!(body["code"], "invalid_request", "{what}: {body}");
+        assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()));
+        assert_eq!(resp.header("server"), None, "Pingora's own answer: {what}");
+        let id = resp
+            .header("x-request-id")
+            .expect("a request id")
+            .to_string();
+        assert!(
+            id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{what}: {id}"
+        );
+        // The connection is closed after the answer.
+        let (_, rest) = until_closed(&mut stream);
+        assert!(
+            rest.is_empty(),
+            "{what}: {:?}",
+            String::from_utf8_lossy(&rest)
+        );
+        ids.push(id);
+    }
+    let mut distinct = ids.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), ids.len(), "one id per answer: {ids:?}");
+
+    // obs-text passes the parser: the gateway's usual answer, with a generated id.
+    let mut stream = client::connect(bin.addr);
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: gw\r\nX-Request-Id: caf\xc3\xa9\r\n\r\n")
+        .unwrap();
+    let health = read_response(&mut stream, "GET");
+    assert_eq!(health.status, 200);
+    let generated = health.header("x-request-id").unwrap();
+    assert!(generated.len() == 32 && generated.bytes().all(|b| b.is_ascii_hexdigit()));
+
+    // One access line per refused head: status 400, `invalid_request`, its id.
+    let text = bin.output_when("the refused heads' access lines", |t| {
+        ids.iter().all(|id| t.contains(id.as_str()))
+    });
+    for id in &ids {
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .filter(|l| l.contains(" access] ") && l.contains(id.as_str()))
+            .map(|l| serde_json::from_str(l.split_once(" access] ").unwrap().1).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 1, "access lines naming {id}:\n{text}");
+        let line = &lines[0];
+        assert_eq!(line["status"], 400, "{line}");
+        assert_eq!(line["code"], "invalid_request", "{line}");
+        assert_eq!(line["request_id"], id.as_str(), "{line}");
+    }
+    // Nothing reached the provider.
+    assert!(fake.requests().is_empty());
+}

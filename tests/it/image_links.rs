@@ -114,12 +114,13 @@ fn hostile_hosts_are_refused_and_never_reflected() {
     assert_eq!(fake.requests().len(), 0);
 }
 
-/// Pingora itself refuses some authorities while reading the request head, before the gateway
-/// sees it: userinfo, two `Host` fields, an absolute-form target with userinfo or not matching
-/// `Host`. The client gets Pingora's bare 400 (no body) and the connection closes: nothing
-/// reflected either.
+/// Pingora itself refuses some authorities while reading the request head, before any hook of
+/// the gateway runs: userinfo, two `Host` fields, an absolute-form target with userinfo or not
+/// matching `Host`. The client still gets the gateway's answer (`gateway/client_conn.rs` writes
+/// it in place of Pingora's bare 400): `400 invalid_request` in the spec's shape with a request
+/// id, and the connection closes: nothing reflected either.
 #[test]
-fn authorities_pingora_refuses_get_a_bare_400() {
+fn authorities_pingora_refuses_get_the_gateways_400() {
     let fake = FakeProvider::start();
     fake.set_default(answer());
     let gw = TestGateway::start(&fake);
@@ -148,7 +149,15 @@ fn authorities_pingora_refuses_get_a_bare_400() {
         req.extend_from_slice(&body);
         let resp = client::raw(gw.addr, &req);
         assert_eq!(resp.status, 400, "{target} {hosts:?}");
-        assert!(resp.body.is_empty(), "{target} {hosts:?}: {}", resp.text());
+        assert_eq!(
+            resp.json()["code"],
+            "invalid_request",
+            "{target} {hosts:?}: {}",
+            resp.text()
+        );
+        assert!(!resp.text().contains("evil"), "{}", resp.text());
+        assert!(resp.headers.iter().all(|(_, v)| !v.contains("evil")));
+        assert!(resp.header("x-request-id").is_some_and(|id| id.len() == 32));
         assert_eq!(resp.header("connection"), Some("close"));
     }
     // Nothing was generated (or billed) for any of them.

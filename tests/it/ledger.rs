@@ -670,6 +670,107 @@ async fn the_gateway_records_each_finished_operation_with_its_cost() {
     assert_eq!(count(&url, &schema.name).await, 1);
 }
 
+/// A token-billed answer's record carries the tokens its cost was computed from, with their
+/// breakdown in `usage_detail`: a `gpt-image-2` answer's `usage` as OpenAI reported it (2,150
+/// tokens, by kind), and a `gpt-4o-mini-tts` SSE stream's closing event (10 in, 40 out) — not
+/// `tokens = 0` and a `NULL` detail beside a `provider`-basis cost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_records_the_tokens_of_token_billed_answers() {
+    use crate::support::fake::FakeProvider;
+
+    let url = postgres_url();
+    let schema = Schema::new(&url);
+    let fake = FakeProvider::start();
+    crate::logs::push_token_billed_answers(&fake);
+    let base = fake.base_url();
+    let ledger = format!(
+        "switchyard:\n  ledger: {{database_url: \"{url}\", schema: {}, flush_interval_ms: 50}}\n",
+        schema.name
+    );
+    let bin = crate::logs::Binary::start(
+        |port| {
+            crate::support::config(&base, (port, crate::support::free_port())).replacen(
+                "switchyard:\n",
+                &ledger,
+                1,
+            )
+        },
+        "warn",
+    );
+    let addr = bin.addr;
+    tokio::task::spawn_blocking(move || {
+        crate::logs::ask_token_billed(addr, crate::support::KEY);
+    })
+    .await
+    .unwrap();
+    eventually("both records", PATIENCE, || async {
+        count(&url, &schema.name).await == 2
+    })
+    .await;
+    let rows = raw(&url)
+        .await
+        .query(
+            &format!(
+                "SELECT model, tokens, characters, images, usage_detail, cost_nanos, cost_basis \
+                 FROM {}.usage_records ORDER BY model",
+                schema.name
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    let speech = &rows[0];
+    assert_eq!(
+        speech.get::<_, Option<String>>(0).as_deref(),
+        Some("gpt-4o-mini-tts")
+    );
+    assert_eq!(
+        (
+            speech.get::<_, i64>(1),
+            speech.get::<_, i64>(2),
+            speech.get::<_, i64>(3)
+        ),
+        (50, 11, 0)
+    );
+    assert_eq!(
+        speech.get::<_, Option<Value>>(4),
+        Some(json!({"input_tokens": 10, "output_tokens": 40}))
+    );
+    // 10 × $0.60 + 40 × $12 per 1M tokens.
+    assert_eq!(speech.get::<_, Option<i64>>(5), Some(486_000));
+    assert_eq!(
+        speech.get::<_, Option<String>>(6).as_deref(),
+        Some("provider")
+    );
+    let image = &rows[1];
+    assert_eq!(
+        image.get::<_, Option<String>>(0).as_deref(),
+        Some("gpt-image-2")
+    );
+    assert_eq!(
+        (
+            image.get::<_, i64>(1),
+            image.get::<_, i64>(2),
+            image.get::<_, i64>(3)
+        ),
+        (2150, 0, 1)
+    );
+    assert_eq!(
+        image.get::<_, Option<Value>>(4),
+        Some(
+            json!({"input_tokens": 50, "output_tokens": 2100, "total_tokens": 2150,
+                    "input_tokens_details": {"text_tokens": 10, "image_tokens": 40},
+                    "output_tokens_details": {"image_tokens": 2100}})
+        )
+    );
+    // 10 × $5 + 40 × $8 + 2,100 × $30 per 1M tokens.
+    assert_eq!(image.get::<_, Option<i64>>(5), Some(63_370_000));
+    assert_eq!(
+        image.get::<_, Option<String>>(6).as_deref(),
+        Some("provider")
+    );
+}
+
 /// An asynchronous image task leaves two records: its request's, accepted with no cost yet, and
 /// the task's own once its images exist, with their cost (`gpt-image-2`, one low 1024x1024
 /// image: $0.006) and the task's id — so a sum over the ledger counts the images once.
@@ -753,5 +854,78 @@ async fn an_image_task_is_recorded_with_its_cost_once_its_images_exist() {
     assert_eq!(
         made.get::<_, Option<String>>(7).as_deref(),
         Some("gpt-image-2")
+    );
+}
+
+/// An asynchronous task's own record carries its images' token usage too (a `gpt-image-2`
+/// answer's `usage`, which the task's cost is computed from), beside the task's id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_tasks_record_carries_its_token_usage() {
+    use crate::support::fake::FakeProvider;
+    use crate::support::{client, KEY};
+
+    let url = postgres_url();
+    let schema = Schema::new(&url);
+    let fake = FakeProvider::start();
+    crate::logs::push_token_billed_answers(&fake);
+    let base = fake.base_url();
+    let ledger = format!(
+        "switchyard:\n  ledger: {{database_url: \"{url}\", schema: {}, flush_interval_ms: 50}}\n",
+        schema.name
+    );
+    let bin = crate::logs::Binary::start(
+        |port| {
+            crate::support::config(&base, (port, crate::support::free_port())).replacen(
+                "switchyard:\n",
+                &ledger,
+                1,
+            )
+        },
+        "warn",
+    );
+    let addr = bin.addr;
+    let task_id = tokio::task::spawn_blocking(move || {
+        let resp = client::post_json(
+            addr,
+            "/api/v1/images/generations",
+            &[("Service-API-Key", KEY)],
+            &json!({"model": "gpt-image-2", "prompt": "p", "quality": "high",
+                    "size": "1024x1024", "response_format": "b64_json", "async": true}),
+        );
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        resp.json()["task_id"].as_str().unwrap().to_string()
+    })
+    .await
+    .unwrap();
+    eventually("both records", PATIENCE, || async {
+        count(&url, &schema.name).await == 2
+    })
+    .await;
+    let made = raw(&url)
+        .await
+        .query_one(
+            &format!(
+                "SELECT tokens, images, usage_detail, cost_nanos, cost_basis \
+                 FROM {}.usage_records WHERE entry_point = '(task)'",
+                schema.name
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!((made.get::<_, i64>(0), made.get::<_, i64>(1)), (2150, 1));
+    assert_eq!(
+        made.get::<_, Option<Value>>(2),
+        Some(
+            json!({"task_id": task_id, "input_tokens": 50, "output_tokens": 2100,
+                    "total_tokens": 2150,
+                    "input_tokens_details": {"text_tokens": 10, "image_tokens": 40},
+                    "output_tokens_details": {"image_tokens": 2100}})
+        )
+    );
+    assert_eq!(made.get::<_, Option<i64>>(3), Some(63_370_000));
+    assert_eq!(
+        made.get::<_, Option<String>>(4).as_deref(),
+        Some("provider")
     );
 }

@@ -925,3 +925,96 @@ fn at_error_level_clients_going_away_log_nothing() {
     );
     assert!(!errors[0].contains("client"), "{}", errors[0]);
 }
+
+// ---- token-billed answers: their tokens in the access line -----------------------------------
+
+/// The OpenAI answers of a token-billed model, each as the provider documents it: a
+/// `gpt-image-2` image answer with its `usage` (2,150 tokens: 10 text and 40 image tokens in,
+/// 2,100 image tokens out), then a `gpt-4o-mini-tts` SSE stream whose closing
+/// `speech.audio.done` event reports 10 input and 40 output tokens.
+pub(crate) fn push_token_billed_answers(fake: &FakeProvider) {
+    use crate::support::image_conformance::{b64, png};
+    fake.push(Reply::json(
+        200,
+        json!({"created": 1713833628, "data": [{"b64_json": b64(&png(64, 1))}],
+               "size": "1024x1024", "quality": "high",
+               "usage": {"total_tokens": 2150, "input_tokens": 50, "output_tokens": 2100,
+                         "input_tokens_details": {"text_tokens": 10, "image_tokens": 40},
+                         "output_tokens_details": {"image_tokens": 2100}}}),
+    ));
+    let audio = base64::engine::general_purpose::STANDARD.encode([0xFF, 0xF3, 0x44, 0xC4, 1, 2]);
+    let delta = json!({"type": "speech.audio.delta", "audio": audio});
+    let done = json!({"type": "speech.audio.done",
+                      "usage": {"input_tokens": 10, "output_tokens": 40, "total_tokens": 50}});
+    fake.push(Reply::sse(vec![
+        (Duration::ZERO, format!("data: {delta}\n\n")),
+        (Duration::from_millis(10), format!("data: {done}\n\n")),
+    ]));
+}
+
+/// Ask for the two answers of [`push_token_billed_answers`], in order, as `key`.
+pub(crate) fn ask_token_billed(addr: SocketAddr, key: &str) {
+    let auth = [("Service-API-Key", key)];
+    let image = crate::support::client::post_json(
+        addr,
+        "/api/v1/images/generations",
+        &auth,
+        &json!({"model": "gpt-image-2", "prompt": "p", "size": "1024x1024", "quality": "high",
+                "response_format": "b64_json"}),
+    );
+    assert_eq!(image.status, 200, "{}", image.text());
+    let speech = crate::support::client::post_json(
+        addr,
+        "/api/v1/audio/speech",
+        &auth,
+        &json!({"model": "gpt-4o-mini-tts", "input": "hello world", "voice": "alloy",
+                "stream_format": "sse"}),
+    );
+    assert_eq!(speech.status, 200, "{}", speech.text());
+    assert!(speech.text().contains("speech.audio.done"));
+}
+
+/// A token-billed answer's access line carries the tokens its cost was computed from
+/// (`usage.tokens`: the provider's total), not 0 beside a cost made of them.
+#[test]
+fn the_access_line_carries_the_tokens_of_token_billed_answers() {
+    let fake = FakeProvider::start();
+    push_token_billed_answers(&fake);
+    let base = fake.base_url();
+    let gw = Binary::start(
+        |port| {
+            crate::support::config(&base, (port, free_port())).replacen(
+                "switchyard:\n",
+                "switchyard:\n  access_log: {format: json}\n",
+                1,
+            )
+        },
+        "warn,access=info",
+    );
+    ask_token_billed(gw.addr, crate::support::KEY);
+    let text = gw.output_when("both access lines", |t| access_lines(t).len() >= 2);
+    let lines: Vec<serde_json::Value> = access_lines(&text)
+        .into_iter()
+        .map(|l| serde_json::from_str(l.split_once(" access] ").unwrap().1).unwrap())
+        .collect();
+    let of = |model: &str| {
+        lines
+            .iter()
+            .find(|l| l["model"] == model)
+            .unwrap_or_else(|| panic!("no access line for {model}:\n{text}"))
+    };
+    let image = of("gpt-image-2");
+    assert_eq!(
+        image["usage"],
+        json!({"tokens": 2150, "characters": 0, "images": 1}),
+        "{image}"
+    );
+    assert_eq!(image["cost_basis"], "provider");
+    let speech = of("gpt-4o-mini-tts");
+    assert_eq!(
+        speech["usage"],
+        json!({"tokens": 50, "characters": 11, "images": 0}),
+        "{speech}"
+    );
+    assert_eq!(speech["cost"], "0.000486");
+}

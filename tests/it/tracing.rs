@@ -193,6 +193,48 @@ fn the_callers_trace_reaches_the_provider_one_span_per_attempt() {
     }
 }
 
+/// A `tracestate` beside a `traceparent` the gateway cannot parse is dropped, not forwarded (W3C
+/// Trace Context §3.3: "If the vendor failed to parse `traceparent`, it MUST NOT attempt to
+/// parse `tracestate`"); the provider still gets a fresh, valid `traceparent` of the gateway's
+/// own trace. Each invalid form: uppercase hex, an all-zero trace id, version `ff`, too short.
+#[test]
+fn a_tracestate_beside_an_invalid_traceparent_is_not_forwarded() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    for invalid in [
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+    ] {
+        fake.push(cohere_ok());
+        let resp = client::post_json(
+            gw.addr,
+            "/api/v1/rerank",
+            &[
+                ("Service-API-Key", KEY),
+                ("traceparent", invalid),
+                ("tracestate", "congo=t61rcWkgMzE"),
+            ],
+            &rerank_body(),
+        );
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        let sent = fake.requests().pop().unwrap();
+        assert_eq!(sent.header("tracestate"), None, "beside {invalid}");
+        let tp = sent.header("traceparent").expect("a fresh traceparent");
+        let parts: Vec<&str> = tp.split('-').collect();
+        assert_eq!(parts.len(), 4, "{tp}");
+        assert_eq!((parts[0], parts[1].len(), parts[2].len()), ("00", 32, 16));
+        assert!(
+            tp.bytes()
+                .all(|b| b == b'-' || b.is_ascii_digit() || b.is_ascii_lowercase()),
+            "{tp}"
+        );
+        assert_ne!(parts[1], CALLER_TRACE, "a trace of the gateway's own");
+        assert_ne!(parts[1], "0".repeat(32));
+    }
+}
+
 /// `trace_context: false` on a provider account: nothing of the trace is sent to it.
 #[test]
 fn an_account_can_opt_out_of_trace_context() {

@@ -122,6 +122,10 @@ async fn answer(
         let result = generate(&engine, call.region, req, &base, &progress).await?;
         image_tasks::keep_finished(state, s, &owner, &model.name, &result).await;
         out.usage.images = result.data.len() as u64;
+        // The provider's token usage (GPT image models), which the cost is computed from.
+        if let Some(usage) = result.facts.as_ref().and_then(|f| f.usage.as_ref()) {
+            out.image_tokens(usage);
+        }
         let asked = ImagesAsked {
             size: &size,
             quality,

@@ -187,6 +187,9 @@ pub(super) async fn provide(
             .await
             .map_err(|e| Failure::written("ending the audio", e))?;
     }
+    // The tokens the cost counted, for the access line and the ledger: the provider's, else
+    // (a token-priced model's raw audio) the gateway's count of the input.
+    out.speech_tokens(reported, by_tokens.then_some(text_tokens));
     Ok(())
 }
 
