@@ -392,7 +392,7 @@ fn a_provider_closing_after_its_first_piece_is_retried_or_cut_short_never_an_emp
 /// write, the client gets a 502 after the retries or a 200 cut short; never nothing.
 #[test]
 fn a_provider_resetting_after_its_first_piece_is_retried_or_cut_short_never_an_empty_reply() {
-    cuts(Cut::Reset, 10, false);
+    cuts(Cut::Reset, 20, false);
 }
 
 /// An SSE speech stream the provider cuts mid-way (its connection closed inside the chunked
