@@ -21,28 +21,30 @@ const END_EVENT: &str = "speech.audio.done";
 
 /// How a streamed copy ended badly.
 pub(crate) enum StreamError {
-    /// The provider failed mid-stream; for raw audio the connection must be dropped unfinished.
+    /// The provider failed mid-stream: the answer was cut short. For raw audio the connection
+    /// must be dropped unfinished; an SSE stream has had its final `error` event written.
     Upstream(GatewayError),
     /// The client went away; nothing more can be sent.
     Client,
 }
 
-/// Copy raw bytes (after `first`, already read) until the provider's body ends, then finish the
-/// client's body. Raw audio reports no usage: the usage returned is empty.
+/// Copy raw bytes (after `first`, already read; `ended`: the body ended with them) until the
+/// provider's body ends, then finish the client's body. Raw audio reports no usage: the usage
+/// returned is empty.
 ///
-/// What of the body has already arrived is read without waiting and written with `first` in one
-/// piece (one chunk when the answer is chunked): the head goes out with the first write
-/// (`respond::stream_head`), so an answer in hand is one write, head included, plus a chunked
-/// answer's terminator. Nothing waits for more: later pieces go out as they arrive.
+/// `first` is what of the body had already arrived when it was primed ([`in_hand`], read inside
+/// the attempt loop), written in one piece (one chunk when the answer is chunked) before anything
+/// more is read: the head goes out with the first write (`respond::stream_head`), so an answer in
+/// hand is one write, head included, plus a chunked answer's terminator, and a provider failing
+/// after it fails an answer the client has bytes of. Nothing waits for more: later pieces go out
+/// as they arrive.
 pub(crate) async fn bytes(
     client: &mut Client<'_>,
     mut resp: Response<'_>,
     first: Vec<Bytes>,
+    ended: bool,
 ) -> Result<Relayed, StreamError> {
-    let (first, ended) = match in_hand(&mut resp, first) {
-        Ok(got) => got,
-        Err(e) => return Err(StreamError::Upstream(GatewayError::Upstream(e))),
-    };
+    let first = join(first);
     match first {
         // The whole answer in hand: its bytes and the body's end together.
         Some(all) if ended => client.finish_with(all).await?,
@@ -72,8 +74,9 @@ const IN_HAND_BYTES: usize = 64 * 1024;
 
 /// `first` and every body piece that can be read without waiting, up to [`IN_HAND_BYTES`],
 /// joined into one (`None`: no bytes); and whether the body ended. (A body read that would wait
-/// is dropped unstarted: reading a body changes nothing until bytes arrive.)
-fn in_hand(
+/// is dropped unstarted: reading a body changes nothing until bytes arrive.) A failure already
+/// arrived is returned, whatever was gathered before it.
+pub(crate) fn in_hand(
     resp: &mut Response<'_>,
     mut first: Vec<Bytes>,
 ) -> Result<(Option<Bytes>, bool), UpstreamError> {
@@ -94,24 +97,28 @@ fn in_hand(
             None => break,
         }
     }
-    first.retain(|piece| !piece.is_empty());
-    let joined = match first.len() {
+    Ok((join(first), ended))
+}
+
+/// `pieces` as one (`None`: no bytes), copied only when there are several.
+fn join(mut pieces: Vec<Bytes>) -> Option<Bytes> {
+    pieces.retain(|piece| !piece.is_empty());
+    match pieces.len() {
         0 => None,
-        1 => first.pop(),
+        1 => pieces.pop(),
         _ => {
-            let mut joined = bytes::BytesMut::with_capacity(first.iter().map(Bytes::len).sum());
-            for piece in &first {
+            let mut joined = bytes::BytesMut::with_capacity(pieces.iter().map(Bytes::len).sum());
+            for piece in &pieces {
                 joined.extend_from_slice(piece);
             }
             Some(joined.freeze())
         }
-    };
-    Ok((joined, ended))
+    }
 }
 
 /// Copy an SSE speech stream (after `first`, already read) event by event; a provider failure,
-/// or an end without the closing `END_EVENT`, becomes a final `error` event. The usage the closing
-/// event reports is returned (empty when the stream did not close).
+/// or an end without the closing `END_EVENT`, becomes a final `error` event and is returned
+/// ([`StreamError::Upstream`]). The usage the closing event reports is returned.
 pub(crate) async fn events(
     client: &mut Client<'_>,
     mut resp: Response<'_>,
@@ -159,18 +166,19 @@ pub(crate) async fn events(
             Err(e) => break Some(GatewayError::Upstream(e)),
         }
     };
-    let complete = failure.is_none();
     match failure {
         None => {
             client.end().await?;
             resp.release().await;
+            Ok(client.relayed(ended.unwrap_or_default(), true))
         }
         Some(err) => {
             // A half event in the splitter is dropped: the client only ever sees whole events.
             client.write(error_event(&err), true).await?;
+            // Cut short, as a raw answer is: recorded so (`aborted`) and not charged.
+            Err(StreamError::Upstream(err))
         }
     }
-    Ok(client.relayed(ended.unwrap_or_default(), complete))
 }
 
 /// `event` ending in the blank line that dispatches it.

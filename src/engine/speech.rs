@@ -15,7 +15,8 @@
 //! ```
 //!
 //! A failure after the first byte ends an SSE stream with `data: {"type":"error",…}` and cuts a raw
-//! audio answer off without its terminating chunk.
+//! audio answer off without its terminating chunk; either way the relay returns the failure, so the
+//! request is recorded as an answer cut short (`aborted`, not charged).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -170,14 +171,36 @@ pub(crate) async fn prime<'u>(
             });
         }
         if !pending.is_empty() {
-            return Ok(Primed {
+            let mut primed = Primed {
                 resp,
                 length: length.filter(|_| !fetched),
                 decoder,
                 pending,
                 done: None,
-            });
+            };
+            if primed.decoder.is_none() && !sse {
+                primed.take_in_hand()?;
+            }
+            return Ok(primed);
         }
+    }
+}
+
+impl Primed<'_> {
+    /// Raw audio passed through: take what else of the body has already arrived
+    /// (`passthrough::in_hand`), so that it goes out in one write with the first piece. Done here,
+    /// inside the attempt loop and before the answer's head is written, because what has arrived
+    /// may be the provider's failure (a connection closed or reset right after its first piece):
+    /// nothing has reached the client then, so the attempt fails and is retried. Found after
+    /// the head, it would end an answer the client got nothing of.
+    fn take_in_hand(&mut self) -> Result<(), UpstreamError> {
+        let (first, ended) =
+            passthrough::in_hand(&mut self.resp, std::mem::take(&mut self.pending))?;
+        self.pending = first.into_iter().collect();
+        if ended {
+            self.done = Some(SpeechUsage::default());
+        }
+        Ok(())
     }
 }
 
@@ -217,7 +240,12 @@ pub(crate) fn relay<'a>(
     } = primed;
     match decoder {
         None if sse => Either::Left(Either::Left(passthrough::events(client, resp, pending))),
-        None => Either::Left(Either::Right(passthrough::bytes(client, resp, pending))),
+        None => Either::Left(Either::Right(passthrough::bytes(
+            client,
+            resp,
+            pending,
+            done.is_some(),
+        ))),
         Some(decoder) => Either::Right(decode(client, resp, decoder, pending, done, sse, input)),
     }
 }
@@ -279,10 +307,8 @@ async fn decode(
             let err = GatewayError::Upstream(err);
             if sse {
                 client.write(passthrough::error_event(&err), true).await?;
-                Ok(client.relayed(SpeechUsage::default(), false))
-            } else {
-                Err(StreamError::Upstream(err))
             }
+            Err(StreamError::Upstream(err))
         }
     }
 }

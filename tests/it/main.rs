@@ -104,6 +104,7 @@ mod speech_azure;
 mod speech_cartesia;
 mod speech_checks;
 mod speech_cosyvoice;
+mod speech_cuts;
 mod speech_dashscope;
 mod speech_deepgram;
 mod speech_elevenlabs;

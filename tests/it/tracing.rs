@@ -733,6 +733,55 @@ mod otlp {
         nothing_secret(&collector, &[text]);
     }
 
+    /// An SSE speech stream the provider cuts mid-way: the client has its `error` event, and the
+    /// trace says the answer was cut as it does for raw audio — the relay span ended
+    /// `upstream_failed` with an error status, and the server span is an error.
+    #[test]
+    fn an_sse_speech_stream_cut_mid_way_is_a_failed_relay() {
+        use base64::Engine;
+        let collector = Collector::start();
+        let fake = FakeProvider::start();
+        let gw = TestGateway::start_with(|p| config(&fake.base_url(), p, collector.addr, ""));
+        let audio = base64::engine::general_purpose::STANDARD.encode([0xFFu8, 0xFB, 0x90, 0x64]);
+        let delta = format!(
+            "data: {}\n\n",
+            json!({"type": "speech.audio.delta", "audio": audio})
+        );
+        fake.push(Reply::chunked(
+            200,
+            "text/event-stream",
+            vec![(Duration::ZERO, delta.into_bytes())],
+            true,
+        ));
+        let tp = traceparent();
+        let resp = client::post_json(
+            gw.addr,
+            "/api/v1/audio/speech",
+            &[("Service-API-Key", KEY), ("traceparent", tp.as_str())],
+            &json!({"model": "gpt-4o-mini-tts", "input": "hi", "stream_format": "sse"}),
+        );
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        let events = client::sse_events(&resp.body);
+        assert!(
+            events
+                .last()
+                .is_some_and(|e| e.contains("\"type\":\"error\"")),
+            "{events:?}"
+        );
+        let spans = collector.wait(CALLER_TRACE, 5);
+        let relay = named(&spans, "speech_relay");
+        assert_eq!(relay.len(), 1, "{spans:#?}");
+        assert_eq!(
+            relay[0].attr("switchyard.relay.ended").unwrap(),
+            "upstream_failed"
+        );
+        assert!(relay[0].error, "{:#?}", relay[0]);
+        let server = named(&spans, "POST /api/v1/audio/speech");
+        assert_eq!(server.len(), 1, "{spans:#?}");
+        assert_eq!(server[0].attr("http.response.status_code").unwrap(), 200);
+        assert!(server[0].error, "{:#?}", server[0]);
+    }
+
     /// A rerank request without a caller's trace: the gateway's own trace, its server span the
     /// root, with the usage and the attempt; no document or query text in any attribute.
     #[test]

@@ -173,6 +173,7 @@ async fn follow(
             }
             // The leader's stream failed after its first audio: an SSE client gets the error
             // event (the leader's, when it wrote one), raw audio is cut as the leader's was.
+            // Either way the answer was cut short, and is recorded so.
             Follow::Failed if req.sse => {
                 if !error_event {
                     let e = crate::common::error::GatewayError::Internal(
@@ -182,7 +183,12 @@ async fn follow(
                         return Followed::Ended(Err(e));
                     }
                 }
-                return Followed::Ended(end(call).await);
+                if let Err(e) = end(call).await {
+                    return Followed::Ended(Err(e));
+                }
+                return Followed::Ended(Err(Failure::Abort(
+                    "the answer this request waited for failed mid-stream".into(),
+                )));
             }
             Follow::Failed => {
                 return Followed::Ended(Err(Failure::Abort(
