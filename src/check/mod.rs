@@ -154,7 +154,7 @@ fn expectations(settings: &GatewaySettings) -> BTreeMap<String, Expected> {
                 configured.publics.push(model.name.clone());
             }
             if configured.lifecycle.is_none() {
-                configured.lifecycle = target.lifecycle.as_ref().map(|l| l.shutdown);
+                configured.lifecycle = target.lifecycle.as_ref().and_then(|l| l.shutdown);
             }
             if let Caps::Speech(caps) = model.caps {
                 let default = model
