@@ -139,15 +139,17 @@ fn expectations(settings: &GatewaySettings) -> BTreeMap<String, Expected> {
                 publics.push(model.name.clone());
             }
             if let Caps::Speech(caps) = model.caps {
-                let default = model
-                    .voice_map
-                    .get(caps.default_voice)
-                    .map(String::as_str)
-                    .unwrap_or(caps.default_voice);
-                e.voices
-                    .entry(default.to_string())
-                    .or_default()
-                    .push(format!("default voice of {}", model.name));
+                if let Some(default) = caps.default_voice {
+                    let default = model
+                        .voice_map
+                        .get(default)
+                        .map(String::as_str)
+                        .unwrap_or(default);
+                    e.voices
+                        .entry(default.to_string())
+                        .or_default()
+                        .push(format!("default voice of {}", model.name));
+                }
                 for voice in caps.voices {
                     e.voices
                         .entry(voice.to_string())
