@@ -524,8 +524,7 @@ fn december_2026_speech_bounds_and_voices() {
             &serde_yaml::from_str("{input_token_limit: {max: 10, unit: characters}}").unwrap(),
             "m",
         )
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(
         problems
             .iter()

@@ -1199,7 +1199,9 @@ fn default_voice_named(
         return;
     }
     let why = format!(
-        "family `{}` has no default voice (no voice serves every account of its provider); set          `default_voice:` to a voice of this account (`GET /api/v1/audio/voices?model={name}`          lists them)",
+        "family `{}` has no default voice (no voice serves every account of its provider); set \
+         `default_voice:` to a voice of this account (`GET /api/v1/audio/voices?model={name}` \
+         lists them)",
         c.family
     );
     if targets.iter().any(|t| t.provider.enabled()) {
