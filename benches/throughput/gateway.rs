@@ -102,7 +102,7 @@ switchyard:
     tts-1-length: {{family: openai-tts, targets: [{{provider: openai-length, model: tts-1}}]}}
     seedream-4.0: {{family: seedream, targets: [{{provider: ark, model: doubao-seedream-4-0-250828}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai-sse, model: gpt-4o-mini-tts}}]}}
-    eleven: {{family: elevenlabs-tts, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
+    eleven: {{family: elevenlabs-tts, default_voice: JBFqnCBsd6RMkjVDRZzb, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
     tts-1-cached: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}], cache: {{ttl_seconds: 86400}}}}
     tts-1-sse-cached: {{family: openai-tts-instruct, targets: [{{provider: openai-sse, model: gpt-4o-mini-tts}}], cache: {{ttl_seconds: 86400}}}}
     rerank-v3.5-cached: {{family: cohere-rerank, targets: [{{provider: cohere, model: rerank-v3.5}}], cache: {{ttl_seconds: 86400}}}}

@@ -209,13 +209,17 @@ impl From<Limit> for LimitView {
 struct SpeechView {
     /// Empty: any voice name (the provider judges it).
     voices: &'static [&'static str],
-    default_voice: &'static str,
+    /// `null`: none; a request must name its voice.
+    default_voice: Option<&'static str>,
     custom_voices: bool,
     formats: &'static [&'static str],
     sse_formats: &'static [&'static str],
     speeds: &'static [f64],
     instructions: bool,
     input_limit: LimitView,
+    /// A second bound on `input`, in tokens (omitted when there is none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input_token_limit: Option<LimitView>,
     native_fields: &'static [&'static str],
 }
 
@@ -230,6 +234,7 @@ impl SpeechView {
             speeds: c.speeds,
             instructions: c.instructions,
             input_limit: c.input_limit.into(),
+            input_token_limit: c.input_token_limit.map(Into::into),
             native_fields: c.native_fields,
         }
     }

@@ -178,6 +178,19 @@ pub fn parse<'a>(
             );
         }
     }
+    if let (None, Some(c)) = (&voice, caps) {
+        if c.default_voice.is_none() {
+            // The configuration names no default voice for this model (a load-time requirement
+            // where its account is usable, so only a model without a usable target gets here).
+            f.error(
+                "voice",
+                format!(
+                    "model {} has no default voice: name a voice",
+                    model_name(&model)
+                ),
+            );
+        }
+    }
     if let (Some(v), Some(c)) = (&voice, caps) {
         if v.as_str().trim().is_empty() {
             f.error("voice", "must not be empty");
@@ -214,17 +227,22 @@ pub fn parse<'a>(
             "speech validation incomplete".into(),
         ));
     };
-    if let Some(length) = common::over_limit(input.as_str(), caps.input_limit) {
-        return Err(GatewayError::InputTooLong {
-            model: model.name.clone(),
-            length,
-            unit: caps.input_limit.unit.as_str(),
-            limit: caps.input_limit.max,
-        });
+    // Each bound the model has (characters or bytes, and for some models tokens too).
+    for limit in std::iter::once(caps.input_limit).chain(caps.input_token_limit) {
+        if let Some(length) = common::over_limit(input.as_str(), limit) {
+            return Err(GatewayError::InputTooLong {
+                model: model.name.clone(),
+                length,
+                unit: limit.unit.as_str(),
+                limit: limit.max,
+            });
+        }
     }
     // The model's own default when it has one in the config, which is part of its capabilities.
     let default_voice = voice.is_none();
-    let voice = voice.unwrap_or(Str(std::borrow::Cow::Borrowed(caps.default_voice)));
+    let voice = voice.unwrap_or(Str(std::borrow::Cow::Borrowed(
+        caps.default_voice.unwrap_or_default(),
+    )));
     // A name the operator maps (`voice_map`) goes to the provider as the voice it stands for.
     let voice = if custom_voice {
         voice

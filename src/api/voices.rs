@@ -88,7 +88,8 @@ pub(crate) struct Voice {
 pub(crate) struct VoiceList {
     pub object: &'static str,
     pub model: String,
-    pub default_voice: String,
+    /// `null` for a model with no default voice (its requests must name one).
+    pub default_voice: Option<String>,
     pub provider_voices: ProviderVoices,
     pub data: Vec<Voice>,
 }
@@ -110,9 +111,9 @@ pub(crate) fn list(
             .unwrap_or_else(|| id.to_string())
     };
     let mut data: Vec<Voice> = Vec::new();
-    let default = caps.default_voice;
+    let default = caps.default_voice.unwrap_or_default();
     // A default that is itself a mapped name is listed as the mapping.
-    if !is_mapped(model, default) {
+    if caps.default_voice.is_some() && !is_mapped(model, default) {
         data.push(Voice {
             id: default.to_string(),
             name: name_of(default),
@@ -155,7 +156,7 @@ pub(crate) fn list(
     VoiceList {
         object: "list",
         model: model.name.clone(),
-        default_voice: default.to_string(),
+        default_voice: caps.default_voice.map(str::to_string),
         provider_voices,
         data,
     }

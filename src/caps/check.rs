@@ -13,7 +13,7 @@ use std::collections::HashSet;
 
 use super::patch::{ImagePatch, LimitPatch, Patch, RerankPatch, SizesPatch, SpeechPatch};
 use super::schema::{
-    parse_size, Caps, ImageCaps, Limit, Ratio, RerankCaps, SizeRule, SpeechCaps, BACKGROUNDS,
+    parse_size, Caps, ImageCaps, Limit, Ratio, RerankCaps, SizeRule, SpeechCaps, Unit, BACKGROUNDS,
     MAX_IMAGES, MAX_N, OUTPUT_FORMATS, QUALITIES, SPEECH_FORMATS, SPEEDS,
 };
 
@@ -105,7 +105,16 @@ impl Checker<'_> {
         let instructions = self.need("instructions", &p.instructions);
         let sse_formats = self.need("sse_formats", &p.sse_formats);
         let input_limit = self.limit("input_limit", &p.input_limit);
-        let default_voice = self.need("default_voice", &p.default_voice);
+        let input_token_limit = match &p.input_token_limit {
+            Some(_) => self.limit("input_token_limit", &p.input_token_limit),
+            None => None,
+        };
+        if input_token_limit.is_some_and(|l| l.unit != Unit::Tokens) {
+            self.error("input_token_limit.unit", "must be tokens");
+        }
+        // Optional: a family whose provider has no voice every account can use names none, and
+        // the configuration must (`config`'s check of each model).
+        let default_voice = p.default_voice.as_ref();
         let native_fields = self.need("native_fields", &p.native_fields);
         let voices = p.voices.as_deref().unwrap_or_default();
 
@@ -166,7 +175,8 @@ impl Checker<'_> {
             instructions: *instructions?,
             sse_formats: strs(sse_formats?),
             input_limit: input_limit?,
-            default_voice: string(default_voice?),
+            input_token_limit,
+            default_voice: default_voice.map(|v| string(v.as_str())),
             voices: strs(voices),
             custom_voices: p.custom_voices.unwrap_or(false),
             native_fields: strs(native_fields?),

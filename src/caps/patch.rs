@@ -162,6 +162,7 @@ pub(crate) struct SpeechPatch {
     pub instructions: Option<bool>,
     pub sse_formats: Option<Vec<String>>,
     pub input_limit: Option<LimitPatch>,
+    pub input_token_limit: Option<LimitPatch>,
     pub default_voice: Option<String>,
     pub voices: Option<Vec<String>>,
     pub custom_voices: Option<bool>,
@@ -175,6 +176,7 @@ impl SpeechPatch {
         set(&mut self.instructions, over.instructions);
         set(&mut self.sse_formats, over.sse_formats);
         merge_limit(&mut self.input_limit, over.input_limit);
+        merge_limit(&mut self.input_token_limit, over.input_token_limit);
         set(&mut self.default_voice, over.default_voice);
         set(&mut self.voices, over.voices);
         set(&mut self.custom_voices, over.custom_voices);

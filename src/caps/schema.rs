@@ -218,8 +218,13 @@ pub struct SpeechCaps {
     pub sse_formats: &'static [&'static str],
     /// Longest `input`; longer is a 413 `input_too_long`.
     pub input_limit: Limit,
-    /// Voice used when the request names none.
-    pub default_voice: &'static str,
+    /// A second bound on `input`, in tokens, where the provider counts both (OpenAI's
+    /// gpt-4o-mini-tts: 4,096 characters and 2,000 tokens); longer is a 413 `input_too_long`
+    /// (optional key).
+    pub input_token_limit: Option<Limit>,
+    /// Voice used when the request names none (optional key: `None` where no voice serves every
+    /// account, as at ElevenLabs, so the configuration must name one; see `config`).
+    pub default_voice: Option<&'static str>,
     /// Voices the model accepts (empty: any; the provider judges).
     pub voices: &'static [&'static str],
     /// Whether `voice` may also be a custom voice, `{"id": "voice_…"}` (optional key, default

@@ -372,7 +372,7 @@ fn overrides_merge_onto_the_family() {
             .unwrap(),
     );
     assert!(c.voices.is_empty());
-    assert_eq!(c.default_voice, "zed");
+    assert_eq!(c.default_voice, Some("zed"));
     // Nothing to override: the family's own capabilities, not a copy.
     let same = table.with_overrides("rank", &Value::Null, "m").unwrap();
     match (same, table.get("rank").unwrap()) {
@@ -500,5 +500,46 @@ fn a_document_limit_is_optional_overridable_and_checked() {
     assert_eq!(
         rerank(builtin.get("cohere-rerank").unwrap()).document_limit,
         None
+    );
+}
+
+/// gpt-4o-mini-tts takes at most 2,000 input tokens besides the endpoint's 4,096 characters (M4 of
+/// the 2026-12-01 audit); the other OpenAI family has only the characters. ElevenLabs' families
+/// name no default voice: none serves every account after 2026-12-31 (M7).
+#[test]
+fn december_2026_speech_bounds_and_voices() {
+    let table = builtin().unwrap_or_else(|e| panic!("{e:#?}"));
+    let instruct = speech(table.get("openai-tts-instruct").unwrap());
+    assert_eq!(instruct.input_limit.max, 4096);
+    assert_eq!(instruct.input_limit.unit, Unit::Characters);
+    let tokens = instruct.input_token_limit.expect("a token bound");
+    assert_eq!((tokens.max, tokens.unit), (2000, Unit::Tokens));
+    assert!(speech(table.get("openai-tts").unwrap())
+        .input_token_limit
+        .is_none());
+    for name in ["elevenlabs-tts", "elevenlabs-tts-flash", "elevenlabs-v3"] {
+        assert_eq!(
+            speech(table.get(name).unwrap()).default_voice,
+            None,
+            "{name}"
+        );
+    }
+    assert_eq!(
+        speech(table.get("openai-tts").unwrap()).default_voice,
+        Some("alloy")
+    );
+    // A token bound counts tokens, nothing else.
+    let problems = table
+        .with_overrides(
+            "openai-tts-instruct",
+            &serde_yaml::from_str("{input_token_limit: {max: 10, unit: characters}}").unwrap(),
+            "m",
+        )
+        .expect_err("refused");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("input_token_limit.unit: must be tokens")),
+        "{problems:?}"
     );
 }

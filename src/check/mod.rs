@@ -157,15 +157,17 @@ fn expectations(settings: &GatewaySettings) -> BTreeMap<String, Expected> {
                 configured.lifecycle = target.lifecycle.as_ref().and_then(|l| l.shutdown);
             }
             if let Caps::Speech(caps) = model.caps {
-                let default = model
-                    .voice_map
-                    .get(caps.default_voice)
-                    .map(String::as_str)
-                    .unwrap_or(caps.default_voice);
-                e.voices
-                    .entry(default.to_string())
-                    .or_default()
-                    .push(format!("default voice of {}", model.name));
+                if let Some(default) = caps.default_voice {
+                    let default = model
+                        .voice_map
+                        .get(default)
+                        .map(String::as_str)
+                        .unwrap_or(default);
+                    e.voices
+                        .entry(default.to_string())
+                        .or_default()
+                        .push(format!("default voice of {}", model.name));
+                }
                 for voice in caps.voices {
                     e.voices
                         .entry(voice.to_string())

@@ -1171,6 +1171,7 @@ fn build_catalog(
                 )),
             }
         }
+        default_voice_named(name, caps, &targets, &at, errors);
         let voice_map = voice_map::check(&m.voice_map, caps, &at, errors);
         let cached = cache::policy(m.cache.as_ref(), &at, errors);
         built.push(
@@ -1180,6 +1181,34 @@ fn build_catalog(
         );
     }
     lifecycle::finish(built, models, clock, errors, warnings)
+}
+
+/// A speech model whose family has no default voice (ElevenLabs': no voice serves every account
+/// after 2026-12-31) must name one once a target can be called, or every request without `voice`
+/// would fail at the provider. A model whose accounts have no key yet answers 503 anyway, so it
+/// loads (with a warning): the default configuration loads with no environment.
+fn default_voice_named(
+    name: &str,
+    caps: Caps,
+    targets: &[Target],
+    at: &str,
+    errors: &mut Vec<String>,
+) {
+    let Caps::Speech(c) = caps else { return };
+    if c.default_voice.is_some() {
+        return;
+    }
+    let why = format!(
+        "family `{}` has no default voice (no voice serves every account of its provider); set \
+         `default_voice:` to a voice of this account (`GET /api/v1/audio/voices?model={name}` \
+         lists them)",
+        c.family
+    );
+    if targets.iter().any(|t| t.provider.enabled()) {
+        errors.push(format!("{at}.default_voice: required: {why}"));
+    } else {
+        log::warn!("{at}.default_voice: not set: {why}; requests must name a voice");
+    }
 }
 
 /// A model's `capabilities`, with the older per-model keys (`default_voice`, `max_input_chars`,
@@ -1211,8 +1240,9 @@ fn overrides(m: &file::ModelFile, family: Caps, at: &str, errors: &mut Vec<Strin
     let mut ignored = Vec::new();
     match family {
         Caps::Speech(_) => {
-            if let Some(v) = &m.default_voice {
-                put("default_voice", "default_voice", v.as_str().into());
+            // Empty, as `${VAR:-}` leaves it when the variable is unset, is not given.
+            if let Some(v) = m.default_voice.as_deref().filter(|v| !v.trim().is_empty()) {
+                put("default_voice", "default_voice", v.into());
             }
             if let Some(n) = m.max_input_chars {
                 put("max_input_chars", "input_limit", chars(n));
@@ -1299,8 +1329,9 @@ mod tests {
         assert!(s.gateway.catalog.get("tts-1").is_some());
     }
 
-    /// The default configuration offers the dated gpt-4o-mini-tts snapshot (instructions, SSE)
-    /// and a current ElevenLabs default voice (George; Rachel is retired).
+    /// The default configuration offers the dated gpt-4o-mini-tts snapshot (instructions, SSE).
+    /// ElevenLabs has no voice every account can use after 2026-12-31, so its models take the
+    /// operator's (`ELEVENLABS_VOICE_ID`), and none without it.
     #[test]
     fn the_default_speech_models_and_voices_are_current() {
         use crate::caps::Caps;
@@ -1319,12 +1350,86 @@ mod tests {
         };
         assert_eq!(c.family, "openai-tts-instruct");
         assert!(c.instructions && !c.sse_formats.is_empty());
-        for name in ["eleven-multilingual-v2", "eleven-flash-v2.5", "eleven-v3"] {
+        let voice = |env: &dyn Fn(&str) -> Option<String>, name: &str| {
+            let s = load_str(DEFAULT_CONFIG, env).unwrap_or_else(|e| panic!("{e:#?}"));
             let model = s.gateway.catalog.get(name).expect(name);
             let Caps::Speech(c) = model.caps else {
                 panic!("{name} is not a speech model");
             };
-            assert_eq!(c.default_voice, "JBFqnCBsd6RMkjVDRZzb", "{name}");
+            c.default_voice.map(str::to_string)
+        };
+        let operators = |k: &str| (k == "ELEVENLABS_VOICE_ID").then(|| "my-voice-id".to_string());
+        for name in ["eleven-multilingual-v2", "eleven-flash-v2.5", "eleven-v3"] {
+            assert_eq!(voice(&no_env, name), None, "{name}");
+            assert_eq!(
+                voice(&operators, name).as_deref(),
+                Some("my-voice-id"),
+                "{name}"
+            );
+        }
+    }
+
+    /// An ElevenLabs model whose account has a key names its default voice, or the configuration
+    /// is refused at load, naming the key to set (no voice serves every account after 2026-12-31).
+    #[test]
+    fn an_elevenlabs_model_with_a_key_must_name_its_default_voice() {
+        let keyed = |k: &str| (k == "ELEVENLABS_API_KEY").then(|| "xi-key".to_string());
+        let problems = load_str(DEFAULT_CONFIG, &keyed).err().expect("refused");
+        for name in ["eleven-multilingual-v2", "eleven-flash-v2.5", "eleven-v3"] {
+            let at = format!("switchyard.models.{name}.default_voice: required: ");
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.starts_with(&at) && p.contains("`GET /api/v1/audio/voices?model=")),
+                "{name}: {problems:#?}"
+            );
+        }
+        assert_eq!(problems.len(), 3, "{problems:#?}");
+        let both = |k: &str| match k {
+            "ELEVENLABS_API_KEY" => Some("xi-key".to_string()),
+            "ELEVENLABS_VOICE_ID" => Some("my-voice-id".to_string()),
+            _ => None,
+        };
+        load_str(DEFAULT_CONFIG, &both).unwrap_or_else(|e| panic!("{e:#?}"));
+    }
+
+    fn fast_or_bge(successor: &str) -> &'static str {
+        if successor.ends_with("4-fast") {
+            "cohere-rerank-4-fast"
+        } else {
+            "bge-reranker-v2-m3"
+        }
+    }
+
+    /// Pinecone's retired models (pinecone-rerank-v0, and cohere-rerank-3.5, served by Cohere
+    /// Rerank 4 Fast since 2026-08-01) hand their requests to successors, and 4 Fast is offered
+    /// under its own name.
+    #[test]
+    fn pinecone_defaults_name_what_serves_them() {
+        let s = load_str(DEFAULT_CONFIG, &no_env).unwrap_or_else(|e| panic!("{e:#?}"));
+        let fast = s
+            .gateway
+            .catalog
+            .get("pinecone-cohere-rerank-4-fast")
+            .expect("4 Fast is offered");
+        assert_eq!(fast.targets[0].native_model, "cohere-rerank-4-fast");
+        for (name, successor) in [
+            ("pinecone-rerank-v0", "pinecone-bge-reranker-v2-m3"),
+            (
+                "pinecone-cohere-rerank-3.5",
+                "pinecone-cohere-rerank-4-fast",
+            ),
+        ] {
+            let model = s.gateway.catalog.get(name).expect(name);
+            let lifecycle = model.targets[0].lifecycle.as_ref().expect(name);
+            assert!(lifecycle.gone(crate::api::images::now()), "{name}");
+            assert_eq!(
+                model.lifecycle.successor.as_deref(),
+                Some(successor),
+                "{name}"
+            );
+            let serving = s.gateway.catalog.serving(name).expect(name);
+            assert_eq!(serving.targets[0].native_model, fast_or_bge(successor));
         }
     }
 
@@ -1684,7 +1789,7 @@ switchyard:
         let Caps::Speech(tts) = caps_of(&s, "tts") else {
             panic!("not speech")
         };
-        assert_eq!(tts.default_voice, "echo");
+        assert_eq!(tts.default_voice, Some("echo"));
         assert_eq!(
             tts.input_limit,
             caps::Limit {

@@ -100,8 +100,15 @@ pub(crate) fn catalog(
         serde_yaml::Value::Mapping(m)
     };
     match base {
-        Caps::Speech(_) if max_input_chars > 0 => {
-            overrides.insert("input_limit".into(), limit(max_input_chars));
+        Caps::Speech(c) => {
+            if max_input_chars > 0 {
+                overrides.insert("input_limit".into(), limit(max_input_chars));
+            }
+            // A family with no default voice (ElevenLabs') needs the configuration's, as a
+            // configured model must name one: George, the voice these tests' accounts have.
+            if c.default_voice.is_none() {
+                overrides.insert("default_voice".into(), "JBFqnCBsd6RMkjVDRZzb".into());
+            }
         }
         Caps::Rerank(_) => {
             if max_input_chars > 0 {

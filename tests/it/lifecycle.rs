@@ -125,7 +125,8 @@ fn answers_of_deprecated_models_carry_deprecation_sunset_and_link() {
         &json!({"model": "tts-1", "input": "hi"}),
     );
     assert_eq!(r.status, 200, "{}", r.text());
-    let deprecated = Date::parse("2026-11-26").unwrap().unix();
+    // OpenAI posted the deprecation on 2026-10-01 (M1 of the 2026-12-01 audit).
+    let deprecated = Date::parse("2026-10-01").unwrap().unix();
     assert_eq!(
         lifecycle_headers(&r),
         [

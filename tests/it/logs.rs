@@ -157,7 +157,7 @@ switchyard:
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     speech-2.8-hd: {{family: minimax-tts, targets: [{{provider: minimax, model: speech-2.8-hd}}]}}
-    eleven: {{family: elevenlabs-tts, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
+    eleven: {{family: elevenlabs-tts, default_voice: JBFqnCBsd6RMkjVDRZzb, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
     google-tts: {{family: google-tts, targets: [{{provider: google, model: default}}]}}
     doubao-tts: {{family: doubao-tts, targets: [{{provider: volcengine, model: seed-tts-1.0}}]}}
     gpt-image-1: {{family: gpt-image, targets: [{{provider: openai, model: gpt-image-1, lifecycle: {{still_available: true}}}}]}}

@@ -213,11 +213,10 @@ fn each_target_shows_its_price_or_null() {
         price("flux-pro-1.1", 0)["images"],
         json!({"per_image": "0.04"})
     );
-    // No source confirmed a price for these: null, not 0.
-    // A price of 0 the provider states is shown as such.
+    // Mixedbread's model page: $0.15 per 1M tokens (W2 of the 2026-12-01 audit; it was 0).
     assert_eq!(
         price("mxbai-rerank-large-v2", 0)["tokens"],
-        json!({"per": 1000000, "input": "0"})
+        json!({"per": 1000000, "input": "0.15"})
     );
     // Chinese providers' domestic prices are in yuan.
     assert_eq!(price("cogview-4", 0)["currency"], "CNY");
@@ -225,6 +224,7 @@ fn each_target_shows_its_price_or_null() {
         price("cogview-4", 0)["images"],
         json!({"per_image": "0.06"})
     );
+    // No source confirmed a price for these: null, not 0.
     for unpriced in [
         "rerank-english-v3.0",
         "azure-tts",
@@ -263,7 +263,7 @@ fn capabilities_are_the_family_table() {
     assert_eq!(c["formats"], json!(tts.formats));
     assert_eq!(c["sse_formats"], json!([]));
     assert_eq!(c["speeds"], json!(tts.speeds));
-    assert_eq!(c["default_voice"], tts.default_voice);
+    assert_eq!(c["default_voice"], json!(tts.default_voice));
     assert_eq!(c["voices"], json!(tts.voices));
     assert_eq!(c["instructions"], false);
     assert_eq!(

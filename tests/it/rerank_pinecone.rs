@@ -140,3 +140,50 @@ fn rerank_units_and_parameters() {
         json!({"truncate": "END"})
     );
 }
+
+/// Pinecone removed `pinecone-rerank-v0` (2025-12-29) and serves every `cohere-rerank-3.5`
+/// request with `cohere-rerank-4-fast` since 2026-08-01: configured as the default configuration
+/// does (each retired name with a successor), a request naming a retired model is sent as its
+/// successor's native model, and the answer names the model that served it
+/// (`Switchyard-Served-Model`, `model`) instead of presenting 4 Fast as 3.5.
+#[test]
+fn retired_models_are_served_by_their_successors() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start_with(|ports| {
+        support::config(&fake.base_url(), ports)
+            + "    pinecone-bge-reranker-v2-m3: {family: pinecone-rerank, targets: [{provider: pinecone, model: bge-reranker-v2-m3}]}\n"
+            + "    pinecone-rerank-v0: {family: pinecone-rerank, successor: pinecone-bge-reranker-v2-m3, targets: [{provider: pinecone, model: pinecone-rerank-v0}]}\n"
+            + "    pinecone-cohere-rerank-4-fast: {family: pinecone-cohere-rerank, targets: [{provider: pinecone, model: cohere-rerank-4-fast}]}\n"
+            + "    pinecone-cohere-rerank-3.5: {family: pinecone-cohere-rerank, successor: pinecone-cohere-rerank-4-fast, targets: [{provider: pinecone, model: cohere-rerank-3.5}]}\n"
+    });
+    for (i, (public, native, serving)) in [
+        (
+            "pinecone-cohere-rerank-3.5",
+            "cohere-rerank-4-fast",
+            "pinecone-cohere-rerank-4-fast",
+        ),
+        (
+            "pinecone-rerank-v0",
+            "bge-reranker-v2-m3",
+            "pinecone-bge-reranker-v2-m3",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        fake.push(answer(&[(0, 0.5)], true));
+        let resp = post(
+            &gw,
+            "/api/v1/rerank",
+            &json!({"model": public, "query": "q", "documents": ["a"]}),
+        );
+        assert_eq!(resp.status, 200, "{public}: {}", resp.text());
+        assert_eq!(fake.requests()[i].json()["model"], native, "{public}");
+        assert_eq!(
+            resp.header("switchyard-served-model"),
+            Some(serving),
+            "{public}"
+        );
+        assert_eq!(resp.json()["model"], serving, "{public}");
+    }
+}

@@ -31,7 +31,7 @@ fn native_content_type(format: &str) -> &'static str {
 
 /// "Rachel", the default voice until ElevenLabs retired it.
 const RETIRED_VOICE: &str = "21m00Tcm4TlvDq8ikWAM";
-/// "George", a current premade voice (the SDK README's), the families' default now.
+/// "George", a premade voice (the SDK README's), the test account's default (the families name none).
 const DEFAULT_VOICE: &str = "JBFqnCBsd6RMkjVDRZzb";
 
 /// ElevenLabs' answer for a voice id it does not know (or no longer has): a 404 with the
@@ -374,8 +374,8 @@ fn wav_comes_from_the_non_streaming_endpoint_and_is_never_sse() {
 fn with_current_models(fake: &FakeProvider) -> TestGateway {
     TestGateway::start_with(|ports| {
         support::config(&fake.base_url(), ports)
-            + "    eleven-flash-v2.5: {family: elevenlabs-tts-flash, targets: [{provider: elevenlabs, model: eleven_flash_v2_5}]}\n"
-            + "    eleven-v3: {family: elevenlabs-v3, targets: [{provider: elevenlabs, model: eleven_v3}]}\n"
+            + &format!("    eleven-flash-v2.5: {{family: elevenlabs-tts-flash, default_voice: {DEFAULT_VOICE}, targets: [{{provider: elevenlabs, model: eleven_flash_v2_5}}]}}\n")
+            + &format!("    eleven-v3: {{family: elevenlabs-v3, default_voice: {DEFAULT_VOICE}, targets: [{{provider: elevenlabs, model: eleven_v3}}]}}\n")
     })
 }
 
@@ -442,7 +442,7 @@ fn a_model_elevenlabs_does_not_serve_is_named() {
 
 /// A default voice ElevenLabs no longer has is the operator's configuration failing (503 naming
 /// the model and the voice, not retried), while the same refusal of a voice the caller named is
-/// the caller's 400; the built-in default is a current voice.
+/// the caller's 400; the operator's default voice is what a request without one gets.
 #[test]
 fn a_refused_default_voice_is_the_operators_problem_not_the_callers() {
     let fake = FakeProvider::start();
@@ -481,7 +481,7 @@ fn a_refused_default_voice_is_the_operators_problem_not_the_callers() {
         "{body}"
     );
 
-    // Without a voice, the built-in default is one ElevenLabs serves.
+    // Without a voice, the model's default (the operator's `default_voice`) is sent.
     fake.push(Reply::bytes(200, "audio/mpeg", audio(32)));
     let resp = post(
         &gw,
@@ -545,4 +545,75 @@ fn fields_a_model_cannot_honour_are_refused_before_sending() {
             assert_eq!(&sent[k], v, "{model}: {k}");
         }
     }
+}
+
+/// ElevenLabs removes its Default voices on 2026-12-31 (accounts made after March 2026 never had
+/// them): no voice serves every account, so the families name none. The default configuration
+/// still loads with no environment, is refused at start once the ElevenLabs key is set without
+/// `ELEVENLABS_VOICE_ID` (naming each model's `default_voice`), and loads with both.
+#[test]
+fn an_elevenlabs_key_without_a_voice_is_refused_at_start() {
+    let conf = concat!(env!("CARGO_MANIFEST_DIR"), "/conf/switchyard.yaml");
+    let (code, out) = crate::cli::switchyard(&["-t", "-c", conf], &[]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) =
+        crate::cli::switchyard(&["-t", "-c", conf], &[("ELEVENLABS_API_KEY", "xi-key")]);
+    assert_ne!(code, 0, "{out}");
+    for model in ["eleven-multilingual-v2", "eleven-flash-v2.5", "eleven-v3"] {
+        assert!(
+            out.contains(&format!(
+                "switchyard.models.{model}.default_voice: required: family `elevenlabs"
+            )),
+            "{model}: {out}"
+        );
+    }
+    assert!(!out.contains("xi-key"), "{out}");
+    let (code, out) = crate::cli::switchyard(
+        &["-t", "-c", conf],
+        &[
+            ("ELEVENLABS_API_KEY", "xi-key"),
+            ("ELEVENLABS_VOICE_ID", "my-voice-id"),
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+}
+
+/// A request without `voice` for an ElevenLabs model that names no default voice (its account
+/// has no key yet, so it loaded) is the caller's 400 naming `voice`, and nothing is sent; the
+/// operator's voice, once set, is what goes to ElevenLabs.
+#[test]
+fn a_model_without_a_default_voice_asks_for_one() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start_with(|ports| {
+        support::config(&fake.base_url(), ports).replace(
+            "\n  models:\n",
+            &format!(
+                "\n    eleven-no-key: {{kind: elevenlabs, api_key: \"\", base_url: \"{}\"}}\n  models:\n    eleven-unvoiced: {{family: elevenlabs-v3, targets: [{{provider: eleven-no-key, model: eleven_v3}}]}}\n    eleven-voiced: {{family: elevenlabs-v3, default_voice: my-voice-id, targets: [{{provider: elevenlabs, model: eleven_v3}}]}}\n",
+                fake.base_url()
+            ),
+        )
+    });
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "eleven-unvoiced", "input": "hi"}),
+    );
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "validation_error", "{body}");
+    assert!(resp.text().contains("voice"), "{body}");
+    assert!(resp.text().contains("no default voice"), "{body}");
+    assert!(fake.requests().is_empty());
+
+    fake.push(Reply::bytes(200, "audio/mpeg", audio(16)));
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        &json!({"model": "eleven-voiced", "input": "hi"}),
+    );
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(
+        fake.requests()[0].path,
+        "/v1/text-to-speech/my-voice-id/stream?output_format=mp3_44100_128"
+    );
 }

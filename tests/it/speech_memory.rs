@@ -62,7 +62,7 @@ switchyard:
     elevenlabs: {{kind: elevenlabs, api_key: "xi-mem-test", base_url: "{base}"}}
   models:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
-    eleven: {{family: elevenlabs-tts, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
+    eleven: {{family: elevenlabs-tts, default_voice: JBFqnCBsd6RMkjVDRZzb, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
 "#
         ),
     )

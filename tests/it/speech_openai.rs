@@ -318,3 +318,42 @@ fn custom_voices_reach_openai_as_objects() {
         "a refused voice reached a provider"
     );
 }
+
+/// gpt-4o-mini-tts takes at most 2,000 input tokens (OpenAI's model page) besides the speech
+/// endpoint's 4,096 characters: a text within the characters but over the tokens (a CJK text) is
+/// the gateway's 413 naming `input`'s tokens and the bound, nothing sent; tts-1, bounded only by
+/// characters, takes the same text; the character bound still holds for gpt-4o-mini-tts.
+#[test]
+fn gpt_4o_mini_tts_refuses_more_than_2000_input_tokens() {
+    let fake = FakeProvider::start();
+    let gw = TestGateway::start(&fake);
+    let cjk = "龘".repeat(3000);
+    let resp = speak(&gw, json!({"model": "gpt-4o-mini-tts", "input": cjk}));
+    assert_eq!(resp.status, 413, "{}", resp.text());
+    let body = resp.json();
+    assert_eq!(body["code"], "input_too_long", "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("input is too long for model gpt-4o-mini-tts"),
+        "{message}"
+    );
+    assert!(message.contains("tokens, the limit is 2000"), "{message}");
+    assert!(fake.requests().is_empty(), "nothing sent");
+
+    fake.push(Reply::bytes(200, "audio/mpeg", vec![1, 2, 3]));
+    let resp = speak(&gw, json!({"model": "tts-1", "input": cjk}));
+    assert_eq!(resp.status, 200, "{}", resp.text());
+
+    let long = "a".repeat(4097);
+    let resp = speak(&gw, json!({"model": "gpt-4o-mini-tts", "input": long}));
+    assert_eq!(resp.status, 413, "{}", resp.text());
+    assert!(
+        resp.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("4097 characters, the limit is 4096"),
+        "{}",
+        resp.text()
+    );
+    assert_eq!(fake.requests().len(), 1);
+}

@@ -93,8 +93,8 @@ fn expected(model: &str) -> Option<&'static str> {
         "gte-rerank-v2" => "0.0000632 CNY; basis=provider",
         // Voyage's billed 1,234 tokens at $0.05 per 1M.
         "voyage-rerank-2.5" => "0.0000617 USD; basis=provider",
-        // Mixedbread states a price of $0 per 1M tokens: a stated 0, not a missing price.
-        "mxbai-rerank-large-v2" => "0 USD; basis=provider",
+        // Mixedbread's billed 120 tokens at $0.15 per 1M (its model page; it was read as $0).
+        "mxbai-rerank-large-v2" => "0.000018 USD; basis=provider",
         // No confirmed price: Cohere v3.0, Jina (token packs), SiliconFlow, Zhipu; TEI is
         // self-hosted.
         "rerank-english-v3.0"

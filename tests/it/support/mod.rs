@@ -246,7 +246,7 @@ switchyard:
     local-bm25: {{family: local-rerank, targets: [{{provider: builtin, model: bm25}}]}}
     azure-tts: {{family: openai-tts-instruct, targets: [{{provider: azure, model: tts-deployment}}]}}
     azure-tts-v1: {{family: openai-tts, targets: [{{provider: azure-v1, model: tts-v1-deployment}}]}}
-    eleven-multilingual-v2: {{family: elevenlabs-tts, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
+    eleven-multilingual-v2: {{family: elevenlabs-tts, default_voice: JBFqnCBsd6RMkjVDRZzb, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
     speech-2.8-hd: {{family: minimax-tts, targets: [{{provider: minimax, model: speech-2.8-hd}}]}}
     doubao-tts: {{family: doubao-tts, targets: [{{provider: volcengine, model: seed-tts-1.0}}]}}
     qwen3-tts-flash: {{family: qwen-tts, targets: [{{provider: dashscope, model: qwen3-tts-flash}}]}}
