@@ -381,7 +381,7 @@ fn without_a_successor_the_answer_names_the_model() {
             "{message}"
         );
     }
-    assert_eq!(asked(&fake), [dead.clone()], "asked once, then held out");
+    assert_eq!(asked(&fake), [dead], "asked once, then held out");
     let resp = post(bin.addr, case, "alive");
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert_eq!(asked(&fake).last(), Some(&alive));

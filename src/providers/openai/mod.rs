@@ -78,7 +78,7 @@ pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> U
         || kind_str == "image_generation_user_error" && code.contains("policy")
     {
         err.kind = UpstreamErrorKind::ContentPolicy;
-    } else if code == "model_not_found" || status == 403 && verification_needed(&err.message) {
+    } else if code == "model_not_found" || (status == 403 && verification_needed(&err.message)) {
         // 404 `invalid_request_error` "The model `x` does not exist or you do not have access to
         // it." (a retired model such as dall-e-3, or one the account may not use); 403
         // `model_not_found` "Project `proj_…` does not have access to model `x`"; 403 (code
