@@ -222,6 +222,9 @@ families! {
     target_ejected_now: IntGaugeVec = "switchyard_target_ejected",
         "Whether a target (provider account and native model) is ejected now (1) or not (0)",
         ["provider", "native_model"];
+    target_retired_now: IntGaugeVec = "switchyard_target_retired",
+        "Whether a target (provider account and native model) is held out because its provider said the model is gone or refused (1) or not (0)",
+        ["provider", "native_model"];
     config_reloads: IntCounterVec = "switchyard_config_reloads_total",
         "Configuration reloads (SIGHUP or the library's reload), by result (success, failure)",
         ["result"];
@@ -335,6 +338,15 @@ impl Metrics {
     pub fn set_target_ejected(&self, provider: &str, native_model: &str, value: i64) {
         self.with(|f| {
             if let Some(g) = series(&f.target_ejected_now, &[provider, native_model]) {
+                g.set(value);
+            }
+        });
+    }
+
+    /// Whether a target is held out as retired by its provider now (1) or not (0).
+    pub fn set_target_retired(&self, provider: &str, native_model: &str, value: i64) {
+        self.with(|f| {
+            if let Some(g) = series(&f.target_retired_now, &[provider, native_model]) {
                 g.set(value);
             }
         });

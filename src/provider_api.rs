@@ -20,10 +20,11 @@
 //!    [`UpstreamError`]. Its [`UpstreamErrorKind`] decides everything that follows: `RateLimited`,
 //!    `Failure`, `Timeout`, `Connect` and `WrongAnswer` are retried (and count against the
 //!    target's health); `InvalidRequest` and `ContentPolicy` reach the caller as a 400 with the
-//!    message; `AuthRejected` skips the account; `UnknownModel` is `503 model_unavailable`.
-//!    [`UpstreamError::from_status`] classifies by status alone (429 rate limited, 5xx failure,
-//!    401/403 credentials refused, other 4xx invalid request); refine `kind` from the body's own
-//!    codes. Put only a human-readable reason in `message`, through [`Provider::redact`].
+//!    message; `AuthRejected` skips the account; `UnknownModel` retires the target (held out for
+//!    hours; the request moves to the model's next target or successor, else `503
+//!    model_unavailable`). [`UpstreamError::from_status`] classifies by status alone (429 rate
+//!    limited, 5xx failure, 401/403 credentials refused, other 4xx invalid request); refine `kind`
+//!    from the body's own codes (a 403 that refuses one model, not the key, is `UnknownModel`). Put only a human-readable reason in `message`, through [`Provider::redact`].
 //! 3. **The kind** ([`Kind`]): credentials ([`Auth::bearer`], [`Auth::header`], [`Auth::None`],
 //!    a [`Signer`]; [`keyed`] leaves the account disabled when no key is configured), the error
 //!    map, whether it is reached over HTTP (`remote`: then its accounts need a `base_url`), the

@@ -31,6 +31,13 @@ impl Target {
     pub fn gone(&self, now: i64) -> bool {
         self.lifecycle.as_ref().is_some_and(|l| l.gone(now))
     }
+
+    /// Whether the health table holds this target out as retired (its provider said the model is
+    /// gone, without notice). Known once the target's cell was fetched (its first attempt, or the
+    /// attempt loop looking at it); before that, the loop finds out and hands the request on.
+    pub fn retired(&self) -> bool {
+        self.health.get().is_some_and(|c| c.retired())
+    }
 }
 
 impl Model {
@@ -40,12 +47,15 @@ impl Model {
         self.lifecycle.retiring.then(|| self.lifecycle.clock.now())
     }
 
-    /// Whether every target is gone now: requests go to the successor, or are refused.
+    /// Whether every target is gone now, past its shutdown date or retired by its provider
+    /// without notice (`Target::retired`): requests go to the successor, or are refused.
     pub fn gone(&self) -> bool {
-        match self.lifecycle_now() {
-            Some(now) => self.targets.iter().all(|t| t.gone(now)),
-            None => false,
-        }
+        let now = self.lifecycle_now();
+        !self.targets.is_empty()
+            && self
+                .targets
+                .iter()
+                .all(|t| now.is_some_and(|n| t.gone(n)) || t.retired())
     }
 
     /// Why the model cannot be served when every target is gone: the shutdown and the replacement.

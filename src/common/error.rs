@@ -70,8 +70,10 @@ pub enum UpstreamErrorKind {
     /// The provider rejected the gateway's own credentials: an operator problem, never the caller's 401.
     AuthRejected,
     /// The provider does not serve the native model the gateway's configuration names (retired,
-    /// misspelt, or not enabled for the account). An operator problem: the engine turns it into
-    /// `model_unavailable` naming the public and the native model.
+    /// misspelt, or not enabled for the account). An operator problem: the health table retires
+    /// the target (held out for `routing.ejection.retired_cooldown_ms`, the account's other
+    /// targets untouched) and the engine moves the request to the model's next target or its
+    /// successor, or answers `model_unavailable` naming the public and the native model.
     UnknownModel,
     /// The provider does not know the voice it was sent (retired, misspelt, or not open to the
     /// account). The caller's fault when the caller named the voice (a 400, like
@@ -163,7 +165,9 @@ impl UpstreamError {
         let kind = match status {
             // Payment required (the gateway's account) and not found (a wrong base URL or native
             // model in the gateway's config) are operator problems, not the caller's request; the
-            // kept 4xx status keeps them from being retried.
+            // kept 4xx status keeps them from being retried. A 403 with no more said is the key's
+            // (every model of the account would be refused alike); an adapter whose provider
+            // refuses one model with a 403 says so in its own map (`UnknownModel`).
             402 | 404 => UpstreamErrorKind::Failure,
             401 | 403 => UpstreamErrorKind::AuthRejected,
             408 | 504 => UpstreamErrorKind::Timeout,

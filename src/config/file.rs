@@ -162,6 +162,9 @@ pub struct EjectionFile {
     pub base_cooldown_ms: u64,
     /// The longest an ejection lasts.
     pub max_cooldown_ms: u64,
+    /// How long a target whose provider says its model is gone (retired, not enabled for the
+    /// account) is kept out before one request probes it again.
+    pub retired_cooldown_ms: u64,
 }
 
 impl Default for EjectionFile {
@@ -170,6 +173,7 @@ impl Default for EjectionFile {
             consecutive_failures: 3,
             base_cooldown_ms: 5_000,
             max_cooldown_ms: 300_000,
+            retired_cooldown_ms: 21_600_000,
         }
     }
 }

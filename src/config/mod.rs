@@ -735,7 +735,8 @@ fn build(
     })
 }
 
-/// `routing.ejection`, checked: at least one failure, a cooldown, and a maximum no shorter.
+/// `routing.ejection`, checked: at least one failure, a cooldown, a maximum no shorter, and a
+/// retired model's cooldown no shorter than that.
 fn ejection_policy(f: &file::EjectionFile, errors: &mut Vec<String>) -> EjectionPolicy {
     let at = "switchyard.routing.ejection";
     if f.consecutive_failures == 0 {
@@ -750,10 +751,19 @@ fn ejection_policy(f: &file::EjectionFile, errors: &mut Vec<String>) -> Ejection
             f.max_cooldown_ms, f.base_cooldown_ms
         ));
     }
+    // A retired model is out for longer than a failing one: a shorter cooldown would probe a dead
+    // model more often than a merely failing one.
+    if f.retired_cooldown_ms < f.max_cooldown_ms {
+        errors.push(format!(
+            "{at}.retired_cooldown_ms: {} is less than max_cooldown_ms ({})",
+            f.retired_cooldown_ms, f.max_cooldown_ms
+        ));
+    }
     EjectionPolicy {
         consecutive_failures: f.consecutive_failures.max(1),
         base_cooldown: Duration::from_millis(f.base_cooldown_ms),
         max_cooldown: Duration::from_millis(f.max_cooldown_ms),
+        retired_cooldown: Duration::from_millis(f.retired_cooldown_ms),
     }
 }
 
@@ -1666,6 +1676,18 @@ switchyard:
             errors,
             vec![
                 "switchyard.routing.ejection.max_cooldown_ms: 5 is less than base_cooldown_ms (10)"
+            ]
+        );
+        let yaml = yaml.replace(
+            "base_cooldown_ms: 10, max_cooldown_ms: 5",
+            "base_cooldown_ms: 10, max_cooldown_ms: 2000, retired_cooldown_ms: 1000",
+        );
+        let errors = load_str(&yaml, &no_env).err().unwrap();
+        assert_eq!(
+            errors,
+            vec![
+                "switchyard.routing.ejection.retired_cooldown_ms: 1000 is less than \
+                 max_cooldown_ms (2000)"
             ]
         );
     }

@@ -10,8 +10,13 @@
 //! again): the next attempt goes to another account at once, or the request fails. Such a
 //! refusal is the operator's broken account, not a failure of the caller's request, so moving
 //! past it does not spend the caller's `retries` (with the default of none, the request still
-//! reaches a healthy account). Nothing has been sent to the client while this loop runs, which
-//! is what makes retrying safe.
+//! reaches a healthy account). A provider saying the target's *model* is gone (`UnknownModel`:
+//! retired without notice, or not enabled for the account) retires that target in the health
+//! table (held out for hours); the request moves at once to the model's next target that is not
+//! retired, again without spending `retries`. When none is left the request fails
+//! `model_unavailable`, and the operation serves it by the model's successor, if it names one
+//! (`Catalog::serving` resolves a model whose every target is retired to its successor). Nothing
+//! has been sent to the client while this loop runs, which is what makes retrying safe.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -126,11 +131,14 @@ where
     // Accounts (by id) whose TLS certificate was refused in this request: never tried again
     // (empty, so no allocation, unless that happens).
     let mut refused: Vec<usize> = Vec::new();
+    // Targets whose provider said their model is gone in this request (bit `index % 64`): never
+    // tried again in it, even if the health table could not retire them.
+    let mut dead: u64 = 0;
     // How long the attempt about to be sent waited after the last one failed (its span says).
     let mut waited: Option<std::time::Duration> = None;
     loop {
-        let Some((index, target)) = pick(upstream, model, start, tried, &refused) else {
-            return Err(GatewayError::Internal("target list changed".into()));
+        let Some((index, target)) = pick(upstream, model, start, tried, dead, &refused) else {
+            return Err(all_retired(model));
         };
         tried |= 1 << (index % 64);
         made += 1;
@@ -176,7 +184,15 @@ where
             target.provider.name
         );
         if err.kind == UpstreamErrorKind::UnknownModel {
-            return Err(unknown_model(model, target, &err));
+            // The health table retired this target; move to the next one at once, without
+            // spending a retry (the model is the operator's configuration, not the caller's
+            // request), or stop when none is left (the operation may hand it to the successor).
+            dead |= 1 << (index % 64);
+            if !any_usable(upstream, model, dead, &refused) {
+                return Err(unknown_model(model, target, &err));
+            }
+            retried(upstream, target, &err);
+            continue;
         }
         if err.certificate_refused || err.kind == UpstreamErrorKind::AuthRejected {
             // The same certificate (or key) would be refused again: move to another account, at
@@ -215,13 +231,12 @@ fn pick<'m>(
     model: &'m Model,
     start: usize,
     tried: u64,
+    dead: u64,
     refused: &[usize],
 ) -> Option<(usize, &'m Target)> {
     let health = &upstream.health;
     let now = model.lifecycle_now();
-    let usable = |t: &Target| {
-        t.provider.enabled() && !refused.contains(&t.provider.id) && !now.is_some_and(|n| t.gone(n))
-    };
+    let usable = |i: usize, t: &Target| takeable(upstream, now, (i, t), dead, refused);
     // (ejected until, index) of the ejected target back soonest.
     let mut soonest: Option<(u64, usize)> = None;
     for fresh in [true, false] {
@@ -231,7 +246,7 @@ fn pick<'m>(
             let Some(t) = model.targets.get(i) else {
                 continue;
             };
-            if !usable(t) || (tried & (1 << (i % 64)) == 0) != fresh {
+            if !usable(i, t) || (tried & (1 << (i % 64)) == 0) != fresh {
                 continue;
             }
             match health.admit(t.health(health)) {
@@ -246,6 +261,48 @@ fn pick<'m>(
     }
     let (_, i) = soonest?;
     model.targets.get(i).map(|t| (i, t))
+}
+
+/// Whether the model has a target left that the attempt loop may take (enabled, not refused, not
+/// retired).
+fn any_usable(upstream: &Upstream, model: &Model, dead: u64, refused: &[usize]) -> bool {
+    let now = model.lifecycle_now();
+    (model.targets.iter().enumerate()).any(|it| takeable(upstream, now, it, dead, refused))
+}
+
+/// Whether target `i` may be taken: its account is enabled and not refused in this request, it
+/// is not past its shutdown, and it is not retired (its provider said the model is gone: not even
+/// in panic mode, it would only fail again).
+fn takeable(
+    upstream: &Upstream,
+    now: Option<i64>,
+    (i, t): (usize, &Target),
+    dead: u64,
+    refused: &[usize],
+) -> bool {
+    t.provider.enabled()
+        && !refused.contains(&t.provider.id)
+        && !now.is_some_and(|n| t.gone(n))
+        && dead & (1 << (i % 64)) == 0
+        && !t.health(&upstream.health).retired()
+}
+
+/// No target can be taken because every one left was retired by its provider (it said the model
+/// is gone): `model_unavailable` naming the public model and the native models refused.
+fn all_retired(model: &Model) -> GatewayError {
+    let natives: Vec<String> = model
+        .targets
+        .iter()
+        .map(|t| format!("{} at {}", t.native_model, t.provider.name))
+        .collect();
+    GatewayError::ModelUnavailable {
+        model: model.name.clone(),
+        reason: format!(
+            "its provider no longer serves its configured model ({}); the gateway holds it out \
+             until the configuration names a model the provider serves",
+            natives.join(", ")
+        ),
+    }
 }
 
 /// Count one attempt at `target`: its outcome (success, or its error's class) and its duration.

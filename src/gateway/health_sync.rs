@@ -7,7 +7,9 @@
 //! (`Health::adopt`), and drops the ended ones. One key, `{<prefix>health}:ejected`, so every
 //! call touches one hash slot (Redis Cluster). The request path never calls Redis; with Redis
 //! down each instance still ejects on its own, and its unsent ejections are kept for the next
-//! round while they last.
+//! round while they last. A target retired because its provider said its model is gone is shared
+//! the same way, its member marked `r` (`r5:cohererank-v3.5`), so every instance holds it out as
+//! retired (and serves its model's successor); an instance that does not know the mark ignores it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,17 +64,24 @@ fn key(conn: &RedisConn) -> String {
 
 /// A member: the account and native model, the first length-prefixed so any names can be told
 /// apart (`5:cohererank-v3.5`).
-fn member(account: &str, native_model: &str) -> String {
-    format!("{}:{account}{native_model}", account.len())
+fn member(account: &str, native_model: &str, retired: bool) -> String {
+    let mark = if retired { "r" } else { "" };
+    format!("{mark}{}:{account}{native_model}", account.len())
 }
 
-fn parse_member(m: &str) -> Option<(&str, &str)> {
+/// The account, the native model, and whether the member is a retirement.
+fn parse_member(m: &str) -> Option<(&str, &str, bool)> {
+    let (m, retired) = match m.strip_prefix('r') {
+        Some(rest) => (rest, true),
+        None => (m, false),
+    };
     let (len, rest) = m.split_once(':')?;
     let len: usize = len.parse().ok()?;
     if !rest.is_char_boundary(len) {
         return None;
     }
-    Some(rest.split_at(len))
+    let (account, native) = rest.split_at(len);
+    Some((account, native, retired))
 }
 
 /// One round: push, pull, adopt, clean. Idempotent (`ZADD GT` keeps the later end; the reads
@@ -82,15 +91,16 @@ async fn exchange(conn: &RedisConn, health: &Health) -> Result<(), String> {
     let outbox = health.take_outbox();
     let key = key(conn);
     let now = health.now_ms();
+    let keep = health.longest_ejection_ms();
     let result = conn
         .run(|mut c| {
             let mut pipe = redis::pipe();
-            for (account, native, until) in &outbox {
+            for (account, native, until, retired) in &outbox {
                 pipe.cmd("ZADD")
                     .arg(&key)
                     .arg("GT")
                     .arg(*until)
-                    .arg(member(account, native))
+                    .arg(member(account, native, *retired))
                     .ignore();
             }
             pipe.cmd("ZREMRANGEBYSCORE")
@@ -104,23 +114,26 @@ async fn exchange(conn: &RedisConn, health: &Health) -> Result<(), String> {
                 .arg("+inf")
                 .arg("BYSCORE")
                 .arg("WITHSCORES");
-            // The set lives as long as its last ejection could.
-            pipe.cmd("PEXPIRE").arg(&key).arg(3_600_000).ignore();
+            // The set lives as long as its last ejection could (a retirement lasts hours).
+            pipe.cmd("PEXPIRE")
+                .arg(&key)
+                .arg(keep.max(3_600_000))
+                .ignore();
             async move { pipe.query_async::<(Vec<(String, u64)>,)>(&mut c).await }
         })
         .await;
     match result {
         Ok((entries,)) => {
             for (m, until) in entries {
-                if let Some((account, native)) = parse_member(&m) {
-                    health.adopt(account, native, until);
+                if let Some((account, native, retired)) = parse_member(&m) {
+                    health.adopt(account, native, until, retired);
                 }
             }
             Ok(())
         }
         Err(e) => {
             // Kept for the next round (the ended ones are of no use to anyone).
-            health.requeue(outbox.into_iter().filter(|(_, _, u)| *u > now));
+            health.requeue(outbox.into_iter().filter(|(_, _, u, _)| *u > now));
             Err(e.to_string())
         }
     }
@@ -138,7 +151,9 @@ mod tests {
             ("", "m"),
             ("é", "ü"),
         ] {
-            assert_eq!(parse_member(&member(a, m)), Some((a, m)));
+            for retired in [false, true] {
+                assert_eq!(parse_member(&member(a, m, retired)), Some((a, m, retired)));
+            }
         }
         assert_eq!(parse_member("junk"), None);
         assert_eq!(parse_member("99:x"), None);

@@ -409,10 +409,17 @@ fn code_kind(code: &str) -> Option<UpstreamErrorKind> {
         UpstreamErrorKind::AuthRejected
     } else if starts("RateLimitExceeded") || starts("ServerOverloaded") {
         UpstreamErrorKind::RateLimited
-    } else if starts("InvalidEndpointOrModel") || starts("ModelNotOpen") {
-        // 404 "The model or endpoint … does not exist or you do not have access to it", "Your
-        // account … has not activated the model …", "Accessing the model via Model ID is not
-        // allowed": the configured model, not the caller's request.
+    } else if starts("InvalidEndpointOrModel")
+        || starts("ModelNotOpen")
+        || code == "InvalidEndpoint.NotFound"
+        || code == "OperationDenied.ServiceNotOpen"
+    {
+        // 404 "The model or endpoint … does not exist or you do not have access to it" (also
+        // what a shut-down model answers), "Your account … has not activated the model …",
+        // "Accessing the model via Model ID is not allowed", 404 "The request targeted an
+        // endpoint that does not exist", 403 "the model service is unavailable, please … activate
+        // the corresponding model service": the configured model, not the caller's request nor
+        // the account's key (the account's other models keep serving).
         UpstreamErrorKind::UnknownModel
     } else if starts("QuotaExceeded")
         || starts("AccountOverdue")

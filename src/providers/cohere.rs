@@ -124,8 +124,12 @@ pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> U
             err.message = format!("{} (HTTP {CANCELLED})", err.message);
         }
         // "model 'xyz' not found, make sure the correct model ID was used and that you have access
-        // to the model." A bare 404 (a wrong base URL: "404 page not found") stays a failure.
-        404 if text.is_some_and(unknown_model) => err.kind = UpstreamErrorKind::UnknownModel,
+        // to the model.", or a 404 saying the model was sunset (what a shut-down model such as
+        // rerank-multilingual-v2.0 answers). A bare 404 (a wrong base URL: "404 page not found")
+        // stays a failure.
+        404 if text.is_some_and(|m| unknown_model(m) || sunset_model(m)) => {
+            err.kind = UpstreamErrorKind::UnknownModel
+        }
         _ => {}
     }
     err
@@ -134,6 +138,15 @@ pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> U
 /// Cohere's "no such model" message, as its errors page lists it.
 fn unknown_model(message: &str) -> bool {
     message.starts_with("model '") && message.contains("' not found")
+}
+
+/// A 404 saying a model was shut down ("… was sunset on …", deprecated, removed).
+fn sunset_model(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("model")
+        && ["sunset", "deprecated", "removed"]
+            .iter()
+            .any(|w| m.contains(w))
 }
 
 // ---- what the account serves -----------------------------------------------------------------
@@ -304,6 +317,13 @@ mod tests {
         );
         assert_eq!(e.kind, UpstreamErrorKind::UnknownModel);
         assert!(e.message.contains("rerank-v9"));
+        // A model shut down (kotaemon#822 reports this 404 for rerank-multilingual-v2.0).
+        let e = error_response(
+            &p,
+            404,
+            br#"{"message":"model 'rerank-multilingual-v2.0' was sunset on December 1st, 2025"}"#,
+        );
+        assert_eq!(e.kind, UpstreamErrorKind::UnknownModel);
         // A wrong path, not a model.
         let e = error_response(&p, 404, br#"{"message":"404 page not found"}"#);
         assert_eq!(e.kind, UpstreamErrorKind::Failure);

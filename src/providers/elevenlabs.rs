@@ -138,6 +138,10 @@ pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> U
         // The target's `model_id` is unknown or not open to this account ("A model with model ID
         // … does not exist"): the operator's configuration, not the caller's request.
         "model_not_found" => err.kind = UpstreamErrorKind::UnknownModel,
+        // The same answer without its status (older answers): its message names the model.
+        _ if err.message.starts_with("A model with model ID") => {
+            err.kind = UpstreamErrorKind::UnknownModel
+        }
         // A 404 (400 in older answers) for a voice id that does not exist or was retired: the
         // caller's when it named the voice, the operator's when it is the configured default.
         "voice_not_found" => err.kind = UpstreamErrorKind::UnknownVoice,
@@ -401,6 +405,8 @@ mod tests {
         for body in [
             &br#"{"detail":{"status":"model_not_found","message":"A model with model ID eleven_v0 does not exist or is not available to you."}}"#[..],
             br#"{"detail":{"type":"invalid_request","code":"model_not_found","status":"model_not_found","message":"A model with model ID eleven_v0 does not exist.","request_id":"r"}}"#,
+            // Without its status, the message still names the model.
+            br#"{"detail":{"message":"A model with model ID eleven_v0 does not exist."}}"#,
         ] {
             let e = error_response(&p, 400, body);
             assert_eq!(e.kind, UpstreamErrorKind::UnknownModel);

@@ -183,6 +183,13 @@ pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> U
     match code {
         // The model the configuration names is not one Pinecone hosts.
         "NOT_FOUND" => err.kind = UpstreamErrorKind::UnknownModel,
+        // Rerank refuses one model with a 403: "Model pinecone-rerank-v0 has been deprecated,
+        // please use a different reranking model …", "Project is not authorized to use model
+        // bge-reranker-v2-m3". That is the model, not the key (a bad key is a 401
+        // UNAUTHENTICATED): the account's other models keep serving.
+        _ if status == 403 && message.is_some_and(names_a_refused_model) => {
+            err.kind = UpstreamErrorKind::UnknownModel
+        }
         "UNAUTHENTICATED" | "PERMISSION_DENIED" | "FORBIDDEN" => {
             err.kind = UpstreamErrorKind::AuthRejected
         }
@@ -194,6 +201,14 @@ pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> U
         _ => {}
     }
     err
+}
+
+/// Whether a Pinecone 403's message refuses the model rather than the key: the model is
+/// deprecated, or the project may not use it.
+fn names_a_refused_model(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.starts_with("model ") && m.contains("has been deprecated")
+        || m.contains("not authorized to use model")
 }
 
 // ---- registration ----------------------------------------------------------------------------
@@ -318,6 +333,26 @@ mod tests {
                 403,
                 err("FORBIDDEN", "Forbidden.", 403),
                 UpstreamErrorKind::AuthRejected,
+            ),
+            // One model refused (the Pinecone SDK's 2026-07 fixtures): not the key.
+            (
+                403,
+                err(
+                    "FORBIDDEN",
+                    "Model pinecone-rerank-v0 has been deprecated, please use a different \
+                     reranking model from (https://docs.pinecone.io/models)",
+                    403,
+                ),
+                UpstreamErrorKind::UnknownModel,
+            ),
+            (
+                403,
+                err(
+                    "PERMISSION_DENIED",
+                    "Project is not authorized to use model bge-reranker-v2-m3",
+                    403,
+                ),
+                UpstreamErrorKind::UnknownModel,
             ),
             (
                 500,

@@ -6,7 +6,11 @@
 //! a row eject it for `base_cooldown`, doubled on every further ejection in a row up to
 //! `max_cooldown`; a success closes it and forgets its ejections. A provider rejecting the
 //! account's key ejects every target of the account at once (the key is wrong for all of them),
-//! logged once per account until it succeeds again. This follows Envoy's outlier detection
+//! logged once per account until it succeeds again. A provider saying the target's *model* is gone
+//! (retired without notice, or not enabled for the account: `UnknownModel`) retires that one
+//! target: it is held out for `retired_cooldown` (hours, not seconds), is never taken in panic
+//! mode, and is warned of once; then one request probes it as after any ejection. The account's
+//! other targets are not touched. This follows Envoy's outlier detection
 //! (consecutive 5xx/gateway failures, ejection time growing with the number of ejections:
 //! <https://www.envoyproxy.io/docs/envoy/latest/intro/arch_overview/upstream/outlier>), with a
 //! single probe instead of Envoy's un-ejection of the host into full traffic.
@@ -32,6 +36,8 @@ pub struct EjectionPolicy {
     pub consecutive_failures: u32,
     pub base_cooldown: Duration,
     pub max_cooldown: Duration,
+    /// How long a target whose provider said its model is gone is held out before a probe.
+    pub retired_cooldown: Duration,
 }
 
 impl Default for EjectionPolicy {
@@ -40,6 +46,7 @@ impl Default for EjectionPolicy {
             consecutive_failures: 3,
             base_cooldown: Duration::from_secs(5),
             max_cooldown: Duration::from_secs(300),
+            retired_cooldown: Duration::from_secs(6 * 3600),
         }
     }
 }
@@ -71,7 +78,10 @@ pub(crate) enum Verdict {
     Failed,
     /// The provider rejected the account's key: every target of the account is ejected.
     KeyRejected,
-    /// Says nothing about the target (the request's fault, a rate limit, an unknown model).
+    /// The provider no longer serves the target's model (or not to this account): that target
+    /// alone is held out for the retired cooldown.
+    Retired,
+    /// Says nothing about the target (the request's fault, a rate limit, an unknown voice).
     Neutral,
 }
 
@@ -86,10 +96,10 @@ impl Verdict {
             | UpstreamErrorKind::Failure
             | UpstreamErrorKind::WrongAnswer => Verdict::Failed,
             UpstreamErrorKind::AuthRejected => Verdict::KeyRejected,
+            UpstreamErrorKind::UnknownModel => Verdict::Retired,
             UpstreamErrorKind::RateLimited
             | UpstreamErrorKind::InvalidRequest
             | UpstreamErrorKind::ContentPolicy
-            | UpstreamErrorKind::UnknownModel
             | UpstreamErrorKind::UnknownVoice
             | UpstreamErrorKind::BadResponse => Verdict::Neutral,
         }
@@ -117,6 +127,11 @@ pub struct Cell {
     failures: AtomicU32,
     /// Ejections in a row (each doubles the cooldown); reset by a success.
     ejections: AtomicU32,
+    /// 0: not retired. Otherwise the provider said the model is gone, and the target is held out
+    /// as retired until this time (ms since the epoch); cleared by a success.
+    retired_until: AtomicU64,
+    /// The table's clock, to tell whether a retirement still holds.
+    clock: Clock,
     lock: Mutex<()>,
 }
 
@@ -135,6 +150,14 @@ impl Cell {
     pub fn ejected_until(&self) -> u64 {
         self.until.load(Ordering::Acquire)
     }
+
+    /// Whether the provider said this target's model is gone and its retired cooldown has not
+    /// ended yet: the attempt loop never takes it (not even in panic mode), and a model whose
+    /// every target is retired is served by its successor.
+    pub fn retired(&self) -> bool {
+        let until = self.retired_until.load(Ordering::Acquire);
+        until != 0 && self.clock.now_ms() < until
+    }
 }
 
 /// Per account: its targets' cells, and whether its key's rejection was logged.
@@ -144,14 +167,18 @@ struct Account {
     key_rejection_logged: Arc<AtomicBool>,
 }
 
+/// An ejection shared between instances: (account, native model, ejected until, whether as
+/// retired by its provider).
+pub(crate) type Shared = (String, String, u64, bool);
+
 /// The health table, held by `Upstream`.
 pub struct Health {
     policy: RwLock<EjectionPolicy>,
     clock: Clock,
     metrics: Metrics,
     accounts: RwLock<HashMap<String, Account>>,
-    /// Ejections made here not yet shared: (account, native model, ejected until).
-    outbox: Mutex<Vec<(String, String, u64)>>,
+    /// Ejections made here not yet shared.
+    outbox: Mutex<Vec<Shared>>,
     /// Whether anything drains the outbox ([`Health::share`]); without it nothing is put there,
     /// or it would grow with every ejection for as long as the process runs.
     shared: AtomicBool,
@@ -208,6 +235,8 @@ impl Health {
                 until: AtomicU64::new(0),
                 failures: AtomicU32::new(0),
                 ejections: AtomicU32::new(0),
+                retired_until: AtomicU64::new(0),
+                clock: self.clock.clone(),
                 lock: Mutex::new(()),
             })
         };
@@ -249,7 +278,8 @@ impl Health {
 
     /// An attempt at `cell` succeeded.
     pub fn success(&self, cell: &Cell) {
-        // The common case, healthy and no failure pending: two loads, no lock.
+        // The common case, healthy and no failure pending: two loads, no lock (a retired cell
+        // is ejected too, so `until` is not 0).
         if cell.until.load(Ordering::Acquire) == 0 && cell.failures.load(Ordering::Relaxed) == 0 {
             return;
         }
@@ -257,6 +287,15 @@ impl Health {
         let was_ejected = cell.until.swap(0, Ordering::AcqRel) != 0;
         cell.failures.store(0, Ordering::Relaxed);
         cell.ejections.store(0, Ordering::Relaxed);
+        if cell.retired_until.swap(0, Ordering::AcqRel) != 0 {
+            log::info!(
+                "target {} / {} serves its model again (no longer retired)",
+                cell.account,
+                cell.native_model
+            );
+            self.metrics
+                .set_target_retired(&cell.account, &cell.native_model, 0);
+        }
         if was_ejected {
             log::info!(
                 "target {} / {} is healthy again",
@@ -287,7 +326,57 @@ impl Health {
                 }
             }
             Verdict::KeyRejected => self.key_rejected(&cell.account),
+            Verdict::Retired => self.retire(cell),
         }
+    }
+
+    /// The provider said `cell`'s model is gone: hold that target out for the retired cooldown,
+    /// warn once (until it serves again), and share it.
+    fn retire(&self, cell: &Cell) {
+        let Ok(_guard) = cell.lock.lock() else { return };
+        let cooldown = self.policy().retired_cooldown.as_millis() as u64;
+        let until = self.now_ms().saturating_add(cooldown);
+        let before = cell.retired_until.swap(until, Ordering::AcqRel);
+        cell.until.store(until, Ordering::Release);
+        cell.failures.store(0, Ordering::Relaxed);
+        cell.ejections.fetch_max(1, Ordering::Relaxed);
+        if before == 0 {
+            // The account's and model's names only, never the key.
+            log::warn!(
+                "target {} / {} retired: its provider says it does not serve model {} (shut \
+                 down, or not enabled for this account); held out for {cooldown} ms, then probed; \
+                 the account's other models are not affected",
+                cell.account,
+                cell.native_model,
+                cell.native_model
+            );
+        }
+        self.metrics
+            .target_ejected(&cell.account, &cell.native_model);
+        self.gauge(cell, 1);
+        self.metrics
+            .set_target_retired(&cell.account, &cell.native_model, 1);
+        self.push(cell, until, true);
+    }
+
+    /// Put an ejection in the outbox, when something shares it.
+    fn push(&self, cell: &Cell, until: u64, retired: bool) {
+        if self.shared.load(Ordering::Relaxed) {
+            if let Ok(mut outbox) = self.outbox.lock() {
+                outbox.push((
+                    cell.account.clone(),
+                    cell.native_model.clone(),
+                    until,
+                    retired,
+                ));
+            }
+        }
+    }
+
+    /// The longest an ejection made here can last (ms), so shared ones are kept as long.
+    pub fn longest_ejection_ms(&self) -> u64 {
+        let p = self.policy();
+        p.retired_cooldown.max(p.max_cooldown).as_millis() as u64
     }
 
     /// The account's key was rejected: eject every target of the account, and say so once.
@@ -320,7 +409,9 @@ impl Health {
     fn eject(&self, cell: &Cell, why: &str) {
         let ejections = cell.ejections.fetch_add(1, Ordering::Relaxed) + 1;
         let cooldown = self.cooldown(ejections);
-        let until = self.now_ms() + cooldown;
+        // A retired target stays out for its retirement even when it also fails otherwise.
+        let retired = cell.retired_until.load(Ordering::Acquire);
+        let until = (self.now_ms() + cooldown).max(if cell.retired() { retired } else { 0 });
         cell.until.store(until, Ordering::Release);
         cell.failures.store(0, Ordering::Relaxed);
         log::warn!(
@@ -331,11 +422,7 @@ impl Health {
         self.metrics
             .target_ejected(&cell.account, &cell.native_model);
         self.gauge(cell, 1);
-        if self.shared.load(Ordering::Relaxed) {
-            if let Ok(mut outbox) = self.outbox.lock() {
-                outbox.push((cell.account.clone(), cell.native_model.clone(), until));
-            }
-        }
+        self.push(cell, until, false);
     }
 
     /// The cooldown of the `n`th ejection in a row (n ≥ 1), in ms.
@@ -353,7 +440,7 @@ impl Health {
     }
 
     /// Ejections made here since the last call, to share with other instances.
-    pub fn take_outbox(&self) -> Vec<(String, String, u64)> {
+    pub fn take_outbox(&self) -> Vec<Shared> {
         self.outbox
             .lock()
             .map(|mut o| std::mem::take(&mut *o))
@@ -361,20 +448,30 @@ impl Health {
     }
 
     /// Ejections that could not be shared, kept for the next try.
-    pub fn requeue(&self, entries: impl IntoIterator<Item = (String, String, u64)>) {
+    pub fn requeue(&self, entries: impl IntoIterator<Item = Shared>) {
         if let Ok(mut outbox) = self.outbox.lock() {
             outbox.extend(entries);
         }
     }
 
-    /// Another instance ejected `account`'s `native_model` until `until`: honour it here too
-    /// (unless this instance already holds it out longer). Not counted as an ejection here.
-    pub fn adopt(&self, account: &str, native_model: &str, until: u64) {
+    /// Another instance ejected `account`'s `native_model` until `until` (`retired`: because its
+    /// provider said the model is gone): honour it here too (unless this instance already holds
+    /// it out longer). Not counted as an ejection here.
+    pub fn adopt(&self, account: &str, native_model: &str, until: u64, retired: bool) {
         if until <= self.now_ms() {
             return;
         }
         let cell = self.cell(account, native_model);
         let Ok(_guard) = cell.lock.lock() else { return };
+        if retired && cell.retired_until.load(Ordering::Acquire) < until {
+            if cell.retired_until.swap(until, Ordering::AcqRel) == 0 {
+                log::warn!(
+                    "target {account} / {native_model} retired by another instance (its provider \
+                     says it does not serve the model) until {until}"
+                );
+            }
+            self.metrics.set_target_retired(account, native_model, 1);
+        }
         let current = cell.until.load(Ordering::Acquire);
         if current < until {
             if current == 0 {
@@ -399,6 +496,7 @@ mod tests {
             consecutive_failures: 3,
             base_cooldown: Duration::from_millis(1_000),
             max_cooldown: Duration::from_millis(3_000),
+            retired_cooldown: Duration::from_millis(60_000),
         };
         Health::new(policy, Clock::Fake(ms.clone()), Metrics::off())
     }
@@ -424,7 +522,10 @@ mod tests {
         assert!(matches!(h.admit(&c), Admission::Ejected(_)));
         h.success(&c);
         assert_eq!(h.admit(&c), Admission::Healthy);
-        assert_eq!(h.take_outbox(), vec![("a".into(), "m".into(), 11_000)]);
+        assert_eq!(
+            h.take_outbox(),
+            vec![("a".into(), "m".into(), 11_000, false)]
+        );
     }
 
     #[test]
@@ -518,12 +619,64 @@ mod tests {
         let clock = Arc::new(AtomicU64::new(100));
         let h = table(&clock);
         h.share();
-        h.adopt("a", "m", 5_000);
-        h.adopt("a", "m", 50); // past: ignored
+        h.adopt("a", "m", 5_000, false);
+        h.adopt("a", "m", 50, false); // past: ignored
         let c = h.cell("a", "m");
         assert_eq!(h.admit(&c), Admission::Ejected(5_000));
         assert!(h.take_outbox().is_empty(), "not shared back");
         clock.store(5_000, Ordering::Relaxed);
         assert_eq!(h.admit(&c), Admission::Probe);
+    }
+
+    #[test]
+    fn a_model_gone_retires_its_target_alone_for_the_retired_cooldown() {
+        let clock = Arc::new(AtomicU64::new(1_000));
+        let h = table(&clock);
+        h.share();
+        let (dead, sibling) = (h.cell("a", "dead"), h.cell("a", "alive"));
+        h.failure(&dead, UpstreamErrorKind::UnknownModel);
+        assert_eq!(
+            Verdict::of(UpstreamErrorKind::UnknownModel),
+            Verdict::Retired
+        );
+        // Held out for the retired cooldown, not the failure cooldown; the account's other
+        // target is untouched.
+        assert_eq!(h.admit(&dead), Admission::Ejected(61_000));
+        assert!(dead.retired());
+        assert_eq!(h.admit(&sibling), Admission::Healthy);
+        assert!(!sibling.retired());
+        assert_eq!(
+            h.take_outbox(),
+            vec![("a".into(), "dead".into(), 61_000, true)]
+        );
+        // Past the cooldown: no longer retired, and one probe is let through.
+        clock.store(61_000, Ordering::Relaxed);
+        assert!(!dead.retired());
+        assert_eq!(h.admit(&dead), Admission::Probe);
+        // The probe finds it still gone: retired again for the whole cooldown.
+        h.failure(&dead, UpstreamErrorKind::UnknownModel);
+        assert!(dead.retired());
+        assert_eq!(h.admit(&dead), Admission::Ejected(121_000));
+        // A later success clears it as any ejection.
+        clock.store(121_000, Ordering::Relaxed);
+        assert_eq!(h.admit(&dead), Admission::Probe);
+        h.success(&dead);
+        assert!(!dead.retired());
+        assert_eq!(h.admit(&dead), Admission::Healthy);
+    }
+
+    #[test]
+    fn a_retirement_from_another_instance_is_adopted_as_retired() {
+        let clock = Arc::new(AtomicU64::new(100));
+        let h = table(&clock);
+        h.adopt("a", "m", 9_000, true);
+        let c = h.cell("a", "m");
+        assert!(c.retired());
+        assert_eq!(h.admit(&c), Admission::Ejected(9_000));
+        h.adopt("a", "other", 9_000, false);
+        assert!(
+            !h.cell("a", "other").retired(),
+            "a plain ejection is not a retirement"
+        );
     }
 }

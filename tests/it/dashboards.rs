@@ -2,13 +2,15 @@
 //! (`deploy/prometheus/alerts.yml`) against a real Prometheus (Debian's `prometheus` package)
 //! scraping two gateways under traffic: every dashboard query, evaluated through Prometheus's HTTP
 //! API, returns at least one series; every rule loads and evaluates without error; and the
-//! alerts that gauges alone raise (a target ejected, a model near its shutdown) are raised.
+//! alerts that gauges alone raise (a target ejected, a model near its shutdown, a target retired
+//! by its provider) are raised.
 //!
 //! The traffic makes every series the dashboard shows exist: speech (first byte, characters, a
 //! price), a synchronous image and an asynchronous task, rerank, a 400, a provider failing through
-//! its retries (a retry, an ejection, a 502), a request shed by a connection cap, one refused by a
-//! per-key limit, cached speech (misses, a hit, evictions), spans exported to a collector that is
-//! down, and, on a second gateway whose Redis is down, a limit check failing in the store.
+//! its retries (a retry, an ejection, a 502), a model its provider says is gone (a retired
+//! target), a request shed by a connection cap, one refused by a per-key limit, cached speech
+//! (misses, a hit, evictions), spans exported to a collector that is down, and, on a second
+//! gateway whose Redis is down, a limit check failing in the store.
 //!
 //! Without a `prometheus` binary (on PATH, or at `SWITCHYARD_TEST_PROMETHEUS`) the live test says so
 //! loudly and passes, unless `SWITCHYARD_TEST_REQUIRE_PROMETHEUS=1` (set by `scripts/test`, which
@@ -313,6 +315,8 @@ fn config(
             "    rerank-retiring: {{family: cohere-rerank, targets: [{{provider: cohere, model: rerank-retiring, \
              lifecycle: {{deprecated: {deprecated}, shutdown: {shutdown}, replacement: [rerank-v3.5]}}}}]}}\n"
         )
+        // A model its provider retired without notice (the target retired: its gauge and alert).
+        + "    rerank-gone: {family: cohere-rerank, targets: [{provider: cohere, model: rerank-gone}]}\n"
         // A cached (priced) speech model, in a memory cache small enough to evict.
         + "    tts-cached: {family: openai-tts, targets: [{provider: openai, model: tts-1}], cache: {ttl_seconds: 600}}\n"
         + "  cache: {store: memory, max_bytes: 65536, max_entry_bytes: 16384}\n";
@@ -405,6 +409,17 @@ fn traffic(gw: &TestGateway, fake: &FakeProvider) {
         &json!({"model": "rerank-v3.5", "query": "q", "documents": ["a"], "retries": 2}),
     );
     assert_eq!(failed.status, 502, "{}", failed.text());
+    // A model the provider says is gone: its target is retired (503, no successor).
+    fake.push(Reply::json(
+        404,
+        json!({"message": "model 'rerank-gone' not found, make sure the correct model ID was used and that you have access to the model."}),
+    ));
+    let gone = post(
+        gw,
+        "/api/v1/rerank",
+        &json!({"model": "rerank-gone", "query": "q", "documents": ["a"]}),
+    );
+    assert_eq!(gone.status, 503, "{}", gone.text());
     // The response cache: eight different answers of 10 kB (misses, stored, past the 64 KiB
     // bound: evictions), then the last one again (a hit, a cost saved).
     for i in 0..8 {
@@ -525,10 +540,10 @@ fn prometheus_scrapes_every_dashboard_query_and_evaluates_the_rules() {
         assert_eq!(rule["health"], "ok", "{rule}");
     }
 
-    // The alerts gauges raise: the target ejected (pending: it must stay so 10 minutes) and the
-    // retiring model (firing at once), on both gateways' series.
+    // The alerts gauges raise: the target ejected (pending: it must stay so 10 minutes), the
+    // retiring model and the retired target (firing at once), on both gateways' series.
     let deadline = Instant::now() + SETTLE;
-    let (ejected, retiring) = loop {
+    let (ejected, retiring, retired) = loop {
         let alerts = prometheus.api("alerts")["alerts"].clone();
         let alerts = alerts.as_array().unwrap();
         let find = |name: &str, state: &str, label: (&str, &str)| {
@@ -548,8 +563,13 @@ fn prometheus_scrapes_every_dashboard_query_and_evaluates_the_rules() {
             "firing",
             ("model", "rerank-retiring"),
         );
-        if (ejected && retiring) || Instant::now() > deadline {
-            break (ejected, retiring);
+        let retired = find(
+            "SwitchyardTargetRetired",
+            "firing",
+            ("native_model", "rerank-gone"),
+        );
+        if (ejected && retiring && retired) || Instant::now() > deadline {
+            break (ejected, retiring, retired);
         }
         std::thread::sleep(Duration::from_millis(250));
     };
@@ -561,6 +581,11 @@ fn prometheus_scrapes_every_dashboard_query_and_evaluates_the_rules() {
     assert!(
         retiring,
         "no firing SwitchyardModelShutdownSoon: {}",
+        prometheus.api("alerts")
+    );
+    assert!(
+        retired,
+        "no firing SwitchyardTargetRetired: {}",
         prometheus.api("alerts")
     );
     // Not the imminent one: the shutdown is eight days away. (The test config's models served

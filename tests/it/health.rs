@@ -1,8 +1,8 @@
 //! Health-aware routing: weights spread first attempts; a target that keeps failing is ejected
 //! (requests go to the other and it receives nothing), probed after its cooldown and given
 //! traffic again once healthy; a key the provider rejects is ejected at once and logged once;
-//! an ejection made through one instance is honoured by another on the same Redis; `/metrics`
-//! shows it.
+//! an ejection (and a retirement: a provider saying the model is gone) made through one instance
+//! is honoured by another on the same Redis; `/metrics` shows it.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -297,6 +297,59 @@ fn an_ejection_through_one_instance_is_honoured_by_another() {
     );
     // Not counted as an ejection there: the first instance made it.
     assert_eq!(metric(metrics_two, EJECTIONS_A), None);
+}
+
+/// A target retired through one instance (its provider said the model is gone) is held out as
+/// retired by another on the same Redis: that one serves the model's successor without asking
+/// the dead target first.
+#[test]
+fn a_retirement_through_one_instance_is_honoured_by_another() {
+    let (a, b) = (FakeProvider::start(), FakeProvider::start());
+    a.set_default(Reply::json(
+        404,
+        json!({"message": "model 'ra' not found, make sure the correct model ID was used and that you have access to the model."}),
+    ));
+    b.set_default(ok());
+    let prefix = support::redis::run_prefix();
+    let store = format!(
+        "  store: {{redis_url: \"{}\", key_prefix: \"{prefix}\", timeout_ms: 2000}}\n",
+        support::redis::redis_url()
+    );
+    let models = "    gone: {family: cohere-rerank, successor: heir, targets: [{provider: acct-a, model: ra}]}\n\
+                  \x20   heir: {family: cohere-rerank, targets: [{provider: acct-b, model: rb}]}\n";
+    let (m1, m2) = (free_port(), free_port());
+    let one = TestGateway::start_with(|p| config(p, &a, &b, (1, 1), "{}", m1, &store) + models);
+    let two = TestGateway::start_with(|p| config(p, &a, &b, (1, 1), "{}", m2, &store) + models);
+    let metrics_two: SocketAddr = format!("127.0.0.1:{m2}").parse().unwrap();
+    wait_listening(metrics_two);
+    let gone = |addr| {
+        client::post_json(
+            addr,
+            "/api/v1/rerank",
+            &support::auth(),
+            &json!({"model": "gone", "query": "q", "documents": ["a"]}),
+        )
+    };
+    let resp = gone(one.addr);
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(resp.header("switchyard-served-model"), Some("heir"));
+    assert_eq!(a.requests().len(), 1);
+    let retired = "switchyard_target_retired{native_model=\"ra\",provider=\"acct-a\"}";
+    wait_for(
+        "the second instance to learn of it",
+        Duration::from_secs(15),
+        || metric(metrics_two, retired) == Some(1.0),
+    );
+    for _ in 0..3 {
+        let resp = gone(two.addr);
+        assert_eq!(resp.status, 200, "{}", resp.text());
+        assert_eq!(resp.header("switchyard-served-model"), Some("heir"));
+    }
+    assert_eq!(
+        a.requests().len(),
+        1,
+        "the other instance asked the retired target"
+    );
 }
 
 #[test]

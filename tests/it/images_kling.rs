@@ -837,7 +837,6 @@ fn http_error_envelopes_map_to_public_errors() {
             400,
             "content_policy_violation",
         ),
-        (404, 1203, "model not found", 503, "model_unavailable"),
         (
             400,
             1300,
@@ -847,6 +846,8 @@ fn http_error_envelopes_map_to_public_errors() {
         ),
         (500, 5000, "internal server error", 502, "upstream_error"),
         (503, 5001, "service unavailable", 502, "upstream_error"),
+        // Last: a model the provider does not serve is held out afterwards (retired).
+        (404, 1203, "model not found", 503, "model_unavailable"),
     ];
     for (http, native, message, status, code) in cases {
         k.state()

@@ -689,18 +689,6 @@ fn submit_errors_map_to_public_codes_and_retry_where_they_may() {
         ),
         (
             problem(
-                404,
-                "Not found",
-                "The requested resource could not be found",
-            ),
-            2,
-            503,
-            "model_unavailable",
-            1,
-            None,
-        ),
-        (
-            problem(
                 422,
                 "Input validation failed",
                 "- input.aspect_ratio: must be one of",
@@ -733,6 +721,19 @@ fn submit_errors_map_to_public_codes_and_retry_where_they_may() {
             502,
             "upstream_error",
             2,
+            None,
+        ),
+        // Last: a model the provider does not serve is held out afterwards (retired).
+        (
+            problem(
+                404,
+                "Not found",
+                "The requested resource could not be found",
+            ),
+            2,
+            503,
+            "model_unavailable",
+            1,
             None,
         ),
     ];

@@ -95,6 +95,8 @@ mod rerank_siliconflow;
 mod rerank_tei;
 mod rerank_voyage;
 mod rerank_zhipu;
+#[cfg(feature = "metrics")]
+mod retired_models;
 mod retries;
 mod routing;
 #[cfg(feature = "redis")]

@@ -116,10 +116,21 @@ async fn answer(
         }
         let engine = state.images(s);
         let progress = Synchronous::new(&engine);
-        let model = req.model.clone();
+        let mut model = req.model.clone();
         // What the cost needs of the request, which the engine takes.
-        let (size, quality) = (req.size.to_string(), req.quality);
-        let result = generate(&engine, call.region, req, &base, &progress).await?;
+        let (mut size, mut quality) = (req.size.to_string(), req.quality);
+        let result = match generate(&engine, call.region, req, &base, &progress).await {
+            // Every target turned out retired by its provider, before anything was answered:
+            // the same body, validated against the successor, is served by it.
+            Err(e) if super::handed_to_successor(&s.catalog, &model, &e) => {
+                let req = images::parse(body, &s.catalog, s.retry.max_retries)?;
+                crate::engine::images::validate(&s.adapters, &req)?;
+                (model, size, quality) = (req.model.clone(), req.size.to_string(), req.quality);
+                out.model = Some(model.clone());
+                generate(&engine, call.region, req, &base, &progress).await?
+            }
+            generated => generated?,
+        };
         image_tasks::keep_finished(state, s, &owner, &model.name, &result).await;
         out.usage.images = result.data.len() as u64;
         // The provider's token usage (GPT image models), which the cost is computed from.

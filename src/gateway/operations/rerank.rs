@@ -54,7 +54,7 @@ async fn answer(
     trace::step("validate", started, None);
     out.model = Some(req.model.clone());
     let Some(plan) = Plan::of(call, &req.model, "rerank", |b| key_fields(b, &req, surface)) else {
-        return provide(call, &req, translated.as_ref(), out).await;
+        return provide(call, own, &req, translated.as_ref(), out).await;
     };
     let (leader, status) = match plan.look().await {
         Looked::Served(body, meta, status, age) => {
@@ -65,7 +65,7 @@ async fn answer(
         Looked::Lead(leader, status) => (leader, status),
     };
     plan.leads(out, cached, status);
-    let json = provide(call, &req, translated.as_ref(), out).await?;
+    let json = provide(call, own, &req, translated.as_ref(), out).await?;
     leader.push(&json);
     let meta = plan.meta(out.usage.tokens, out.cost.as_ref());
     leader.finish(meta, plan.store).await;
@@ -90,8 +90,29 @@ fn key_fields(b: &mut KeyBuilder, req: &RerankRequest<'_>, surface: Surface) {
     }
 }
 
-/// Ask a provider: the answer's JSON in the request's surface.
+/// Ask a provider: the answer's JSON in the request's surface. When every target of the model
+/// turns out retired by its provider and the model names a successor, the same body (`own`, in
+/// the gateway's shape) is validated against the successor and served by it, in this request.
 async fn provide(
+    call: &Call<'_>,
+    own: &[u8],
+    req: &RerankRequest<'_>,
+    translated: Option<&Translated<'_>>,
+    out: &mut Outcome,
+) -> Result<Bytes, GatewayError> {
+    let s = call.settings;
+    match ask(call, req, translated, out).await {
+        Err(e) if super::handed_to_successor(&s.catalog, &req.model, &e) => {
+            let req = rerank::parse(own, &s.catalog, s.retry.max_retries)?;
+            out.model = Some(req.model.clone());
+            ask(call, &req, translated, out).await
+        }
+        answered => answered,
+    }
+}
+
+/// Ask a provider once through the attempt loop: the answer's JSON in the request's surface.
+async fn ask(
     call: &Call<'_>,
     req: &RerankRequest<'_>,
     translated: Option<&Translated<'_>>,

@@ -34,12 +34,33 @@ pub(crate) async fn speech(call: &mut Call<'_>, body: &[u8]) -> Outcome {
     let mut out = Outcome::new();
     out.model = Some(req.model.clone());
     let characters = req.input.as_str().chars().count() as u64;
-    let result = serve(call, &req, characters, &mut out).await;
+    let mut result = serve(call, &req, characters, &mut out).await;
+    if let Err(Failure::Answer(e)) = &result {
+        if super::handed_to_successor(&s.catalog, &req.model, e) {
+            result = by_successor(call, body, characters, &mut out).await;
+        }
+    }
     if result.is_ok() {
         out.usage.characters = characters;
     }
     out.result = result;
     out
+}
+
+/// Serve `body` again by the model's successor: every target of the model asked for turned out
+/// retired by its provider, before any byte reached the caller. Validated against the successor
+/// (its capabilities apply); the request's limits were met once already, and the response cache
+/// is not consulted for this second try.
+async fn by_successor(
+    call: &mut Call<'_>,
+    body: &[u8],
+    characters: u64,
+    out: &mut Outcome,
+) -> Result<(), Failure> {
+    let s = call.settings;
+    let req = speech::parse(body, &s.catalog, s.retry.max_retries).map_err(Failure::Answer)?;
+    out.model = Some(req.model.clone());
+    provide(call, &req, characters, out, None).await
 }
 
 /// Send `req` and relay its audio; the answer's status and first byte are noted in `out` as its

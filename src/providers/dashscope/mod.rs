@@ -133,7 +133,8 @@ pub(crate) fn native_code(code: &str) -> Option<(UpstreamErrorKind, u16)> {
         }
         // The configured native model does not exist (or is no longer served): the engine names
         // the public and native model to the caller.
-        "ModelNotFound" | "ModelNotExist" => (UnknownModel, 404),
+        // `model_not_found` is the OpenAI-compatible surface's form of it.
+        "ModelNotFound" | "ModelNotExist" | "model_not_found" => (UnknownModel, 404),
         c if c.starts_with("InternalError") || c.starts_with("SystemError") => (Failure, 500),
         _ => return None,
     })

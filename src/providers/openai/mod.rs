@@ -78,9 +78,12 @@ pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> U
         || kind_str == "image_generation_user_error" && code.contains("policy")
     {
         err.kind = UpstreamErrorKind::ContentPolicy;
-    } else if code == "model_not_found" {
+    } else if code == "model_not_found" || (status == 403 && verification_needed(&err.message)) {
         // 404 `invalid_request_error` "The model `x` does not exist or you do not have access to
-        // it." (a retired model such as dall-e-3, or one the account may not use).
+        // it." (a retired model such as dall-e-3, or one the account may not use); 403
+        // `model_not_found` "Project `proj_…` does not have access to model `x`"; 403 (code
+        // null) "Your organization must be verified to use the model `x`". Each refuses one
+        // model, not the key: the account's other models keep serving.
         err.kind = UpstreamErrorKind::UnknownModel;
     } else if code == "insufficient_quota" || code == "billing_hard_limit_reached" {
         // The gateway's account is out of quota or budget (images report the latter with a 400):
@@ -88,6 +91,12 @@ pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> U
         err.kind = UpstreamErrorKind::Failure;
     }
     err
+}
+
+/// Whether a 403's message says the organization must be verified to use the model (image
+/// models require it): the model is refused to this account, its key is good.
+fn verification_needed(message: &str) -> bool {
+    message.contains("must be verified to use the model")
 }
 
 #[cfg(test)]
@@ -122,6 +131,23 @@ mod tests {
         let body = br#"{"error":{"message":"The model `dall-e-3` does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}"#;
         let e = error_response(&p, 404, body);
         assert_eq!(e.kind, UpstreamErrorKind::UnknownModel);
+        // A model refused to the project or the unverified organization: the model, not the key.
+        let body = br#"{"error":{"message":"Project `proj_abc` does not have access to model `gpt-image-2`","type":"invalid_request_error","param":null,"code":"model_not_found"}}"#;
+        assert_eq!(
+            error_response(&p, 403, body).kind,
+            UpstreamErrorKind::UnknownModel
+        );
+        let body = br#"{"error":{"message":"Your organization must be verified to use the model `gpt-image-2`. Please go to: https://platform.openai.com/settings/organization/general and click on Verify Organization.","type":"invalid_request_error","param":null,"code":null}}"#;
+        assert_eq!(
+            error_response(&p, 403, body).kind,
+            UpstreamErrorKind::UnknownModel
+        );
+        // Any other 403 is still the account's (every model is refused alike).
+        let body = br#"{"error":{"message":"Country, region, or territory not supported","type":"request_forbidden","param":null,"code":"unsupported_country_region_territory"}}"#;
+        assert_eq!(
+            error_response(&p, 403, body).kind,
+            UpstreamErrorKind::AuthRejected
+        );
         assert!(e.message.contains("dall-e-3"));
 
         let e = error_response(&p, 503, b"<html>oops</html>");
