@@ -386,6 +386,7 @@ fn a_request_head_with_a_control_byte_gets_the_gateways_400_and_one_access_line(
             id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()),
             "{what}: {id}"
         );
+        assert_eq!(body["request_id"], id.as_str(), "{what}: {body}");
         // The connection is closed after the answer.
         let (_, rest) = until_closed(&mut stream);
         assert!(

@@ -21,6 +21,8 @@ use crate::support::{self, client, free_port, wait_listening};
 struct Case {
     /// The account (`support::config`'s provider name) and the prefix of its native models.
     provider: &'static str,
+    /// The models' family, with any setting a model of it needs (ElevenLabs' families name no
+    /// default voice, so the models name one).
     family: &'static str,
     /// The gateway's path and a request body for public model `model`.
     path: &'static str,
@@ -167,7 +169,7 @@ const DASHSCOPE: Case = Case {
 /// ElevenLabs: 400 `{"detail": {"status": "model_not_found", …}}`.
 const ELEVENLABS: Case = Case {
     provider: "elevenlabs",
-    family: "elevenlabs-tts",
+    family: "elevenlabs-tts, default_voice: JBFqnCBsd6RMkjVDRZzb",
     path: "/api/v1/audio/speech",
     body: speech_body,
     gone: |m| {

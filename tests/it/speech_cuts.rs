@@ -208,7 +208,7 @@ switchyard:
     tts-cut: {{family: openai-tts, targets: [{{provider: cut-a, model: tts-1}}, {{provider: cut-b, model: tts-1}}]}}
     tts-later: {{family: openai-tts, targets: [{{provider: later-a, model: tts-1}}, {{provider: later-b, model: tts-1}}]}}
     tts-sse: {{family: openai-tts-instruct, targets: [{{provider: openai, model: gpt-4o-mini-tts}}]}}
-    eleven-sse: {{family: elevenlabs-tts, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
+    eleven-sse: {{family: elevenlabs-tts, default_voice: JBFqnCBsd6RMkjVDRZzb, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
 "#
     )
 }
