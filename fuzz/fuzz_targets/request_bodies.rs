@@ -36,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
                 Ok(None) => unreachable!("a compatibility surface always translates"),
                 Err(e) => {
                     check_client_error(&e);
-                    let _ = surface.error_body(&e);
+                    let _ = surface.error_body(&e, "0123456789abcdef0123456789abcdef");
                     return;
                 }
             };
@@ -53,7 +53,7 @@ fuzz_target!(|data: &[u8]| {
                 Ok(req) => assert_eq!(req.documents.len(), translated.originals.len()),
                 Err(e) => {
                     check_client_error(&e);
-                    let _ = surface.error_body(&e);
+                    let _ = surface.error_body(&e, "0123456789abcdef0123456789abcdef");
                 }
             }
         }
