@@ -344,7 +344,7 @@ impl Metrics {
     }
 
     /// Whether a target is held out as retired by its provider now (1) or not (0).
-    pub fn set_target_retired(&self, provider: &str, native_model: &str, value: i64) {
+    pub(crate) fn set_target_retired(&self, provider: &str, native_model: &str, value: i64) {
         self.with(|f| {
             if let Some(g) = series(&f.target_retired_now, &[provider, native_model]) {
                 g.set(value);

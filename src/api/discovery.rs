@@ -33,7 +33,7 @@ impl Listed {
     }
 
     /// The same entry, with the shutdown day its provider announced.
-    pub fn with_shutdown(mut self, shutdown: Option<Date>) -> Listed {
+    pub(crate) fn with_shutdown(mut self, shutdown: Option<Date>) -> Listed {
         self.shutdown = shutdown;
         self
     }

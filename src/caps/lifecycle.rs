@@ -181,7 +181,7 @@ impl Lifecycle {
 
     /// The order of shutdowns, for "the target that lasts longest": no date announced lasts
     /// longer than any date.
-    pub fn lasts(&self) -> (bool, Option<Date>) {
+    pub(crate) fn lasts(&self) -> (bool, Option<Date>) {
         (self.shutdown.is_none(), self.shutdown)
     }
 

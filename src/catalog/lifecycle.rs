@@ -35,7 +35,7 @@ impl Target {
     /// Whether the health table holds this target out as retired (its provider said the model is
     /// gone, without notice). Known once the target's cell was fetched (its first attempt, or the
     /// attempt loop looking at it); before that, the loop finds out and hands the request on.
-    pub fn retired(&self) -> bool {
+    pub(crate) fn retired(&self) -> bool {
         self.health.get().is_some_and(|c| c.retired())
     }
 }

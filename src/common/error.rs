@@ -525,7 +525,7 @@ impl GatewayError {
     /// The JSON body of the answer to the request `request_id` (its `X-Request-Id`), which the
     /// body carries as `request_id` so that a caller who kept only the body can still quote it;
     /// an empty id (an answer written outside a request) leaves the field out.
-    pub fn body_for(&self, request_id: &str) -> Bytes {
+    pub(crate) fn body_for(&self, request_id: &str) -> Bytes {
         #[derive(Serialize)]
         struct Body<'a> {
             code: &'a str,

@@ -154,7 +154,7 @@ impl Cell {
     /// Whether the provider said this target's model is gone and its retired cooldown has not
     /// ended yet: the attempt loop never takes it (not even in panic mode), and a model whose
     /// every target is retired is served by its successor.
-    pub fn retired(&self) -> bool {
+    pub(crate) fn retired(&self) -> bool {
         let until = self.retired_until.load(Ordering::Acquire);
         until != 0 && self.clock.now_ms() < until
     }
@@ -374,7 +374,8 @@ impl Health {
     }
 
     /// The longest an ejection made here can last (ms), so shared ones are kept as long.
-    pub fn longest_ejection_ms(&self) -> u64 {
+    #[cfg(feature = "redis")]
+    pub(crate) fn longest_ejection_ms(&self) -> u64 {
         let p = self.policy();
         p.retired_cooldown.max(p.max_cooldown).as_millis() as u64
     }
