@@ -517,7 +517,7 @@ impl GatewayError {
         }
     }
 
-    /// The JSON body of the answer, without a request id (see [`Self::body_for`]).
+    /// The JSON body of the answer, without a request id (an answer to a request carries its id as `request_id` too).
     pub fn body(&self) -> Bytes {
         self.body_for("")
     }
