@@ -1,6 +1,7 @@
 # Sourced by scripts/run, scripts/test and .ci/run: install what building and testing need when it
 # is missing, from Debian's packages (as root, or through sudo).
 #   need_build: cmake and a C compiler (Pingora's zlib-ng is built with cmake);
+#   need_mold: the mold linker, which .ci/run links with when it can be installed;
 #   need_tests: the above, redis-server (the shared-state tests), PostgreSQL's server and client (the
 #   usage-ledger tests) and Python's venv (the client suite);
 #   need_prometheus: Prometheus (promtool checks and unit-tests the alerting rules; the dashboard
@@ -24,6 +25,11 @@ build_missing() {
 need_build() {
   # shellcheck disable=SC2046
   install_missing $(build_missing)
+}
+
+# mold, the faster linker CI links with (.ci/run); optional: without it the system linker is used.
+need_mold() {
+  command -v mold >/dev/null 2>&1 || install_missing mold || true
 }
 
 # The path of one of PostgreSQL's server programs: on PATH, else in Debian's versioned directory.
