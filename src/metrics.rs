@@ -131,7 +131,7 @@ impl Family for HistogramVec {
 }
 
 /// The table of metric families: `field: Type = "name", "help", [labels] (, buckets)?;` — one
-/// line per metric. The README's "Operations: metrics" lists the same.
+/// line per metric. docs/guide/metrics.md lists the same.
 macro_rules! families {
     ($($field:ident: $ty:ty = $name:literal, $help:literal, [$($label:literal),*] $(, $buckets:expr)?;)*) => {
         /// Every metric family of the gateway, registered in one registry.

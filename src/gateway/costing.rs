@@ -3,7 +3,7 @@
 //! it in their [`Outcome`](super::outcome::Outcome), and carry it on the answer as the
 //! `Switchyard-Cost` header; the proxy layer records it for the access line and the cost metric.
 //!
-//! The header's forms (README, "What a request cost"):
+//! The header's forms (docs/guide/cost.md):
 //!
 //! ```text
 //! Switchyard-Cost: 0.0185 USD; basis=gateway            exact, from the gateway's count

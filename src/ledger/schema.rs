@@ -1,8 +1,8 @@
 //! The ledger's table, and the one statement that writes a batch into it.
 //!
 //! `usage_records` is created when absent (with its schema), with indexes for the questions a
-//! bill asks: by time, by caller over time, by model over time. The README's "Usage ledger"
-//! section shows the same SQL. A batch is one `INSERT … SELECT FROM unnest(…)`: one array per
+//! bill asks: by time, by caller over time, by model over time. The user guide's page
+//! `docs/guide/ledger.md` shows the same SQL. A batch is one `INSERT … SELECT FROM unnest(…)`: one array per
 //! column, so the statement is the same whatever the batch's size and is prepared once per
 //! connection. Each record carries an id chosen when the writer first took it, and `ON CONFLICT
 //! (id) DO NOTHING` makes a retried batch (one whose commit the writer did not see) add nothing

@@ -1,5 +1,5 @@
 //! Synchronous image answers kept in process memory, so that a link answer's `task_id` can be read
-//! back (README, "A synchronous answer's `task_id`").
+//! back (docs/guide/image-tasks.md, "A synchronous answer's `task_id`").
 //!
 //! Every synchronous link answer is kept, so this is on the image hot path and holds most of the
 //! memory store's bytes. An answer is therefore kept as what reading it back needs and no more:

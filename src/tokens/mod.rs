@@ -2,7 +2,7 @@
 //!
 //! No rerank provider reports the query/documents split the public `usage` needs (and some speech
 //! providers report no input tokens), so the gateway counts tokens itself, with OpenAI's
-//! `cl100k_base` byte-pair encoding. The README documents the choice.
+//! `cl100k_base` byte-pair encoding. docs/guide/choices.md (rerank `usage`) documents the choice.
 //!
 //! Counting is on the rerank hot path (every document of every request), so it does not run
 //! tiktoken: `pretokenize` splits text the way cl100k's pattern does, and `vocab` merges each

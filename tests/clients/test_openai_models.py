@@ -38,9 +38,9 @@ def test_models_retrieve(gateway, fake):
     assert (model.id, model.object, model.owned_by) == ("tts-1", "model", "openai")
     assert model.model_extra["family"] == "openai-tts"
     [target] = model.model_extra["targets"]
-    # tts-1 is deprecated: its target carries the provider's dates (README, "Model lifecycles").
+    # tts-1 is deprecated: its target carries the provider's dates (docs/guide/lifecycles.md).
     lifecycle = target.pop("lifecycle")
-    # Its price, as the built-in table has it (README, "Prices"): $15 per million characters.
+    # Its price, as the built-in table has it (docs/guide/prices.md): $15 per million characters.
     price = target.pop("price")
     assert target == {"provider": "openai", "model": "tts-1", "available": True}
     assert (price["currency"], price["characters"]) == ("USD", {"price": "15", "per": 1000000})

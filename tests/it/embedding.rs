@@ -514,17 +514,12 @@ fn auth_module_guards_a_host_route() {
     assert_eq!(anonymous.status, 401);
 }
 
-/// The README's embedding section quotes the examples verbatim, so its code is compiled (as the
-/// examples are) and cannot drift from them; and every example it names exists.
+/// The code of the README's embedding section and of the guide's embedding page is quoted from the
+/// examples verbatim, so it is compiled (as the examples are) and cannot drift from them; and every
+/// example they name exists.
 #[test]
 fn readme_embedding_quotes_the_examples() {
     let root = env!("CARGO_MANIFEST_DIR");
-    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
-    let start = readme
-        .find("\n## Embedding\n")
-        .expect("an Embedding section");
-    let section = &readme[start + 1..];
-    let section = &section[..section[1..].find("\n## ").map_or(section.len(), |i| i + 1)];
     let examples: Vec<(String, String)> = std::fs::read_dir(format!("{root}/examples"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -534,6 +529,20 @@ fn readme_embedding_quotes_the_examples() {
             (name, std::fs::read_to_string(&p).unwrap())
         })
         .collect();
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let start = readme
+        .find("\n## Embedding\n")
+        .expect("an Embedding section");
+    let section = &readme[start + 1..];
+    let section = &section[..section[1..].find("\n## ").map_or(section.len(), |i| i + 1)];
+    assert_quotes_examples("README.md", section, &examples);
+    // The guide's page is all about embedding: the whole of it.
+    let guide = std::fs::read_to_string(format!("{root}/docs/guide/embedding.md")).unwrap();
+    assert_quotes_examples("docs/guide/embedding.md", &guide, &examples);
+}
+
+/// Every `rust` block of `section` is part of an example, and the section names the examples.
+fn assert_quotes_examples(doc: &str, section: &str, examples: &[(String, String)]) {
     let mut blocks = 0;
     let mut rest = section;
     while let Some(open) = rest.find("```rust\n") {
@@ -542,12 +551,12 @@ fn readme_embedding_quotes_the_examples() {
         let code = &after[..close];
         assert!(
             examples.iter().any(|(_, text)| text.contains(code)),
-            "the README's embedding code is not quoted from examples/:\n{code}"
+            "{doc}: the embedding code is not quoted from examples/:\n{code}"
         );
         blocks += 1;
         rest = &after[close + 3..];
     }
-    assert!(blocks >= 1, "the Embedding section has no code");
+    assert!(blocks >= 1, "{doc}: the Embedding section has no code");
     for name in [
         "host_delegation.rs",
         "mount_prefix.rs",
@@ -555,6 +564,9 @@ fn readme_embedding_quotes_the_examples() {
         "gateway.rs",
     ] {
         assert!(examples.iter().any(|(n, _)| n == name), "{name}");
-        assert!(section.contains(&format!("examples/{name}")), "{name}");
+        assert!(
+            section.contains(&format!("examples/{name}")),
+            "{doc}: {name}"
+        );
     }
 }
