@@ -45,11 +45,8 @@ pub trait PcmEncoder: Send {
 
 /// The public formats this build can encode PCM into.
 pub(crate) fn encodable(format: &str) -> bool {
-    match format {
-        "pcm" | "wav" => true,
-        "mp3" | "opus" | "aac" | "flac" => cfg!(feature = "speech-encoding"),
-        _ => false,
-    }
+    matches!(format, "pcm" | "wav")
+        || (cfg!(feature = "speech-encoding") && matches!(format, "mp3" | "opus" | "aac" | "flac"))
 }
 
 /// The encoder for `format` of mono PCM at `rate` Hz, or `None` when this build cannot produce
