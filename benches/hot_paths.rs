@@ -7,6 +7,8 @@
 //! - image: the same four steps for DALL·E 3;
 //! - SSE: splitting OpenAI's events (pass-through) and wrapping raw audio in the gateway's events
 //!   (ElevenLabs);
+//! - speech encoding: 1 s of 24 kHz PCM (the Realtime API's and Gemini's) into each public format,
+//!   in 4,800-byte pieces (100 ms, a delta's size), `wav` being the copy the others compare with;
 //! - authentication of an API key;
 //! - the usage ledger's `record` with its writer running and with the database down, and their
 //!   ratio (`hot_paths/ledger.rs`).
@@ -271,6 +273,40 @@ fn sse(c: &mut Criterion) {
     g.finish();
 }
 
+fn encode(c: &mut Criterion) {
+    use switchyard::internals::stream::encode::encoder;
+    // A voiced sound more than noise: 150 Hz with two overtones, its loudness moving at 4 Hz.
+    let pcm: Vec<u8> = (0..24_000)
+        .flat_map(|i| {
+            let t = f64::from(i) / 24_000.0;
+            let tone: f64 = [(150.0, 1.0), (300.0, 0.5), (450.0, 0.25)]
+                .iter()
+                .map(|(hz, a)| a * (t * hz * std::f64::consts::TAU).sin())
+                .sum();
+            let level = 0.6 + 0.4 * (t * 4.0 * std::f64::consts::TAU).sin();
+            ((tone * level * 9_000.0) as i16).to_le_bytes()
+        })
+        .collect();
+    let mut g = c.benchmark_group("encode_1s_24khz");
+    for format in ["wav", "mp3", "opus", "aac", "flac"] {
+        if encoder(format, 24_000).is_none() {
+            continue; // built without `speech-encoding`
+        }
+        g.bench_function(format, |b| {
+            b.iter(|| {
+                let mut enc = encoder(format, 24_000).unwrap();
+                let mut out = Vec::new();
+                for piece in pcm.chunks(4_800) {
+                    enc.push(black_box(piece), &mut out).unwrap();
+                }
+                enc.finish(&mut out).unwrap();
+                out.iter().map(Bytes::len).sum::<usize>()
+            })
+        });
+    }
+    g.finish();
+}
+
 fn auth(c: &mut Criterion) {
     let f = Fixture::new();
     let mut headers = http::HeaderMap::new();
@@ -293,6 +329,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = rerank_100, rerank_10, image, sse, auth, ledger_record
+    targets = rerank_100, rerank_10, image, sse, encode, auth, ledger_record
 }
 criterion_main!(benches);

@@ -1,6 +1,7 @@
 # Sourced by scripts/run, scripts/test and .ci/run: install what building and testing need when it
 # is missing, from Debian's packages (as root, or through sudo).
-#   need_build: cmake and a C compiler (Pingora's zlib-ng is built with cmake);
+#   need_build: cmake, make and C and C++ compilers (Pingora's zlib-ng and libopus are built with
+#   cmake, LAME with its configure script and make, the FDK AAC encoder is C++);
 #   need_mold: the mold linker, which .ci/run links with when it can be installed;
 #   need_tests: the above, redis-server (the shared-state tests), PostgreSQL's server and client (the
 #   usage-ledger tests) and Python's venv (the client suite);
@@ -19,7 +20,11 @@ install_missing() {
 
 build_missing() {
   command -v cmake >/dev/null 2>&1 || echo cmake
-  command -v cc >/dev/null 2>&1 || echo build-essential
+  # build-essential brings cc, c++ (g++) and make.
+  if ! command -v cc >/dev/null 2>&1 || ! command -v c++ >/dev/null 2>&1 ||
+    ! command -v make >/dev/null 2>&1; then
+    echo build-essential
+  fi
 }
 
 need_build() {

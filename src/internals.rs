@@ -63,6 +63,10 @@ pub mod store {
 /// Stream framing and speech decoding.
 pub mod stream {
     pub use crate::stream::{audio, lines, sse};
+    /// PCM into the public speech formats (the `hot_paths` encoding rows).
+    pub mod encode {
+        pub use crate::stream::encode::{encoder, PcmEncoder};
+    }
 }
 
 /// Token counting.

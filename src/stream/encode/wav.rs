@@ -73,8 +73,29 @@ mod tests {
         let all: Vec<u8> = out.iter().flat_map(|b| b.iter().copied()).collect();
         assert_eq!(&all[0..4], b"RIFF");
         assert_eq!(&all[8..16], b"WAVEfmt ");
-        assert_eq!(u32::from_le_bytes([all[24], all[25], all[26], all[27]]), 24_000);
+        assert_eq!(
+            u32::from_le_bytes([all[24], all[25], all[26], all[27]]),
+            24_000
+        );
         assert_eq!(&all[36..40], b"data");
         assert_eq!(&all[44..], &[1, 0, 2, 0, 3, 0]);
+    }
+
+    #[test]
+    fn a_tone_streams_as_wav_a_decoder_reads() {
+        use super::super::testing::{assert_tone, decode, encode, sine, RATE};
+        let mut w = Wav::new(RATE);
+        let (before, file) = encode(&mut w, &sine(1.0));
+        assert!(before == file.len(), "a WAV holds nothing back");
+        let (rate, samples) = decode(&file, "wav");
+        assert_eq!(rate, RATE);
+        assert_tone(&samples, rate, RATE as usize, 0);
+    }
+
+    #[test]
+    fn empty_input_is_a_header_only_wav() {
+        let mut w = Wav::new(24_000);
+        let (_, file) = super::super::testing::encode(&mut w, &[]);
+        assert_eq!(file.len(), 44);
     }
 }
