@@ -74,7 +74,12 @@ fn read_voices(body: &[u8]) -> Result<Page, String> {
             .voices
             .into_iter()
             // A voice without an id cannot be asked for: not listed.
-            .filter_map(|v| Some(Listed::new(v.id.filter(|id| !id.is_empty())?, v.display_name)))
+            .filter_map(|v| {
+                Some(Listed::new(
+                    v.id.filter(|id| !id.is_empty())?,
+                    v.display_name,
+                ))
+            })
             .collect(),
         next: list.next_page_token.filter(|t| !t.is_empty()),
     })

@@ -243,9 +243,10 @@ pub(crate) fn speech_request(
             role: "user",
             parts: [Part {
                 text: req.input.as_str(),
-                speech_metadata: req.instructions.as_ref().map(|i| SpeechMetadata {
-                    style: i.as_str(),
-                }),
+                speech_metadata: req
+                    .instructions
+                    .as_ref()
+                    .map(|i| SpeechMetadata { style: i.as_str() }),
             }],
         }],
         generation_config: GenerationConfig {

@@ -40,15 +40,19 @@ fn event(json: Value) -> Bytes {
 }
 
 fn audio_event(pcm: &[u8], mime: &str) -> Bytes {
-    event(json!({"candidates": [{"content": {"role": "model", "parts": [
-        {"inlineData": {"mimeType": mime, "data": b64(pcm)}}]}}]}))
+    event(
+        json!({"candidates": [{"content": {"role": "model", "parts": [
+        {"inlineData": {"mimeType": mime, "data": b64(pcm)}}]}}]}),
+    )
 }
 
 fn last_event(reason: &str) -> Bytes {
-    event(json!({"candidates": [{"content": {"role": "model", "parts": []},
+    event(
+        json!({"candidates": [{"content": {"role": "model", "parts": []},
         "finishReason": reason}],
         "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 75,
-                          "totalTokenCount": 84}}))
+                          "totalTokenCount": 84}}),
+    )
 }
 
 const PCM_TYPE: &str = "audio/L16;codec=pcm;rate=24000";
@@ -99,8 +103,8 @@ fn sends_other_voices_style_and_language() {
         json!({"voiceConfig": {"voice": "voice_abc123"}, "languageCode": "de-DE"})
     );
     // No voice: the family's default, a prebuilt one.
-    let n = native(r#"{"model":"gemini-3.8-flash-tts","input":"hi","response_format":"pcm"}"#)
-        .unwrap();
+    let n =
+        native(r#"{"model":"gemini-3.8-flash-tts","input":"hi","response_format":"pcm"}"#).unwrap();
     assert_eq!(
         body_json(&n)["generationConfig"]["speechConfig"]["voiceConfig"],
         json!({"prebuiltVoiceConfig": {"voiceName": "Kore"}})
