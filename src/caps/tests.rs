@@ -89,7 +89,14 @@ fn speech(c: Caps) -> &'static SpeechCaps {
 #[test]
 fn the_builtin_table_loads() {
     let table = builtin().unwrap_or_else(|e| panic!("{e:#?}"));
-    assert_eq!(table.names().len(), 91);
+    assert_eq!(table.names().len(), 92);
+    let gemini_tts = speech(table.get("gemini-3.8-tts").unwrap());
+    assert_eq!(gemini_tts.speeds, [1.0]);
+    assert_eq!(gemini_tts.default_voice, Some("Kore"));
+    assert!(
+        gemini_tts.voices.is_empty(),
+        "the provider's list, not a fixed one"
+    );
     // A few values, to catch a loader that reads keys into the wrong place.
     let kontext = images(table.get("flux-kontext").unwrap());
     assert_eq!(kontext.family, "flux-kontext");

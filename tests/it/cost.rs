@@ -195,6 +195,36 @@ fn token_priced_speech_is_an_estimate_at_the_head_and_exact_in_the_log() {
     assert_counted(&gw, "gpt-4o-mini-tts", 486_000);
 }
 
+/// Gemini 3.8 Flash TTS bills $0.50 per 1M text tokens in and $9 per 1M audio tokens out; its
+/// stream's last event reports 9 in and 75 out: 9 × 0.5 + 75 × 9 = 679.5 millionths of a dollar
+/// in the access line and the counter, the provider's figures (the head's is an estimate).
+#[test]
+fn gemini_speech_is_billed_from_the_streams_usage() {
+    let fake = FakeProvider::start();
+    let piece = base64::engine::general_purpose::STANDARD.encode([1u8, 0, 2, 0]);
+    let audio = json!({"candidates": [{"content": {"parts": [{"inlineData":
+        {"mimeType": "audio/L16;codec=pcm;rate=24000", "data": piece}}]}}]});
+    let last = json!({"candidates": [{"content": {"parts": []}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 75, "totalTokenCount": 84}});
+    fake.push(Reply::sse(vec![
+        (Duration::ZERO, format!("data: {audio}\r\n\r\n")),
+        (Duration::from_millis(20), format!("data: {last}\r\n\r\n")),
+    ]));
+    let gw = start(&fake, "json");
+    let resp = post(
+        &gw,
+        "/api/v1/audio/speech",
+        json!({"model": "gemini-3.8-flash-tts", "input": "hello world", "response_format": "wav"}),
+    );
+    assert!(cost_header(&resp).ends_with(" USD; basis=gateway; estimate"));
+    let lines = access_lines(&gw, 1);
+    assert_eq!(
+        logged(&lines[0]),
+        (json!("0.0006795"), json!("USD"), json!("provider"))
+    );
+    assert_counted(&gw, "gemini-3.8-flash-tts", 679_500);
+}
+
 /// `gpt-image-2` bills tokens by kind: the answer's usage (10 text and 40 image tokens in, 2,100
 /// image tokens out) is 10 × $5 + 40 × $8 + 2,100 × $30 per 1M = $0.06337, the provider's figures.
 #[test]

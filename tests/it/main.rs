@@ -111,6 +111,7 @@ mod speech_dashscope;
 mod speech_deepgram;
 mod speech_elevenlabs;
 mod speech_fish_audio;
+mod speech_gemini;
 mod speech_google;
 mod speech_memory;
 mod speech_minimax;

@@ -1,5 +1,6 @@
 //! Google's Gemini image models ("Nano Banana": Gemini 3 Pro Image, Gemini 3.1 Flash Image) through
-//! the Gemini API's `POST /v1beta/models/{model}:generateContent`, keyed by `x-goog-api-key`.
+//! the Gemini API's `POST /v1beta/models/{model}:generateContent`, keyed by `x-goog-api-key`. The
+//! same kind serves Gemini speech (`speech.rs`) and lists its models and voices (`discovery.rs`).
 //!
 //! Gemini takes no pixel size: `generationConfig.imageConfig` carries an `aspectRatio` (`16:9`…)
 //! and an `imageSize` tier (`512`, `1K`, `2K`, `4K`). A public `WxH` is sent as the Gemini ratio it
@@ -39,6 +40,7 @@ use crate::providers::formats::google as google_errors;
 use crate::upstream::provider::{bad_answer, Provider};
 
 pub(crate) mod discovery;
+pub(crate) mod speech;
 
 // ---- constants -------------------------------------------------------------------------------
 
@@ -558,7 +560,7 @@ pub(crate) fn error_response(provider: &Provider, status: u16, body: &[u8]) -> U
 
 // ---- registration ----------------------------------------------------------------------------
 
-/// The Gemini kind: an API key in `x-goog-api-key`, images only, answered inline (no result
+/// The Gemini kind: an API key in `x-goog-api-key`, images and speech, answered inline (no result
 /// hosts).
 pub(crate) fn kind(key: &str) -> Result<crate::providers::registry::Kind, String> {
     let auth = crate::providers::registry::keyed(key, |k| {
@@ -571,12 +573,12 @@ pub(crate) fn kind(key: &str) -> Result<crate::providers::registry::Kind, String
         input_as_bytes: true,
         tasks: None,
     };
-    Ok(crate::providers::registry::images_kind(
-        auth,
-        error_response,
-        &[],
-        images,
-    ))
+    let mut kind = crate::providers::registry::images_kind(auth, error_response, &[], images);
+    kind.adapters.speech = Some(Box::new(crate::providers::registry::SpeechFns {
+        request: speech::speech_request,
+        decoding: Some(speech::speech_decoding),
+    }));
+    Ok(kind)
 }
 
 #[cfg(test)]

@@ -268,6 +268,8 @@ switchyard:
     gemini-3-pro-image: {{family: gemini-image, targets: [{{provider: gemini, model: gemini-3-pro-image}}]}}
     gemini-3.1-flash-image: {{family: gemini-flash-image, targets: [{{provider: gemini, model: gemini-3.1-flash-image}}]}}
     gemini-2.5-flash-image: {{family: gemini-2.5-flash-image, targets: [{{provider: gemini, model: gemini-2.5-flash-image, lifecycle: {{still_available: true}}}}]}}
+    gemini-3.8-flash-tts: {{family: gemini-3.8-tts, targets: [{{provider: gemini, model: gemini-3.8-flash-tts}}]}}
+    gemini-3.8-flash-lite-tts: {{family: gemini-3.8-tts, targets: [{{provider: gemini, model: gemini-3.8-flash-lite-tts}}]}}
     # ---- rerank: NVIDIA NIM, vLLM, Infinity, Bedrock (issue 30) ----
     nim-reranker: {{family: nim-rerank, targets: [{{provider: nim, model: nvidia/llama-nemotron-rerank-1b-v2}}]}}
     nim-hosted-reranker: {{family: nim-rerank, targets: [{{provider: nim-hosted, model: nvidia/llama-3.2-nv-rerankqa-1b-v2}}]}}
