@@ -116,6 +116,7 @@ mod speech_memory;
 mod speech_minimax;
 mod speech_mistral;
 mod speech_openai;
+mod speech_realtime;
 mod speech_polly;
 mod speech_stepfun;
 mod speech_streaming;

@@ -450,3 +450,81 @@ fn error_event(provider: &Provider, error: &ErrorDetail) -> UpstreamError {
     }
     err
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::test_support as support;
+
+    fn decoded(events: &[serde_json::Value]) -> (Result<Finished, UpstreamError>, Vec<u8>) {
+        let p = support::provider("openai", "sk-x");
+        let mut d = Realtime::new(&p);
+        let mut out = Vec::new();
+        for e in events {
+            if let Err(err) = d.push(&Bytes::from(e.to_string()), &mut out) {
+                return (Err(err), out.concat());
+            }
+        }
+        (d.finish(&mut out), out.concat())
+    }
+
+    #[test]
+    fn deltas_become_pcm_and_done_gives_the_usage() {
+        let (end, pcm) = decoded(&[
+            serde_json::json!({"type": "session.created", "session": {}}),
+            serde_json::json!({"type": "response.output_audio.delta", "delta": "AQID"}),
+            serde_json::json!({"type": "response.output_audio.delta", "delta": "BAU="}),
+            serde_json::json!({"type": "response.output_audio.done"}),
+            serde_json::json!({"type": "response.done", "response": {"status": "completed",
+                "usage": {"input_tokens": 9, "output_tokens": 50,
+                    "input_token_details": {"text_tokens": 9},
+                    "output_token_details": {"text_tokens": 8, "audio_tokens": 42}}}}),
+        ]);
+        assert_eq!(pcm, [1, 2, 3, 4, 5]);
+        let usage = SpeechUsage {
+            input_tokens: Some(9),
+            output_tokens: Some(42),
+        };
+        assert_eq!(end.unwrap(), Finished::Done(usage));
+    }
+
+    #[test]
+    fn an_end_without_response_done_or_not_completed_is_an_error() {
+        let delta = serde_json::json!({"type": "response.output_audio.delta", "delta": "AQID"});
+        assert!(decoded(std::slice::from_ref(&delta)).0.is_err());
+        let filtered = serde_json::json!({"type": "response.done", "response": {"status": "incomplete",
+            "status_details": {"type": "incomplete", "reason": "content_filter"}}});
+        let e = decoded(&[delta.clone(), filtered]).0.unwrap_err();
+        assert_eq!(e.kind, UpstreamErrorKind::ContentPolicy);
+        let failed = serde_json::json!({"type": "response.done", "response": {"status": "failed",
+            "status_details": {"type": "failed", "error": {"type": "server_error", "code": "x"}}}});
+        assert!(decoded(&[delta, failed]).0.unwrap_err().retryable());
+    }
+
+    #[test]
+    fn error_events_are_classified_by_the_error_map() {
+        let kind = |t: &str, code: &str, param: Option<&str>| {
+            let e = serde_json::json!({"type": "error", "event_id": "e", "error":
+                {"type": t, "code": code, "message": "m sk-x", "param": param}});
+            decoded(&[e]).0.unwrap_err()
+        };
+        assert_eq!(kind("invalid_request_error", "invalid_api_key", None).kind, UpstreamErrorKind::AuthRejected);
+        assert_eq!(kind("invalid_request_error", "model_not_found", None).kind, UpstreamErrorKind::UnknownModel);
+        assert_eq!(kind("requests", "rate_limit_exceeded", None).kind, UpstreamErrorKind::RateLimited);
+        assert!(!kind("insufficient_quota", "insufficient_quota", None).retryable());
+        let voice = kind("invalid_request_error", "invalid_value", Some("session.audio.output.voice"));
+        assert_eq!(voice.kind, UpstreamErrorKind::UnknownVoice);
+        assert_eq!(kind("invalid_request_error", "x", None).kind, UpstreamErrorKind::InvalidRequest);
+        let server = kind("server_error", "", None);
+        assert!(server.retryable());
+        assert!(!server.message.contains("sk-x"), "the key is redacted");
+    }
+
+    #[test]
+    fn only_response_done_is_the_last_message() {
+        assert!(is_last(r#"{"type":"response.done","response":{}}"#));
+        assert!(is_last(r#"{"event_id":"e","type": "response.done"}"#));
+        assert!(!is_last(r#"{"type":"response.output_audio.done"}"#));
+        assert!(!is_last(r#"{"type":"error","error":{"message":"\"response.done\""}}"#));
+    }
+}

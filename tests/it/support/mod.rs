@@ -6,6 +6,7 @@ pub mod costs;
 pub mod fake;
 pub mod google_token;
 pub mod image_conformance;
+pub mod realtime_fake;
 #[cfg(feature = "ledger")]
 pub mod postgres;
 #[cfg(feature = "redis")]
