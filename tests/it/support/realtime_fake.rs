@@ -37,7 +37,7 @@ pub enum Script {
     Stall,
     /// Send this many deltas of the default audio, then drop the connection.
     Cut(usize),
-    /// `response.done` with this status (and `status_details`), after one delta.
+    /// `response.done` with this status (and `status_details`), with no audio before it.
     Ends(&'static str, Value),
 }
 
@@ -262,7 +262,6 @@ async fn respond(ws: &mut WebSocketStream<TcpStream>, script: &Script) -> bool {
             false
         }
         Script::Ends(status, details) => {
-            let _ = ws.send(Message::text(delta(&pcm_pieces()[0]))).await;
             let _ = ws
                 .send(Message::text(done(status, details.clone(), (5, 5))))
                 .await;
