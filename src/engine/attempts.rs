@@ -141,7 +141,15 @@ where
             }
             native => native,
         };
-        let outcome = attempt(upstream, model, target, region, &mut native, &mut tries, &accept);
+        let outcome = attempt(
+            upstream,
+            model,
+            target,
+            region,
+            &mut native,
+            &mut tries,
+            &accept,
+        );
         let err = match outcome.await {
             Ok(value) => return Ok((Reply::Remote(value), target)),
             Err(e) => e,

@@ -68,8 +68,7 @@ impl Upstream {
             .map_err(|e| super::exchange::classify(name, &e))?;
         let read_timeout = ep.options.read_timeout;
         let config = WebSocketConfig::default().max_message_size(Some(provider.max_response_bytes));
-        let handshake =
-            tokio_tungstenite::client_async_with_config(request, stream, Some(config));
+        let handshake = tokio_tungstenite::client_async_with_config(request, stream, Some(config));
         let (mut ws, _) = within(read_timeout, name, handshake)
             .await?
             .map_err(|e| handshake_error(provider, e))?;

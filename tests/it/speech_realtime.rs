@@ -139,7 +139,11 @@ fn past_the_shutdown_openai_models_answer_through_the_realtime_api() {
         );
         assert_eq!(wav.status, 200, "{}", wav.text());
         assert_eq!(wav.header("content-type"), Some("audio/wav"));
-        assert_eq!(wav_samples(&wav.body), default_pcm(), "{model}: WAV samples");
+        assert_eq!(
+            wav_samples(&wav.body),
+            default_pcm(),
+            "{model}: WAV samples"
+        );
 
         let sse = speech(
             &gw,
@@ -177,7 +181,11 @@ fn the_text_is_sent_to_be_read_with_its_voice_speed_and_instructions() {
     assert_eq!(resp.status, 200, "{}", resp.text());
     let s = &fake.sessions()[0];
     // The session first, then the response, and nothing else.
-    let kinds: Vec<&str> = s.events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = s
+        .events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
     assert_eq!(kinds, ["session.update", "response.create"]);
     let session = &s.event("session.update")["session"];
     assert_eq!(session["type"], "realtime");
@@ -196,15 +204,24 @@ fn the_text_is_sent_to_be_read_with_its_voice_speed_and_instructions() {
         json!([{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "What time is it?"}]}])
     );
     let instructions = response["instructions"].as_str().unwrap();
-    assert!(instructions.contains("exactly as it is written"), "{instructions}");
+    assert!(
+        instructions.contains("exactly as it is written"),
+        "{instructions}"
+    );
     assert!(instructions.contains("Do not answer it"), "{instructions}");
     assert!(instructions.ends_with("Whisper, slowly."), "{instructions}");
 
     // tts-1 takes no instructions, and with none the reading instruction stands alone.
-    let plain = speech(&gw, &json!({"model": "tts-1", "input": "Hi", "voice": "onyx"}))
-        .status;
+    let plain = speech(
+        &gw,
+        &json!({"model": "tts-1", "input": "Hi", "voice": "onyx"}),
+    )
+    .status;
     let formats_ok = plain == 200 || plain == 400;
-    assert!(formats_ok, "mp3 (the default) is encoded or refused: {plain}");
+    assert!(
+        formats_ok,
+        "mp3 (the default) is encoded or refused: {plain}"
+    );
 }
 
 #[test]
@@ -216,23 +233,36 @@ fn speeds_voices_and_formats_the_realtime_api_cannot_honour_are_refused() {
         &json!({"model": "tts-1", "input": "Hi", "voice": "alloy", "speed": 2, "response_format": "pcm"}),
     );
     assert_eq!(fast.status, 400, "{}", fast.text());
-    assert!(fast.json()["details"]["speed"].is_string(), "{}", fast.text());
+    assert!(
+        fast.json()["details"]["speed"].is_string(),
+        "{}",
+        fast.text()
+    );
     let voice = speech(
         &gw,
         &json!({"model": "tts-1", "input": "Hi", "voice": "bogus", "response_format": "pcm"}),
     );
     assert_eq!(voice.status, 400, "{}", voice.text());
-    assert!(voice.json()["details"]["voice"].is_string(), "{}", voice.text());
+    assert!(
+        voice.json()["details"]["voice"].is_string(),
+        "{}",
+        voice.text()
+    );
     // mp3 (the default format): encoded once this build has the encoder, else a 400 naming it.
     for sse in [false, true] {
-        let mut body = json!({"model": "tts-1", "input": "Hi", "voice": "alloy", "response_format": "mp3"});
+        let mut body =
+            json!({"model": "tts-1", "input": "Hi", "voice": "alloy", "response_format": "mp3"});
         if sse {
             body["stream_format"] = json!("sse");
         }
         let mp3 = speech(&gw, &body);
         match mp3.status {
             200 => {
-                let audio = if sse { sse_audio(&mp3).0 } else { mp3.body.clone() };
+                let audio = if sse {
+                    sse_audio(&mp3).0
+                } else {
+                    mp3.body.clone()
+                };
                 let framed = audio.starts_with(b"ID3")
                     || (audio.len() > 1 && audio[0] == 0xFF && audio[1] & 0xE0 == 0xE0);
                 assert!(framed, "not MP3: {:?}", &audio[..audio.len().min(8)]);
@@ -276,7 +306,10 @@ fn failures_before_the_first_byte_are_retried() {
     assert_eq!(fake.sessions().len(), 6);
 
     // A failed response is an error too (retried), then a caller's error is not retried.
-    fake.push(Script::Ends("failed", json!({"type": "failed", "error": {"type": "server_error", "code": "server_error"}})));
+    fake.push(Script::Ends(
+        "failed",
+        json!({"type": "failed", "error": {"type": "server_error", "code": "server_error"}}),
+    ));
     fake.push(Script::Error("invalid_request_error", "invalid_value"));
     let resp = speech(
         &gw,
@@ -352,7 +385,8 @@ fn the_first_byte_leaves_with_the_first_delta() {
     let body = json!({"model": "tts-1", "input": "Hi", "voice": "alloy", "response_format": "pcm"})
         .to_string();
     let mut conn = client::connect(gw.addr);
-    conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     write!(
         conn,
         "POST /api/v1/audio/speech HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n\
@@ -425,5 +459,8 @@ fn over_tls_with_the_accounts_ca() {
     assert_eq!(resp.status, 200, "{}", resp.text());
     assert_eq!(wav_samples(&resp.body), default_pcm());
     assert_eq!(front.handshakes(), 1);
-    assert_eq!(fake.sessions()[0].path, "/v1/realtime?model=gpt-realtime-2.1-mini");
+    assert_eq!(
+        fake.sessions()[0].path,
+        "/v1/realtime?model=gpt-realtime-2.1-mini"
+    );
 }

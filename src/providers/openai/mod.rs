@@ -11,11 +11,11 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::api::adapter::Adapters;
-use crate::common::error::{UpstreamError, UpstreamErrorKind};
 use crate::api::adapter::SpeechAdapter;
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
 use crate::common::error::GatewayError;
+use crate::common::error::{UpstreamError, UpstreamErrorKind};
 use crate::common::native::Prepared;
 use crate::providers::registry::{ImageFns, Kind};
 use crate::stream::audio::SpeechDecoding;

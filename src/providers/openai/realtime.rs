@@ -268,7 +268,8 @@ impl AudioDecoder for Unencodable {
     }
 
     fn finish(&mut self, out: &mut Vec<Bytes>) -> Result<Finished, UpstreamError> {
-        self.push(&Bytes::new(), out).map(|_| Finished::Done(SpeechUsage::default()))
+        self.push(&Bytes::new(), out)
+            .map(|_| Finished::Done(SpeechUsage::default()))
     }
 }
 
@@ -343,8 +344,9 @@ impl AudioDecoder for Realtime {
         if self.done.is_some() {
             return Ok(());
         }
-        let event: Event<'_> = serde_json::from_slice(chunk)
-            .map_err(|e| bad_answer(&self.provider, format!("a Realtime event is not JSON: {e}")))?;
+        let event: Event<'_> = serde_json::from_slice(chunk).map_err(|e| {
+            bad_answer(&self.provider, format!("a Realtime event is not JSON: {e}"))
+        })?;
         match event.kind.as_ref() {
             "response.output_audio.delta" => {
                 let delta = event.delta.unwrap_or_default();
@@ -354,9 +356,9 @@ impl AudioDecoder for Realtime {
                 }
             }
             "response.done" => {
-                let response = event
-                    .response
-                    .ok_or_else(|| bad_answer(&self.provider, "response.done without a response"))?;
+                let response = event.response.ok_or_else(|| {
+                    bad_answer(&self.provider, "response.done without a response")
+                })?;
                 self.done = Some(completed(&self.provider, response)?);
             }
             "error" => {
@@ -508,13 +510,29 @@ mod tests {
                 {"type": t, "code": code, "message": "m sk-x", "param": param}});
             decoded(&[e]).0.unwrap_err()
         };
-        assert_eq!(kind("invalid_request_error", "invalid_api_key", None).kind, UpstreamErrorKind::AuthRejected);
-        assert_eq!(kind("invalid_request_error", "model_not_found", None).kind, UpstreamErrorKind::UnknownModel);
-        assert_eq!(kind("requests", "rate_limit_exceeded", None).kind, UpstreamErrorKind::RateLimited);
+        assert_eq!(
+            kind("invalid_request_error", "invalid_api_key", None).kind,
+            UpstreamErrorKind::AuthRejected
+        );
+        assert_eq!(
+            kind("invalid_request_error", "model_not_found", None).kind,
+            UpstreamErrorKind::UnknownModel
+        );
+        assert_eq!(
+            kind("requests", "rate_limit_exceeded", None).kind,
+            UpstreamErrorKind::RateLimited
+        );
         assert!(!kind("insufficient_quota", "insufficient_quota", None).retryable());
-        let voice = kind("invalid_request_error", "invalid_value", Some("session.audio.output.voice"));
+        let voice = kind(
+            "invalid_request_error",
+            "invalid_value",
+            Some("session.audio.output.voice"),
+        );
         assert_eq!(voice.kind, UpstreamErrorKind::UnknownVoice);
-        assert_eq!(kind("invalid_request_error", "x", None).kind, UpstreamErrorKind::InvalidRequest);
+        assert_eq!(
+            kind("invalid_request_error", "x", None).kind,
+            UpstreamErrorKind::InvalidRequest
+        );
         let server = kind("server_error", "", None);
         assert!(server.retryable());
         assert!(!server.message.contains("sk-x"), "the key is redacted");
@@ -525,6 +543,8 @@ mod tests {
         assert!(is_last(r#"{"type":"response.done","response":{}}"#));
         assert!(is_last(r#"{"event_id":"e","type": "response.done"}"#));
         assert!(!is_last(r#"{"type":"response.output_audio.done"}"#));
-        assert!(!is_last(r#"{"type":"error","error":{"message":"\"response.done\""}}"#));
+        assert!(!is_last(
+            r#"{"type":"error","error":{"message":"\"response.done\""}}"#
+        ));
     }
 }

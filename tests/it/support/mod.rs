@@ -6,9 +6,9 @@ pub mod costs;
 pub mod fake;
 pub mod google_token;
 pub mod image_conformance;
-pub mod realtime_fake;
 #[cfg(feature = "ledger")]
 pub mod postgres;
+pub mod realtime_fake;
 #[cfg(feature = "redis")]
 pub mod redis;
 #[cfg(feature = "redis")]

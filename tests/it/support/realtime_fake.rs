@@ -241,7 +241,9 @@ async fn respond(ws: &mut WebSocketStream<TcpStream>, script: &Script) -> bool {
             }
             let audio_done = json!({"type": "response.output_audio.done", "event_id": "event_8", "response_id": "resp_1", "item_id": "item_1", "output_index": 0, "content_index": 0});
             let _ = ws.send(Message::text(audio_done.to_string())).await;
-            let _ = ws.send(Message::text(done("completed", Value::Null, *usage))).await;
+            let _ = ws
+                .send(Message::text(done("completed", Value::Null, *usage)))
+                .await;
             // The session stays open, as OpenAI's does: the gateway closes it.
             true
         }
