@@ -54,8 +54,7 @@ impl NativeRequest {
 
 /// A WebSocket to open on the provider's API (OpenAI's Realtime API) and the text messages to send
 /// on it, in order, once it is open. The answer is the provider's incoming text messages, one per
-/// [`Response::chunk`](crate::upstream::exchange::Response::chunk), up to the one `last` says ends
-/// the answer (the socket is then closed: a Realtime session stays open after its response).
+/// chunk of the exchange's answer, up to the one `last` says ends the answer (the socket is then closed: a Realtime session stays open after its response).
 #[derive(Debug)]
 pub struct SocketRequest {
     /// Path relative to the provider's base URL, with its query (`/realtime?model=…`).
@@ -74,7 +73,9 @@ pub struct SocketRequest {
 pub enum Prepared {
     /// A request for the exchange to send (every remote provider).
     Http(NativeRequest),
-    /// A WebSocket for the exchange to open (OpenAI's Realtime API).
+    /// A WebSocket for the exchange to open (OpenAI's Realtime API). The built-in adapters' only:
+    /// not part of the extension point (`provider_api` does not export [`SocketRequest`]).
+    #[doc(hidden)]
     Socket(SocketRequest),
     /// The native answer itself, from a provider that runs in process.
     Local(Bytes),
