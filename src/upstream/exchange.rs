@@ -61,6 +61,9 @@ pub struct Response<'u> {
 }
 
 /// What a [`Response`]'s body is read from.
+// The HTTP case is the large one and the one every request takes: boxing it would cost an
+// allocation per exchange; the rare WebSocket is boxed instead.
+#[allow(clippy::large_enum_variant)]
 enum Wire {
     /// An HTTP answer on a connection of the pool.
     Http {
