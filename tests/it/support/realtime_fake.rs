@@ -146,6 +146,8 @@ fn default_script() -> Script {
     }
 }
 
+// The handshake callback's error type is tungstenite's own (an HTTP answer).
+#[allow(clippy::result_large_err)]
 async fn serve(stream: TcpStream, script: Script, shared: Arc<Shared>) {
     let index = {
         let mut sessions = shared.sessions.lock().unwrap();
@@ -198,7 +200,8 @@ async fn serve(stream: TcpStream, script: Script, shared: Arc<Shared>) {
                 let _ = ws.send(Message::text(updated.to_string())).await;
             }
             Some("response.create") => {
-                if !respond(&mut ws, &script).await {
+                let go_on = respond(&mut ws, &script).await;
+                if !go_on {
                     return;
                 }
             }
