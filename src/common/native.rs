@@ -1,5 +1,6 @@
-//! What an adapter hands the exchange: a request in the provider's own wire format (or, for an
-//! in-process provider, the answer itself), and the JSON helpers that build native bodies with the
+//! What an adapter hands the exchange: a request in the provider's own wire format (an HTTP
+//! request, or a WebSocket to open and the messages to send on it; for an in-process provider, the
+//! answer itself), and the JSON helpers that build native bodies with the
 //! caller's pass-through fields copied verbatim.
 
 use std::borrow::Cow;
@@ -51,12 +52,31 @@ impl NativeRequest {
     }
 }
 
+/// A WebSocket to open on the provider's API (OpenAI's Realtime API) and the text messages to send
+/// on it, in order, once it is open. The answer is the provider's incoming text messages, one per
+/// chunk of the exchange's answer, up to the one `last` says ends the answer (the socket is then closed: a Realtime session stays open after its response).
+#[derive(Debug)]
+pub struct SocketRequest {
+    /// Path relative to the provider's base URL, with its query (`/realtime?model=…`).
+    pub path: String,
+    /// Provider-specific headers besides auth (and the trace context the attempt adds).
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The JSON text messages to send once the socket is open.
+    pub messages: Vec<String>,
+    /// Whether an incoming text message is the answer's last one.
+    pub last: fn(&str) -> bool,
+}
+
 /// What an adapter prepared for one attempt: a request to send, or (for in-process providers) the
 /// native answer itself.
 #[derive(Debug)]
 pub enum Prepared {
     /// A request for the exchange to send (every remote provider).
     Http(NativeRequest),
+    /// A WebSocket for the exchange to open (OpenAI's Realtime API). The built-in adapters' only:
+    /// not part of the extension point (`provider_api` does not export [`SocketRequest`]).
+    #[doc(hidden)]
+    Socket(SocketRequest),
     /// The native answer itself, from a provider that runs in process.
     Local(Bytes),
 }

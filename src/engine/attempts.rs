@@ -26,7 +26,6 @@ use bytes::Bytes;
 use crate::catalog::{Model, Target};
 use crate::common::error::GatewayError;
 use crate::common::error::{UpstreamError, UpstreamErrorKind};
-use crate::common::native::NativeRequest;
 use crate::common::native::Prepared;
 use crate::engine::trace;
 use crate::metrics;
@@ -120,104 +119,176 @@ where
     'm: 'f,
 {
     servable(model)?;
-    // Retries spent (the caller's budget) and attempts made (for the log): a refused account
-    // costs an attempt but no retry.
-    let mut attempt: u32 = 0;
-    let mut made: u32 = 0;
-    // Where this request starts in the model's weighted schedule.
-    let start = model.start();
-    // Targets tried in this request (bit `index % 64`): retries prefer the others.
-    let mut tried: u64 = 0;
-    // Accounts (by id) whose TLS certificate was refused in this request: never tried again
-    // (empty, so no allocation, unless that happens).
-    let mut refused: Vec<usize> = Vec::new();
-    // Targets whose provider said their model is gone in this request (bit `index % 64`): never
-    // tried again in it, even if the health table could not retire them.
-    let mut dead: u64 = 0;
-    // How long the attempt about to be sent waited after the last one failed (its span says).
-    let mut waited: Option<std::time::Duration> = None;
+    let mut tries = Tries::new(model, retries);
     loop {
-        let Some((index, target)) = pick(upstream, model, start, tried, dead, &refused) else {
+        let picked = pick(
+            upstream,
+            model,
+            tries.start,
+            tries.tried,
+            tries.dead,
+            &tries.refused,
+        );
+        let Some((index, target)) = picked else {
             return Err(all_retired(model));
         };
-        tried |= 1 << (index % 64);
-        made += 1;
+        tries.tried |= 1 << (index % 64);
+        tries.made += 1;
         let mut native = match build(target)? {
-            Prepared::Http(native) => native,
             Prepared::Local(answer) => {
                 trace::attempt(model, target);
                 return Ok((Reply::Local(answer), target));
             }
+            native => native,
         };
-        trace::attempt(model, target);
-        let span = trace::propagate(&mut native, target.provider.send_trace_context);
-        let span_start = trace::now();
-        let started = Instant::now();
-        let mut status = None;
-        let outcome = match try_once(upstream, target, region, &native).await {
-            Ok(resp) => {
-                status = Some(resp.status);
-                accept(target, resp).await
-            }
-            Err(e) => Err(e),
-        };
-        count(upstream, target, started, outcome.as_ref().err());
-        let sent = Sent {
-            number: made,
-            status,
-            waited: waited.take(),
-        };
-        attempt_span(span, span_start, target, &sent, outcome.as_ref().err());
-        let health = target.health(&upstream.health);
-        match &outcome {
-            Ok(_) => upstream.health.success(health),
-            Err(e) => upstream.health.failure(health, e.kind),
-        }
-        let err = match outcome {
+        let outcome = attempt(
+            upstream,
+            model,
+            target,
+            region,
+            &mut native,
+            &mut tries,
+            &accept,
+        );
+        let err = match outcome.await {
             Ok(value) => return Ok((Reply::Remote(value), target)),
             Err(e) => e,
         };
+        if let Some(delay) = tries.failed(upstream, model, (index, target), err)? {
+            tokio::time::sleep(delay).await;
+        }
+    }
+}
+
+/// What the attempt loop knows of a request's attempts so far.
+struct Tries {
+    /// Retries the caller allows.
+    retries: u32,
+    /// Retries spent (the caller's budget): a refused account costs an attempt but no retry.
+    attempt: u32,
+    /// Attempts made (for the log and the spans).
+    made: u32,
+    /// Where this request starts in the model's weighted schedule.
+    start: usize,
+    /// Targets tried in this request (bit `index % 64`): retries prefer the others.
+    tried: u64,
+    /// Accounts (by id) whose TLS certificate or key was refused in this request: never tried
+    /// again (empty, so no allocation, unless that happens).
+    refused: Vec<usize>,
+    /// Targets whose provider said their model is gone in this request (bit `index % 64`): never
+    /// tried again in it, even if the health table could not retire them.
+    dead: u64,
+    /// How long the attempt about to be sent waited after the last one failed (its span says).
+    waited: Option<std::time::Duration>,
+}
+
+impl Tries {
+    fn new(model: &Model, retries: u32) -> Tries {
+        Tries {
+            retries,
+            attempt: 0,
+            made: 0,
+            start: model.start(),
+            tried: 0,
+            refused: Vec::new(),
+            dead: 0,
+            waited: None,
+        }
+    }
+
+    /// After the attempt at target `index` failed with `err`: the wait before the next attempt
+    /// (`None`: at once), or the request's failure.
+    fn failed(
+        &mut self,
+        upstream: &Upstream,
+        model: &Model,
+        (index, target): (usize, &Target),
+        err: UpstreamError,
+    ) -> Result<Option<std::time::Duration>, GatewayError> {
         log::warn!(
             "model {}: attempt {} via {} failed: {err}",
             model.name,
-            made,
+            self.made,
             target.provider.name
         );
         if err.kind == UpstreamErrorKind::UnknownModel {
             // The health table retired this target; move to the next one at once, without
             // spending a retry (the model is the operator's configuration, not the caller's
             // request), or stop when none is left (the operation may hand it to the successor).
-            dead |= 1 << (index % 64);
-            if !any_usable(upstream, model, dead, &refused) {
+            self.dead |= 1 << (index % 64);
+            if !any_usable(upstream, model, self.dead, &self.refused) {
                 return Err(unknown_model(model, target, &err));
             }
             retried(upstream, target, &err);
-            continue;
+            return Ok(None);
         }
         if err.certificate_refused || err.kind == UpstreamErrorKind::AuthRejected {
             // The same certificate (or key) would be refused again: move to another account, at
             // once (nothing to wait for), or stop when every account was refused. The account is
             // the operator's, so this does not count against the caller's `retries`; each
             // account is refused at most once, so the loop still ends.
-            refused.push(target.provider.id);
+            self.refused.push(target.provider.id);
             let other = model
                 .enabled_targets()
-                .any(|t| !refused.contains(&t.provider.id));
+                .any(|t| !self.refused.contains(&t.provider.id));
             if !other {
                 return Err(GatewayError::Upstream(err));
             }
             retried(upstream, target, &err);
-            continue;
+            return Ok(None);
         }
-        if attempt >= retries || !err.retryable() {
+        if self.attempt >= self.retries || !err.retryable() {
             return Err(GatewayError::Upstream(err));
         }
         retried(upstream, target, &err);
-        attempt += 1;
-        let delay = upstream.retry.load().delay(attempt, err.retry_after);
-        waited = Some(delay);
-        tokio::time::sleep(delay).await;
+        self.attempt += 1;
+        let delay = upstream.retry.load().delay(self.attempt, err.retry_after);
+        self.waited = Some(delay);
+        Ok(Some(delay))
     }
+}
+
+/// One attempt at `target`: sent (its trace span, metrics and health recorded), and its 2xx
+/// answer turned into the caller's value by `accept`.
+async fn attempt<'u, 'm, 'f, T>(
+    upstream: &'u Upstream,
+    model: &'m Model,
+    target: &'m Target,
+    region: &str,
+    native: &mut Prepared,
+    tries: &mut Tries,
+    accept: &impl Fn(&'m Target, Response<'u>) -> AcceptFuture<'f, T>,
+) -> Result<T, UpstreamError> {
+    trace::attempt(model, target);
+    let send = target.provider.send_trace_context;
+    let span = match native {
+        Prepared::Http(req) => trace::propagate(&mut req.headers, send),
+        Prepared::Socket(req) => trace::propagate(&mut req.headers, send),
+        Prepared::Local(_) => None,
+    };
+    let span_start = trace::now();
+    let started = Instant::now();
+    let mut status = None;
+    let outcome = match try_once(upstream, target, region, native).await {
+        Ok(resp) => {
+            status = Some(resp.status);
+            accept(target, resp).await
+        }
+        Err(e) => Err(e),
+    };
+    count(upstream, target, started, outcome.as_ref().err());
+    let sent = Sent {
+        number: tries.made,
+        status,
+        waited: tries.waited.take(),
+    };
+    attempt_span(span, span_start, target, &sent, outcome.as_ref().err());
+    let health = target.health(&upstream.health);
+    match &outcome {
+        Ok(_) => upstream.health.success(health),
+        Err(e) => upstream.health.failure(health, e.kind),
+    }
+    outcome
 }
 
 /// The target for the next attempt, and its index: by the model's weighted schedule from
@@ -403,14 +474,27 @@ fn unknown_model(model: &Model, target: &Target, err: &UpstreamError) -> Gateway
     }
 }
 
-/// Send one native request; a 2xx response comes back unread, anything else as its classified error.
+/// Send one native request; a 2xx response (an open WebSocket) comes back unread, anything else
+/// as its classified error.
 async fn try_once<'u>(
     upstream: &'u Upstream,
     target: &Target,
     region: &str,
-    native: &NativeRequest,
+    native: &Prepared,
 ) -> Result<Response<'u>, UpstreamError> {
     let provider = &target.provider;
+    let native = match native {
+        Prepared::Http(native) => native,
+        // A refused handshake is classified inside, by the same error map.
+        Prepared::Socket(socket) => return upstream.send_socket(provider, region, socket).await,
+        Prepared::Local(_) => {
+            return Err(UpstreamError::new(
+                UpstreamErrorKind::Failure,
+                &provider.name,
+                "an in-process answer has nothing to send",
+            ))
+        }
+    };
     let resp = upstream.send(provider, region, native).await?;
     if (200..300).contains(&resp.status) {
         return Ok(resp);

@@ -15,7 +15,6 @@ use tokio::task::futures::TaskLocalFuture;
 
 use crate::catalog::{Model, Target};
 use crate::common::error::GatewayError;
-use crate::common::native::NativeRequest;
 use crate::common::request_id::RequestId;
 use crate::common::trace_context::{self, SpanId, TraceContext};
 use crate::telemetry::{Kind, Link, Span, Status, Tracer};
@@ -221,8 +220,12 @@ pub(crate) fn attempt(model: &Model, target: &Target) {
 
 /// Give an upstream attempt its own place in the request's trace: a new span id, sent to the
 /// provider as `traceparent` (with the caller's `tracestate`) unless its account opted out
-/// (`trace_context: false`). The span id comes back (`None` outside a traced request).
-pub(crate) fn propagate(native: &mut NativeRequest, send: bool) -> Option<SpanId> {
+/// (`trace_context: false`). `headers` are the native request's (an HTTP request's, or a
+/// WebSocket handshake's). The span id comes back (`None` outside a traced request).
+pub(crate) fn propagate(
+    headers: &mut Vec<(HeaderName, http::HeaderValue)>,
+    send: bool,
+) -> Option<SpanId> {
     TRACE
         .try_with(|s| {
             let c = &s.request;
@@ -231,12 +234,12 @@ pub(crate) fn propagate(native: &mut NativeRequest, send: bool) -> Option<SpanId
             }
             let span = trace_context::new_span_id();
             if send {
-                native.headers.push((
+                headers.push((
                     HeaderName::from_static(trace_context::TRACEPARENT),
                     c.trace.traceparent(&span),
                 ));
                 if let Some(state) = &c.tracestate {
-                    native.headers.push((
+                    headers.push((
                         HeaderName::from_static(trace_context::TRACESTATE),
                         state.clone(),
                     ));

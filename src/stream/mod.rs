@@ -2,8 +2,6 @@
 //! splitting, how a provider's speech body becomes audio, and the check that it is audio at all.
 
 pub mod audio;
-// (Its users, the Realtime and Gemini speech adapters, land next.)
-#[allow(dead_code)]
 pub(crate) mod encode;
 pub(crate) mod expect;
 pub mod lines;

@@ -4,7 +4,9 @@
 //! proxy path can only re-send request bodies up to 64 KiB). [`Upstream::send`] writes the native
 //! request and reads the response header; the body is then read chunk by chunk ([`Response::chunk`])
 //! for streaming, or whole ([`Response::read_all`]) for JSON. A connection goes back to the pool only
-//! after its body was read to the end; one abandoned mid-body is closed.
+//! after its body was read to the end; one abandoned mid-body is closed. A WebSocket answer
+//! (`upstream/socket.rs`: OpenAI's Realtime API) is a [`Response`] too, its body the incoming text
+//! messages, one per chunk.
 
 use std::time::Duration;
 
@@ -53,10 +55,23 @@ pub struct Upstream {
 /// A provider's answer whose header has arrived and whose body is still to be read.
 pub struct Response<'u> {
     upstream: &'u Upstream,
-    session: HttpSession,
-    peer: HttpPeer,
+    wire: Wire,
     provider: String,
     pub status: u16,
+}
+
+/// What a [`Response`]'s body is read from.
+// The HTTP case is the large one and the one every request takes: boxing it would cost an
+// allocation per exchange; the rare WebSocket is boxed instead.
+#[allow(clippy::large_enum_variant)]
+enum Wire {
+    /// An HTTP answer on a connection of the pool.
+    Http {
+        session: HttpSession,
+        peer: HttpPeer,
+    },
+    /// An open WebSocket (boxed: rare, and the HTTP case is the one every future holds).
+    Socket(Box<super::socket::Socket>),
 }
 
 impl Upstream {
@@ -223,8 +238,7 @@ impl Upstream {
                 Ok(status) => {
                     return Ok(Response {
                         upstream: self,
-                        session,
-                        peer,
+                        wire: Wire::Http { session, peer },
                         provider: provider.to_string(),
                         status,
                     })
@@ -240,6 +254,28 @@ impl Upstream {
 }
 
 impl Upstream {
+    /// Open `req`'s WebSocket (`upstream/socket.rs`) and send its messages: its answer's body is
+    /// the provider's incoming messages. Its status is the handshake's 101.
+    pub(crate) async fn send_socket(
+        &self,
+        provider: &Provider,
+        region: &str,
+        req: &crate::common::native::SocketRequest,
+    ) -> Result<Response<'_>, UpstreamError> {
+        let socket = self.open(provider, region, req).await?;
+        Ok(Response {
+            upstream: self,
+            wire: Wire::Socket(Box::new(socket)),
+            provider: provider.name.clone(),
+            status: 101,
+        })
+    }
+
+    /// The connector of HTTP/1 peers, which WebSockets are opened with too.
+    pub(super) fn transport(&self) -> &TransportConnector {
+        &self.h1
+    }
+
     /// A connection to `peer`: a pooled one when there is one, else a new one.
     ///
     /// Why not just the connector's `get_http_session`: its future holds the connect and TLS
@@ -387,7 +423,7 @@ fn is_timeout(e: &PError) -> bool {
 }
 
 /// Map a Pingora client error to the gateway's classification.
-fn classify(provider: &str, e: &PError) -> UpstreamError {
+pub(super) fn classify(provider: &str, e: &PError) -> UpstreamError {
     if let Some(reason) = certificate_refusal(e) {
         log::warn!("{provider}: TLS certificate refused: {e}");
         return UpstreamError::certificate_refused(provider, reason);
@@ -459,26 +495,36 @@ fn certificate_refusal(e: &PError) -> Option<String> {
     Some(plain)
 }
 
+/// A release off the common path (a mixed-connector session, a WebSocket), boxed.
+type Rare<'u> = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'u>>;
+
 impl<'u> Response<'u> {
     /// The provider (by name) this answer came from.
     pub fn provider(&self) -> &str {
         &self.provider
     }
 
+    /// The answer's headers (none for a WebSocket: its messages are the answer).
     pub fn headers(&self) -> Option<&http::HeaderMap> {
-        self.session.response_header().map(|h| &h.headers)
+        match &self.wire {
+            Wire::Http { session, .. } => session.response_header().map(|h| &h.headers),
+            Wire::Socket(_) => None,
+        }
     }
 
     pub fn header_str(&self, name: &str) -> Option<&str> {
         self.headers()?.get(name)?.to_str().ok()
     }
 
-    /// The next piece of the body, `None` at its end.
+    /// The next piece of the body (a WebSocket's next text message), `None` at its end.
     pub async fn chunk(&mut self) -> Result<Option<Bytes>, UpstreamError> {
-        self.session
-            .read_response_body()
-            .await
-            .map_err(|e| classify(&self.provider, &e))
+        match &mut self.wire {
+            Wire::Http { session, .. } => session
+                .read_response_body()
+                .await
+                .map_err(|e| classify(&self.provider, &e)),
+            Wire::Socket(socket) => socket.next(&self.provider).await,
+        }
     }
 
     /// The whole body, refusing more than `limit` bytes; the connection returns to the pool.
@@ -519,8 +565,11 @@ impl<'u> Response<'u> {
     }
 
     /// Close the connection without reading the body (an answer the gateway will not use).
-    pub async fn release_unread(mut self) {
-        self.session.shutdown().await;
+    pub async fn release_unread(self) {
+        match self.wire {
+            Wire::Http { mut session, .. } => session.shutdown().await,
+            Wire::Socket(socket) => socket.close().await,
+        }
     }
 
     /// Return the connection to the pool (only sound once the body was read to its end; else
@@ -532,18 +581,23 @@ impl<'u> Response<'u> {
     /// rare other path is boxed.
     pub fn release(self) -> impl std::future::Future<Output = ()> + Send + 'u {
         use futures_util::future::Either;
-        let Response {
-            upstream,
-            session,
-            peer,
-            ..
-        } = self;
-        match session {
-            HttpSession::H1(h1) if h1_only(&peer) => {
+        let Response { upstream, wire, .. } = self;
+        match wire {
+            Wire::Http {
+                session: HttpSession::H1(h1),
+                peer,
+            } if h1_only(&peer) => {
                 let (key, idle) = (peer.reuse_hash(), peer.options.idle_timeout);
                 Either::Left(upstream.release_h1(h1, key, idle))
             }
-            session => Either::Right(Box::pin(upstream.release_other(session, peer))),
+            Wire::Http { session, peer } => {
+                let other: Rare<'u> = Box::pin(upstream.release_other(session, peer));
+                Either::Right(other)
+            }
+            Wire::Socket(socket) => {
+                let closing: Rare<'u> = Box::pin(socket.close());
+                Either::Right(closing)
+            }
         }
     }
 }

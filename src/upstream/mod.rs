@@ -15,6 +15,8 @@ pub(crate) mod retry;
 // AWS Signature Version 4 (issue 30).
 pub(crate) mod reuse;
 pub(crate) mod sigv4;
+// WebSockets to providers (OpenAI's Realtime API).
+pub(crate) mod socket;
 // Tencent Cloud TC3-HMAC-SHA256 signing (issue 30).
 pub(crate) mod tc3;
 pub(crate) mod trust;

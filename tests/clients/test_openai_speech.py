@@ -47,3 +47,51 @@ def test_speech_as_server_sent_events(gateway, fake):
     assert events[-1] == {"type": "speech.audio.done",
                           "usage": {"input_tokens": 5, "output_tokens": 80, "total_tokens": 85}}
     assert fake.requests[0].json()["stream_format"] == "sse"
+
+
+def test_speech_past_the_shutdown_goes_through_the_realtime_api(gateway, tmp_path):
+    """tts-1 past its shutdown (a lifecycle override dates it in the past) is served by its
+    successor gpt-realtime-2.1-mini over the Realtime fake; the SDK call is unchanged."""
+    import io
+    import wave
+
+    from openai import OpenAI
+
+    from conftest import API_KEY
+    from realtime_fake import PCM, RealtimeFake
+
+    rt = RealtimeFake()
+    try:
+        providers = f'    openai: {{kind: openai, api_key: "sk-x", base_url: "{rt.base_url}"}}\n'
+        models = (
+            "    tts-1: {family: openai-tts, successor: gpt-realtime-2.1-mini, targets: [{provider: openai, "
+            "model: tts-1, lifecycle: {deprecated: 2026-01-01, shutdown: 2026-02-01}}]}\n"
+            "    gpt-realtime-2.1-mini: {family: openai-realtime, voice_map: {nova: marin}, "
+            "targets: [{provider: openai, model: gpt-realtime-2.1-mini}]}\n"
+        )
+        gw = gateway(None, providers=providers, models=models)
+        client = OpenAI(base_url=gw.base, api_key=API_KEY, max_retries=0, timeout=20)
+
+        resp = client.audio.speech.create(model="tts-1", voice="nova", input="Read me", response_format="wav")
+        assert resp.response.headers["switchyard-served-model"] == "gpt-realtime-2.1-mini"
+        with wave.open(io.BytesIO(resp.content)) as w:
+            assert (w.getnchannels(), w.getsampwidth(), w.getframerate()) == (1, 2, 24000)
+            assert w.readframes(w.getnframes()) == PCM
+
+        with client.audio.speech.with_streaming_response.create(
+            model="tts-1", voice="alloy", input="Read me too", response_format="pcm",
+        ) as streamed:
+            assert streamed.headers["content-type"] == "audio/pcm"
+            assert b"".join(streamed.iter_bytes(1024)) == PCM
+
+        first, second = rt.sessions
+        assert first["path"] == "/v1/realtime?model=gpt-realtime-2.1-mini"
+        assert first["headers"]["authorization"] == "Bearer sk-x", "the provider's key, not the caller's"
+        session = first["events"][0]["session"]
+        assert session["audio"]["output"]["voice"] == "marin"
+        response = first["events"][1]["response"]
+        assert response["conversation"] == "none"
+        assert response["input"][0]["content"] == [{"type": "input_text", "text": "Read me"}]
+        assert second["events"][1]["response"]["input"][0]["content"][0]["text"] == "Read me too"
+    finally:
+        rt.stop()

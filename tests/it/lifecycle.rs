@@ -256,7 +256,11 @@ fn the_model_list_shows_dates_replacement_and_successor() {
     assert_eq!(m["targets"][0]["lifecycle"]["shutdown"], "2026-12-01");
     let tts = entry("tts-1");
     assert_eq!(tts["lifecycle"]["shutdown"], "2027-01-06");
-    assert_eq!(tts["lifecycle"]["replacement"], json!([]));
+    // OpenAI's replacement, served on the Realtime API (providers/openai/realtime.rs).
+    assert_eq!(
+        tts["lifecycle"]["replacement"],
+        json!(["gpt-realtime-2.1-mini"])
+    );
     assert!(tts["lifecycle"]["note"]
         .as_str()
         .unwrap()

@@ -118,6 +118,7 @@ mod speech_minimax;
 mod speech_mistral;
 mod speech_openai;
 mod speech_polly;
+mod speech_realtime;
 mod speech_stepfun;
 mod speech_streaming;
 mod speech_tencent;

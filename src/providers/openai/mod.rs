@@ -1,14 +1,24 @@
-//! OpenAI: speech and image generation, sharing one error envelope.
+//! OpenAI: speech (`/audio/speech`, and the Realtime API for the models it alone serves) and image
+//! generation, sharing one error envelope.
 
 pub(crate) mod discovery;
 pub(crate) mod images;
+pub(crate) mod realtime;
 pub(crate) mod speech;
+
+use std::sync::Arc;
 
 use serde::Deserialize;
 
 use crate::api::adapter::Adapters;
+use crate::api::adapter::SpeechAdapter;
+use crate::api::speech::SpeechRequest;
+use crate::catalog::Target;
+use crate::common::error::GatewayError;
 use crate::common::error::{UpstreamError, UpstreamErrorKind};
-use crate::providers::registry::{ImageFns, Kind, SpeechFns};
+use crate::common::native::Prepared;
+use crate::providers::registry::{ImageFns, Kind};
+use crate::stream::audio::SpeechDecoding;
 use crate::upstream::provider::Auth;
 use crate::upstream::provider::Provider;
 
@@ -22,10 +32,7 @@ pub(crate) fn kind(key: &str) -> Result<Kind, String> {
         // so this matters only for an answer that still carries a link.
         result_hosts: &["*.blob.core.windows.net"],
         adapters: Adapters {
-            speech: Some(Box::new(SpeechFns {
-                request: speech::speech_request,
-                decoding: None,
-            })),
+            speech: Some(Box::new(Speech)),
             images: Some(Box::new(ImageFns {
                 request: images::image_request,
                 validate: |_, req| images::check(req),
@@ -38,6 +45,28 @@ pub(crate) fn kind(key: &str) -> Result<Kind, String> {
             rerank: None,
         },
     })
+}
+
+/// OpenAI's speech: the speech endpoint, whose body is the audio itself (passed through), or the
+/// Realtime API for the models of its family (`realtime.rs`).
+struct Speech;
+
+impl SpeechAdapter for Speech {
+    fn request(&self, target: &Target, req: &SpeechRequest<'_>) -> Result<Prepared, GatewayError> {
+        if realtime::serves(req) {
+            realtime::socket_request(target, req).map(Prepared::Socket)
+        } else {
+            speech::speech_request(target, req).map(Prepared::Http)
+        }
+    }
+
+    fn decoding(&self, provider: &Arc<Provider>, req: &SpeechRequest<'_>) -> SpeechDecoding {
+        if realtime::serves(req) {
+            realtime::decoding(provider, req)
+        } else {
+            SpeechDecoding::Passthrough
+        }
+    }
 }
 
 // ---- error envelope --------------------------------------------------------------------------

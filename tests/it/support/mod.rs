@@ -8,6 +8,7 @@ pub mod google_token;
 pub mod image_conformance;
 #[cfg(feature = "ledger")]
 pub mod postgres;
+pub mod realtime_fake;
 #[cfg(feature = "redis")]
 pub mod redis;
 #[cfg(feature = "redis")]
