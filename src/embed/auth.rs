@@ -82,12 +82,17 @@ impl AuthModule {
             .get_mut::<Authenticated>()?
             .refusal
             .take()?;
-        if let Err(e) = respond::error(session, &err).await {
+        // `respond::error` keeps the connection when the request's body is done (a request
+        // without one, as a refused GET is) and closes it, saying `Connection: close`, when an
+        // unread body would be taken for the next request; Pingora then reuses the connection
+        // only if the answer left it reusable.
+        let written = respond::error(session, &err).await;
+        if let Err(e) = &written {
             log::debug!("could not write the refusal: {e}");
         }
         Some(FailToProxy {
             error_code: err.status(),
-            can_reuse_downstream: false,
+            can_reuse_downstream: written.is_ok(),
         })
     }
 }

@@ -514,6 +514,43 @@ fn auth_module_guards_a_host_route() {
     assert_eq!(anonymous.status, 401);
 }
 
+/// The module's refusal keeps the connection, as Switchyard's own 401 does: a client that
+/// reuses it after the 401 gets its next answer on it (not a reset). A refused request whose
+/// body was not read says `Connection: close` and closes, since its body would be taken for the
+/// next request.
+#[test]
+fn auth_module_refusal_keeps_the_connection() {
+    use std::io::Write;
+    let fake = FakeProvider::start();
+    let upstream = FakeProvider::start();
+    upstream.set_handler(|_| Some(Reply::bytes(200, "text/plain", b"upstream page".to_vec())));
+    let (addr, _stop) = in_process(&fake, |settings, listen| {
+        auth_module::server(settings, listen, upstream.addr())
+    });
+
+    let mut conn = client::connect(addr);
+    conn.write_all(b"GET /private/report HTTP/1.1\r\nHost: host\r\n\r\n")
+        .unwrap();
+    let refused = client::read_response(&mut conn, "GET");
+    assert_eq!(refused.status, 401, "{}", refused.text());
+    assert_eq!(refused.json()["code"], "unauthorized");
+    assert_ne!(refused.header("connection"), Some("close"));
+    let second = format!("GET /private/report HTTP/1.1\r\nHost: host\r\nService-API-Key: {KEY}\r\n\r\n");
+    conn.write_all(second.as_bytes()).unwrap();
+    let answered = client::read_response(&mut conn, "GET");
+    assert_eq!(answered.status, 200, "{}", answered.text());
+    assert_eq!(answered.text(), "upstream page");
+    assert_eq!(upstream.requests().len(), 1);
+
+    // A body the refusal did not read: the answer says so and the connection ends cleanly.
+    let mut conn = client::connect(addr);
+    conn.write_all(b"POST /private/report HTTP/1.1\r\nHost: host\r\nContent-Length: 5\r\n\r\nhello")
+        .unwrap();
+    let refused = client::read_response(&mut conn, "POST");
+    assert_eq!(refused.status, 401, "{}", refused.text());
+    assert_eq!(refused.header("connection"), Some("close"));
+}
+
 /// The README's embedding section quotes the examples verbatim, so its code is compiled (as the
 /// examples are) and cannot drift from them; and every example it names exists.
 #[test]
