@@ -31,7 +31,8 @@ use std::sync::OnceLock;
 
 pub(crate) use load::{load, Table};
 pub(crate) use schema::{parse_size, SizeRule};
-pub use schema::{Caps, ImageCaps, Limit, RerankCaps, SpeechCaps, Unit};
+pub use schema::Caps;
+pub(crate) use schema::{ImageCaps, Limit, RerankCaps, SpeechCaps, Unit};
 
 /// The built-in capability table, as written.
 pub(crate) const FAMILIES_YAML: &str = include_str!("families.yaml");

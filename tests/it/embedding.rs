@@ -37,6 +37,11 @@ mod auth_module;
 #[path = "../../examples/mount_prefix.rs"]
 mod mount_prefix;
 
+#[cfg(feature = "metrics")]
+#[allow(dead_code)]
+#[path = "../../examples/host_metrics.rs"]
+mod host_metrics;
+
 const CONF: &str = "SWITCHYARD_EMBED_TEST_CONF";
 const LISTEN: &str = "SWITCHYARD_EMBED_TEST_LISTEN";
 const UPSTREAM: &str = "SWITCHYARD_EMBED_TEST_UPSTREAM";
@@ -549,6 +554,30 @@ fn auth_module_refusal_keeps_the_connection() {
     let refused = client::read_response(&mut conn, "POST");
     assert_eq!(refused.status, 401, "{}", refused.text());
     assert_eq!(refused.header("connection"), Some("close"));
+}
+
+/// `examples/host_metrics.rs`: the host's own registry gathers Switchyard's families, whose
+/// series count the request Switchyard answered, beside the host's own counter; the
+/// configuration has no `metrics:` listener.
+#[cfg(feature = "metrics")]
+#[test]
+fn a_host_registry_serves_switchyard_metrics() {
+    let fake = FakeProvider::start();
+    let (addr, _stop) = in_process(&fake, host_metrics::server);
+    let before = client::request(addr, "GET", "/metrics", &[], b"");
+    assert_eq!(before.status, 200);
+    assert_eq!(requests_counted(&before.text(), "entry_point="), 0);
+    let page = client::request(addr, "GET", "/", &[], b"");
+    assert_eq!(page.text(), "the host's own page\n");
+    let models = client::request(addr, "GET", "/ai/api/v1/models", &auth(), b"");
+    assert_eq!(models.status, 200, "{}", models.text());
+
+    let after = client::request(addr, "GET", "/metrics", &[], b"");
+    let text = after.text();
+    assert!(text.contains("host_pages_total 1"), "{text}");
+    assert!(text.contains("# TYPE switchyard_requests_total counter"), "{text}");
+    // Only Switchyard's own request is counted: the host's page and /metrics are not.
+    assert_eq!(requests_counted(&text, "entry_point=\"embedded\""), 1, "{text}");
 }
 
 /// The README's embedding section quotes the examples verbatim, so its code is compiled (as the
