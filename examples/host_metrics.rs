@@ -31,7 +31,13 @@ pub struct Monitored {
 }
 
 impl Monitored {
-    async fn answer(&self, session: &mut Session, status: u16, kind: &str, body: Vec<u8>) -> Result<bool> {
+    async fn answer(
+        &self,
+        session: &mut Session,
+        status: u16,
+        kind: &str,
+        body: Vec<u8>,
+    ) -> Result<bool> {
         let body = Bytes::from(body);
         let mut head = ResponseHeader::build(status, Some(2))?;
         head.insert_header("content-type", kind)?;
@@ -58,13 +64,22 @@ impl ProxyHttp for Monitored {
             // One exposition of the host's registry: its families and Switchyard's.
             let mut text = Vec::new();
             if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut text) {
-                return self.answer(session, 500, "text/plain", e.to_string().into_bytes()).await;
+                return self
+                    .answer(session, 500, "text/plain", e.to_string().into_bytes())
+                    .await;
             }
-            return self.answer(session, 200, "text/plain; version=0.0.4", text).await;
+            return self
+                .answer(session, 200, "text/plain; version=0.0.4", text)
+                .await;
         }
         self.pages.inc();
-        self.answer(session, 200, "text/plain", b"the host's own page\n".to_vec())
-            .await
+        self.answer(
+            session,
+            200,
+            "text/plain",
+            b"the host's own page\n".to_vec(),
+        )
+        .await
     }
 
     async fn upstream_peer(&self, _: &mut Session, _: &mut Self::CTX) -> Result<Box<HttpPeer>> {

@@ -27,7 +27,8 @@ use switchyard::provider_api::*;
 
 /// The gateway's configuration: one entry point, one key, the in-house account and its model.
 /// The model's `family` says what callers may ask of the server (OpenAI's speech parameters:
-/// formats, speeds, `stream_format: sse`).
+/// formats, speeds), and `capabilities` that it also streams (`stream_format: sse`) in two of
+/// them.
 pub const CONFIG: &str = r#"
 version: 1
 switchyard:
@@ -45,6 +46,7 @@ switchyard:
   models:
     inhouse-voice:
       family: openai-tts
+      capabilities: {sse_formats: [mp3, pcm]}
       targets: [{provider: studio, model: studio-v2}]
 "#;
 
@@ -131,7 +133,10 @@ impl SseSpeech for Events {
 
     fn end(&mut self, provider: &Provider) -> Result<Finished, UpstreamError> {
         if !self.done {
-            return Err(bad_answer(provider, "the stream ended before its done event"));
+            return Err(bad_answer(
+                provider,
+                "the stream ended before its done event",
+            ));
         }
         Ok(Finished::Done(SpeechUsage::default()))
     }

@@ -30,8 +30,8 @@ pub(crate) mod schema;
 use std::sync::OnceLock;
 
 pub(crate) use load::{load, Table};
-pub(crate) use schema::{parse_size, SizeRule};
 pub use schema::Caps;
+pub(crate) use schema::{parse_size, SizeRule};
 pub(crate) use schema::{ImageCaps, Limit, RerankCaps, SpeechCaps, Unit};
 
 /// The built-in capability table, as written.

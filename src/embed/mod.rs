@@ -320,13 +320,7 @@ impl Builder {
             state.metrics.share_with(registry)?;
         }
         let admission = Admission::new(self.max_connections, self.max_in_flight);
-        let gateway = Gateway::mounted(
-            state,
-            &self.name,
-            &self.region,
-            admission.clone(),
-            mount,
-        );
+        let gateway = Gateway::mounted(state, &self.name, &self.region, admission.clone(), mount);
         Ok(Embedded(Arc::new(Inner {
             gateway,
             admission,

@@ -45,7 +45,10 @@ impl Admission {
 
     /// Count a newly accepted connection until the guard drops. `peer` (a system call) is asked
     /// only of a connection over the cap.
-    pub(crate) fn connect(self: &Arc<Self>, peer: impl FnOnce() -> Option<SocketAddr>) -> Connection {
+    pub(crate) fn connect(
+        self: &Arc<Self>,
+        peer: impl FnOnce() -> Option<SocketAddr>,
+    ) -> Connection {
         let open = self.connections.fetch_add(1, Ordering::Relaxed) + 1;
         let over = open > self.max_connections;
         let shed = match over.then(peer).flatten() {

@@ -540,7 +540,8 @@ fn auth_module_refusal_keeps_the_connection() {
     assert_eq!(refused.status, 401, "{}", refused.text());
     assert_eq!(refused.json()["code"], "unauthorized");
     assert_ne!(refused.header("connection"), Some("close"));
-    let second = format!("GET /private/report HTTP/1.1\r\nHost: host\r\nService-API-Key: {KEY}\r\n\r\n");
+    let second =
+        format!("GET /private/report HTTP/1.1\r\nHost: host\r\nService-API-Key: {KEY}\r\n\r\n");
     conn.write_all(second.as_bytes()).unwrap();
     let answered = client::read_response(&mut conn, "GET");
     assert_eq!(answered.status, 200, "{}", answered.text());
@@ -549,8 +550,10 @@ fn auth_module_refusal_keeps_the_connection() {
 
     // A body the refusal did not read: the answer says so and the connection ends cleanly.
     let mut conn = client::connect(addr);
-    conn.write_all(b"POST /private/report HTTP/1.1\r\nHost: host\r\nContent-Length: 5\r\n\r\nhello")
-        .unwrap();
+    conn.write_all(
+        b"POST /private/report HTTP/1.1\r\nHost: host\r\nContent-Length: 5\r\n\r\nhello",
+    )
+    .unwrap();
     let refused = client::read_response(&mut conn, "POST");
     assert_eq!(refused.status, 401, "{}", refused.text());
     assert_eq!(refused.header("connection"), Some("close"));
@@ -575,9 +578,16 @@ fn a_host_registry_serves_switchyard_metrics() {
     let after = client::request(addr, "GET", "/metrics", &[], b"");
     let text = after.text();
     assert!(text.contains("host_pages_total 1"), "{text}");
-    assert!(text.contains("# TYPE switchyard_requests_total counter"), "{text}");
+    assert!(
+        text.contains("# TYPE switchyard_requests_total counter"),
+        "{text}"
+    );
     // Only Switchyard's own request is counted: the host's page and /metrics are not.
-    assert_eq!(requests_counted(&text, "entry_point=\"embedded\""), 1, "{text}");
+    assert_eq!(
+        requests_counted(&text, "entry_point=\"embedded\""),
+        1,
+        "{text}"
+    );
 }
 
 /// The README's embedding section quotes the examples verbatim, so its code is compiled (as the

@@ -38,6 +38,7 @@ switchyard:
   models:
     inhouse-voice:
       family: openai-tts
+      capabilities: {{sse_formats: [mp3, pcm]}}
       targets: [{{provider: studio, model: studio-v2}}]
 "#,
         p0 = ports.0,
@@ -54,7 +55,8 @@ fn start(fake: &FakeProvider) -> TestGateway {
 }
 
 fn speak(gw: &TestGateway, extra: serde_json::Value) -> support::client::Response {
-    let mut body = json!({"model": "inhouse-voice", "input": "Hello there", "voice": "alloy", "retries": 0});
+    let mut body =
+        json!({"model": "inhouse-voice", "input": "Hello there", "voice": "alloy", "retries": 0});
     if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
         body.extend(extra.clone());
     }
@@ -69,7 +71,10 @@ fn b64(bytes: &[u8]) -> String {
 fn assert_native(req: &Recorded, stream: bool) {
     assert_eq!(req.method, "POST");
     assert_eq!(req.path, "/v1/synthesize");
-    assert_eq!(req.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(
+        req.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
     assert_eq!(req.header("service-api-key"), None);
     assert_eq!(
         req.json(),
@@ -82,7 +87,10 @@ fn assert_native(req: &Recorded, stream: bool) {
 fn a_json_document_with_base64_audio_is_answered_as_the_audio() {
     let fake = FakeProvider::start();
     let audio: Vec<u8> = (0..=255u8).cycle().take(3000).collect();
-    fake.push(Reply::json(200, json!({"audio": b64(&audio), "characters": 11})));
+    fake.push(Reply::json(
+        200,
+        json!({"audio": b64(&audio), "characters": 11}),
+    ));
     let gw = start(&fake);
     let r = speak(&gw, json!({}));
     assert_eq!(r.status, 200, "{}", r.text());
@@ -93,12 +101,18 @@ fn a_json_document_with_base64_audio_is_answered_as_the_audio() {
     assert_native(&seen[0], false);
 
     // A 200 that carries the server's error is not audio: a bad answer, retries spent.
-    fake.push(Reply::json(200, json!({"error": {"code": "busy", "message": "try later"}})));
+    fake.push(Reply::json(
+        200,
+        json!({"error": {"code": "busy", "message": "try later"}}),
+    ));
     let r = speak(&gw, json!({}));
     assert_eq!(r.status, 502, "{}", r.text());
     assert_eq!(r.json()["code"], "upstream_bad_response", "{}", r.text());
     // The server's error classification: the caller's 400 with its reason.
-    fake.push(Reply::json(400, json!({"error": {"code": "text_too_long", "message": "at most 500 characters"}})));
+    fake.push(Reply::json(
+        400,
+        json!({"error": {"code": "text_too_long", "message": "at most 500 characters"}}),
+    ));
     let r = speak(&gw, json!({}));
     assert_eq!(r.status, 400, "{}", r.text());
     assert!(r.text().contains("at most 500 characters"), "{}", r.text());
@@ -110,10 +124,18 @@ fn server_sent_events_with_base64_audio_become_switchyards_speech_events() {
     let pieces: [&[u8]; 3] = [b"first piece ", b"second piece ", b"last"];
     let mut events: Vec<(Duration, String)> = pieces
         .iter()
-        .map(|p| (Duration::ZERO, format!("data: {}\n\n", json!({"audio": b64(p)}))))
+        .map(|p| {
+            (
+                Duration::ZERO,
+                format!("data: {}\n\n", json!({"audio": b64(p)})),
+            )
+        })
         .collect();
     events.insert(1, (Duration::ZERO, ": keep-alive\n\n".to_string()));
-    events.push((Duration::ZERO, format!("data: {}\n\n", json!({"done": true}))));
+    events.push((
+        Duration::ZERO,
+        format!("data: {}\n\n", json!({"done": true})),
+    ));
     fake.push(Reply::sse(events));
     let gw = start(&fake);
     let r = speak(&gw, json!({"stream_format": "sse"}));
@@ -121,7 +143,11 @@ fn server_sent_events_with_base64_audio_become_switchyards_speech_events() {
     assert_eq!(r.header("content-type"), Some("text/event-stream"));
     let events = public_events(&r);
     assert_eq!(decoded_audio(&events), pieces.concat());
-    assert_eq!(events.last().unwrap()["type"], "speech.audio.done", "{events:?}");
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "speech.audio.done",
+        "{events:?}"
+    );
     assert_native(&fake.requests()[0], true);
 
     // Cut before the end event: not a whole answer; the caller is told, not handed it as done.
@@ -135,5 +161,9 @@ fn server_sent_events_with_base64_audio_become_switchyards_speech_events() {
         events.iter().all(|e| e["type"] != "speech.audio.done"),
         "{events:?}"
     );
-    assert!(r.status >= 500 || events.iter().any(|e| e["type"] == "error"), "{} {events:?}", r.status);
+    assert!(
+        r.status >= 500 || events.iter().any(|e| e["type"] == "error"),
+        "{} {events:?}",
+        r.status
+    );
 }

@@ -73,7 +73,10 @@ mod tests {
         let all: Vec<u8> = out.iter().flat_map(|b| b.iter().copied()).collect();
         assert_eq!(&all[0..4], b"RIFF");
         assert_eq!(&all[8..16], b"WAVEfmt ");
-        assert_eq!(u32::from_le_bytes([all[24], all[25], all[26], all[27]]), 24_000);
+        assert_eq!(
+            u32::from_le_bytes([all[24], all[25], all[26], all[27]]),
+            24_000
+        );
         assert_eq!(&all[36..40], b"data");
         assert_eq!(&all[44..], &[1, 0, 2, 0, 3, 0]);
     }
