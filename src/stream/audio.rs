@@ -59,7 +59,7 @@ pub trait AudioDecoder: Send {
 }
 
 /// What the gateway does with a 2xx native speech body: an adapter's
-/// [`SpeechAdapter::decoding`](crate::provider_api::SpeechAdapter::decoding).
+/// `SpeechAdapter::decoding`.
 ///
 /// For an answer that is the audio, [`SpeechDecoding::raw_audio`]. For audio inside JSON, as
 /// many TTS servers send it (base64 or hex in a JSON document, or in the `data:` of SSE events),
@@ -89,7 +89,7 @@ impl SpeechDecoding {
     /// `decode`, which pushes the audio onto its `Vec` (all of it, or in pieces) and says how
     /// the answer ended ([`Finished::Done`] with the usage it reports, or [`Finished::Fetch`]
     /// for a result file to download). A JSON error envelope sent with status 200 is for
-    /// `decode` to refuse ([`crate::provider_api::bad_answer`]).
+    /// `decode` to refuse (`bad_answer`).
     pub fn json_document<F>(provider: &Arc<Provider>, decode: F) -> SpeechDecoding
     where
         F: FnMut(&Provider, &[u8], &mut Vec<Bytes>) -> Result<Finished, UpstreamError>

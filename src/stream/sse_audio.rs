@@ -81,7 +81,7 @@ pub trait SseSpeech: Send {
     /// One event's data (its `data:` lines joined by `\n`; events without data, such as
     /// comments and keep-alives, are not handed over): push the audio it carries onto `out`
     /// ([`SpeechDecoding::base64_audio`](super::audio::SpeechDecoding::base64_audio) decodes
-    /// base64 text), or refuse it ([`crate::provider_api::bad_answer`]): an error event, or
+    /// base64 text), or refuse it (`bad_answer`): an error event, or
     /// data that does not read.
     fn data(
         &mut self,
