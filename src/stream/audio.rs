@@ -99,20 +99,6 @@ impl SpeechDecoding {
         SpeechDecoding::Decode(Box::new(Whole::new(provider, decode)))
     }
 
-    /// For a native answer streamed as server-sent events: split into events as it arrives
-    /// (an incomplete event held up to the account's `max_response_bytes`; a last event
-    /// without its blank line still read), each event's `data:` handed to `events` as it
-    /// completes, so audio reaches the client while the server is still speaking.
-    pub fn sse<H>(provider: &Arc<Provider>, events: H) -> SpeechDecoding
-    where
-        H: super::sse_audio::SseSpeech + 'static,
-    {
-        SpeechDecoding::Decode(Box::new(super::sse_audio::SseAudio::new(
-            provider,
-            super::sse_audio::DataEvents(events),
-        )))
-    }
-
     /// Decode audio sent as base64 text (standard alphabet, padding optional, surrounding
     /// whitespace ignored); not base64 is a bad answer of `provider`.
     pub fn base64_audio(provider: &Provider, text: &str) -> Result<Bytes, UpstreamError> {

@@ -34,7 +34,7 @@ use crate::upstream::provider::Provider;
 pub(crate) const WINDOW: usize = 64;
 
 /// What kind of body a 2xx speech answer must be, checked (its `Content-Type` and first bytes)
-/// before any of it reaches the client: an [`AudioDecoder`](super::audio::AudioDecoder)
+/// before any of it reaches the client: an `AudioDecoder`
 /// says which from its `native` method. A decoder that parses the provider's JSON or events
 /// keeps the default, [`Native::Decoded`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

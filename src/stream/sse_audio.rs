@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::audio::{AudioDecoder, Finished};
+use super::audio::{AudioDecoder, Finished, SpeechDecoding};
 use super::sse::{data_of, EventSplitter};
 use crate::common::error::UpstreamError;
 use crate::upstream::provider::{bad_answer, Provider};
@@ -72,6 +72,19 @@ impl<H: EventHandler> AudioDecoder for SseAudio<H> {
             self.handler.event(&self.provider, &rest, out)?;
         }
         self.handler.end(&self.provider)
+    }
+}
+
+impl SpeechDecoding {
+    /// For a native answer streamed as server-sent events: split into events as it arrives
+    /// (an incomplete event held up to the account's `max_response_bytes`; a last event
+    /// without its blank line still read), each event's `data:` handed to `events` as it
+    /// completes, so audio reaches the client while the server is still speaking.
+    pub fn sse<H>(provider: &Arc<Provider>, events: H) -> SpeechDecoding
+    where
+        H: SseSpeech + 'static,
+    {
+        SpeechDecoding::Decode(Box::new(SseAudio::new(provider, DataEvents(events))))
     }
 }
 
