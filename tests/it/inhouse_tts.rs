@@ -15,7 +15,7 @@ use crate::support::{self, TestGateway};
 
 #[allow(dead_code)]
 #[path = "../../examples/inhouse_tts.rs"]
-mod inhouse_tts;
+mod example;
 
 const KEY: &str = "studio-key-0001";
 
@@ -50,7 +50,7 @@ switchyard:
 fn start(fake: &FakeProvider) -> TestGateway {
     TestGateway::start_with_kinds(
         |ports| config(&fake.base_url(), ports),
-        &inhouse_tts::kinds(),
+        &example::kinds(),
     )
 }
 
