@@ -298,7 +298,8 @@ impl Builder {
     }
 
     /// The embedded gateway; an error for a prefix that is not like `/ai`, a cap of 0, or a
-    /// registry that cannot take the metric families ([`Builder::metrics_registry`]).
+    /// registry that cannot take the metric families (`Builder::metrics_registry`, feature
+    /// `metrics`).
     pub fn build(self) -> Result<Embedded, String> {
         if self.max_connections == 0 || self.max_in_flight == 0 {
             return Err("caps: max_connections and max_in_flight must be greater than 0".into());

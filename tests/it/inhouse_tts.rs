@@ -48,10 +48,7 @@ switchyard:
 }
 
 fn start(fake: &FakeProvider) -> TestGateway {
-    TestGateway::start_with_kinds(
-        |ports| config(&fake.base_url(), ports),
-        &example::kinds(),
-    )
+    TestGateway::start_with_kinds(|ports| config(&fake.base_url(), ports), &example::kinds())
 }
 
 fn speak(gw: &TestGateway, extra: serde_json::Value) -> support::client::Response {
