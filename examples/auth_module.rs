@@ -68,9 +68,9 @@ impl ProxyHttp for Guarded {
         // The upstream learns who called, never the caller's credential.
         upstream_request.remove_header("service-api-key");
         upstream_request.remove_header("authorization");
-        let caller = Authenticated::of(session).and_then(Authenticated::principal);
+        let caller = Authenticated::of(session).and_then(Authenticated::caller);
         if let Some(caller) = caller {
-            upstream_request.insert_header("x-caller", caller.id.as_str())?;
+            upstream_request.insert_header("x-caller", caller)?;
         }
         Ok(())
     }

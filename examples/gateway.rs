@@ -8,8 +8,8 @@
 //! curl localhost:8080/healthz
 //! ```
 //!
-//! `switchyard::server::build_with_reload` is the same with `SIGHUP` reloading added, which is
-//! what `src/main.rs` runs (with Pingora's command-line options).
+//! `switchyard::server::build(None, settings)` is the same in one call; `src/main.rs` adds
+//! `SIGHUP` reloading and Pingora's command-line options.
 
 use pingora::server::Server;
 

@@ -35,6 +35,7 @@ pub struct Target {
     /// when every weighted target is ejected.
     pub weight: u32,
     /// When its provider deprecates and shuts down the native model (`None`: nothing known).
+    #[doc(hidden)]
     pub lifecycle: Option<Arc<Lifecycle>>,
     /// What its native model costs at its provider (`None`: no price is known, or the operator
     /// declared it unpriced; never a price of 0).
@@ -70,6 +71,7 @@ impl Target {
     }
 
     /// Its cell in `health` (one atomic load once fetched).
+    #[doc(hidden)]
     pub fn health<'h>(&'h self, health: &Health) -> &'h Cell {
         self.health
             .get_or_init(|| health.cell(&self.provider.name, &self.native_model))

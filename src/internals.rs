@@ -84,7 +84,12 @@ pub mod upstream {
 
 /// The configuration reloader.
 pub mod reload {
-    pub use crate::server::reload::Reloader;
+    pub use crate::server::reload::{ConfigSource, Reloader};
+}
+
+/// The binary's server: its entry points with `SIGHUP` reloading.
+pub mod server {
+    pub use crate::server::build_with_reload;
 }
 
 /// The usage ledger.

@@ -46,7 +46,7 @@
 //!
 //! # Inside
 //!
-//! A request goes through these phases, all inside [`gateway::Gateway`]'s `request_filter`:
+//! A request goes through these phases, all inside the gateway's `ProxyHttp::request_filter`:
 //!
 //! ```text
 //! route ─► authenticate ─► read body (bounded) ─► validate against the model's capabilities
@@ -85,7 +85,7 @@ mod tokens;
 mod upstream;
 
 pub use embed::{Embedded, RequestCtx};
-pub use gateway::{Gateway, GatewayState};
+pub use gateway::GatewayState;
 
 #[doc(hidden)]
 pub mod internals;

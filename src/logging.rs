@@ -6,15 +6,15 @@
 //! each request the gateway sends a provider (its `Authorization: Bearer sk-…`, `xi-api-key`,
 //! `x-goog-api-key`, signed headers); at `trace` it also dumps bodies, where a provider may echo
 //! a key. Those records are Pingora's text, so the only place to clean them is on their way out:
-//! [`Redacting`] formats each *enabled* record, blanks what [`redact`] finds, and hands the clean
+//! `Redacting` formats each *enabled* record, blanks what `redact` finds, and hands the clean
 //! text to the logger it wraps. A disabled record is never formatted (the `log` macros check the
-//! level first, and [`Redacting::enabled`] is the wrapped logger's).
+//! level first, and `Redacting::enabled` is the wrapped logger's).
 //!
 //! What is blanked (as `[redacted]`):
-//! - every value registered with [`redact_also`] (the configured provider keys, client keys,
+//! - every value registered with `redact_also` (the configured provider keys, client keys,
 //!   secrets: `config` registers them when it loads a file), wherever it appears;
 //! - the value of a header or parameter whose name says it holds a credential (see
-//!   [`sensitive_name`]), in the shapes Pingora prints: `"name": "value"` (a header map),
+//!   `sensitive_name`), in the shapes Pingora prints: `"name": "value"` (a header map),
 //!   `name: value` at the start of a line (a request head, raw or as escaped bytes), and
 //!   `name=value` (query strings, signed-header parameters);
 //! - the token after an HTTP authentication scheme (`Bearer …`, `Basic …`) anywhere, and
@@ -59,7 +59,7 @@ const MIN_SECRET_LEN: usize = 8;
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
 /// Install the gateway's logger: `env_logger` reading `RUST_LOG` (default `info`), with every
-/// record passed through [`redact`], written to stderr (in batches when stderr is not a
+/// record passed through `redact`, written to stderr (in batches when stderr is not a
 /// terminal: see [`flush`]). Fails if a logger is already installed.
 pub fn init() -> Result<(), SetLoggerError> {
     let mut builder =
@@ -84,7 +84,7 @@ thread_local! {
 }
 
 /// Log `line` at `info` to `target`, as a line known to hold no credential (its parts that came
-/// from outside were passed through [`redact`] by its maker): [`Redacting`] writes it without
+/// from outside were passed through `redact` by its maker): `Redacting` writes it without
 /// scanning it again. Another logger gets it as any record.
 pub(crate) fn log_clean(target: &str, line: &str) {
     CLEAN.with(|c| c.set(true));
@@ -107,7 +107,7 @@ pub fn install<L: Log + 'static>(inner: L, level: LevelFilter) -> Result<(), Set
 }
 
 /// Blank `secret` in every log record from now on (ignored when shorter than 8 bytes).
-pub fn redact_also(secret: &str) {
+pub(crate) fn redact_also(secret: &str) {
     let secret = secret.trim();
     if secret.len() < MIN_SECRET_LEN {
         return;
@@ -121,15 +121,8 @@ pub fn redact_also(secret: &str) {
 }
 
 /// A logger that hands `inner` only redacted records.
-pub struct Redacting<L> {
+pub(crate) struct Redacting<L> {
     inner: L,
-}
-
-impl<L> Redacting<L> {
-    /// `inner`, handed only redacted records.
-    pub fn new(inner: L) -> Redacting<L> {
-        Redacting { inner }
-    }
 }
 
 impl<L: Log> Log for Redacting<L> {
@@ -206,7 +199,7 @@ fn client_gone_level(text: &str) -> Option<Level> {
 }
 
 /// `text` with every credential found in it blanked (see the module doc).
-pub fn redact(text: &str) -> Cow<'_, str> {
+pub(crate) fn redact(text: &str) -> Cow<'_, str> {
     let mut out = Cow::Borrowed(text);
     {
         let secrets = SECRETS.read().unwrap_or_else(PoisonError::into_inner);
@@ -263,7 +256,9 @@ fn file_ids(text: &str) -> Option<String> {
     splice(text, spans)
 }
 
-/// Whether a header or parameter of this name carries a credential.
+/// Whether a header or parameter of this name carries a credential (reached by the crate's own
+/// tests through `internals`).
+#[doc(hidden)]
 pub fn sensitive_name(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     n == "sig"

@@ -50,8 +50,8 @@ fn main() {
         }),
     };
     let reload = match &opt.conf {
-        Some(path) => switchyard::server::reload::ConfigSource::File(path.clone()),
-        None => switchyard::server::reload::ConfigSource::Embedded,
+        Some(path) => switchyard::internals::reload::ConfigSource::File(path.clone()),
+        None => switchyard::internals::reload::ConfigSource::Embedded,
     };
     let source = reload.name().to_string();
     let settings = match loaded {
@@ -86,7 +86,7 @@ fn main() {
     let mut opt = opt;
     opt.conf = None;
     // SIGHUP reloads from the same source (server::reload).
-    switchyard::server::build_with_reload(Some(opt), settings, Some(reload))
+    switchyard::internals::server::build_with_reload(Some(opt), settings, Some(reload))
         .run(pingora::server::RunArgs::default());
     // The last access lines may still be in the logger's batch (`logging`): out before exiting.
     switchyard::logging::flush();

@@ -155,6 +155,13 @@ macro_rules! families {
                     },)*
                 })
             }
+
+            /// Register every family in `registry` too (a host's own): the same series,
+            /// gathered by both registries.
+            fn register_also(&self, registry: &Registry) -> prometheus::Result<()> {
+                $(registry.register(Box::new(self.$field.clone()))?;)*
+                Ok(())
+            }
         }
     };
     (@buckets) => { &[] };
@@ -297,6 +304,21 @@ impl Metrics {
     #[cfg(not(feature = "metrics"))]
     pub fn on() -> Result<Metrics, String> {
         Err(NO_METRICS.into())
+    }
+
+    /// Register every family in a host's own `registry` as well, so that what the host's
+    /// registry gathers (its own `/metrics`) includes Switchyard's series. An error when the
+    /// metrics are off, or a family's name is taken in `registry` already.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn share_with(&self, registry: &Registry) -> Result<(), String> {
+        let inner = self
+            .0
+            .as_ref()
+            .ok_or("the gateway's metrics are off: there are no families to register")?;
+        inner
+            .families
+            .register_also(registry)
+            .map_err(|e| format!("registering Switchyard's metrics in the host's registry: {e}"))
     }
 
     /// Whether anything is recorded (a `metrics:` listener is configured and the build has them).
@@ -484,6 +506,19 @@ mod tests {
             "switchyard_requests_total{code=\"\",entry_point=\"a\",model=\"m\",operation=\"rerank\",status=\"200\"} 2"
         ));
         assert!(text.contains("switchyard_rate_limited_total{key=\"k\",limit=\"requests\"} 1"));
+    }
+
+    #[test]
+    fn a_host_registry_gathers_the_families() {
+        let m = Metrics::on().unwrap();
+        let host = Registry::new();
+        m.share_with(&host).unwrap();
+        m.rate_limited("k", "requests");
+        let text = String::from_utf8(encode(&host).unwrap()).unwrap();
+        assert!(text.contains("switchyard_rate_limited_total{key=\"k\",limit=\"requests\"} 1"));
+        // Twice in one registry: the names are taken.
+        assert!(m.share_with(&host).unwrap_err().contains("host's registry"));
+        assert!(Metrics::off().share_with(&Registry::new()).is_err());
     }
 
     #[test]

@@ -16,6 +16,12 @@
 //!    [`UpstreamErrorKind::BadResponse`] ([`bad_answer`] makes one with the text redacted).
 //!    When the adapter is stateless, [`RerankFns`], [`SpeechFns`] and [`ImageFns`] turn plain
 //!    functions into one.
+//!    A speech adapter also says how its 2xx body becomes audio ([`SpeechDecoding`]): the
+//!    audio itself, copied on; or audio inside JSON, as many TTS servers send it — base64 or
+//!    hex in one JSON document ([`SpeechDecoding::json_document`]) or in server-sent events
+//!    ([`SpeechDecoding::sse`] with an [`SseSpeech`]); or a decoder of your own
+//!    ([`AudioDecoder`]). `examples/inhouse_tts.rs` is a whole one, and
+//!    `docs/guide/own-speech-provider.md` walks through it.
 //! 2. **The error classification** ([`ErrorMap`]): a non-2xx answer's status and body to an
 //!    [`UpstreamError`]. Its [`UpstreamErrorKind`] decides everything that follows: `RateLimited`,
 //!    `Failure`, `Timeout`, `Connect` and `WrongAnswer` are retried (and count against the
@@ -109,8 +115,7 @@ pub use crate::api::adapter::{Adapters, ImageAdapter, RerankAdapter, SpeechAdapt
 pub use crate::api::images::ImageRequest;
 pub use crate::api::rerank::{QueryCounting, RerankItem, RerankRequest, RerankResult, Usage};
 pub use crate::api::speech::SpeechRequest;
-pub use crate::caps::{Caps, ImageCaps, Limit, RerankCaps, SpeechCaps, Unit};
-pub use crate::catalog::{Model, Target};
+pub use crate::catalog::Target;
 pub use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind, ValidationErrors};
 pub use crate::common::image_input::ImageInput;
 pub use crate::common::images::{
@@ -119,14 +124,19 @@ pub use crate::common::images::{
 };
 pub use crate::common::json::{JsonStr, Str};
 pub use crate::common::native::{json_with_extra, NativeRequest, PollRequest, Prepared};
-pub use crate::providers::external::{builtin_kinds, KindConfig, ProviderKinds};
+pub use crate::providers::external::{KindConfig, ProviderKinds};
 pub use crate::providers::registry::{
-    keyed, no_checks, ImageFns, Kind, RerankFns, RerankResponseFn, SpeechFns, SpeechRequestFn,
-    TaskFns,
+    keyed, no_checks, ImageFns, Kind, RerankFns, SpeechFns, TaskFns,
 };
-pub use crate::stream::audio::SpeechDecoding;
+pub use crate::stream::audio::{AudioDecoder, Finished, SpeechDecoding, SpeechUsage};
+pub use crate::stream::expect::Native;
+pub use crate::stream::sse_audio::SseSpeech;
 pub use crate::upstream::provider::{
     bad_answer, Auth, ErrorMap, Provider, Ready, Signable, Signer,
 };
+// The `bytes` and `http` types adapters exchange, re-exported so that a host's adapter uses the
+// versions the gateway does; documented by their own crates.
+#[doc(no_inline)]
 pub use bytes::Bytes;
+#[doc(no_inline)]
 pub use http::{HeaderMap, HeaderName, HeaderValue, Method};

@@ -1,9 +1,9 @@
 //! Building the Pingora server: one HTTP service per entry point, all sharing one gateway state.
 
-pub mod edge;
-pub mod metrics;
-pub mod reload;
-pub mod tls;
+pub(crate) mod edge;
+pub(crate) mod metrics;
+pub(crate) mod reload;
+pub(crate) mod tls;
 
 use std::sync::Arc;
 
@@ -41,7 +41,9 @@ pub fn build(opt: Option<Opt>, settings: Settings) -> Server {
 }
 
 /// [`build`], and when `source` is given, a service that reloads the gateway's configuration
-/// from it on `SIGHUP` ([`reload::SighupService`]).
+/// from it on `SIGHUP` (`reload::SighupService`). The binary's, reached through `internals`
+/// (not public API); a host reloads with `GatewayState::reload` or `embed::Builder::reload_from`.
+#[doc(hidden)]
 pub fn build_with_reload(
     opt: Option<Opt>,
     settings: Settings,
@@ -75,7 +77,8 @@ pub(crate) fn clone_conf(conf: &ServerConf) -> ServerConf {
 }
 
 /// Add the gateway's entry points to an existing Pingora server, and its background services
-/// ([`background_services`]). To share a listener with routes of your own instead, see the
+/// (asynchronous image tasks, shared target health with Redis, the `metrics:` listener, the
+/// ledger's writer, the trace exporter). To share a listener with routes of your own instead, see the
 /// crate's `embed` module.
 pub fn add_services(server: &mut Server, state: &Arc<GatewayState>) {
     server.add_services(background_services(&server.configuration, state));
@@ -100,7 +103,7 @@ pub fn add_services(server: &mut Server, state: &Arc<GatewayState>) {
 /// the server's `grace_period_seconds` on graceful shutdown); with Redis, the one that shares
 /// targets' ejections between instances; with `metrics:`, the metrics listener (its address is
 /// read once here: a reload does not move it).
-pub fn background_services(
+pub(crate) fn background_services(
     conf: &ServerConf,
     state: &Arc<GatewayState>,
 ) -> Vec<Box<dyn ServiceWithDependents>> {
@@ -161,7 +164,7 @@ fn entry_point(
 /// cap, HTTP/1.x clients held to the head and idle deadlines of the gateway's `clients:`
 /// settings, HTTP/2 connections closed after the idle timeout; expiries counted for the entry
 /// point `name`. `http` is the gateway's own proxy or a host's that delegates to it.
-pub fn edge_app<SV>(
+pub(crate) fn edge_app<SV>(
     state: &Arc<GatewayState>,
     name: &str,
     admission: Arc<Admission>,
@@ -195,7 +198,8 @@ where
 }
 
 /// A listening address with the buffer sizes the gateway's entry points use, for a host that
-/// adds its own listener to an [`EdgeApp`]'s service (`service.add_listener(...)`).
+/// adds its own listener to the service of its proxy inside `Embedded::edge`
+/// (`service.add_listener(...)`).
 pub fn listener_config(address: &str) -> ListenerConfig {
     ListenerConfig::tcp(address.to_string()).l4_buffer(L4BufferSettings {
         read: Some(REQUEST_READ_BUFFER),

@@ -119,6 +119,7 @@ pub struct Adapters {
 
 impl Adapters {
     /// Whether the account serves `op`.
+    #[doc(hidden)]
     pub fn serves(&self, op: Operation) -> bool {
         match op {
             Operation::Speech => self.speech.is_some(),

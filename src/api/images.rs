@@ -26,8 +26,10 @@ const RESPONSE_FORMATS: &[&str] = &["url", "b64_json"];
 #[derive(Debug)]
 pub struct ImageRequest<'a> {
     /// The public model asked for (its name, capabilities and targets).
+    #[doc(hidden)]
     pub model: Arc<Model>,
     /// The model's capabilities, which the request was validated against.
+    #[doc(hidden)]
     pub caps: &'static ImageCaps,
     /// The prompt, decoded.
     pub prompt: Str<'a>,

@@ -16,8 +16,10 @@ use crate::common::Operation;
 #[derive(Debug)]
 pub struct RerankRequest<'a> {
     /// The public model asked for (its name, capabilities and targets).
+    #[doc(hidden)]
     pub model: Arc<Model>,
     /// The model's capabilities, which the request was validated against.
+    #[doc(hidden)]
     pub caps: &'static RerankCaps,
     /// The query, decoded.
     pub query: Str<'a>,

@@ -21,8 +21,10 @@ pub use crate::caps::schema::SPEEDS;
 #[derive(Debug)]
 pub struct SpeechRequest<'a> {
     /// The public model asked for (its name, capabilities and targets).
+    #[doc(hidden)]
     pub model: Arc<Model>,
     /// The model's capabilities, which the request was validated against.
+    #[doc(hidden)]
     pub caps: &'static SpeechCaps,
     /// The text to speak, decoded.
     pub input: Str<'a>,

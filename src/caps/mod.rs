@@ -30,8 +30,9 @@ pub(crate) mod schema;
 use std::sync::OnceLock;
 
 pub(crate) use load::{load, Table};
+pub use schema::Caps;
 pub(crate) use schema::{parse_size, SizeRule};
-pub use schema::{Caps, ImageCaps, Limit, RerankCaps, SpeechCaps, Unit};
+pub(crate) use schema::{ImageCaps, Limit, RerankCaps, SpeechCaps, Unit};
 
 /// The built-in capability table, as written.
 pub(crate) const FAMILIES_YAML: &str = include_str!("families.yaml");

@@ -280,8 +280,11 @@ impl LimitRefusal {
     }
 }
 
-/// Every way a request can fail.
+/// Every way a request can fail. An adapter returns the few that concern it (`Validation`,
+/// `Internal`, ...); the gateway's own (authentication, limits) are not for adapters and not
+/// listed here. New ways to fail may be added: match with a `_` arm.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum GatewayError {
     /// No route for the path (404).
     #[error("no such endpoint")]
@@ -303,6 +306,7 @@ pub enum GatewayError {
     },
     /// The caller's credentials were missing or refused (401).
     #[error("{0}")]
+    #[doc(hidden)]
     Unauthorized(#[from] AuthError),
     /// The body is over the operation's limit (413).
     #[error("request body too large: the limit for this endpoint is {limit} bytes")]
@@ -338,6 +342,7 @@ pub enum GatewayError {
     MalformedHead,
     /// The caller's own limit refused the request.
     #[error("rate limit reached: {}", .0.limit)]
+    #[doc(hidden)]
     RateLimited(LimitRefusal),
     /// This entry point is at its connection or in-flight request cap.
     #[error("the gateway is at capacity ({0}); retry shortly")]

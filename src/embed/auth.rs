@@ -7,7 +7,7 @@
 //! never reaches `request_filter`: Pingora calls your `fail_to_proxy` with an
 //! `HTTPStatus(401 | 429 | 503)` error, where [`AuthModule::answer_refusal`] writes the answer in
 //! Switchyard's error shape (`{"code","message"}`, `Retry-After` for limits). A request it admits
-//! carries its caller: [`Authenticated::of`]. Its concurrent slot is held until the request ends
+//! carries its caller: [`Authenticated::of`], [`Authenticated::caller`]. Its concurrent slot is held until the request ends
 //! (the module's per-request state is dropped with the session).
 //!
 //! Switchyard's own routes authenticate themselves: do not guard the mount prefix, or its
@@ -82,12 +82,17 @@ impl AuthModule {
             .get_mut::<Authenticated>()?
             .refusal
             .take()?;
-        if let Err(e) = respond::error(session, &err).await {
+        // `respond::error` keeps the connection when the request's body is done (a request
+        // without one, as a refused GET is) and closes it, saying `Connection: close`, when an
+        // unread body would be taken for the next request; Pingora then reuses the connection
+        // only if the answer left it reusable.
+        let written = respond::error(session, &err).await;
+        if let Err(e) = &written {
             log::debug!("could not write the refusal: {e}");
         }
         Some(FailToProxy {
             error_code: err.status(),
-            can_reuse_downstream: false,
+            can_reuse_downstream: written.is_ok(),
         })
     }
 }
@@ -111,9 +116,11 @@ impl Authenticated {
         session.downstream_modules_ctx.get::<Authenticated>()
     }
 
-    /// The caller, on a guarded path the module admitted (`None` on a path it does not guard).
-    pub fn principal(&self) -> Option<&Principal> {
-        self.principal.as_ref()
+    /// The caller, on a guarded path the module admitted (`None` on a path it does not guard):
+    /// stable per caller, `key:<name>` for an API key (its `name` in `auth.api_keys`),
+    /// `jwt:<sub>` for a token; the id its limits and budget are counted under.
+    pub fn caller(&self) -> Option<&str> {
+        self.principal.as_ref().map(|p| p.id.as_str())
     }
 
     /// Whether the module refused the request (a client's fault, which a host's

@@ -36,6 +36,7 @@ mod validate;
 
 use std::sync::Arc;
 
+use pingora::apps::ServerApp;
 use pingora::proxy::{FailToProxy, HttpProxy, ProxyHttp, Session};
 use pingora::server::configuration::ServerConf;
 use pingora::services::background::background_service;
@@ -47,7 +48,6 @@ use crate::gateway::admission::Admission;
 use crate::gateway::client_conn::Clocked;
 use crate::gateway::mount::{Claim, Mount};
 use crate::gateway::{Ctx, Gateway, GatewayState};
-use crate::server::edge::EdgeApp;
 use crate::server::reload::{ConfigSource, Reloader, SighupService};
 
 pub use auth::{AuthModule, Authenticated};
@@ -64,6 +64,13 @@ pub struct RequestCtx(Ctx);
 #[derive(Clone)]
 pub struct Embedded(Arc<Inner>);
 
+/// Where a [`Builder`]'s gateway state comes from: made at `build` from settings (so that a
+/// host's registry can switch its metrics on), or one that exists already.
+enum State {
+    Settings(Box<GatewaySettings>),
+    Shared(Arc<GatewayState>),
+}
+
 struct Inner {
     gateway: Gateway,
     admission: Arc<Admission>,
@@ -73,7 +80,10 @@ struct Inner {
 /// How an [`Embedded`] gateway is mounted: prefix, root-level routes, the name its metrics and
 /// access lines give the host's entry point, caps, reloading.
 pub struct Builder {
-    state: Arc<GatewayState>,
+    state: State,
+    /// The host's registry that is to gather Switchyard's metric families too.
+    #[cfg(feature = "metrics")]
+    registry: Option<prometheus::Registry>,
     prefix: String,
     root_routes: bool,
     name: String,
@@ -86,14 +96,20 @@ pub struct Builder {
 impl Embedded {
     /// Start building from loaded settings (`config::load_hosted_file(..)?.gateway`).
     pub fn builder(settings: GatewaySettings) -> Builder {
-        Embedded::builder_with_state(GatewayState::new(settings))
+        Embedded::start(State::Settings(Box::new(settings)))
     }
 
     /// Start building on an existing state (shared with other entry points of the same
     /// gateway, e.g. ones [`crate::server::add_services`] added).
     pub fn builder_with_state(state: Arc<GatewayState>) -> Builder {
+        Embedded::start(State::Shared(state))
+    }
+
+    fn start(state: State) -> Builder {
         Builder {
             state,
+            #[cfg(feature = "metrics")]
+            registry: None,
             prefix: String::new(),
             root_routes: false,
             name: "embedded".into(),
@@ -214,9 +230,10 @@ impl Embedded {
     ///
     /// The deadlines need every request marked from `request_filter` to `logging`: call
     /// [`Embedded::request_filter`] and [`Embedded::logging`] for every request, yours included.
-    pub fn edge<SV>(&self, http: HttpProxy<SV>) -> EdgeApp<SV>
+    pub fn edge<SV>(&self, http: HttpProxy<SV>) -> impl ServerApp + Send + Sync + 'static
     where
-        SV: ProxyHttp,
+        SV: ProxyHttp + Send + Sync + 'static,
+        SV::CTX: Send + Sync,
     {
         crate::server::edge_app(
             self.state(),
@@ -266,20 +283,45 @@ impl Builder {
         self
     }
 
-    /// The embedded gateway; an error for a prefix that is not like `/ai`, or a cap of 0.
+    /// Record Switchyard's metrics and register their families in the host's own `registry`
+    /// too, so that the host's `/metrics` (whatever gathers `registry`) serves them beside its
+    /// own; with or without a `metrics:` listener in the configuration (which, when present,
+    /// serves Switchyard's families alone, as before). Families and series are the ones
+    /// `docs/` lists for the gateway (`switchyard_requests_total`, ...), labelled with this
+    /// entry point's name. [`Builder::build`] fails when a family's name is taken in `registry`,
+    /// or on a state given to [`Embedded::builder_with_state`] that records no metrics.
+    /// `examples/host_metrics.rs` serves both from one route.
+    #[cfg(feature = "metrics")]
+    pub fn metrics_registry(mut self, registry: &prometheus::Registry) -> Builder {
+        self.registry = Some(registry.clone());
+        self
+    }
+
+    /// The embedded gateway; an error for a prefix that is not like `/ai`, a cap of 0, or a
+    /// registry that cannot take the metric families (`Builder::metrics_registry`, feature
+    /// `metrics`).
     pub fn build(self) -> Result<Embedded, String> {
         if self.max_connections == 0 || self.max_in_flight == 0 {
             return Err("caps: max_connections and max_in_flight must be greater than 0".into());
         }
         let mount = Mount::shared(&self.prefix, self.root_routes)?;
+        #[cfg(feature = "metrics")]
+        let recorded = self.registry.is_some();
+        #[cfg(not(feature = "metrics"))]
+        let recorded = false;
+        let state = match self.state {
+            State::Settings(settings) => {
+                let listener = settings.metrics.is_some();
+                GatewayState::recording(*settings, listener || recorded)
+            }
+            State::Shared(state) => state,
+        };
+        #[cfg(feature = "metrics")]
+        if let Some(registry) = &self.registry {
+            state.metrics.share_with(registry)?;
+        }
         let admission = Admission::new(self.max_connections, self.max_in_flight);
-        let gateway = Gateway::mounted(
-            self.state,
-            &self.name,
-            &self.region,
-            admission.clone(),
-            mount,
-        );
+        let gateway = Gateway::mounted(state, &self.name, &self.region, admission.clone(), mount);
         Ok(Embedded(Arc::new(Inner {
             gateway,
             admission,

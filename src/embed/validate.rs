@@ -15,7 +15,6 @@ use crate::api::images::ImageRequest;
 use crate::api::rerank::RerankRequest;
 use crate::api::speech::SpeechRequest;
 use crate::api::{images, rerank, speech};
-use crate::catalog::Catalog;
 use crate::common::error::GatewayError;
 use crate::config::{self, GatewaySettings};
 
@@ -58,11 +57,6 @@ impl Validator {
     /// `state().settings()`).
     pub fn with_settings(settings: Arc<GatewaySettings>) -> Validator {
         Validator { settings }
-    }
-
-    /// The catalog requests are validated against.
-    pub fn catalog(&self) -> &Catalog {
-        &self.settings.catalog
     }
 
     /// A `POST /api/v1/audio/speech` body, as Switchyard would read it.
@@ -116,7 +110,7 @@ models:
     #[test]
     fn validates_against_providers_and_models_alone() {
         let v = Validator::from_yaml(DOC, &lookup).unwrap();
-        assert!(v.catalog().get("tts-1").is_some());
+        assert!(v.settings.catalog().get("tts-1").is_some());
         let ok = v
             .speech(br#"{"model":"tts-1","input":"hi","voice":"alloy"}"#)
             .unwrap();

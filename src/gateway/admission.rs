@@ -20,7 +20,7 @@ pub(crate) const TOO_MANY_IN_FLIGHT: &str = "too many requests in flight";
 
 /// One entry point's counters and caps.
 #[derive(Debug)]
-pub struct Admission {
+pub(crate) struct Admission {
     max_connections: usize,
     max_in_flight: usize,
     connections: AtomicUsize,
@@ -32,7 +32,7 @@ pub struct Admission {
 }
 
 impl Admission {
-    pub fn new(max_connections: usize, max_in_flight: usize) -> Arc<Admission> {
+    pub(crate) fn new(max_connections: usize, max_in_flight: usize) -> Arc<Admission> {
         Arc::new(Admission {
             max_connections,
             max_in_flight,
@@ -45,7 +45,10 @@ impl Admission {
 
     /// Count a newly accepted connection until the guard drops. `peer` (a system call) is asked
     /// only of a connection over the cap.
-    pub fn connect(self: &Arc<Self>, peer: impl FnOnce() -> Option<SocketAddr>) -> Connection {
+    pub(crate) fn connect(
+        self: &Arc<Self>,
+        peer: impl FnOnce() -> Option<SocketAddr>,
+    ) -> Connection {
         let open = self.connections.fetch_add(1, Ordering::Relaxed) + 1;
         let over = open > self.max_connections;
         let shed = match over.then(peer).flatten() {
@@ -68,7 +71,7 @@ impl Admission {
     /// Admit one request from `peer`, or refuse it with `503 overloaded`.
     /// `peer` (a system call, the first time on a connection) is asked only while some
     /// connection is over the cap.
-    pub fn admit(
+    pub(crate) fn admit(
         self: &Arc<Self>,
         peer: impl FnOnce() -> Option<SocketAddr>,
     ) -> Result<InFlight, GatewayError> {
@@ -96,19 +99,21 @@ impl Admission {
     }
 
     /// Open connections now.
-    pub fn connections(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn connections(&self) -> usize {
         self.connections.load(Ordering::Relaxed)
     }
 
     /// Requests in flight now.
-    pub fn in_flight(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::Relaxed)
     }
 }
 
 /// An open connection, counted until dropped.
 #[derive(Debug)]
-pub struct Connection {
+pub(crate) struct Connection {
     admission: Arc<Admission>,
     shed: Option<SocketAddr>,
 }
@@ -129,7 +134,7 @@ impl Drop for Connection {
 
 /// A request in flight, counted until dropped.
 #[derive(Debug)]
-pub struct InFlight {
+pub(crate) struct InFlight {
     admission: Arc<Admission>,
 }
 

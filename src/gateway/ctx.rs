@@ -22,7 +22,7 @@ use crate::metrics;
 use crate::money::{Amount, Currency};
 
 /// Per-request state of the gateway's `ProxyHttp` service.
-pub struct Ctx {
+pub(crate) struct Ctx {
     /// The configuration this request runs under from start to end, whatever a reload does.
     pub(crate) settings: Arc<GatewaySettings>,
     pub(crate) start: Instant,

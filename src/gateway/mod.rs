@@ -1,4 +1,4 @@
-//! The Pingora service and what it is made of. [`Gateway`] implements `ProxyHttp` and answers
+//! The Pingora service and what it is made of. `Gateway` implements `ProxyHttp` and answers
 //! every request itself from `request_filter` (routing, authentication, bounded body,
 //! validation, the upstream exchange and the translated answer), so Pingora's own proxy path is
 //! never used (docs/architecture.md, "The upstream exchange").
@@ -44,6 +44,6 @@ pub(crate) mod task_supervisor;
 pub(crate) mod voices;
 
 pub(crate) use ctx::Ctx;
-pub use service::Gateway;
+pub(crate) use service::Gateway;
 pub(crate) use state::make_health_cells;
 pub use state::GatewayState;

@@ -21,7 +21,7 @@ const ROOT_ROUTES: [&str; 2] = ["/healthz", "/v1/rerank"];
 
 /// A gateway's place in its server's path space.
 #[derive(Debug, Clone)]
-pub struct Mount {
+pub(crate) struct Mount {
     /// `""` at the root; else `/segment[/segment...]`, without a trailing `/`.
     prefix: Arc<str>,
     /// Whether requests the gateway does not route are the host's (`false`: the gateway answers
@@ -36,7 +36,7 @@ pub struct Mount {
 
 /// Which of a server's requests a [`Mount`] takes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Claim {
+pub(crate) enum Claim {
     /// Not the gateway's: the host answers it.
     Host,
     /// The gateway's; its route is the path after `prefix` (empty: a root-level route).
@@ -45,7 +45,7 @@ pub enum Claim {
 
 impl Mount {
     /// The binary's mount: every path of the listener is the gateway's, at the root.
-    pub fn root() -> Mount {
+    pub(crate) fn root() -> Mount {
         Mount {
             prefix: Arc::from(""),
             shared: false,
@@ -58,7 +58,7 @@ impl Mount {
     /// paths it routes at the root), and `/healthz` and `/v1/rerank` at the root when
     /// `root_routes` is set. A prefix must start with `/`, have no trailing `/`, and hold no
     /// `?`, `#`, `%` or whitespace.
-    pub fn shared(prefix: &str, root_routes: bool) -> Result<Mount, String> {
+    pub(crate) fn shared(prefix: &str, root_routes: bool) -> Result<Mount, String> {
         if !prefix.is_empty()
             && (!prefix.starts_with('/')
                 || prefix.ends_with('/')
@@ -81,17 +81,17 @@ impl Mount {
     }
 
     /// The prefix (`""` at the root).
-    pub fn prefix(&self) -> &str {
+    pub(crate) fn prefix(&self) -> &str {
         &self.prefix
     }
 
     /// The OpenAPI document as this mount serves it.
-    pub fn openapi(&self) -> Bytes {
+    pub(crate) fn openapi(&self) -> Bytes {
         self.openapi.clone()
     }
 
     /// Whether the request for `method` and `path` is the gateway's, and under which prefix.
-    pub fn claim(&self, method: &http::Method, path: &str) -> Claim {
+    pub(crate) fn claim(&self, method: &http::Method, path: &str) -> Claim {
         if !self.shared {
             return Claim::Own { prefix: None };
         }

@@ -21,7 +21,7 @@ use crate::engine::trace;
 use crate::metrics;
 
 /// The gateway as a Pingora `ProxyHttp` service for one entry point.
-pub struct Gateway {
+pub(crate) struct Gateway {
     pub(super) state: Arc<GatewayState>,
     pub(super) listener: String,
     pub(super) region: String,
@@ -35,7 +35,7 @@ pub struct Gateway {
 impl Gateway {
     /// `admission` holds the entry point's caps; its connections are counted by whoever accepts
     /// them (`server::add_services`).
-    pub fn new(
+    pub(crate) fn new(
         state: Arc<GatewayState>,
         listener: &Listener,
         admission: Arc<Admission>,
@@ -51,7 +51,7 @@ impl Gateway {
 
     /// A gateway at `mount` in its server's paths, for the entry point named `name` (metrics and
     /// access lines) in `region` (providers' regional base URLs).
-    pub fn mounted(
+    pub(crate) fn mounted(
         state: Arc<GatewayState>,
         name: &str,
         region: &str,
@@ -70,23 +70,23 @@ impl Gateway {
     }
 
     /// Where its routes sit.
-    pub fn mount(&self) -> &mount::Mount {
+    pub(crate) fn mount(&self) -> &mount::Mount {
         &self.mount
     }
 
     /// The entry point's name in metrics and access lines.
-    pub fn entry_point(&self) -> &str {
+    pub(crate) fn entry_point(&self) -> &str {
         &self.listener
     }
 
     /// The state it serves from.
-    pub fn state(&self) -> &Arc<GatewayState> {
+    pub(crate) fn state(&self) -> &Arc<GatewayState> {
         &self.state
     }
 
     /// A context for a request under `prefix` (`None`: at the root), as [`ProxyHttp::new_ctx`]
     /// makes one at the root.
-    pub fn ctx_under(&self, prefix: Option<Arc<str>>) -> Ctx {
+    pub(crate) fn ctx_under(&self, prefix: Option<Arc<str>>) -> Ctx {
         Ctx::new(self.state.settings(), prefix)
     }
 }

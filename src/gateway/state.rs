@@ -65,12 +65,20 @@ impl GatewayState {
     /// The state for `settings` at start: metrics, stores (in Redis or memory), limits and
     /// targets' health.
     pub fn new(settings: GatewaySettings) -> Arc<GatewayState> {
-        let metrics = match settings.metrics {
-            Some(_) => Metrics::on().unwrap_or_else(|e| {
+        let recorded = settings.metrics.is_some();
+        GatewayState::recording(settings, recorded)
+    }
+
+    /// [`GatewayState::new`], its metrics recorded when `metrics` (with a `metrics:` listener,
+    /// or for a host's own registry, `embed::Builder::metrics_registry`) and the build has them.
+    pub(crate) fn recording(settings: GatewaySettings, metrics: bool) -> Arc<GatewayState> {
+        let metrics = if metrics {
+            Metrics::on().unwrap_or_else(|e| {
                 log::error!("{e}: metrics are off");
                 Metrics::off()
-            }),
-            None => Metrics::off(),
+            })
+        } else {
+            Metrics::off()
         };
         metrics.config_loaded(true, false);
         let upstream = Upstream::new(
@@ -160,6 +168,9 @@ impl GatewayState {
     }
 
     /// What the image generation engine uses of this state, under the settings `s` (a snapshot).
+    // Public (hidden) only because the engine's `Images` and the upstream pool it names are
+    // `pub` in files of their own; not part of the API.
+    #[doc(hidden)]
     pub fn images<'a>(&'a self, s: &'a GatewaySettings) -> crate::engine::images::Images<'a> {
         crate::engine::images::Images {
             upstream: &self.upstream,

@@ -205,7 +205,7 @@ fn unknown_field(message: &str) -> Option<String> {
 /// The built-in kinds' names, as `kind:` spells them, in the registry's order. Read from
 /// `ProviderConfig` itself (the names serde is told to accept), so the list cannot drift from
 /// the registry.
-pub fn builtin_kinds() -> &'static [&'static str] {
+pub(crate) fn builtin_kinds() -> &'static [&'static str] {
     /// Keeps the variant names serde reports for an unknown tag; any other error is empty.
     #[derive(Debug)]
     struct Variants(&'static [&'static str]);

@@ -272,13 +272,10 @@ pub fn keyed(key: &str, make: impl FnOnce(&str) -> Result<Auth, String>) -> Resu
 // Most adapters are stateless: their module's functions are the whole adapter. These tables let a
 // provider's `kind()` name them instead of writing the same trait impl for every provider.
 
-/// A native request builder for speech.
-pub type SpeechRequestFn = fn(&Target, &SpeechRequest<'_>) -> Result<NativeRequest, GatewayError>;
-
 /// A speech adapter made of functions.
 pub struct SpeechFns {
     /// The native request for a target.
-    pub request: SpeechRequestFn,
+    pub request: fn(&Target, &SpeechRequest<'_>) -> Result<NativeRequest, GatewayError>,
     /// `None`: the provider's body is the audio itself (passed through).
     pub decoding: Option<fn(&Arc<Provider>, &SpeechRequest<'_>) -> SpeechDecoding>,
 }
@@ -378,7 +375,7 @@ impl TaskAdapter for TaskFns {
 }
 
 /// A rerank answer reader.
-pub type RerankResponseFn = for<'r> fn(
+pub(crate) type RerankResponseFn = for<'r> fn(
     &Provider,
     &'r RerankRequest<'r>,
     &HeaderMap,
@@ -390,7 +387,12 @@ pub struct RerankFns {
     /// The native request for a target.
     pub request: fn(&Target, &RerankRequest<'_>) -> Result<NativeRequest, GatewayError>,
     /// A 2xx answer as the public result ([`RerankRequest::build`] makes one from scores).
-    pub response: RerankResponseFn,
+    pub response: for<'r> fn(
+        &Provider,
+        &'r RerankRequest<'r>,
+        &HeaderMap,
+        &[u8],
+    ) -> Result<RerankResult<'r>, UpstreamError>,
 }
 
 impl RerankAdapter for RerankFns {

@@ -33,7 +33,7 @@ use crate::metrics::{self, IntCounter};
 
 /// The app one entry point's listening service runs: `SV` is the gateway (the binary) or a
 /// host's own `ProxyHttp` that delegates to it.
-pub struct EdgeApp<SV> {
+pub(crate) struct EdgeApp<SV> {
     /// The proxy that serves each accepted connection's requests.
     pub(crate) http: Arc<HttpProxy<SV>>,
     /// This entry point's load shedding: its connection and in-flight counts and caps.

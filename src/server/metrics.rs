@@ -20,13 +20,13 @@ use pingora::protocols::http::ServerSession;
 use pingora::services::listening::Service;
 
 /// The app behind the metrics listener.
-pub struct MetricsApp {
+pub(crate) struct MetricsApp {
     registry: Registry,
     state: Arc<GatewayState>,
 }
 
 /// The metrics listener's service.
-pub fn service(
+pub(crate) fn service(
     address: SocketAddr,
     registry: Registry,
     state: Arc<GatewayState>,

@@ -124,7 +124,7 @@ impl Reloader {
 }
 
 /// The background service that reloads on `SIGHUP`.
-pub struct SighupService(pub Reloader);
+pub(crate) struct SighupService(pub(crate) Reloader);
 
 #[async_trait]
 impl BackgroundService for SighupService {

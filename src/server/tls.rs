@@ -30,7 +30,7 @@ use rustls::sign::CertifiedKey;
 use crate::config::{tls as cert_files, Listener, ListenerTls};
 
 /// One TLS listener's certificate: the one in service, and where it comes from.
-pub struct ListenerCert {
+pub(crate) struct ListenerCert {
     listener: String,
     cert_file: String,
     key_file: String,
@@ -52,7 +52,7 @@ type Stamp = (FileStamp, FileStamp);
 
 /// What [`ListenerCert::reload`] did.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Reloaded {
+pub(crate) enum Reloaded {
     /// The files have not changed since they were last looked at.
     Unchanged,
     /// New handshakes get the new certificate.
@@ -64,7 +64,7 @@ pub enum Reloaded {
 
 impl ListenerCert {
     /// The certificate of `listener`, as the configuration loaded it.
-    pub fn new(listener: &str, tls: &ListenerTls) -> ListenerCert {
+    pub(crate) fn new(listener: &str, tls: &ListenerTls) -> ListenerCert {
         let cert = ListenerCert {
             listener: listener.to_string(),
             cert_file: tls.cert_file.clone(),
@@ -80,7 +80,7 @@ impl ListenerCert {
 
     /// Reload the files if they changed since last looked at (`force`: whether or not); swap the
     /// new certificate in if they make one, else keep the current one and log why.
-    pub fn reload(&self, force: bool) -> Reloaded {
+    pub(crate) fn reload(&self, force: bool) -> Reloaded {
         let stamp = self.stamp();
         {
             let mut seen = self.seen();
@@ -150,13 +150,13 @@ impl fmt::Debug for ListenerCert {
 
 /// The certificates of every TLS entry point, by listener name.
 #[derive(Default, Clone)]
-pub struct EdgeTls {
+pub(crate) struct EdgeTls {
     certs: HashMap<String, Arc<ListenerCert>>,
 }
 
 impl EdgeTls {
     /// The certificates of those `listeners` that serve TLS, as loaded with the configuration.
-    pub fn new(listeners: &[Listener]) -> EdgeTls {
+    pub(crate) fn new(listeners: &[Listener]) -> EdgeTls {
         let certs = listeners
             .iter()
             .filter_map(|l| {
@@ -169,7 +169,7 @@ impl EdgeTls {
 
     /// `endpoint` with TLS when `listener` has it. `None` when its TLS cannot be set up: the
     /// entry point must then not listen at all rather than listen without TLS.
-    pub fn endpoint(
+    pub(crate) fn endpoint(
         &self,
         listener: &Listener,
         endpoint: ListenerConfig,
@@ -195,9 +195,9 @@ impl EdgeTls {
         Some(endpoint.tls(settings))
     }
 
-    /// Reload every listener's certificate whose files changed (`force`: all of them). For a
-    /// signal handler; the background service does the same on its own schedule.
-    pub fn reload_all(&self, force: bool) -> Vec<(String, Reloaded)> {
+    /// Reload every listener's certificate whose files changed (`force`: all of them).
+    #[cfg(test)]
+    pub(crate) fn reload_all(&self, force: bool) -> Vec<(String, Reloaded)> {
         self.certs
             .iter()
             .map(|(name, cert)| (name.clone(), cert.reload(force)))
@@ -205,7 +205,7 @@ impl EdgeTls {
     }
 
     /// The background service checking the files, if any listener asks for checks.
-    pub fn reload_service(&self) -> Option<GenBackgroundService<CertReloader>> {
+    pub(crate) fn reload_service(&self) -> Option<GenBackgroundService<CertReloader>> {
         let certs: Vec<_> = self
             .certs
             .values()
@@ -218,7 +218,7 @@ impl EdgeTls {
 }
 
 /// Checks each TLS listener's files every `reload_interval`, until shutdown.
-pub struct CertReloader {
+pub(crate) struct CertReloader {
     certs: Vec<Arc<ListenerCert>>,
 }
 

@@ -35,7 +35,13 @@ pub enum Finished {
     Fetch(String),
 }
 
-/// Decodes one native speech body into audio.
+/// Decodes one native speech body into audio, fed the body piece by piece as it arrives.
+///
+/// The gateway sends each piece of audio it is handed to the client at once (raw, or wrapped
+/// in the public SSE events), so a decoder that pushes audio as soon as it has some keeps the
+/// first byte early and memory flat. Hand one to the gateway as [`SpeechDecoding::Decode`]; the
+/// ready-made ones ([`SpeechDecoding::json_document`], [`SpeechDecoding::sse`]) cover JSON
+/// and event answers.
 pub trait AudioDecoder: Send {
     /// Take the next piece of the native body; push any audio it completes onto `out`.
     fn push(&mut self, chunk: &Bytes, out: &mut Vec<Bytes>) -> Result<(), UpstreamError>;
@@ -52,7 +58,14 @@ pub trait AudioDecoder: Send {
     }
 }
 
-/// What the gateway does with a 2xx native speech body.
+/// What the gateway does with a 2xx native speech body: an adapter's
+/// `SpeechAdapter::decoding`.
+///
+/// For an answer that is the audio, [`SpeechDecoding::raw_audio`]. For audio inside JSON, as
+/// many TTS servers send it (base64 or hex in a JSON document, or in the `data:` of SSE events),
+/// [`SpeechDecoding::json_document`] or [`SpeechDecoding::sse`] with
+/// [`SpeechDecoding::base64_audio`] or [`SpeechDecoding::hex_audio`]; any other framing, a
+/// decoder of your own ([`AudioDecoder`]). `examples/inhouse_tts.rs` is a whole one.
 pub enum SpeechDecoding {
     /// The body already is the public answer (raw audio, or OpenAI's own SSE): copied as is.
     Passthrough,
@@ -69,6 +82,32 @@ impl SpeechDecoding {
         } else {
             SpeechDecoding::Passthrough
         }
+    }
+
+    /// For a native answer that is one JSON document holding the audio: the body is buffered
+    /// (up to the account's `max_response_bytes`; more is a bad answer) and handed whole to
+    /// `decode`, which pushes the audio onto its `Vec` (all of it, or in pieces) and says how
+    /// the answer ended ([`Finished::Done`] with the usage it reports, or [`Finished::Fetch`]
+    /// for a result file to download). A JSON error envelope sent with status 200 is for
+    /// `decode` to refuse (`bad_answer`).
+    pub fn json_document<F>(provider: &Arc<Provider>, decode: F) -> SpeechDecoding
+    where
+        F: FnMut(&Provider, &[u8], &mut Vec<Bytes>) -> Result<Finished, UpstreamError>
+            + Send
+            + 'static,
+    {
+        SpeechDecoding::Decode(Box::new(Whole::new(provider, decode)))
+    }
+
+    /// Decode audio sent as base64 text (standard alphabet, padding optional, surrounding
+    /// whitespace ignored); not base64 is a bad answer of `provider`.
+    pub fn base64_audio(provider: &Provider, text: &str) -> Result<Bytes, UpstreamError> {
+        base64_audio(provider, text)
+    }
+
+    /// Decode audio sent as hex text (either case); not hex is a bad answer of `provider`.
+    pub fn hex_audio(provider: &Provider, text: &str) -> Result<Bytes, UpstreamError> {
+        hex_audio(provider, text)
     }
 }
 

@@ -33,7 +33,10 @@ use crate::upstream::provider::Provider;
 /// Bytes of the body looked at before the first one goes out.
 pub(crate) const WINDOW: usize = 64;
 
-/// What kind of body a 2xx speech answer must be.
+/// What kind of body a 2xx speech answer must be, checked (its `Content-Type` and first bytes)
+/// before any of it reaches the client: an `AudioDecoder`
+/// says which from its `native` method. A decoder that parses the provider's JSON or events
+/// keeps the default, [`Native::Decoded`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Native {
     /// The audio itself (OpenAI, Azure, ElevenLabs): typed `audio/*`,

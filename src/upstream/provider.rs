@@ -139,6 +139,7 @@ impl fmt::Debug for Provider {
 
 impl Provider {
     /// An account numbered `id`, with its kind's credentials and error classification.
+    #[doc(hidden)]
     pub fn new(account: Account, id: usize, auth: Auth, errors: ErrorMap) -> Provider {
         Provider {
             name: account.name,
@@ -216,6 +217,7 @@ impl Provider {
     }
 
     /// The endpoint for the entry point's region, or the default one.
+    #[doc(hidden)]
     pub fn endpoint(&self, region: &str) -> Option<&Endpoint> {
         self.region_endpoints
             .get(region)

@@ -37,6 +37,11 @@ mod auth_module;
 #[path = "../../examples/mount_prefix.rs"]
 mod mount_prefix;
 
+#[cfg(feature = "metrics")]
+#[allow(dead_code)]
+#[path = "../../examples/host_metrics.rs"]
+mod host_metrics;
+
 const CONF: &str = "SWITCHYARD_EMBED_TEST_CONF";
 const LISTEN: &str = "SWITCHYARD_EMBED_TEST_LISTEN";
 const UPSTREAM: &str = "SWITCHYARD_EMBED_TEST_UPSTREAM";
@@ -512,6 +517,77 @@ fn auth_module_guards_a_host_route() {
     assert_eq!(models.status, 200, "{}", models.text());
     let anonymous = client::request(addr, "GET", "/ai/api/v1/models", &[], b"");
     assert_eq!(anonymous.status, 401);
+}
+
+/// The module's refusal keeps the connection, as Switchyard's own 401 does: a client that
+/// reuses it after the 401 gets its next answer on it (not a reset). A refused request whose
+/// body was not read says `Connection: close` and closes, since its body would be taken for the
+/// next request.
+#[test]
+fn auth_module_refusal_keeps_the_connection() {
+    use std::io::Write;
+    let fake = FakeProvider::start();
+    let upstream = FakeProvider::start();
+    upstream.set_handler(|_| Some(Reply::bytes(200, "text/plain", b"upstream page".to_vec())));
+    let (addr, _stop) = in_process(&fake, |settings, listen| {
+        auth_module::server(settings, listen, upstream.addr())
+    });
+
+    let mut conn = client::connect(addr);
+    conn.write_all(b"GET /private/report HTTP/1.1\r\nHost: host\r\n\r\n")
+        .unwrap();
+    let refused = client::read_response(&mut conn, "GET");
+    assert_eq!(refused.status, 401, "{}", refused.text());
+    assert_eq!(refused.json()["code"], "unauthorized");
+    assert_ne!(refused.header("connection"), Some("close"));
+    let second =
+        format!("GET /private/report HTTP/1.1\r\nHost: host\r\nService-API-Key: {KEY}\r\n\r\n");
+    conn.write_all(second.as_bytes()).unwrap();
+    let answered = client::read_response(&mut conn, "GET");
+    assert_eq!(answered.status, 200, "{}", answered.text());
+    assert_eq!(answered.text(), "upstream page");
+    assert_eq!(upstream.requests().len(), 1);
+
+    // A body the refusal did not read: the answer says so and the connection ends cleanly.
+    let mut conn = client::connect(addr);
+    conn.write_all(
+        b"POST /private/report HTTP/1.1\r\nHost: host\r\nContent-Length: 5\r\n\r\nhello",
+    )
+    .unwrap();
+    let refused = client::read_response(&mut conn, "POST");
+    assert_eq!(refused.status, 401, "{}", refused.text());
+    assert_eq!(refused.header("connection"), Some("close"));
+}
+
+/// `examples/host_metrics.rs`: the host's own registry gathers Switchyard's families, whose
+/// series count the request Switchyard answered, beside the host's own counter; the
+/// configuration has no `metrics:` listener.
+#[cfg(feature = "metrics")]
+#[test]
+fn a_host_registry_serves_switchyard_metrics() {
+    let fake = FakeProvider::start();
+    let (addr, _stop) = in_process(&fake, host_metrics::server);
+    let before = client::request(addr, "GET", "/metrics", &[], b"");
+    assert_eq!(before.status, 200);
+    assert_eq!(requests_counted(&before.text(), "entry_point="), 0);
+    let page = client::request(addr, "GET", "/", &[], b"");
+    assert_eq!(page.text(), "the host's own page\n");
+    let models = client::request(addr, "GET", "/ai/api/v1/models", &auth(), b"");
+    assert_eq!(models.status, 200, "{}", models.text());
+
+    let after = client::request(addr, "GET", "/metrics", &[], b"");
+    let text = after.text();
+    assert!(text.contains("host_pages_total 1"), "{text}");
+    assert!(
+        text.contains("# TYPE switchyard_requests_total counter"),
+        "{text}"
+    );
+    // Only Switchyard's own request is counted: the host's page and /metrics are not.
+    assert_eq!(
+        requests_counted(&text, "entry_point=\"embedded\""),
+        1,
+        "{text}"
+    );
 }
 
 /// The code of the README's embedding section and of the guide's embedding page is quoted from the

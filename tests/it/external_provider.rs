@@ -435,7 +435,7 @@ fn a_reload_knows_the_kinds_the_configuration_was_loaded_with() {
     std::fs::write(&file, yaml.replace("max_documents: 64", "max_documents: 8")).unwrap();
     let reloader = switchyard::internals::reload::Reloader {
         state: state.clone(),
-        source: switchyard::server::reload::ConfigSource::File(path),
+        source: switchyard::internals::reload::ConfigSource::File(path),
         server: Default::default(),
     };
     let reloaded = reloader.reload();

@@ -558,8 +558,8 @@ fn the_start_log_warns_of_a_near_shutdown() {
 /// is named.
 #[test]
 fn a_reload_past_a_shutdown_is_refused_by_the_gateways_clock() {
+    use switchyard::internals::reload::ConfigSource;
     use switchyard::internals::reload::Reloader;
-    use switchyard::server::reload::ConfigSource;
     let ports = (free_port(), free_port());
     let clock = Clock::manual(TEST_NOW);
     let yaml = |successor: &str| {

@@ -56,6 +56,7 @@ mod images_tencent;
 mod images_together;
 mod images_vertex;
 mod images_zhipu;
+mod inhouse_tts;
 mod layers;
 #[cfg(feature = "ledger")]
 mod ledger;

@@ -529,7 +529,7 @@ fn the_library_reload_swaps_settings_and_keeps_snapshots() {
     std::fs::write(&file, "switchyard: [").unwrap();
     let reloader = switchyard::internals::reload::Reloader {
         state: state.clone(),
-        source: switchyard::server::reload::ConfigSource::File(file.display().to_string()),
+        source: switchyard::internals::reload::ConfigSource::File(file.display().to_string()),
         server: Default::default(),
     };
     let problems = reloader.reload().unwrap_err();
