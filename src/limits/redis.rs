@@ -38,15 +38,12 @@ use std::time::Duration;
 
 use super::batch::{self, Batches};
 use super::check::{Check, Outcome};
-use super::leases::Leases;
+use super::leases::{Leases, LEASE};
 use super::owed::{Debt, Owed};
 use super::window::Now;
 use crate::metrics::Metrics;
 use crate::store::files::StoreError;
-use crate::store::redis_conn::{RedisConn, StoreConn};
-
-/// How long a concurrent slot lives without being renewed.
-pub(crate) const LEASE: Duration = Duration::from_secs(30);
+use crate::store::redis_conn::RedisConn;
 
 /// KEYS: the counters owed, the check's counters, its known counters, then the slot set (when
 /// a slot is asked for or leases are given back).
@@ -133,29 +130,6 @@ return {0, 0}
 
 /// The script as Redis knows it by its SHA1 (hashed once).
 static LIMITS: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(SCRIPT));
-
-/// Run `script` with the keys and arguments `args` adds: by its SHA1 (`EVALSHA`: 40 bytes on the
-/// wire instead of the script's kilobyte, and no hashing of it on Redis's side per call), and
-/// with its text (`EVAL`, which also makes Redis keep it) when this Redis does not know it yet:
-/// after a restart, a `SCRIPT FLUSH`, or on a Cluster node that has not run it.
-pub(super) async fn eval<T: redis::FromRedisValue>(
-    conn: &mut StoreConn,
-    (text, script): (&str, &redis::Script),
-    args: impl Fn(&mut redis::Cmd),
-) -> redis::RedisResult<T> {
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(script.get_hash());
-    args(&mut cmd);
-    match cmd.query_async(conn).await {
-        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-            let mut cmd = redis::cmd("EVAL");
-            cmd.arg(text);
-            args(&mut cmd);
-            cmd.query_async(conn).await
-        }
-        answer => answer,
-    }
-}
 
 /// The counters of every caller, in one Redis (a handle: clones share the connection, what is
 /// owed and the leases held).
