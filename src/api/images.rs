@@ -452,8 +452,8 @@ fn check_features(f: &mut Fields<'_>, caps: &ImageCaps, name: &str, r: &Read<'_>
 fn choose<'a>(f: &mut Fields<'_>, caps: &ImageCaps, name: &str, c: Choices<'a>) -> Chosen<'a> {
     let size_given = c.size.is_some() || c.aspect_ratio.is_some();
     let size = size(f, caps, name, c.size, c.aspect_ratio.as_ref());
-    let quality = pick(f, "quality", c.quality, QUALITIES, caps.qualities, name)
-        .or(caps.default_quality);
+    let quality =
+        pick(f, "quality", c.quality, QUALITIES, caps.qualities, name).or(caps.default_quality);
     let style_preset = style_preset(f, caps, name, c.style_preset);
     // Every family answers both ways: the gateway downloads or hosts images as needed.
     let response_format = pick(
@@ -466,7 +466,10 @@ fn choose<'a>(f: &mut Fields<'_>, caps: &ImageCaps, name: &str, c: Choices<'a>) 
     )
     .unwrap_or("url");
     // `jpeg` (OpenAI's spelling, what its SDK sends) is `jpg`.
-    let jpeg_spelled_jpeg = c.output_format.as_ref().is_some_and(|v| v.as_str() == "jpeg");
+    let jpeg_spelled_jpeg = c
+        .output_format
+        .as_ref()
+        .is_some_and(|v| v.as_str() == "jpeg");
     let output_format = match c.output_format {
         Some(v) if v.as_str() == "jpeg" => Some(Str(Cow::Borrowed("jpg"))),
         other => other,
@@ -482,7 +485,14 @@ fn choose<'a>(f: &mut Fields<'_>, caps: &ImageCaps, name: &str, c: Choices<'a>) 
         name,
     )
     .unwrap_or(caps.default_output_format);
-    let background = pick(f, "background", c.background, BACKGROUNDS, caps.backgrounds, name);
+    let background = pick(
+        f,
+        "background",
+        c.background,
+        BACKGROUNDS,
+        caps.backgrounds,
+        name,
+    );
     Chosen {
         size,
         size_given,
@@ -532,12 +542,7 @@ fn size<'a>(
 }
 
 /// The size `aspect_ratio` means for the model (`None` when it has no such ratio: recorded).
-fn ratio(
-    f: &mut Fields<'_>,
-    caps: &ImageCaps,
-    name: &str,
-    r: &Str<'_>,
-) -> Option<&'static str> {
+fn ratio(f: &mut Fields<'_>, caps: &ImageCaps, name: &str, r: &Str<'_>) -> Option<&'static str> {
     match caps.aspect_ratios.iter().find(|(k, _)| *k == r.as_str()) {
         Some((_, s)) => Some(*s),
         None if caps.aspect_ratios.is_empty() => {

@@ -11,9 +11,7 @@
 
 use std::collections::HashSet;
 
-use super::patch::{
-    ImagePatch, LimitPatch, Pairs, Patch, RerankPatch, SizesPatch, SpeechPatch,
-};
+use super::patch::{ImagePatch, LimitPatch, Pairs, Patch, RerankPatch, SizesPatch, SpeechPatch};
 use super::schema::{
     parse_size, Caps, ImageCaps, Limit, Ratio, RerankCaps, SizeRule, SpeechCaps, Unit, BACKGROUNDS,
     MAX_IMAGES, MAX_N, OUTPUT_FORMATS, QUALITIES, SPEECH_FORMATS, SPEEDS,
@@ -157,11 +155,7 @@ impl Checker<'_> {
     }
 
     /// `formats`: public formats, at least one; `sse_formats`: some of them.
-    fn speech_formats(
-        &mut self,
-        formats: Option<&Vec<String>>,
-        sse_formats: Option<&Vec<String>>,
-    ) {
+    fn speech_formats(&mut self, formats: Option<&Vec<String>>, sse_formats: Option<&Vec<String>>) {
         if let Some(formats) = formats {
             self.names(
                 "formats",

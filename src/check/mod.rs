@@ -309,23 +309,21 @@ async fn check_endpoint(
         e.models.len()
     );
     match discovery.voices {
-        Some(voices) if !e.voices.is_empty() => {
-            match ask(upstream, p, region, voices).await {
-                Ok(listed) => {
-                    let missing = unlisted_voices(p, e, &ep, &listed, out);
-                    problems += missing;
-                    said.push_str(&format!(
-                        "; {} of {} configured voice(s) listed",
-                        e.voices.len() - missing,
-                        e.voices.len()
-                    ));
-                }
-                Err(err) => {
-                    problems += 1;
-                    out.push(trouble(p, ep.clone(), "voice list", &err));
-                }
+        Some(voices) if !e.voices.is_empty() => match ask(upstream, p, region, voices).await {
+            Ok(listed) => {
+                let missing = unlisted_voices(p, e, &ep, &listed, out);
+                problems += missing;
+                said.push_str(&format!(
+                    "; {} of {} configured voice(s) listed",
+                    e.voices.len() - missing,
+                    e.voices.len()
+                ));
             }
-        }
+            Err(err) => {
+                problems += 1;
+                out.push(trouble(p, ep.clone(), "voice list", &err));
+            }
+        },
         None if !e.voices.is_empty() => out.push(Finding::new(
             Status::NotChecked,
             p,

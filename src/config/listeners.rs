@@ -99,11 +99,7 @@ pub(super) fn listeners(
 
 /// A listener's `tls:`: its files are read and checked now, so a bad one stops the start (and
 /// `switchyard -t`) with the file named, instead of a panic in Pingora's listener.
-fn listener_tls(
-    i: usize,
-    t: &ListenerTlsFile,
-    errors: &mut Vec<String>,
-) -> Option<ListenerTls> {
+fn listener_tls(i: usize, t: &ListenerTlsFile, errors: &mut Vec<String>) -> Option<ListenerTls> {
     let at = format!("switchyard.listeners[{i}].tls");
     let mut ok = true;
     for (key, path) in [("cert_file", &t.cert_file), ("key_file", &t.key_file)] {

@@ -30,11 +30,11 @@ mod models;
 mod prices;
 mod secrets;
 mod store;
+#[cfg(test)]
+mod tests;
 pub mod tls;
 mod tracing;
 pub mod voice_map;
-#[cfg(test)]
-mod tests;
 
 pub use images::ImageSettings;
 pub use limits::{ClientLimits, Limits};

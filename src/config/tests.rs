@@ -24,9 +24,8 @@ fn listeners_are_required_unless_a_host_owns_the_sockets() {
         assert!(hosted.gateway.catalog.get("bm25").is_some());
     }
     // Listeners a host's configuration does declare are still checked.
-    let yaml = format!(
-        "version: 1\nswitchyard:\n  listeners: [{{name: a, address: nowhere}}]\n{models}"
-    );
+    let yaml =
+        format!("version: 1\nswitchyard:\n  listeners: [{{name: a, address: nowhere}}]\n{models}");
     assert!(load_hosted_str(&yaml, &no_env).is_err());
 }
 
@@ -94,9 +93,9 @@ fn an_elevenlabs_model_with_a_key_and_no_voice_is_warned_of() {
             .into_iter()
             .filter(|name| {
                 let at = format!("switchyard.models.{name}.default_voice: not set");
-                warnings.iter().any(|w| {
-                    w.starts_with(&at) && w.contains("`GET /api/v1/audio/voices?model=")
-                })
+                warnings
+                    .iter()
+                    .any(|w| w.starts_with(&at) && w.contains("`GET /api/v1/audio/voices?model="))
             })
             .count()
     };
@@ -238,8 +237,10 @@ fn a_metrics_listener_needs_the_metrics_feature() {
         let errors = loaded.err().unwrap_or_default();
         assert_eq!(
             errors,
-            ["switchyard.metrics: this build of Switchyard has no metrics (built without the \
-              `metrics` cargo feature); remove the section, or build with `--features metrics`"]
+            [
+                "switchyard.metrics: this build of Switchyard has no metrics (built without the \
+              `metrics` cargo feature); remove the section, or build with `--features metrics`"
+            ]
         );
     }
 }
@@ -383,9 +384,7 @@ switchyard:
     let errors = load_str(&yaml, &no_env).err().unwrap();
     assert_eq!(
         errors,
-        vec![
-            "switchyard.routing.ejection.max_cooldown_ms: 5 is less than base_cooldown_ms (10)"
-        ]
+        vec!["switchyard.routing.ejection.max_cooldown_ms: 5 is less than base_cooldown_ms (10)"]
     );
     let yaml = yaml.replace(
         "base_cooldown_ms: 10, max_cooldown_ms: 5",

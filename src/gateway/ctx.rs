@@ -138,9 +138,9 @@ impl Ctx {
         {
             Some(c) if used => Some(c),
             Some(_) => None,
-            None if used => self.operation.and_then(|op| {
-                estimated_cost(self.model.as_deref(), &self.trace, op, &charged)
-            }),
+            None if used => self
+                .operation
+                .and_then(|op| estimated_cost(self.model.as_deref(), &self.trace, op, &charged)),
             None => None,
         };
         self.status = outcome.status;

@@ -171,7 +171,6 @@ fn money_charged(
     converted
 }
 
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -148,7 +148,8 @@ async fn generate_now(
         }
     }
     let engine = state.images(s);
-    let (result, model, size, quality) = generate_served(call, &engine, req, body, base, out).await?;
+    let (result, model, size, quality) =
+        generate_served(call, &engine, req, body, base, out).await?;
     image_tasks::keep_finished(state, s, &owner, &model.name, &result).await;
     out.usage.images = result.data.len() as u64;
     // The provider's token usage (GPT image models), which the cost is computed from.
@@ -176,7 +177,12 @@ async fn generate_now(
 
 /// What [`generate_served`] gives: the result, the model that served it, and the size and
 /// quality its cost is counted by.
-type Served = (images::ImageResult, Arc<Model>, String, Option<&'static str>);
+type Served = (
+    images::ImageResult,
+    Arc<Model>,
+    String,
+    Option<&'static str>,
+);
 
 /// Generate `req`; when every target of its model turned out retired by its provider before
 /// anything was answered, the same body, validated against the successor, is served by it.

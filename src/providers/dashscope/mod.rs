@@ -23,12 +23,12 @@ use crate::api::adapter::Adapters;
 use crate::api::speech::SpeechRequest;
 use crate::catalog::Target;
 use crate::common::error::GatewayError;
-use crate::common::native::NativeRequest;
-use crate::stream::audio::SpeechDecoding;
 use crate::common::error::UpstreamErrorKind;
+use crate::common::native::NativeRequest;
 use crate::common::native::PollRequest;
 use crate::providers::formats::errors::{status_error, UNKNOWN_CODE_STATUS};
 use crate::providers::registry::{ImageFns, Kind, RerankFns, SpeechFns, TaskFns};
+use crate::stream::audio::SpeechDecoding;
 use crate::upstream::provider::Auth;
 use crate::upstream::provider::Provider;
 
@@ -270,7 +270,11 @@ mod tests {
         let e = error_response(&p, 502, b"<html>bad gateway</html>");
         assert_eq!(e.kind, UpstreamErrorKind::Failure);
         assert_eq!(e.message, "HTTP 502");
+    }
 
+    #[test]
+    fn a_model_it_does_not_serve_is_an_unknown_model() {
+        let p = provider();
         // A model DashScope does not serve: its 400 `InvalidParameter` "Model not exist.", the
         // `ModelNotFound` code, or an account that may not use the model.
         for (status, body) in [
@@ -303,7 +307,11 @@ mod tests {
             br#"{"code":"InvalidParameter","message":"Model not exist in this size list: 99x99"}"#,
         );
         assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+    }
 
+    #[test]
+    fn maps_ip_and_compatible_mode_errors() {
+        let p = provider();
         let e = error_response(
             &p,
             400,
