@@ -271,22 +271,54 @@ fn size_choices(caps: &ImageCaps, model: &str) -> String {
     }
 }
 
-/// Parse and validate an image generation request body.
-pub fn parse<'a>(
-    body: &'a [u8],
-    catalog: &Catalog,
-    max_retries: u32,
-) -> Result<ImageRequest<'a>, GatewayError> {
-    let mut f = Fields::parse(body)?;
-    let model = common::model(&mut f, catalog, Operation::Images);
-    let caps = match model.as_ref().map(|m| m.caps) {
-        Some(Caps::Images(c)) => Some(c),
-        _ => None,
-    };
-    let name = model.as_ref().map(|m| m.name.clone()).unwrap_or_default();
+/// The request's fields as read, in the order they are read (each read records its own type
+/// problem), before the model's capabilities judge them.
+struct Read<'a> {
+    prompt: Option<Str<'a>>,
+    negative_prompt: Option<Str<'a>>,
+    image: Option<ImageInput>,
+    more_images: Vec<ImageInput>,
+    /// Reference images given in all (`image` and `more_images`).
+    image_count: usize,
+    strength: Option<f64>,
+    n: Option<u64>,
+    mask: Option<ImageInput>,
+    mask_given: bool,
+    watermark: Option<bool>,
+    is_async: Option<bool>,
+    retries: u32,
+}
+
+/// The fields whose values must be among the model's (sizes, qualities, formats, …), as read.
+struct Choices<'a> {
+    size: Option<Str<'a>>,
+    aspect_ratio: Option<Str<'a>>,
+    quality: Option<Str<'a>>,
+    style_preset: Option<Str<'a>>,
+    response_format: Option<Str<'a>>,
+    output_format: Option<Str<'a>>,
+    background: Option<Str<'a>>,
+    extra_body: Option<&'a RawValue>,
+}
+
+/// What the model's capabilities made of [`Choices`].
+struct Chosen<'a> {
+    size: Cow<'a, str>,
+    size_given: bool,
+    quality: Option<&'static str>,
+    style_preset: Option<&'static str>,
+    response_format: &'static str,
+    output_format: &'static str,
+    jpeg_spelled_jpeg: bool,
+    background: Option<&'static str>,
+    extra_body: Vec<(Str<'a>, &'a RawValue)>,
+}
+
+/// Read every field of the request (the model aside), in the order their problems are reported.
+fn read<'a>(f: &mut Fields<'a>, max_retries: u32) -> (Read<'a>, Choices<'a>) {
     let prompt = f.required_string("prompt");
     let negative_prompt = f.string("negative_prompt");
-    let images = reference_images(&mut f);
+    let images = reference_images(f);
     let image_count = images.len();
     let mut images = images.into_iter();
     let image = images.next();
@@ -312,272 +344,346 @@ pub fn parse<'a>(
     let background = f.string("background");
     let extra_body = f.take_raw("extra_body");
     let is_async = f.boolean("async");
-    let retries = common::retries(&mut f, max_retries);
+    let retries = common::retries(f, max_retries);
+    let read = Read {
+        prompt,
+        negative_prompt,
+        image,
+        more_images,
+        image_count,
+        strength,
+        n,
+        mask,
+        mask_given,
+        watermark,
+        is_async,
+        retries,
+    };
+    let choices = Choices {
+        size,
+        aspect_ratio,
+        quality,
+        style_preset,
+        response_format,
+        output_format,
+        background,
+        extra_body,
+    };
+    (read, choices)
+}
 
-    if let Some(s) = strength {
+/// The checks that need no model: `strength`'s range, `strength` and `mask` only with an image,
+/// `n`'s bounds.
+fn check_alone(f: &mut Fields<'_>, r: &Read<'_>) {
+    if let Some(s) = r.strength {
         if !(0.0..=1.0).contains(&s) {
             f.error("strength", "must be between 0 and 1");
-        } else if image.is_none() && !f.has_error("image") {
+        } else if r.image.is_none() && !f.has_error("image") {
             f.error("strength", "applies only together with `image`");
         }
     }
-    if mask_given && image.is_none() && !f.has_error("image") {
+    if r.mask_given && r.image.is_none() && !f.has_error("image") {
         f.error("mask", "applies only together with `image`");
     }
-    match n {
+    match r.n {
         Some(0) => f.error("n", format!("must be from 1 to {MAX_N}")),
         Some(v) if v > MAX_N => f.error("n", format!("must be from 1 to {MAX_N}")),
         _ => {}
     }
+}
 
-    let mut validated = None;
-    if let Some(caps) = caps {
-        let check_flag = |f: &mut Fields<'_>, field: &str, present: bool, supported: bool| {
-            if present && !supported {
-                f.error(field, format!("model {name} does not support {field}"));
-            }
-        };
-        check_flag(
-            &mut f,
-            "negative_prompt",
-            negative_prompt.is_some(),
-            caps.negative_prompt,
+/// What model `name`'s capabilities allow of the request's features: its flags, the number of
+/// reference images, a required image, the prompt's length, `n`.
+fn check_features(f: &mut Fields<'_>, caps: &ImageCaps, name: &str, r: &Read<'_>) {
+    let check_flag = |f: &mut Fields<'_>, field: &str, present: bool, supported: bool| {
+        if present && !supported {
+            f.error(field, format!("model {name} does not support {field}"));
+        }
+    };
+    check_flag(
+        f,
+        "negative_prompt",
+        r.negative_prompt.is_some(),
+        caps.negative_prompt,
+    );
+    check_flag(f, "image", r.image.is_some(), caps.reference_image);
+    if caps.reference_image && r.image_count as u64 > caps.max_images {
+        f.error(
+            "image",
+            format!(
+                "model {name} takes at most {} reference image(s); {} were given",
+                caps.max_images, r.image_count
+            ),
         );
-        check_flag(&mut f, "image", image.is_some(), caps.reference_image);
-        if caps.reference_image && image_count as u64 > caps.max_images {
+    }
+    check_flag(f, "mask", r.mask_given, caps.mask);
+    check_flag(f, "strength", r.strength.is_some(), caps.strength);
+    if caps.image_required && r.image.is_none() && !f.has_error("image") {
+        f.error(
+            "image",
+            format!("is required: model {name} edits a reference image"),
+        );
+    }
+    check_flag(f, "watermark", r.watermark == Some(true), caps.watermark);
+    if let Some(p) = &r.prompt {
+        if let Some(length) = common::over_limit(p.as_str(), caps.prompt_limit) {
             f.error(
-                "image",
+                "prompt",
                 format!(
-                    "model {name} takes at most {} reference image(s); {image_count} were given",
-                    caps.max_images
+                    "is {length} {}; model {name} accepts at most {}",
+                    caps.prompt_limit.unit.as_str(),
+                    caps.prompt_limit.max
                 ),
             );
         }
-        check_flag(&mut f, "mask", mask_given, caps.mask);
-        check_flag(&mut f, "strength", strength.is_some(), caps.strength);
-        if caps.image_required && image.is_none() && !f.has_error("image") {
+    }
+    if let Some(v) = r.n {
+        if v > caps.max_n && v <= MAX_N {
             f.error(
-                "image",
-                format!("is required: model {name} edits a reference image"),
+                "n",
+                format!(
+                    "model {name} generates at most {} image(s) per request",
+                    caps.max_n
+                ),
             );
         }
-        check_flag(&mut f, "watermark", watermark == Some(true), caps.watermark);
-        if let Some(p) = &prompt {
-            if let Some(length) = common::over_limit(p.as_str(), caps.prompt_limit) {
-                f.error(
-                    "prompt",
-                    format!(
-                        "is {length} {}; model {name} accepts at most {}",
-                        caps.prompt_limit.unit.as_str(),
-                        caps.prompt_limit.max
-                    ),
-                );
-            }
-        }
-        if let Some(v) = n {
-            if v > caps.max_n && v <= MAX_N {
-                f.error(
-                    "n",
-                    format!(
-                        "model {name} generates at most {} image(s) per request",
-                        caps.max_n
-                    ),
-                );
-            }
-        }
-        let size_given = size.is_some() || aspect_ratio.is_some();
-        let size_v: Option<Cow<'a, str>> = match size {
-            None => None,
-            Some(s) => match caps.sizes.iter().find(|x| **x == s.as_str()) {
-                Some(found) => Some(Cow::Borrowed(*found)),
-                // Only the one spelling `parse_size` reads passes, so adapters can send it on.
-                None if caps.accepts_size(s.as_str()) => Some(s.0),
-                None => {
-                    f.error("size", size_choices(caps, &name));
-                    None
-                }
-            },
-        };
-        let ratio_size = match &aspect_ratio {
-            None => None,
-            Some(r) => match caps.aspect_ratios.iter().find(|(k, _)| *k == r.as_str()) {
-                Some((_, s)) => Some(*s),
-                None if caps.aspect_ratios.is_empty() => {
-                    f.error(
-                        "aspect_ratio",
-                        format!("model {name} does not support aspect_ratio; use size"),
-                    );
-                    None
-                }
-                None => {
-                    let list: Vec<&str> = caps.aspect_ratios.iter().map(|(k, _)| *k).collect();
-                    f.error(
-                        "aspect_ratio",
-                        format!("model {name} accepts: {}", list.join(", ")),
-                    );
-                    None
-                }
-            },
-        };
-        if let (Some(s), Some(r)) = (&size_v, ratio_size) {
-            if s != r {
-                f.error(
-                    "aspect_ratio",
-                    format!("conflicts with size {s} (aspect_ratio means {r} for model {name})"),
-                );
-            }
-        }
-        let size = size_v
-            .or(ratio_size.map(Cow::Borrowed))
-            .unwrap_or(Cow::Borrowed(caps.default_size));
-        let quality = pick(&mut f, "quality", quality, QUALITIES, caps.qualities, &name)
-            .or(caps.default_quality);
-        let style_preset = match style_preset {
-            None => None,
-            Some(s) => match caps.style_presets.iter().find(|x| **x == s.as_str()) {
-                Some(found) => Some(*found),
-                None if caps.style_presets.is_empty() => {
-                    f.error(
-                        "style_preset",
-                        format!("model {name} does not support style_preset"),
-                    );
-                    None
-                }
-                None => {
-                    f.error(
-                        "style_preset",
-                        format!("model {name} accepts: {}", caps.style_presets.join(", ")),
-                    );
-                    None
-                }
-            },
-        };
-        // Every family answers both ways: the gateway downloads or hosts images as needed.
-        let response_format = pick(
-            &mut f,
-            "response_format",
-            response_format,
-            RESPONSE_FORMATS,
-            RESPONSE_FORMATS,
-            &name,
-        )
-        .unwrap_or("url");
-        // `caps` works the default out: the spec's `png`, or the family's own first format when it
-        // cannot make PNG, unless the data names one.
-        let default_output = caps.default_output_format;
-        // `jpeg` (OpenAI's spelling, what its SDK sends) is `jpg`.
-        let jpeg_spelled_jpeg = output_format.as_ref().is_some_and(|v| v.as_str() == "jpeg");
-        let output_format = match output_format {
-            Some(v) if v.as_str() == "jpeg" => Some(Str(Cow::Borrowed("jpg"))),
-            other => other,
-        };
-        let output_format = pick(
-            &mut f,
-            "output_format",
-            output_format,
-            OUTPUT_FORMATS,
-            caps.output_formats,
-            &name,
-        )
-        .unwrap_or(default_output);
-        let background = pick(
-            &mut f,
-            "background",
-            background,
-            BACKGROUNDS,
-            caps.backgrounds,
-            &name,
-        );
-        let extra = match extra_body {
-            None => Vec::new(),
-            Some(raw) => match Fields::nested(raw, "extra_body") {
-                Err(msg) => {
-                    f.error("extra_body", msg);
-                    Vec::new()
-                }
-                Ok(nested) => {
-                    let (rest, _) = nested.into_rest();
-                    let mut keep = Vec::new();
-                    for (k, v) in rest {
-                        if caps.extra_body_keys.contains(&k.as_str()) {
-                            keep.push((k, v));
-                        } else if caps.extra_body_keys.is_empty() {
-                            f.error(
-                                &format!("extra_body.{}", k.as_str()),
-                                format!("model {name} accepts no extra_body settings"),
-                            );
-                        } else {
-                            f.error(
-                                &format!("extra_body.{}", k.as_str()),
-                                format!(
-                                    "model {name} accepts: {}",
-                                    caps.extra_body_keys.join(", ")
-                                ),
-                            );
-                        }
-                    }
-                    keep
-                }
-            },
-        };
-        validated = Some((
-            size,
-            size_given,
-            quality,
-            style_preset,
-            response_format,
-            output_format,
-            jpeg_spelled_jpeg,
-            background,
-            extra,
-        ));
     }
+}
+
+/// [`Choices`] judged by model `name`'s lists, in the order their problems are reported.
+fn choose<'a>(f: &mut Fields<'_>, caps: &ImageCaps, name: &str, c: Choices<'a>) -> Chosen<'a> {
+    let size_given = c.size.is_some() || c.aspect_ratio.is_some();
+    let size = size(f, caps, name, c.size, c.aspect_ratio.as_ref());
+    let quality =
+        pick(f, "quality", c.quality, QUALITIES, caps.qualities, name).or(caps.default_quality);
+    let style_preset = style_preset(f, caps, name, c.style_preset);
+    // Every family answers both ways: the gateway downloads or hosts images as needed.
+    let response_format = pick(
+        f,
+        "response_format",
+        c.response_format,
+        RESPONSE_FORMATS,
+        RESPONSE_FORMATS,
+        name,
+    )
+    .unwrap_or("url");
+    // `jpeg` (OpenAI's spelling, what its SDK sends) is `jpg`.
+    let jpeg_spelled_jpeg = c
+        .output_format
+        .as_ref()
+        .is_some_and(|v| v.as_str() == "jpeg");
+    let output_format = match c.output_format {
+        Some(v) if v.as_str() == "jpeg" => Some(Str(Cow::Borrowed("jpg"))),
+        other => other,
+    };
+    // `caps` works the default out: the spec's `png`, or the family's own first format when it
+    // cannot make PNG, unless the data names one.
+    let output_format = pick(
+        f,
+        "output_format",
+        output_format,
+        OUTPUT_FORMATS,
+        caps.output_formats,
+        name,
+    )
+    .unwrap_or(caps.default_output_format);
+    let background = pick(
+        f,
+        "background",
+        c.background,
+        BACKGROUNDS,
+        caps.backgrounds,
+        name,
+    );
+    Chosen {
+        size,
+        size_given,
+        quality,
+        style_preset,
+        response_format,
+        output_format,
+        jpeg_spelled_jpeg,
+        background,
+        extra_body: extra_body(f, caps, name, c.extra_body),
+    }
+}
+
+/// The size: the caller's `size` (one of the model's, or one its size rule allows), else the size
+/// its `aspect_ratio` means (the two must agree when both are given), else the model's default.
+fn size<'a>(
+    f: &mut Fields<'_>,
+    caps: &ImageCaps,
+    name: &str,
+    size: Option<Str<'a>>,
+    aspect_ratio: Option<&Str<'_>>,
+) -> Cow<'a, str> {
+    let size_v: Option<Cow<'a, str>> = match size {
+        None => None,
+        Some(s) => match caps.sizes.iter().find(|x| **x == s.as_str()) {
+            Some(found) => Some(Cow::Borrowed(*found)),
+            // Only the one spelling `parse_size` reads passes, so adapters can send it on.
+            None if caps.accepts_size(s.as_str()) => Some(s.0),
+            None => {
+                f.error("size", size_choices(caps, name));
+                None
+            }
+        },
+    };
+    let ratio_size = aspect_ratio.and_then(|r| ratio(f, caps, name, r));
+    if let (Some(s), Some(r)) = (&size_v, ratio_size) {
+        if s != r {
+            f.error(
+                "aspect_ratio",
+                format!("conflicts with size {s} (aspect_ratio means {r} for model {name})"),
+            );
+        }
+    }
+    size_v
+        .or(ratio_size.map(Cow::Borrowed))
+        .unwrap_or(Cow::Borrowed(caps.default_size))
+}
+
+/// The size `aspect_ratio` means for the model (`None` when it has no such ratio: recorded).
+fn ratio(f: &mut Fields<'_>, caps: &ImageCaps, name: &str, r: &Str<'_>) -> Option<&'static str> {
+    match caps.aspect_ratios.iter().find(|(k, _)| *k == r.as_str()) {
+        Some((_, s)) => Some(*s),
+        None if caps.aspect_ratios.is_empty() => {
+            f.error(
+                "aspect_ratio",
+                format!("model {name} does not support aspect_ratio; use size"),
+            );
+            None
+        }
+        None => {
+            let list: Vec<&str> = caps.aspect_ratios.iter().map(|(k, _)| *k).collect();
+            f.error(
+                "aspect_ratio",
+                format!("model {name} accepts: {}", list.join(", ")),
+            );
+            None
+        }
+    }
+}
+
+/// `style_preset`: one of the model's presets.
+fn style_preset(
+    f: &mut Fields<'_>,
+    caps: &ImageCaps,
+    name: &str,
+    value: Option<Str<'_>>,
+) -> Option<&'static str> {
+    let s = value?;
+    match caps.style_presets.iter().find(|x| **x == s.as_str()) {
+        Some(found) => Some(*found),
+        None if caps.style_presets.is_empty() => {
+            f.error(
+                "style_preset",
+                format!("model {name} does not support style_preset"),
+            );
+            None
+        }
+        None => {
+            f.error(
+                "style_preset",
+                format!("model {name} accepts: {}", caps.style_presets.join(", ")),
+            );
+            None
+        }
+    }
+}
+
+/// `extra_body`: an object of the model's `extra_body_keys` only; each other key is recorded.
+fn extra_body<'a>(
+    f: &mut Fields<'_>,
+    caps: &ImageCaps,
+    name: &str,
+    raw: Option<&'a RawValue>,
+) -> Vec<(Str<'a>, &'a RawValue)> {
+    let Some(raw) = raw else {
+        return Vec::new();
+    };
+    let nested = match Fields::nested(raw, "extra_body") {
+        Err(msg) => {
+            f.error("extra_body", msg);
+            return Vec::new();
+        }
+        Ok(nested) => nested,
+    };
+    let (rest, _) = nested.into_rest();
+    let mut keep = Vec::new();
+    for (k, v) in rest {
+        if caps.extra_body_keys.contains(&k.as_str()) {
+            keep.push((k, v));
+        } else if caps.extra_body_keys.is_empty() {
+            f.error(
+                &format!("extra_body.{}", k.as_str()),
+                format!("model {name} accepts no extra_body settings"),
+            );
+        } else {
+            f.error(
+                &format!("extra_body.{}", k.as_str()),
+                format!("model {name} accepts: {}", caps.extra_body_keys.join(", ")),
+            );
+        }
+    }
+    keep
+}
+
+/// Parse and validate an image generation request body.
+pub fn parse<'a>(
+    body: &'a [u8],
+    catalog: &Catalog,
+    max_retries: u32,
+) -> Result<ImageRequest<'a>, GatewayError> {
+    let mut f = Fields::parse(body)?;
+    let model = common::model(&mut f, catalog, Operation::Images);
+    let caps = match model.as_ref().map(|m| m.caps) {
+        Some(Caps::Images(c)) => Some(c),
+        _ => None,
+    };
+    let name = model.as_ref().map(|m| m.name.clone()).unwrap_or_default();
+    let (r, choices) = read(&mut f, max_retries);
+    check_alone(&mut f, &r);
+    let chosen = caps.map(|caps| {
+        check_features(&mut f, caps, &name, &r);
+        choose(&mut f, caps, &name, choices)
+    });
 
     let (rest, mut errors) = f.into_rest();
     let native = caps.map(|c| c.native_fields).unwrap_or(&[]);
     let passthrough = common::undeclared(rest, native, model.as_deref(), &mut errors);
     errors.into_result()?;
 
-    let (Some(model), Some(caps), Some(prompt), Some(v)) = (model, caps, prompt, validated) else {
+    let (Some(model), Some(caps), Some(prompt), Some(c)) = (model, caps, r.prompt, chosen) else {
         return Err(GatewayError::Internal("image validation incomplete".into()));
     };
-    let (
-        size,
-        size_given,
-        quality,
-        style_preset,
-        response_format,
-        output_format,
-        jpeg_spelled_jpeg,
-        background,
-        extra_body,
-    ) = v;
     Ok(ImageRequest {
         model,
         caps,
         prompt,
-        negative_prompt,
-        strength: image
+        negative_prompt: r.negative_prompt,
+        strength: r
+            .image
             .as_ref()
             .filter(|_| caps.strength)
-            .map(|_| strength.unwrap_or(0.5)),
-        image,
-        more_images,
-        size,
-        size_given,
-        n: n.unwrap_or(1),
-        quality,
-        style_preset,
-        response_format,
-        output_format,
-        jpeg_spelled_jpeg,
-        mask,
-        watermark: watermark.unwrap_or(false),
-        watermark_given: watermark.is_some(),
-        background,
-        extra_body,
-        retries,
-        is_async: is_async.unwrap_or(false),
+            .map(|_| r.strength.unwrap_or(0.5)),
+        image: r.image,
+        more_images: r.more_images,
+        size: c.size,
+        size_given: c.size_given,
+        n: r.n.unwrap_or(1),
+        quality: c.quality,
+        style_preset: c.style_preset,
+        response_format: c.response_format,
+        output_format: c.output_format,
+        jpeg_spelled_jpeg: c.jpeg_spelled_jpeg,
+        mask: r.mask,
+        watermark: r.watermark.unwrap_or(false),
+        watermark_given: r.watermark.is_some(),
+        background: c.background,
+        extra_body: c.extra_body,
+        retries: r.retries,
+        is_async: r.is_async.unwrap_or(false),
         passthrough,
     })
 }

@@ -223,6 +223,50 @@ fn top_n(f: &mut Fields<'_>) -> Option<u64> {
     }
 }
 
+/// `documents`: at least one, at most the model's number, none empty, each within the model's
+/// document limit when it has one.
+fn check_documents(
+    f: &mut Fields<'_>,
+    docs: &[JsonStr<'_>],
+    model: Option<&Model>,
+    caps: Option<&RerankCaps>,
+) {
+    if docs.is_empty() {
+        f.error("documents", "must contain at least one document");
+    }
+    if let (Some(m), Some(c)) = (model, caps) {
+        if docs.len() > c.max_documents {
+            f.error(
+                "documents",
+                format!(
+                    "has {} documents; model {} accepts at most {}",
+                    docs.len(),
+                    m.name,
+                    c.max_documents
+                ),
+            );
+        }
+    }
+    let document_limit = model.zip(caps.and_then(|c| c.document_limit));
+    for (i, d) in docs.iter().enumerate() {
+        if d.as_str().trim().is_empty() {
+            f.error(&format!("documents[{i}]"), "must not be empty");
+        } else if let Some((m, limit)) = document_limit {
+            if let Some(length) = common::over_limit(d.as_str(), limit) {
+                f.error(
+                    &format!("documents[{i}]"),
+                    format!(
+                        "is {length} {}; model {} accepts documents of at most {}",
+                        limit.unit.as_str(),
+                        m.name,
+                        limit.max
+                    ),
+                );
+            }
+        }
+    }
+}
+
 /// Parse and validate a rerank request body.
 pub fn parse<'a>(
     body: &'a [u8],
@@ -245,40 +289,7 @@ pub fn parse<'a>(
         f.error("documents", "is required");
     }
     if let Some(docs) = &documents {
-        if docs.is_empty() {
-            f.error("documents", "must contain at least one document");
-        }
-        if let (Some(m), Some(c)) = (&model, caps) {
-            if docs.len() > c.max_documents {
-                f.error(
-                    "documents",
-                    format!(
-                        "has {} documents; model {} accepts at most {}",
-                        docs.len(),
-                        m.name,
-                        c.max_documents
-                    ),
-                );
-            }
-        }
-        let document_limit = model.as_ref().zip(caps.and_then(|c| c.document_limit));
-        for (i, d) in docs.iter().enumerate() {
-            if d.as_str().trim().is_empty() {
-                f.error(&format!("documents[{i}]"), "must not be empty");
-            } else if let Some((m, limit)) = document_limit {
-                if let Some(length) = common::over_limit(d.as_str(), limit) {
-                    f.error(
-                        &format!("documents[{i}]"),
-                        format!(
-                            "is {length} {}; model {} accepts documents of at most {}",
-                            limit.unit.as_str(),
-                            m.name,
-                            limit.max
-                        ),
-                    );
-                }
-            }
-        }
+        check_documents(&mut f, docs, model.as_deref(), caps);
     }
     if let (Some(q), Some(m), Some(c)) = (&query, &model, caps) {
         if let Some(length) = common::over_limit(q.as_str(), c.query_limit) {

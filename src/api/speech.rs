@@ -82,96 +82,11 @@ pub fn parse<'a>(
     let instructions = f.string("instructions");
     let retries = common::retries(&mut f, max_retries);
 
-    // Default `mp3`; a model that cannot produce it defaults to its own first format (the first it
-    // can stream, for SSE), rather than failing a request that named no format at all.
     let wants_sse = stream_format.as_ref().is_some_and(|s| s.as_str() == "sse");
-    let response_format: &'static str = match response_format {
-        None => match caps {
-            Some(c) if wants_sse && !c.sse_formats.contains(&"mp3") => {
-                c.sse_formats.first().copied().unwrap_or("mp3")
-            }
-            Some(c) if !c.formats.contains(&"mp3") => c.formats.first().copied().unwrap_or("mp3"),
-            _ => "mp3",
-        },
-        Some(v) => match FORMATS.iter().find(|x| **x == v.as_str()) {
-            None => {
-                f.error(
-                    "response_format",
-                    format!("must be one of {}", FORMATS.join(", ")),
-                );
-                "mp3"
-            }
-            Some(fmt) => {
-                if let Some(c) = caps {
-                    if !c.formats.contains(fmt) {
-                        f.error(
-                            "response_format",
-                            format!(
-                                "model {} cannot produce `{fmt}`; it offers: {}",
-                                model_name(&model),
-                                c.formats.join(", ")
-                            ),
-                        );
-                    }
-                }
-                fmt
-            }
-        },
-    };
-    let sse = match stream_format.as_ref().map(|s| s.as_str()) {
-        None | Some("audio") => false,
-        Some("sse") => {
-            if let Some(c) = caps {
-                if c.sse_formats.is_empty() {
-                    f.error(
-                        "stream_format",
-                        format!(
-                            "model {} cannot stream as SSE; use `audio`",
-                            model_name(&model)
-                        ),
-                    );
-                } else if c.formats.contains(&response_format)
-                    && !c.sse_formats.contains(&response_format)
-                {
-                    f.error(
-                        "response_format",
-                        format!(
-                            "model {} cannot stream `{response_format}` as SSE; it streams: {}",
-                            model_name(&model),
-                            c.sse_formats.join(", ")
-                        ),
-                    );
-                }
-            }
-            true
-        }
-        Some(_) => {
-            f.error("stream_format", "must be `audio` or `sse`");
-            false
-        }
-    };
-    let speed = match speed {
-        None => 1.0,
-        Some(s) if !SPEEDS.contains(&s) => {
-            f.error("speed", format!("must be one of {}", one_of(SPEEDS)));
-            1.0
-        }
-        Some(s) => {
-            if let Some(c) = caps {
-                if !c.speeds.contains(&s) {
-                    f.error(
-                        "speed",
-                        format!(
-                            "model {} accepts only speeds {}",
-                            model_name(&model),
-                            one_of(c.speeds)
-                        ),
-                    );
-                }
-            }
-            s
-        }
-    };
+    let response_format = audio_format(&mut f, caps, &model, response_format, wants_sse);
+    let stream_format = stream_format.as_ref().map(|s| s.as_str());
+    let sse = sse(&mut f, caps, &model, stream_format, response_format);
+    let speed = self::speed(&mut f, caps, &model, speed);
     if let (Some(_), Some(c)) = (&instructions, caps) {
         if !c.instructions {
             f.error(
@@ -180,42 +95,8 @@ pub fn parse<'a>(
             );
         }
     }
-    if let (None, Some(c)) = (&voice, caps) {
-        if c.default_voice.is_none() {
-            // The configuration names no default voice for this model (a load-time requirement
-            // where its account is usable, so only a model without a usable target gets here).
-            f.error(
-                "voice",
-                format!(
-                    "model {} has no default voice: name a voice",
-                    model_name(&model)
-                ),
-            );
-        }
-    }
-    if let (Some(v), Some(c)) = (&voice, caps) {
-        if v.as_str().trim().is_empty() {
-            f.error("voice", "must not be empty");
-        } else if custom_voice {
-            if !c.custom_voices {
-                f.error(
-                    "voice",
-                    format!(
-                        "model {} takes a voice name (a string), not a custom voice",
-                        model_name(&model)
-                    ),
-                );
-            }
-        } else if let Some(m) = model
-            .as_deref()
-            .filter(|_| !c.voices.is_empty() && !c.voices.contains(&v.as_str()))
-            .filter(|m| !voices::is_mapped(m, v.as_str()))
-        {
-            f.error(
-                "voice",
-                format!("model {} accepts: {}", m.name, voices::accepted(m, c)),
-            );
-        }
+    if let Some(c) = caps {
+        check_voice(&mut f, c, &model, voice.as_ref(), custom_voice);
     }
 
     let (rest, mut errors) = f.into_rest();
@@ -229,17 +110,7 @@ pub fn parse<'a>(
             "speech validation incomplete".into(),
         ));
     };
-    // Each bound the model has (characters or bytes, and for some models tokens too).
-    for limit in std::iter::once(caps.input_limit).chain(caps.input_token_limit) {
-        if let Some(length) = common::over_limit(input.as_str(), limit) {
-            return Err(GatewayError::InputTooLong {
-                model: model.name.clone(),
-                length,
-                unit: limit.unit.as_str(),
-                limit: limit.max,
-            });
-        }
-    }
+    within_limits(&model, caps, &input)?;
     // The model's own default when it has one in the config, which is part of its capabilities.
     let default_voice = voice.is_none();
     let voice = voice.unwrap_or(Str(std::borrow::Cow::Borrowed(
@@ -265,6 +136,183 @@ pub fn parse<'a>(
         retries,
         passthrough,
     })
+}
+
+/// `response_format`: one of the public formats the model produces. Default `mp3`; a model that
+/// cannot produce it defaults to its own first format (the first it can stream, for SSE), rather
+/// than failing a request that named no format at all.
+fn audio_format(
+    f: &mut Fields<'_>,
+    caps: Option<&'static SpeechCaps>,
+    model: &Option<Arc<Model>>,
+    value: Option<Str<'_>>,
+    wants_sse: bool,
+) -> &'static str {
+    let Some(v) = value else {
+        return match caps {
+            Some(c) if wants_sse && !c.sse_formats.contains(&"mp3") => {
+                c.sse_formats.first().copied().unwrap_or("mp3")
+            }
+            Some(c) if !c.formats.contains(&"mp3") => c.formats.first().copied().unwrap_or("mp3"),
+            _ => "mp3",
+        };
+    };
+    let Some(fmt) = FORMATS.iter().find(|x| **x == v.as_str()) else {
+        f.error(
+            "response_format",
+            format!("must be one of {}", FORMATS.join(", ")),
+        );
+        return "mp3";
+    };
+    if let Some(c) = caps {
+        if !c.formats.contains(fmt) {
+            f.error(
+                "response_format",
+                format!(
+                    "model {} cannot produce `{fmt}`; it offers: {}",
+                    model_name(model),
+                    c.formats.join(", ")
+                ),
+            );
+        }
+    }
+    fmt
+}
+
+/// `stream_format`: `audio` (the default) or `sse`, which the model must stream
+/// `response_format` as.
+fn sse(
+    f: &mut Fields<'_>,
+    caps: Option<&'static SpeechCaps>,
+    model: &Option<Arc<Model>>,
+    stream_format: Option<&str>,
+    response_format: &str,
+) -> bool {
+    match stream_format {
+        None | Some("audio") => false,
+        Some("sse") => {
+            if let Some(c) = caps {
+                if c.sse_formats.is_empty() {
+                    f.error(
+                        "stream_format",
+                        format!(
+                            "model {} cannot stream as SSE; use `audio`",
+                            model_name(model)
+                        ),
+                    );
+                } else if c.formats.contains(&response_format)
+                    && !c.sse_formats.contains(&response_format)
+                {
+                    f.error(
+                        "response_format",
+                        format!(
+                            "model {} cannot stream `{response_format}` as SSE; it streams: {}",
+                            model_name(model),
+                            c.sse_formats.join(", ")
+                        ),
+                    );
+                }
+            }
+            true
+        }
+        Some(_) => {
+            f.error("stream_format", "must be `audio` or `sse`");
+            false
+        }
+    }
+}
+
+/// `speed`: a public speed the model takes (1 when none is given).
+fn speed(
+    f: &mut Fields<'_>,
+    caps: Option<&'static SpeechCaps>,
+    model: &Option<Arc<Model>>,
+    speed: Option<f64>,
+) -> f64 {
+    match speed {
+        None => 1.0,
+        Some(s) if !SPEEDS.contains(&s) => {
+            f.error("speed", format!("must be one of {}", one_of(SPEEDS)));
+            1.0
+        }
+        Some(s) => {
+            if let Some(c) = caps {
+                if !c.speeds.contains(&s) {
+                    f.error(
+                        "speed",
+                        format!(
+                            "model {} accepts only speeds {}",
+                            model_name(model),
+                            one_of(c.speeds)
+                        ),
+                    );
+                }
+            }
+            s
+        }
+    }
+}
+
+/// `voice`: given unless the model has a default; not empty; a custom voice only where the model
+/// takes them; else one of the model's voices (or one the operator maps).
+fn check_voice(
+    f: &mut Fields<'_>,
+    c: &SpeechCaps,
+    model: &Option<Arc<Model>>,
+    voice: Option<&Str<'_>>,
+    custom_voice: bool,
+) {
+    let Some(v) = voice else {
+        if c.default_voice.is_none() {
+            // The configuration names no default voice for this model (a load-time requirement
+            // where its account is usable, so only a model without a usable target gets here).
+            f.error(
+                "voice",
+                format!(
+                    "model {} has no default voice: name a voice",
+                    model_name(model)
+                ),
+            );
+        }
+        return;
+    };
+    if v.as_str().trim().is_empty() {
+        f.error("voice", "must not be empty");
+    } else if custom_voice {
+        if !c.custom_voices {
+            f.error(
+                "voice",
+                format!(
+                    "model {} takes a voice name (a string), not a custom voice",
+                    model_name(model)
+                ),
+            );
+        }
+    } else if let Some(m) = model
+        .as_deref()
+        .filter(|_| !c.voices.is_empty() && !c.voices.contains(&v.as_str()))
+        .filter(|m| !voices::is_mapped(m, v.as_str()))
+    {
+        f.error(
+            "voice",
+            format!("model {} accepts: {}", m.name, voices::accepted(m, c)),
+        );
+    }
+}
+
+/// Each bound the model has on `input` (characters or bytes, and for some models tokens too).
+fn within_limits(model: &Model, caps: &SpeechCaps, input: &Str<'_>) -> Result<(), GatewayError> {
+    for limit in std::iter::once(caps.input_limit).chain(caps.input_token_limit) {
+        if let Some(length) = common::over_limit(input.as_str(), limit) {
+            return Err(GatewayError::InputTooLong {
+                model: model.name.clone(),
+                length,
+                unit: limit.unit.as_str(),
+                limit: limit.max,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// `voice`: a name (a string), or a custom voice `{"id": "voice_…"}` (the id, and `true`).

@@ -11,7 +11,7 @@
 
 use std::collections::HashSet;
 
-use super::patch::{ImagePatch, LimitPatch, Patch, RerankPatch, SizesPatch, SpeechPatch};
+use super::patch::{ImagePatch, LimitPatch, Pairs, Patch, RerankPatch, SizesPatch, SpeechPatch};
 use super::schema::{
     parse_size, Caps, ImageCaps, Limit, Ratio, RerankCaps, SizeRule, SpeechCaps, Unit, BACKGROUNDS,
     MAX_IMAGES, MAX_N, OUTPUT_FORMATS, QUALITIES, SPEECH_FORMATS, SPEEDS,
@@ -118,38 +118,9 @@ impl Checker<'_> {
         let native_fields = self.need("native_fields", &p.native_fields);
         let voices = p.voices.as_deref().unwrap_or_default();
 
-        if let Some(formats) = formats {
-            self.names(
-                "formats",
-                formats,
-                Some((SPEECH_FORMATS, "a public response_format")),
-                true,
-            );
-        }
-        if let (Some(sse), Some(formats)) = (sse_formats, formats) {
-            let offered: Vec<&str> = formats.iter().map(String::as_str).collect();
-            self.names(
-                "sse_formats",
-                sse,
-                Some((&offered, "one of the family's formats")),
-                false,
-            );
-        }
+        self.speech_formats(formats, sse_formats);
         if let Some(speeds) = speeds {
-            if speeds.is_empty() {
-                self.error("speeds", "must list at least one value");
-            }
-            for (i, s) in speeds.iter().enumerate() {
-                if !SPEEDS.contains(s) {
-                    let public: Vec<String> = SPEEDS.iter().map(f64::to_string).collect();
-                    self.error(
-                        &format!("speeds[{i}]"),
-                        format!("{s} is not a public speed (one of {})", public.join(", ")),
-                    );
-                } else if speeds[..i].contains(s) {
-                    self.error(&format!("speeds[{i}]"), format!("{s} is listed twice"));
-                }
-            }
+            self.speeds(speeds);
         }
         self.names("voices", voices, None, false);
         if let Some(v) = default_voice {
@@ -181,6 +152,45 @@ impl Checker<'_> {
             custom_voices: p.custom_voices.unwrap_or(false),
             native_fields: strs(native_fields?),
         })
+    }
+
+    /// `formats`: public formats, at least one; `sse_formats`: some of them.
+    fn speech_formats(&mut self, formats: Option<&Vec<String>>, sse_formats: Option<&Vec<String>>) {
+        if let Some(formats) = formats {
+            self.names(
+                "formats",
+                formats,
+                Some((SPEECH_FORMATS, "a public response_format")),
+                true,
+            );
+        }
+        if let (Some(sse), Some(formats)) = (sse_formats, formats) {
+            let offered: Vec<&str> = formats.iter().map(String::as_str).collect();
+            self.names(
+                "sse_formats",
+                sse,
+                Some((&offered, "one of the family's formats")),
+                false,
+            );
+        }
+    }
+
+    /// `speeds`: public speeds, at least one, each once.
+    fn speeds(&mut self, speeds: &[f64]) {
+        if speeds.is_empty() {
+            self.error("speeds", "must list at least one value");
+        }
+        for (i, s) in speeds.iter().enumerate() {
+            if !SPEEDS.contains(s) {
+                let public: Vec<String> = SPEEDS.iter().map(f64::to_string).collect();
+                self.error(
+                    &format!("speeds[{i}]"),
+                    format!("{s} is not a public speed (one of {})", public.join(", ")),
+                );
+            } else if speeds[..i].contains(s) {
+                self.error(&format!("speeds[{i}]"), format!("{s} is listed twice"));
+            }
+        }
     }
 
     fn rerank(&mut self, p: &RerankPatch, family: &'static str) -> Option<RerankCaps> {
@@ -289,53 +299,93 @@ impl Checker<'_> {
     }
 
     fn images(&mut self, p: &ImagePatch, family: &'static str) -> Option<ImageCaps> {
-        let sizes = self.need("sizes", &p.sizes).map(|s| &s.0);
-        let default_size = self.need("default_size", &p.default_size);
-        let aspect_ratios = self.need("aspect_ratios", &p.aspect_ratios);
-        let qualities = self.need("qualities", &p.qualities);
-        let max_n = self.need("max_n", &p.max_n).copied();
-        let per_call_n = self.need("per_call_n", &p.per_call_n).copied();
-        let output_formats = self.need("output_formats", &p.output_formats);
-        let negative_prompt = self.need("negative_prompt", &p.negative_prompt).copied();
-        let reference_image = self.need("reference_image", &p.reference_image).copied();
-        let image_required = self.need("image_required", &p.image_required).copied();
-        let strength = self.need("strength", &p.strength).copied();
-        let mask = self.need("mask", &p.mask).copied();
-        let watermark = self.need("watermark", &p.watermark).copied();
-        let backgrounds = self.need("backgrounds", &p.backgrounds);
-        let style_presets = self.need("style_presets", &p.style_presets);
-        let extra_body_keys = self.need("extra_body_keys", &p.extra_body_keys);
-        let prompt_limit = self.limit("prompt_limit", &p.prompt_limit);
-        let native_fields = self.need("native_fields", &p.native_fields);
-
+        let n = self.image_needs(p);
         let empty = Vec::new();
-        let list = sizes.and_then(|s| s.list.as_ref()).unwrap_or(&empty);
-        let rule = sizes.and_then(|s| self.size_rule(s));
-        if let Some(s) = sizes {
-            let key = |i: usize| {
-                if s.short_form {
-                    format!("sizes[{i}]")
-                } else {
-                    format!("sizes.list[{i}]")
-                }
-            };
-            if list.is_empty() && rule.is_none() {
-                self.error(
-                    "sizes",
-                    "accepts no size: list at least one or give a size rule",
-                );
-            }
-            for (i, v) in list.iter().enumerate() {
-                if !is_size(v) {
-                    self.error(
-                        &key(i),
-                        format!("`{v}` is neither WxH in pixels (e.g. 1024x768) nor a keyword of letters and digits (e.g. 2K, 1.5K, auto)"),
-                    );
-                } else if list[..i].contains(v) {
-                    self.error(&key(i), format!("`{v}` is listed twice"));
-                }
+        let list = n.sizes.and_then(|s| s.list.as_ref()).unwrap_or(&empty);
+        let rule = n.sizes.and_then(|s| self.size_rule(s));
+        if let Some(s) = n.sizes {
+            self.size_list(s, list, rule);
+        }
+        self.sizes_accepted(&n, list, rule);
+        self.image_values(p, &n);
+        let max_images = self.reference_images(p, &n);
+        if let Some(b) = n.backgrounds {
+            self.names(
+                "backgrounds",
+                b,
+                Some((BACKGROUNDS, "a public background")),
+                false,
+            );
+        }
+        for (key, v) in [
+            ("style_presets", n.style_presets),
+            ("extra_body_keys", n.extra_body_keys),
+            ("native_fields", n.native_fields),
+        ] {
+            if let Some(v) = v {
+                self.names(key, v, None, false);
             }
         }
+
+        if self.failed() {
+            return None;
+        }
+        image_caps(p, family, n, (list, rule), max_images)
+    }
+
+    /// The keys every image family must have, each reported when missing.
+    fn image_needs<'p>(&mut self, p: &'p ImagePatch) -> ImageNeeds<'p> {
+        ImageNeeds {
+            sizes: self.need("sizes", &p.sizes).map(|s| &s.0),
+            default_size: self.need("default_size", &p.default_size),
+            aspect_ratios: self.need("aspect_ratios", &p.aspect_ratios),
+            qualities: self.need("qualities", &p.qualities),
+            max_n: self.need("max_n", &p.max_n).copied(),
+            per_call_n: self.need("per_call_n", &p.per_call_n).copied(),
+            output_formats: self.need("output_formats", &p.output_formats),
+            negative_prompt: self.need("negative_prompt", &p.negative_prompt).copied(),
+            reference_image: self.need("reference_image", &p.reference_image).copied(),
+            image_required: self.need("image_required", &p.image_required).copied(),
+            strength: self.need("strength", &p.strength).copied(),
+            mask: self.need("mask", &p.mask).copied(),
+            watermark: self.need("watermark", &p.watermark).copied(),
+            backgrounds: self.need("backgrounds", &p.backgrounds),
+            style_presets: self.need("style_presets", &p.style_presets),
+            extra_body_keys: self.need("extra_body_keys", &p.extra_body_keys),
+            prompt_limit: self.limit("prompt_limit", &p.prompt_limit),
+            native_fields: self.need("native_fields", &p.native_fields),
+        }
+    }
+
+    /// `sizes`: something accepted (a list or a rule), each listed size well formed and once.
+    fn size_list(&mut self, s: &SizesPatch, list: &[String], rule: Option<SizeRule>) {
+        let key = |i: usize| {
+            if s.short_form {
+                format!("sizes[{i}]")
+            } else {
+                format!("sizes.list[{i}]")
+            }
+        };
+        if list.is_empty() && rule.is_none() {
+            self.error(
+                "sizes",
+                "accepts no size: list at least one or give a size rule",
+            );
+        }
+        for (i, v) in list.iter().enumerate() {
+            if !is_size(v) {
+                self.error(
+                    &key(i),
+                    format!("`{v}` is neither WxH in pixels (e.g. 1024x768) nor a keyword of letters and digits (e.g. 2K, 1.5K, auto)"),
+                );
+            } else if list[..i].contains(v) {
+                self.error(&key(i), format!("`{v}` is listed twice"));
+            }
+        }
+    }
+
+    /// `default_size` and each of `aspect_ratios`' sizes: sizes the family accepts.
+    fn sizes_accepted(&mut self, n: &ImageNeeds<'_>, list: &[String], rule: Option<SizeRule>) {
         let accepted = |s: &str| {
             list.iter().any(|l| l == s)
                 || rule.is_some_and(|r| parse_size(s).is_some_and(|(w, h)| r.allows(w, h)))
@@ -345,7 +395,7 @@ impl Checker<'_> {
             Some(r) => format!("{}, or {r}", list.join(", ")),
             None => list.join(", "),
         };
-        if let (Some(d), Some(_)) = (default_size, sizes) {
+        if let (Some(d), Some(_)) = (n.default_size, n.sizes) {
             if !accepted(d) {
                 self.error(
                     "default_size",
@@ -353,7 +403,7 @@ impl Checker<'_> {
                 );
             }
         }
-        if let (Some(ratios), Some(_)) = (aspect_ratios, sizes) {
+        if let (Some(ratios), Some(_)) = (n.aspect_ratios, n.sizes) {
             for (k, v) in &ratios.0 {
                 let at = format!("aspect_ratios.{k}");
                 if Ratio::parse(k).is_none() {
@@ -366,7 +416,12 @@ impl Checker<'_> {
                 }
             }
         }
-        if let Some(q) = qualities {
+    }
+
+    /// `qualities` and `output_formats` (public values; their defaults among them), `max_n` and
+    /// `per_call_n` in bounds.
+    fn image_values(&mut self, p: &ImagePatch, n: &ImageNeeds<'_>) {
+        if let Some(q) = n.qualities {
             self.names("qualities", q, Some((QUALITIES, "a public quality")), false);
             if let Some(d) = &p.default_quality {
                 if !q.contains(d) {
@@ -377,7 +432,7 @@ impl Checker<'_> {
                 }
             }
         }
-        if let Some(n) = max_n {
+        if let Some(n) = n.max_n {
             if n == 0 || n > MAX_N {
                 self.error(
                     "max_n",
@@ -385,10 +440,10 @@ impl Checker<'_> {
                 );
             }
         }
-        if per_call_n == Some(0) {
+        if n.per_call_n == Some(0) {
             self.error("per_call_n", "must be at least 1");
         }
-        if let Some(f) = output_formats {
+        if let Some(f) = n.output_formats {
             self.names(
                 "output_formats",
                 f,
@@ -404,7 +459,11 @@ impl Checker<'_> {
                 }
             }
         }
-        // Optional: one reference image unless the family says it takes more.
+    }
+
+    /// `max_images` in bounds (one unless the family says it takes more), and what refines a
+    /// reference image only with one. The number of reference images taken.
+    fn reference_images(&mut self, p: &ImagePatch, n: &ImageNeeds<'_>) -> u64 {
         let max_images = p.max_images.unwrap_or(1);
         if !(1..=MAX_IMAGES).contains(&max_images) {
             self.error(
@@ -414,82 +473,96 @@ impl Checker<'_> {
                 ),
             );
         }
-        if max_images > 1 && reference_image == Some(false) {
+        if max_images > 1 && n.reference_image == Some(false) {
             self.error("max_images", "needs reference_image: true");
         }
         // These refine a reference image; without one they could never apply.
-        if reference_image == Some(false) {
+        if n.reference_image == Some(false) {
             for (key, on) in [
-                ("image_required", image_required),
-                ("strength", strength),
-                ("mask", mask),
+                ("image_required", n.image_required),
+                ("strength", n.strength),
+                ("mask", n.mask),
             ] {
                 if on == Some(true) {
                     self.error(key, "needs reference_image: true");
                 }
             }
         }
-        if let Some(b) = backgrounds {
-            self.names(
-                "backgrounds",
-                b,
-                Some((BACKGROUNDS, "a public background")),
-                false,
-            );
-        }
-        for (key, v) in [
-            ("style_presets", style_presets),
-            ("extra_body_keys", extra_body_keys),
-            ("native_fields", native_fields),
-        ] {
-            if let Some(v) = v {
-                self.names(key, v, None, false);
-            }
-        }
-
-        if self.failed() {
-            return None;
-        }
-        let output_formats = output_formats?;
-        // The spec's default `png`, or the family's own first format when it cannot make PNG
-        // (labelling a JPEG as PNG would be a lie; failing a request that named none, a surprise).
-        let default_output_format = match &p.default_output_format {
-            Some(d) => string(d),
-            None if output_formats.iter().any(|f| f == "png") => "png",
-            None => output_formats.first().map(|f| string(f)).unwrap_or("png"),
-        };
-        Some(ImageCaps {
-            family,
-            sizes: strs(list),
-            size_rule: rule,
-            default_size: string(default_size?),
-            aspect_ratios: leak_slice(
-                aspect_ratios?
-                    .0
-                    .iter()
-                    .map(|(k, v)| (string(k), string(v)))
-                    .collect(),
-            ),
-            qualities: strs(qualities?),
-            default_quality: p.default_quality.as_deref().map(string),
-            max_n: max_n?,
-            per_call_n: per_call_n?,
-            output_formats: strs(output_formats),
-            default_output_format,
-            negative_prompt: negative_prompt?,
-            reference_image: reference_image?,
-            max_images,
-            image_required: image_required?,
-            strength: strength?,
-            mask: mask?,
-            watermark: watermark?,
-            backgrounds: strs(backgrounds?),
-            style_presets: strs(style_presets?),
-            extra_body_keys: strs(extra_body_keys?),
-            prompt_limit: prompt_limit?,
-            native_fields: strs(native_fields?),
-        })
+        max_images
     }
+}
+
+/// The keys an image family must have, as [`Checker::image_needs`] found them (`None`: missing,
+/// reported).
+struct ImageNeeds<'p> {
+    sizes: Option<&'p SizesPatch>,
+    default_size: Option<&'p String>,
+    aspect_ratios: Option<&'p Pairs>,
+    qualities: Option<&'p Vec<String>>,
+    max_n: Option<u64>,
+    per_call_n: Option<u64>,
+    output_formats: Option<&'p Vec<String>>,
+    negative_prompt: Option<bool>,
+    reference_image: Option<bool>,
+    image_required: Option<bool>,
+    strength: Option<bool>,
+    mask: Option<bool>,
+    watermark: Option<bool>,
+    backgrounds: Option<&'p Vec<String>>,
+    style_presets: Option<&'p Vec<String>>,
+    extra_body_keys: Option<&'p Vec<String>>,
+    prompt_limit: Option<Limit>,
+    native_fields: Option<&'p Vec<String>>,
+}
+
+/// The image capabilities of a checked patch (`None` only if a key is missing, which was
+/// reported), its sizes (`list`, `rule`) checked already.
+fn image_caps(
+    p: &ImagePatch,
+    family: &'static str,
+    n: ImageNeeds<'_>,
+    (list, rule): (&[String], Option<SizeRule>),
+    max_images: u64,
+) -> Option<ImageCaps> {
+    let output_formats = n.output_formats?;
+    // The spec's default `png`, or the family's own first format when it cannot make PNG
+    // (labelling a JPEG as PNG would be a lie; failing a request that named none, a surprise).
+    let default_output_format = match &p.default_output_format {
+        Some(d) => string(d),
+        None if output_formats.iter().any(|f| f == "png") => "png",
+        None => output_formats.first().map(|f| string(f)).unwrap_or("png"),
+    };
+    Some(ImageCaps {
+        family,
+        sizes: strs(list),
+        size_rule: rule,
+        default_size: string(n.default_size?),
+        aspect_ratios: leak_slice(
+            n.aspect_ratios?
+                .0
+                .iter()
+                .map(|(k, v)| (string(k), string(v)))
+                .collect(),
+        ),
+        qualities: strs(n.qualities?),
+        default_quality: p.default_quality.as_deref().map(string),
+        max_n: n.max_n?,
+        per_call_n: n.per_call_n?,
+        output_formats: strs(output_formats),
+        default_output_format,
+        negative_prompt: n.negative_prompt?,
+        reference_image: n.reference_image?,
+        max_images,
+        image_required: n.image_required?,
+        strength: n.strength?,
+        mask: n.mask?,
+        watermark: n.watermark?,
+        backgrounds: strs(n.backgrounds?),
+        style_presets: strs(n.style_presets?),
+        extra_body_keys: strs(n.extra_body_keys?),
+        prompt_limit: n.prompt_limit?,
+        native_fields: strs(n.native_fields?),
+    })
 }
 
 /// `WxH` in pixels, or a keyword of ASCII letters and digits (`auto`, `2K`, `adaptive`; a dot

@@ -306,50 +306,10 @@ impl Table {
         if !errors.is_empty() {
             return Err(errors);
         }
-        let mut life = match (base, shutdown) {
-            (Some(b), _) => b,
-            (None, Some(shutdown)) => Lifecycle {
-                deprecated: None,
-                shutdown: Some(shutdown),
-                replacement: Vec::new(),
-                note: None,
-                source: None,
-                checked: None,
-                still_available: false,
-            },
-            (None, None) => {
-                let given = over.deprecated.is_some()
-                    || over.replacement.is_some()
-                    || over.note.is_some()
-                    || over.source.is_some()
-                    || over.still_available.is_some();
-                if given {
-                    return Err(vec![format!(
-                        "{at}: no built-in lifecycle for {kind} model `{native}`: give its \
-                         `shutdown` date"
-                    )]);
-                }
-                return Ok(None);
-            }
+        let Some(mut life) = base_or_dated(base, shutdown, over, (kind, native), at)? else {
+            return Ok(None);
         };
-        if let Some(d) = deprecated {
-            life.deprecated = Some(d);
-        }
-        if let Some(s) = shutdown {
-            life.shutdown = Some(s);
-        }
-        if let Some(r) = &over.replacement {
-            life.replacement = r.clone();
-        }
-        if let Some(n) = &over.note {
-            life.note = Some(n.clone());
-        }
-        if let Some(s) = &over.source {
-            life.source = Some(s.clone());
-        }
-        if let Some(a) = over.still_available {
-            life.still_available = a;
-        }
+        apply(over, &mut life, deprecated, shutdown);
         if let (Some(d), Some(s)) = (life.deprecated, life.shutdown) {
             if d > s {
                 return Err(vec![format!(
@@ -358,6 +318,66 @@ impl Table {
             }
         }
         Ok(Some(life))
+    }
+}
+
+/// The lifecycle a target's configuration starts from: the built-in entry, else one from the
+/// configuration's `shutdown` alone; `Ok(None)` when neither exists and the configuration says
+/// nothing else of it (anything else without a `shutdown` is refused).
+fn base_or_dated(
+    base: Option<Lifecycle>,
+    shutdown: Option<Date>,
+    over: &Override,
+    (kind, native): (&str, &str),
+    at: &str,
+) -> Result<Option<Lifecycle>, Vec<String>> {
+    match (base, shutdown) {
+        (Some(b), _) => Ok(Some(b)),
+        (None, Some(shutdown)) => Ok(Some(Lifecycle {
+            deprecated: None,
+            shutdown: Some(shutdown),
+            replacement: Vec::new(),
+            note: None,
+            source: None,
+            checked: None,
+            still_available: false,
+        })),
+        (None, None) => {
+            let given = over.deprecated.is_some()
+                || over.replacement.is_some()
+                || over.note.is_some()
+                || over.source.is_some()
+                || over.still_available.is_some();
+            if given {
+                return Err(vec![format!(
+                    "{at}: no built-in lifecycle for {kind} model `{native}`: give its \
+                     `shutdown` date"
+                )]);
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// The configuration's keys (`over`, its dates read already) over `life`: each one given wins.
+fn apply(over: &Override, life: &mut Lifecycle, deprecated: Option<Date>, shutdown: Option<Date>) {
+    if let Some(d) = deprecated {
+        life.deprecated = Some(d);
+    }
+    if let Some(s) = shutdown {
+        life.shutdown = Some(s);
+    }
+    if let Some(r) = &over.replacement {
+        life.replacement = r.clone();
+    }
+    if let Some(n) = &over.note {
+        life.note = Some(n.clone());
+    }
+    if let Some(s) = &over.source {
+        life.source = Some(s.clone());
+    }
+    if let Some(a) = over.still_available {
+        life.still_available = a;
     }
 }
 
@@ -386,6 +406,69 @@ struct Written {
     checked: String,
 }
 
+/// One entry of the table (`at`: its path), checked: `None` when a date cannot be read
+/// (reported); other problems are reported and the entry kept.
+fn entry(at: &str, model: &str, w: Written, errors: &mut Vec<String>) -> Option<Lifecycle> {
+    let date = |key: &str, s: &str, errors: &mut Vec<String>| {
+        let d = Date::parse(s);
+        if d.is_none() {
+            errors.push(format!("{at}.{key}: `{s}` is not a date (YYYY-MM-DD)"));
+        }
+        d
+    };
+    let deprecated = date("deprecated", &w.deprecated, &mut *errors);
+    let shutdown = w
+        .shutdown
+        .as_deref()
+        .map(|s| date("shutdown", s, &mut *errors));
+    let checked = date("checked", &w.checked, &mut *errors);
+    let (Some(deprecated), Some(checked)) = (deprecated, checked) else {
+        return None;
+    };
+    let shutdown = match shutdown {
+        Some(None) => return None,
+        Some(Some(s)) => Some(s),
+        None => None,
+    };
+    if let Some(shutdown) = shutdown.filter(|s| deprecated > *s) {
+        errors.push(format!(
+            "{at}.deprecated: {deprecated} is after the shutdown ({shutdown})"
+        ));
+    }
+    if shutdown.is_none() && w.note.as_deref().is_none_or(|n| n.trim().is_empty()) {
+        errors.push(format!(
+            "{at}.note: required without a `shutdown` (say that none was announced)"
+        ));
+    }
+    if !(w.source.starts_with("https://") || w.source.starts_with("http://")) {
+        errors.push(format!(
+            "{at}.source: must be the URL the facts were read at"
+        ));
+    }
+    if w.replacement.is_empty() && w.note.as_deref().is_none_or(|n| n.trim().is_empty()) {
+        errors.push(format!(
+            "{at}.note: required when `replacement` is empty (say why there is none)"
+        ));
+    }
+    if w.replacement
+        .iter()
+        .any(|r| r.trim().is_empty() || *r == model)
+    {
+        errors.push(format!(
+            "{at}.replacement: model ids, none empty and none the model itself"
+        ));
+    }
+    Some(Lifecycle {
+        deprecated: Some(deprecated),
+        shutdown,
+        replacement: w.replacement,
+        note: w.note.map(|n| n.trim().to_string()),
+        source: Some(w.source),
+        checked: Some(checked),
+        still_available: false,
+    })
+}
+
 /// Load and check a lifecycle table; every problem is listed with its path (`openai.tts-1.shutdown`).
 pub fn load(text: &str) -> Result<Table, Vec<String>> {
     let doc: Value =
@@ -406,80 +489,22 @@ pub fn load(text: &str) -> Result<Table, Vec<String>> {
             errors.push(format!("{kind}: must be a mapping of native model → entry"));
             continue;
         };
-        for (model, entry) in models {
+        for (model, written) in models {
             let Some(model) = model.as_str().map(str::to_string) else {
                 errors.push(format!("{kind}.{model:?}: a model id must be a string"));
                 continue;
             };
             let at = format!("{kind}.{model}");
-            let w: Written = match serde_yaml::from_value(entry) {
+            let w: Written = match serde_yaml::from_value(written) {
                 Ok(w) => w,
                 Err(e) => {
                     errors.push(format!("{at}: {e}"));
                     continue;
                 }
             };
-            let date = |key: &str, s: &str, errors: &mut Vec<String>| {
-                let d = Date::parse(s);
-                if d.is_none() {
-                    errors.push(format!("{at}.{key}: `{s}` is not a date (YYYY-MM-DD)"));
-                }
-                d
-            };
-            let deprecated = date("deprecated", &w.deprecated, &mut errors);
-            let shutdown = w
-                .shutdown
-                .as_deref()
-                .map(|s| date("shutdown", s, &mut errors));
-            let checked = date("checked", &w.checked, &mut errors);
-            let (Some(deprecated), Some(checked)) = (deprecated, checked) else {
-                continue;
-            };
-            let shutdown = match shutdown {
-                Some(None) => continue,
-                Some(Some(s)) => Some(s),
-                None => None,
-            };
-            if let Some(shutdown) = shutdown.filter(|s| deprecated > *s) {
-                errors.push(format!(
-                    "{at}.deprecated: {deprecated} is after the shutdown ({shutdown})"
-                ));
+            if let Some(life) = entry(&at, &model, w, &mut errors) {
+                entries.insert((kind.clone(), model), life);
             }
-            if shutdown.is_none() && w.note.as_deref().is_none_or(|n| n.trim().is_empty()) {
-                errors.push(format!(
-                    "{at}.note: required without a `shutdown` (say that none was announced)"
-                ));
-            }
-            if !(w.source.starts_with("https://") || w.source.starts_with("http://")) {
-                errors.push(format!(
-                    "{at}.source: must be the URL the facts were read at"
-                ));
-            }
-            if w.replacement.is_empty() && w.note.as_deref().is_none_or(|n| n.trim().is_empty()) {
-                errors.push(format!(
-                    "{at}.note: required when `replacement` is empty (say why there is none)"
-                ));
-            }
-            if w.replacement
-                .iter()
-                .any(|r| r.trim().is_empty() || *r == model)
-            {
-                errors.push(format!(
-                    "{at}.replacement: model ids, none empty and none the model itself"
-                ));
-            }
-            entries.insert(
-                (kind.clone(), model),
-                Lifecycle {
-                    deprecated: Some(deprecated),
-                    shutdown,
-                    replacement: w.replacement,
-                    note: w.note.map(|n| n.trim().to_string()),
-                    source: Some(w.source),
-                    checked: Some(checked),
-                    still_available: false,
-                },
-            );
         }
     }
     if errors.is_empty() {

@@ -115,14 +115,50 @@ pub(crate) fn load(text: &str) -> Result<Table, Vec<String>> {
         ]);
     };
     let mut errors = Vec::new();
-    let mut entries = Vec::new();
-    let mut families_seen = false;
     let mut retired = Vec::new();
     // Kept apart until the families are built: building a family checks the errors so far.
     let mut retired_errors = Vec::new();
+    let entries = read_top(top, &mut retired, &mut retired_errors, &mut errors);
+    let chains = chains(&entries, &mut errors);
+    let kinds = kinds(&entries, &chains, &mut errors);
+    let mut patches: Vec<Option<Patch>> = Vec::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        patches.push(kinds[i].and_then(|k| Patch::read(k, e.body.clone(), &e.at(), &mut errors)));
+    }
+    let (families, used) = families(&entries, &chains, &patches, &mut errors);
+    for (i, e) in entries.iter().enumerate() {
+        if e.section == "templates" && !used.contains(&i) {
+            errors.push(format!("{}: no family extends it", e.at()));
+        }
+    }
+    errors.extend(retired_errors);
+    for (name, _) in &retired {
+        if families.iter().any(|f| f.name == name) {
+            errors.push(format!(
+                "retired.{name}: `{name}` is also a family; a retired family is not offered"
+            ));
+        }
+    }
+    if errors.is_empty() {
+        Ok(Table { families, retired })
+    } else {
+        Err(errors)
+    }
+}
+
+/// The table's top-level keys: its `templates` and `families` entries, in order (`families`
+/// must be there), and its `retired` families (their problems into `retired_errors`).
+fn read_top(
+    top: Mapping,
+    retired: &mut Vec<(String, String)>,
+    retired_errors: &mut Vec<String>,
+    errors: &mut Vec<String>,
+) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    let mut families_seen = false;
     for (key, value) in top {
         match key.as_str() {
-            Some("retired") => read_retired(value, &mut retired, &mut retired_errors),
+            Some("retired") => read_retired(value, retired, retired_errors),
             Some(section @ ("templates" | "families")) => {
                 let section = if section == "templates" {
                     "templates"
@@ -130,7 +166,7 @@ pub(crate) fn load(text: &str) -> Result<Table, Vec<String>> {
                     families_seen = true;
                     "families"
                 };
-                read_section(section, value, &mut entries, &mut errors);
+                read_section(section, value, &mut entries, errors);
             }
             Some(other) => errors.push(format!("{other}: unknown key")),
             None => errors.push(format!("{key:?}: keys must be strings")),
@@ -139,14 +175,17 @@ pub(crate) fn load(text: &str) -> Result<Table, Vec<String>> {
     if !families_seen {
         errors.push("families: missing".into());
     }
+    entries
+}
 
+/// Each entry's chain: itself, then what it extends, and so on to the root; `None` when the
+/// chain is broken. A broken link is reported once, by the entry whose own `extends` it is.
+fn chains(entries: &[Entry], errors: &mut Vec<String>) -> Vec<Option<Vec<usize>>> {
     let by_name: HashMap<&str, usize> = entries
         .iter()
         .enumerate()
         .map(|(i, e)| (e.name.as_str(), i))
         .collect();
-    // Each entry's chain: itself, then what it extends, and so on to the root; `None` when the
-    // chain is broken. A broken link is reported once, by the entry whose own `extends` it is.
     let mut chains: Vec<Option<Vec<usize>>> = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
         let mut chain = vec![i];
@@ -184,8 +223,16 @@ pub(crate) fn load(text: &str) -> Result<Table, Vec<String>> {
         };
         chains.push(complete.then_some(chain));
     }
+    chains
+}
 
-    // The operation: the root's, which the others may repeat but not change.
+/// Each entry's operation: the root's, which the others may repeat but not change (`None`: the
+/// chain is broken, or the operation missing or changed, reported).
+fn kinds(
+    entries: &[Entry],
+    chains: &[Option<Vec<usize>>],
+    errors: &mut Vec<String>,
+) -> Vec<Option<Kind>> {
     let mut kinds: Vec<Option<Kind>> = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
         let Some(chain) = &chains[i] else {
@@ -216,12 +263,17 @@ pub(crate) fn load(text: &str) -> Result<Table, Vec<String>> {
             _ => kinds.push(kind),
         }
     }
+    kinds
+}
 
-    let mut patches: Vec<Option<Patch>> = Vec::with_capacity(entries.len());
-    for (i, e) in entries.iter().enumerate() {
-        patches.push(kinds[i].and_then(|k| Patch::read(k, e.body.clone(), &e.at(), &mut errors)));
-    }
-
+/// The families, each its chain's patches merged (root first, so each entry's keys win over what
+/// it extends) and checked; and the entries some other entry extends.
+fn families(
+    entries: &[Entry],
+    chains: &[Option<Vec<usize>>],
+    patches: &[Option<Patch>],
+    errors: &mut Vec<String>,
+) -> (Vec<Family>, HashSet<usize>) {
     let mut used = HashSet::new();
     let mut families = Vec::new();
     for (i, e) in entries.iter().enumerate() {
@@ -230,8 +282,8 @@ pub(crate) fn load(text: &str) -> Result<Table, Vec<String>> {
         if e.section != "families" {
             continue;
         }
-        // Root first, so each entry's keys win over what it extends. An entry that could not be
-        // read has been reported; the families built on it are skipped.
+        // An entry that could not be read has been reported; the families built on it are
+        // skipped.
         let mut parts = chain.iter().rev().map(|&j| patches[j].clone());
         let Some(Some(mut merged)) = parts.next() else {
             continue;
@@ -248,28 +300,11 @@ pub(crate) fn load(text: &str) -> Result<Table, Vec<String>> {
         }
         // Leaked once: the name lives as long as the capabilities that carry it.
         let name: &'static str = Box::leak(e.name.clone().into_boxed_str());
-        if let Some(caps) = check::build(&merged, name, &e.at(), &mut errors) {
+        if let Some(caps) = check::build(&merged, name, &e.at(), errors) {
             families.push(Family { name, caps, merged });
         }
     }
-    for (i, e) in entries.iter().enumerate() {
-        if e.section == "templates" && !used.contains(&i) {
-            errors.push(format!("{}: no family extends it", e.at()));
-        }
-    }
-    errors.extend(retired_errors);
-    for (name, _) in &retired {
-        if families.iter().any(|f| f.name == name) {
-            errors.push(format!(
-                "retired.{name}: `{name}` is also a family; a retired family is not offered"
-            ));
-        }
-    }
-    if errors.is_empty() {
-        Ok(Table { families, retired })
-    } else {
-        Err(errors)
-    }
+    (families, used)
 }
 
 /// `retired`: family name → why it is gone and what replaces it (shown when a config names it).

@@ -217,20 +217,19 @@ async fn check_account(
 ) -> Vec<Finding> {
     let p = &e.provider;
     let mut out = Vec::new();
-    let at = |status: Status, endpoint: Option<String>, message: String| {
-        Finding::new(status, p, endpoint, message)
-    };
     if p.endpoint("").is_none() {
-        out.push(at(
+        out.push(Finding::new(
             Status::NotChecked,
+            p,
             None,
             "runs in-process; nothing to reach".into(),
         ));
         return out;
     }
     if !p.enabled() {
-        out.push(at(
+        out.push(Finding::new(
             Status::NotChecked,
+            p,
             None,
             format!(
                 "no api_key configured: its {} model(s) answer 503 until one is",
@@ -239,7 +238,15 @@ async fn check_account(
         ));
         return out;
     }
-    // The base URL, then each region's, each once.
+    for (region, url) in endpoints(p) {
+        let region = region.unwrap_or_default();
+        check_endpoint(upstream, e, &discovery, today, (region, url), &mut out).await;
+    }
+    out
+}
+
+/// The account's base URL, then each region's, each once (with the region that names it).
+fn endpoints(p: &Provider) -> Vec<(Option<&str>, String)> {
     let mut endpoints: Vec<(Option<&str>, String)> = Vec::new();
     for region in std::iter::once(None).chain(p.regions().into_iter().map(Some)) {
         let Some(ep) = p.endpoint(region.unwrap_or_default()) else {
@@ -255,89 +262,113 @@ async fn check_account(
             endpoints.push((region, url));
         }
     }
-    for (region, url) in endpoints {
-        let region = region.unwrap_or_default();
-        let ep = Some(url);
-        let Some(models) = discovery.models else {
-            out.push(reach(upstream, p, region, ep, e).await);
+    endpoints
+}
+
+/// One endpoint (`url`, of `region`) of the account: its model list against the configured
+/// models, its voice list against the configured voices, or only whether it answers when the
+/// kind has no list endpoint. An `ok` finding when nothing is wrong.
+async fn check_endpoint(
+    upstream: &Upstream,
+    e: &Expected,
+    discovery: &Discovery,
+    today: Date,
+    (region, url): (&str, String),
+    out: &mut Vec<Finding>,
+) {
+    let p = &e.provider;
+    let ep = Some(url);
+    let Some(models) = discovery.models else {
+        out.push(reach(upstream, p, region, ep, e).await);
+        return;
+    };
+    let listed = match ask(upstream, p, region, models).await {
+        Ok(listed) => listed,
+        Err(err) => {
+            out.push(trouble(p, ep, "model list", &err));
+            return;
+        }
+    };
+    let mut problems = 0;
+    let mut unlisted = 0;
+    for (native, configured) in &e.models {
+        let Some(f) = model_finding(p, ep.clone(), native, configured, &listed, today) else {
             continue;
         };
-        let listed = match ask(upstream, p, region, models).await {
-            Ok(listed) => listed,
-            Err(err) => {
-                out.push(trouble(p, ep, "model list", &err));
-                continue;
-            }
-        };
-        let mut problems = 0;
-        let mut unlisted = 0;
-        for (native, configured) in &e.models {
-            let Some(f) = model_finding(p, ep.clone(), native, configured, &listed, today) else {
-                continue;
-            };
-            if f.status == Status::ModelUnknown {
-                unlisted += 1;
-            }
-            if f.status.is_problem() {
-                problems += 1;
-            }
-            out.push(f);
+        if f.status == Status::ModelUnknown {
+            unlisted += 1;
         }
-        let mut said = format!(
-            "key accepted; {} of {} configured model(s) listed",
-            e.models.len() - unlisted,
-            e.models.len()
-        );
-        match discovery.voices {
-            Some(voices) if !e.voices.is_empty() => {
-                match ask(upstream, p, region, voices).await {
-                    Ok(listed) => {
-                        let mut missing = 0;
-                        for (voice, why) in &e.voices {
-                            if !listed.iter().any(|l| l.id == *voice) {
-                                missing += 1;
-                                let mut f = at(
-                                    Status::VoiceUnknown,
-                                    ep.clone(),
-                                    format!(
-                                        "voice `{voice}` ({}) is not among the {} voice(s) the account lists",
-                                        why.join(", "),
-                                        listed.len()
-                                    ),
-                                );
-                                f.voice = Some(voice.clone());
-                                out.push(f);
-                            }
-                        }
-                        problems += missing;
-                        said.push_str(&format!(
-                            "; {} of {} configured voice(s) listed",
-                            e.voices.len() - missing,
-                            e.voices.len()
-                        ));
-                    }
-                    Err(err) => {
-                        problems += 1;
-                        out.push(trouble(p, ep.clone(), "voice list", &err));
-                    }
-                }
+        if f.status.is_problem() {
+            problems += 1;
+        }
+        out.push(f);
+    }
+    let mut said = format!(
+        "key accepted; {} of {} configured model(s) listed",
+        e.models.len() - unlisted,
+        e.models.len()
+    );
+    match discovery.voices {
+        Some(voices) if !e.voices.is_empty() => match ask(upstream, p, region, voices).await {
+            Ok(listed) => {
+                let missing = unlisted_voices(p, e, &ep, &listed, out);
+                problems += missing;
+                said.push_str(&format!(
+                    "; {} of {} configured voice(s) listed",
+                    e.voices.len() - missing,
+                    e.voices.len()
+                ));
             }
-            None if !e.voices.is_empty() => out.push(at(
-                Status::NotChecked,
+            Err(err) => {
+                problems += 1;
+                out.push(trouble(p, ep.clone(), "voice list", &err));
+            }
+        },
+        None if !e.voices.is_empty() => out.push(Finding::new(
+            Status::NotChecked,
+            p,
+            ep.clone(),
+            format!(
+                "no voice-list endpoint is known for kind {}: {} configured voice(s) not checked",
+                p.kind,
+                e.voices.len()
+            ),
+        )),
+        _ => {}
+    }
+    if problems == 0 {
+        out.push(Finding::new(Status::Ok, p, ep, said));
+    }
+}
+
+/// A `voice_unknown` finding for each configured voice the account's list (`listed`) lacks; how
+/// many there were.
+fn unlisted_voices(
+    p: &Provider,
+    e: &Expected,
+    ep: &Option<String>,
+    listed: &[Listed],
+    out: &mut Vec<Finding>,
+) -> usize {
+    let mut missing = 0;
+    for (voice, why) in &e.voices {
+        if !listed.iter().any(|l| l.id == *voice) {
+            missing += 1;
+            let mut f = Finding::new(
+                Status::VoiceUnknown,
+                p,
                 ep.clone(),
                 format!(
-                    "no voice-list endpoint is known for kind {}: {} configured voice(s) not checked",
-                    p.kind,
-                    e.voices.len()
+                    "voice `{voice}` ({}) is not among the {} voice(s) the account lists",
+                    why.join(", "),
+                    listed.len()
                 ),
-            )),
-            _ => {}
-        }
-        if problems == 0 {
-            out.push(at(Status::Ok, ep, said));
+            );
+            f.voice = Some(voice.clone());
+            out.push(f);
         }
     }
-    out
+    missing
 }
 
 /// What the account's model list says of one configured native model, when it says something

@@ -14,17 +14,17 @@ use crate::store::redis_conn::RedisConn;
 /// `switchyard.cache` as written.
 #[derive(Debug, Deserialize)]
 #[serde(default)]
-pub struct CacheFile {
+pub(crate) struct CacheFile {
     /// `memory` (this process, bounded by `max_bytes`) or `redis` (`switchyard.store`'s Redis,
     /// shared by instances).
-    pub store: String,
+    pub(crate) store: String,
     /// The memory store's bound, in bytes.
-    pub max_bytes: u64,
+    pub(crate) max_bytes: u64,
     /// The largest answer kept, in bytes (larger ones are served, not kept).
-    pub max_entry_bytes: u64,
+    pub(crate) max_entry_bytes: u64,
     /// Whether an answer served from the cache is charged to its caller's limits (usage and
     /// money budgets) as if the provider had made it.
-    pub hits_count_against_limits: bool,
+    pub(crate) hits_count_against_limits: bool,
 }
 
 impl Default for CacheFile {
@@ -41,12 +41,12 @@ impl Default for CacheFile {
 
 /// A model's `cache:` as written.
 #[derive(Debug, Deserialize)]
-pub struct ModelCacheFile {
+pub(crate) struct ModelCacheFile {
     /// How long an answer is served after it was made, in seconds (at least 1).
-    pub ttl_seconds: u64,
+    pub(crate) ttl_seconds: u64,
     /// Entries shared by every caller; by default each caller has its own.
     #[serde(default)]
-    pub shared: bool,
+    pub(crate) shared: bool,
 }
 
 /// The largest entry the memory store can weigh (TinyUFO's `u16` weights of 1 KiB).

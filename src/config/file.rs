@@ -12,85 +12,85 @@ use crate::auth::AuthSettings;
 /// The `switchyard:` section as written: the gateway's own settings (Pingora's keys sit beside
 /// it, at the top level of the file).
 #[derive(Debug, Deserialize)]
-pub struct GatewayFile {
+pub(crate) struct GatewayFile {
     /// Required by the binary; a gateway hosted in another Pingora server may have none
     /// (`config::Sockets::Host`).
     #[serde(default)]
-    pub listeners: Vec<ListenerFile>,
+    pub(crate) listeners: Vec<ListenerFile>,
     /// `limits:` — the largest request body per operation.
     #[serde(default)]
-    pub limits: LimitsFile,
+    pub(crate) limits: LimitsFile,
     /// `retries:` — how many retries a request may ask for, and how they are spaced.
     #[serde(default)]
-    pub retries: RetriesFile,
+    pub(crate) retries: RetriesFile,
     /// `auth:` — who may call: API keys, JWT verification and per-caller limits.
     #[serde(default)]
-    pub auth: AuthSettings,
+    pub(crate) auth: AuthSettings,
     /// `providers:` — provider accounts by name: kind, key, endpoints, timeouts.
     #[serde(default)]
-    pub providers: BTreeMap<String, ProviderFile>,
+    pub(crate) providers: BTreeMap<String, ProviderFile>,
     /// `models:` — the public model names clients send, each served by provider targets.
     #[serde(default)]
-    pub models: BTreeMap<String, ModelFile>,
+    pub(crate) models: BTreeMap<String, ModelFile>,
     /// Seconds a resolved provider address is reused.
     #[serde(default = "d_dns_ttl")]
-    pub dns_ttl_seconds: u64,
+    pub(crate) dns_ttl_seconds: u64,
     /// `images:` — image downloads, hosted images and asynchronous image tasks.
     #[serde(default)]
-    pub images: ImagesFile,
+    pub(crate) images: ImagesFile,
     /// `store:` — where state shared between instances lives (Redis, else this process's memory).
     #[serde(default)]
-    pub store: StoreFile,
+    pub(crate) store: StoreFile,
     /// `clients:` — how long the gateway waits for what clients send.
     #[serde(default)]
-    pub clients: ClientsFile,
+    pub(crate) clients: ClientsFile,
     /// Prometheus metrics on their own listener; absent: no listener, and nothing is recorded.
     #[serde(default)]
-    pub metrics: Option<MetricsFile>,
+    pub(crate) metrics: Option<MetricsFile>,
     /// `access_log:` — the shape of the access line.
     #[serde(default)]
-    pub access_log: AccessLogFile,
+    pub(crate) access_log: AccessLogFile,
     /// How requests are spread over a model's targets and when failing targets are ejected.
     #[serde(default)]
-    pub routing: RoutingFile,
+    pub(crate) routing: RoutingFile,
     /// The usage ledger in PostgreSQL; absent (or an empty `database_url`): none.
     #[serde(default)]
-    pub ledger: Option<LedgerFile>,
+    pub(crate) ledger: Option<LedgerFile>,
     /// What one unit of a currency is worth in another, for money budgets in a currency some
     /// prices are not in: `CNY: {USD: "0.14"}` (1 CNY = 0.14 USD). Only the direction stated
     /// is used.
     #[serde(default)]
-    pub currency_rates: BTreeMap<String, BTreeMap<String, serde_yaml::Value>>,
+    pub(crate) currency_rates: BTreeMap<String, BTreeMap<String, serde_yaml::Value>>,
     /// `cache:` — the response cache's store (models opt in with their own `cache:`).
     #[serde(default)]
-    pub cache: super::cache::CacheFile,
+    pub(crate) cache: super::cache::CacheFile,
     /// OpenTelemetry traces over OTLP/HTTP; absent (or an empty `endpoint`): none exported.
     #[serde(default)]
-    pub tracing: Option<TracingFile>,
+    pub(crate) tracing: Option<TracingFile>,
 }
 
 /// `tracing:` — spans exported to an OpenTelemetry collector off the request path.
 #[derive(Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct TracingFile {
+pub(crate) struct TracingFile {
     /// The collector's OTLP/HTTP traces URL (`http://host:4318`; `/v1/traces` when no path).
-    pub endpoint: String,
+    pub(crate) endpoint: String,
     /// The OTLP transport: `http/protobuf`.
-    pub protocol: String,
+    pub(crate) protocol: String,
     /// Headers sent with each export (a collector's API key).
-    pub headers: BTreeMap<String, String>,
+    pub(crate) headers: BTreeMap<String, String>,
     /// The share of new traces sampled, 0 to 1 (default 1); a caller's `sampled` flag is followed.
-    pub sample_ratio: f64,
+    pub(crate) sample_ratio: f64,
     /// Most spans held waiting for export (default 8192); beyond, spans are dropped and counted.
-    pub queue_spans: usize,
+    pub(crate) queue_spans: usize,
     /// Most spans per export request (default 512).
-    pub batch_spans: usize,
+    pub(crate) batch_spans: usize,
     /// Longest a span waits for its batch, in milliseconds (default 1000).
-    pub flush_interval_ms: u64,
+    pub(crate) flush_interval_ms: u64,
     /// Longest one export may take, in milliseconds (default 5000).
-    pub timeout_ms: u64,
+    pub(crate) timeout_ms: u64,
     /// The resource's `service.name` (default `switchyard`).
-    pub service_name: String,
+    pub(crate) service_name: String,
 }
 
 impl Default for TracingFile {
@@ -113,22 +113,22 @@ impl Default for TracingFile {
 /// request path (the `ledger` module).
 #[derive(Debug, Deserialize)]
 #[serde(default)]
-pub struct LedgerFile {
+pub(crate) struct LedgerFile {
     /// A libpq-style URL or `key=value` string (`postgresql://user:pass@host:5432/db`), normally
     /// `${SWITCHYARD_LEDGER_DATABASE_URL:-}`; empty: no ledger.
-    pub database_url: String,
+    pub(crate) database_url: String,
     /// The PostgreSQL schema holding the `usage_records` table (created when absent).
-    pub schema: String,
+    pub(crate) schema: String,
     /// Most records held in memory waiting to be written (while the database is slow or down);
     /// past it new records are dropped and counted.
-    pub queue_records: usize,
+    pub(crate) queue_records: usize,
     /// Most records written by one statement.
-    pub batch_records: usize,
+    pub(crate) batch_records: usize,
     /// A record waits at most this long before its batch is written.
-    pub flush_interval_ms: u64,
+    pub(crate) flush_interval_ms: u64,
     /// Longest one connection attempt or one batch's write may take before it is abandoned and
     /// retried.
-    pub write_timeout_ms: u64,
+    pub(crate) write_timeout_ms: u64,
 }
 
 impl Default for LedgerFile {
@@ -147,24 +147,24 @@ impl Default for LedgerFile {
 /// `routing:` — health-aware routing.
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
-pub struct RoutingFile {
+pub(crate) struct RoutingFile {
     /// `routing.ejection:` — when a failing target is ejected, and for how long.
-    pub ejection: EjectionFile,
+    pub(crate) ejection: EjectionFile,
 }
 
 /// `routing.ejection:` — outlier detection per target (provider account + native model).
 #[derive(Debug, Deserialize)]
 #[serde(default)]
-pub struct EjectionFile {
+pub(crate) struct EjectionFile {
     /// Failures in a row (connect errors, timeouts, 5xx, wrong answers) that eject a target.
-    pub consecutive_failures: u32,
+    pub(crate) consecutive_failures: u32,
     /// The first ejection's length; each further one in a row doubles it.
-    pub base_cooldown_ms: u64,
+    pub(crate) base_cooldown_ms: u64,
     /// The longest an ejection lasts.
-    pub max_cooldown_ms: u64,
+    pub(crate) max_cooldown_ms: u64,
     /// How long a target whose provider says its model is gone (retired, not enabled for the
     /// account) is kept out before one request probes it again.
-    pub retired_cooldown_ms: u64,
+    pub(crate) retired_cooldown_ms: u64,
 }
 
 impl Default for EjectionFile {
@@ -180,18 +180,18 @@ impl Default for EjectionFile {
 
 /// `metrics:` — where `GET /metrics` is served (never on an entry point).
 #[derive(Debug, Deserialize)]
-pub struct MetricsFile {
+pub(crate) struct MetricsFile {
     /// `IP:port` of the metrics listener, e.g. `127.0.0.1:9090`; it must differ from every
     /// entry point's.
-    pub address: String,
+    pub(crate) address: String,
 }
 
 /// `access_log:` — the shape of each access line (target `access`).
 #[derive(Debug, Deserialize)]
 #[serde(default)]
-pub struct AccessLogFile {
+pub(crate) struct AccessLogFile {
     /// `text` (one `key=value` line, the default) or `json` (one JSON object per line).
-    pub format: String,
+    pub(crate) format: String,
 }
 
 impl Default for AccessLogFile {
@@ -205,19 +205,19 @@ impl Default for AccessLogFile {
 /// How long the gateway waits for what a client sends (never for how long an answer streams).
 #[derive(Debug, Deserialize)]
 #[serde(default)]
-pub struct ClientsFile {
+pub(crate) struct ClientsFile {
     /// A request head must arrive whole within this time of its first byte (the first request's:
     /// of the connection being accepted). HTTP/1.x.
-    pub head_timeout_ms: u64,
+    pub(crate) head_timeout_ms: u64,
     /// A request body may take this long, plus one second per `body_min_rate_bytes` received.
-    pub body_timeout_ms: u64,
+    pub(crate) body_timeout_ms: u64,
     /// The slowest average rate a request body may arrive at, once `body_timeout_ms` is spent.
-    pub body_min_rate_bytes: u64,
+    pub(crate) body_min_rate_bytes: u64,
     /// An idle connection (between HTTP/1.1 requests, or an HTTP/2 connection with no stream)
     /// is closed after this long.
-    pub idle_timeout_ms: u64,
+    pub(crate) idle_timeout_ms: u64,
     /// A client that takes none of an answer's bytes for this long is cut off.
-    pub write_timeout_ms: u64,
+    pub(crate) write_timeout_ms: u64,
 }
 
 impl Default for ClientsFile {
@@ -237,70 +237,70 @@ impl Default for ClientsFile {
 /// is set, else this process's memory.
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
-pub struct StoreFile {
+pub(crate) struct StoreFile {
     /// One Redis server: a `redis://` or `rediss://` (TLS) URL; empty or blank counts as unset.
-    pub redis_url: Option<String>,
+    pub(crate) redis_url: Option<String>,
     /// Seed node URLs of a Redis Cluster.
-    pub redis_cluster: Option<Vec<String>>,
+    pub(crate) redis_cluster: Option<Vec<String>>,
     /// A primary found through Sentinel.
-    pub redis_sentinel: Option<SentinelFile>,
+    pub(crate) redis_sentinel: Option<SentinelFile>,
     /// Prepended to every Redis key, so gateways can share one Redis (default `switchyard:`).
-    pub key_prefix: Option<String>,
+    pub(crate) key_prefix: Option<String>,
     /// Longest a store call may take (connecting included) before it fails with 503.
-    pub timeout_ms: Option<u64>,
+    pub(crate) timeout_ms: Option<u64>,
 }
 
 /// `store.redis_sentinel`: the sentinels, the name they know the primary by, and how to log in
 /// to the data nodes.
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
-pub struct SentinelFile {
+pub(crate) struct SentinelFile {
     /// The sentinels' URLs (`redis://[user:password@]host:port`: their own credentials).
-    pub urls: Vec<String>,
+    pub(crate) urls: Vec<String>,
     /// The monitored primary's name (`sentinel monitor <name> ...`).
-    pub master: String,
+    pub(crate) master: String,
     /// Credentials and database on the primary.
-    pub username: Option<String>,
+    pub(crate) username: Option<String>,
     /// Password on the data nodes (the sentinels' own goes in their URLs).
-    pub password: Option<String>,
+    pub(crate) password: Option<String>,
     /// Database number on the data nodes (default 0).
-    pub db: i64,
+    pub(crate) db: i64,
     /// Tasks and hosted files are acknowledged only once this many replicas hold them (`WAIT`).
-    pub min_replicas_acked: u32,
+    pub(crate) min_replicas_acked: u32,
 }
 
 /// Image inputs the gateway downloads, and images it hosts.
 #[derive(Debug, Deserialize)]
 #[serde(default)]
-pub struct ImagesFile {
+pub(crate) struct ImagesFile {
     /// Let `image`/`mask` URLs reach loopback, private and link-local addresses (off: SSRF guard).
-    pub allow_private_urls: bool,
+    pub(crate) allow_private_urls: bool,
     /// Largest `image`/`mask` the gateway downloads.
-    pub max_download_bytes: usize,
+    pub(crate) max_download_bytes: usize,
     /// Time allowed to connect to and read an `image`/`mask` URL.
-    pub download_timeout_ms: u64,
+    pub(crate) download_timeout_ms: u64,
     /// Seconds a hosted image (`GET /api/v1/files/{id}`) stays available.
-    pub file_ttl_seconds: u64,
+    pub(crate) file_ttl_seconds: u64,
     /// Most bytes of hosted images kept in memory (oldest go first).
-    pub file_store_bytes: usize,
+    pub(crate) file_store_bytes: usize,
     /// Without Redis: most bytes of tasks and synchronous answers kept in memory (the oldest
     /// finished ones go first; running tasks are always kept).
-    pub task_store_bytes: usize,
+    pub(crate) task_store_bytes: usize,
     /// Seconds a finished asynchronous task can be read (404 after).
-    pub task_ttl_seconds: u64,
+    pub(crate) task_ttl_seconds: u64,
     /// Scheme and host the links to hosted images start with (e.g. `https://ai.example.com`);
     /// unset: the request's own `Host`.
-    pub public_base_url: Option<String>,
+    pub(crate) public_base_url: Option<String>,
     /// How often a natively asynchronous provider's task is polled.
-    pub poll_interval_ms: u64,
+    pub(crate) poll_interval_ms: u64,
     /// Longest a synchronous request to a natively asynchronous model waits (then 504).
-    pub sync_wait_seconds: u64,
+    pub(crate) sync_wait_seconds: u64,
     /// Longest an asynchronous task may run, from its creation (then `failed`, `upstream_timeout`).
-    pub task_wait_seconds: u64,
+    pub(crate) task_wait_seconds: u64,
     /// How often the instance running a task proves it is alive.
-    pub task_heartbeat_ms: u64,
+    pub(crate) task_heartbeat_ms: u64,
     /// Silence after which a running task's instance is taken for dead and another takes over.
-    pub task_lost_after_ms: u64,
+    pub(crate) task_lost_after_ms: u64,
 }
 
 impl Default for ImagesFile {
@@ -325,24 +325,24 @@ impl Default for ImagesFile {
 
 /// One entry point under `listeners:`: where it listens and how much it takes on.
 #[derive(Debug, Deserialize)]
-pub struct ListenerFile {
+pub(crate) struct ListenerFile {
     /// The entry point's name, unique among `listeners` (logs and access lines carry it).
-    pub name: String,
+    pub(crate) name: String,
     /// Which providers' `region_base_urls` this entry point's requests use (default `default`).
     #[serde(default = "d_region")]
-    pub region: String,
+    pub(crate) region: String,
     /// `IP:port` to listen on, e.g. `127.0.0.1:8080`.
-    pub address: String,
+    pub(crate) address: String,
     /// Open client connections this entry point serves; requests on connections past it are
     /// answered `503 overloaded` and the connection is closed.
     #[serde(default = "d_max_connections")]
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
     /// Requests this entry point handles at once; past it, `503 overloaded` at once.
     #[serde(default = "d_max_in_flight")]
-    pub max_in_flight: usize,
+    pub(crate) max_in_flight: usize,
     /// Serve TLS on this entry point (HTTP/2 by ALPN, HTTP/1.1 alongside); unset: plain TCP.
     #[serde(default)]
-    pub tls: Option<ListenerTlsFile>,
+    pub(crate) tls: Option<ListenerTlsFile>,
 }
 
 fn d_max_connections() -> usize {
@@ -355,26 +355,26 @@ fn d_max_in_flight() -> usize {
 
 /// A listener's certificate: PEM files, checked at load and re-read when they change.
 #[derive(Debug, Deserialize)]
-pub struct ListenerTlsFile {
+pub(crate) struct ListenerTlsFile {
     /// The certificate chain, the server's own certificate first.
-    pub cert_file: String,
+    pub(crate) cert_file: String,
     /// Its private key (PKCS#8, PKCS#1 or SEC1).
-    pub key_file: String,
+    pub(crate) key_file: String,
     /// How often the two files are checked for a replacement (0: never, only at start).
     #[serde(default = "d_tls_reload_interval_ms")]
-    pub reload_interval_ms: u64,
+    pub(crate) reload_interval_ms: u64,
 }
 
 /// `limits:` — the largest request body per operation, in bytes (413 past it).
 #[derive(Debug, Deserialize)]
 #[serde(default)]
-pub struct LimitsFile {
+pub(crate) struct LimitsFile {
     /// Largest speech request body (default 1 MiB).
-    pub speech_body_bytes: usize,
+    pub(crate) speech_body_bytes: usize,
     /// Largest image request body, base64 reference images included (default 32 MiB).
-    pub images_body_bytes: usize,
+    pub(crate) images_body_bytes: usize,
     /// Largest rerank request body (default 16 MiB).
-    pub rerank_body_bytes: usize,
+    pub(crate) rerank_body_bytes: usize,
 }
 
 impl Default for LimitsFile {
@@ -390,15 +390,15 @@ impl Default for LimitsFile {
 /// `retries:` — the most retries a request may ask for, and the backoff between attempts.
 #[derive(Debug, Deserialize)]
 #[serde(default)]
-pub struct RetriesFile {
+pub(crate) struct RetriesFile {
     /// The largest `retries` a request may ask for (default 5).
-    pub max: u32,
+    pub(crate) max: u32,
     /// The first backoff, in ms; it doubles on each retry, with jitter (default 200).
-    pub initial_backoff_ms: u64,
+    pub(crate) initial_backoff_ms: u64,
     /// The longest backoff, in ms (default 5000).
-    pub max_backoff_ms: u64,
+    pub(crate) max_backoff_ms: u64,
     /// A provider's `Retry-After` is waited at most this long, in ms (default 20000).
-    pub max_retry_after_ms: u64,
+    pub(crate) max_retry_after_ms: u64,
 }
 
 impl Default for RetriesFile {
@@ -414,62 +414,62 @@ impl Default for RetriesFile {
 
 /// One provider account under `providers:`.
 #[derive(Debug, Deserialize)]
-pub struct ProviderFile {
+pub(crate) struct ProviderFile {
     /// The provider's kind (`kind: openai`, …) and the settings only that kind takes, read into
     /// the kind's typed config by the loader (so a bad kind is one problem among the others).
     #[serde(flatten)]
-    pub kind: serde_yaml::Mapping,
+    pub(crate) kind: serde_yaml::Mapping,
     /// Empty disables the provider (its models answer 503 `model_unavailable`).
     #[serde(default)]
-    pub api_key: String,
+    pub(crate) api_key: String,
     /// Required for every kind but `local`.
     #[serde(default)]
-    pub base_url: Option<String>,
+    pub(crate) base_url: Option<String>,
     /// Region name → base URL, for entry points whose `region` matches.
     #[serde(default)]
-    pub region_base_urls: BTreeMap<String, String>,
+    pub(crate) region_base_urls: BTreeMap<String, String>,
     /// `timeouts:` — connect, read, write and idle deadlines towards this provider.
     #[serde(default)]
-    pub timeouts: TimeoutsFile,
+    pub(crate) timeouts: TimeoutsFile,
     /// Largest non-streamed answer read from the provider, in bytes (default 64 MiB).
     #[serde(default = "d_max_response")]
-    pub max_response_bytes: usize,
+    pub(crate) max_response_bytes: usize,
     /// Hosts result URLs may be downloaded from (absent: the kind's default, see the README).
     #[serde(default)]
-    pub result_hosts: Option<Vec<String>>,
+    pub(crate) result_hosts: Option<Vec<String>>,
     /// `tls:` — which certificate authorities this provider's certificates must chain to.
     #[serde(default)]
-    pub tls: ProviderTlsFile,
+    pub(crate) tls: ProviderTlsFile,
     /// Whether each attempt sends the provider a W3C `traceparent` (default on; off for a
     /// provider that refuses unknown headers or should not learn the caller's trace).
     #[serde(default = "d_true")]
-    pub trace_context: bool,
+    pub(crate) trace_context: bool,
 }
 
 /// How the provider's TLS certificates are verified.
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
-pub struct ProviderTlsFile {
+pub(crate) struct ProviderTlsFile {
     /// PEM file of the certificate authorities this provider's certificates must chain to,
     /// trusted instead of the system roots for every host reached for the provider (its
     /// `base_url`, `region_base_urls`, result and polling URLs). Unset: the system roots.
-    pub ca_file: Option<String>,
+    pub(crate) ca_file: Option<String>,
 }
 
 /// A provider's `timeouts:`, in milliseconds.
 #[derive(Debug, Deserialize)]
 #[serde(default)]
-pub struct TimeoutsFile {
+pub(crate) struct TimeoutsFile {
     /// Time to open the TCP connection (default 5000).
-    pub connect_ms: u64,
+    pub(crate) connect_ms: u64,
     /// Time to connect, TLS handshake included (default 10000).
-    pub total_connect_ms: u64,
+    pub(crate) total_connect_ms: u64,
     /// Longest wait for one read of the answer (default 120000).
-    pub read_ms: u64,
+    pub(crate) read_ms: u64,
     /// Longest wait for one write of the request (default 30000).
-    pub write_ms: u64,
+    pub(crate) write_ms: u64,
     /// How long a pooled connection may sit unused before it is closed (default 60000).
-    pub idle_ms: u64,
+    pub(crate) idle_ms: u64,
 }
 
 impl Default for TimeoutsFile {
@@ -486,68 +486,68 @@ impl Default for TimeoutsFile {
 
 /// One public model under `models:`: its capability family and the targets that serve it.
 #[derive(Debug, Deserialize)]
-pub struct ModelFile {
+pub(crate) struct ModelFile {
     /// Capability family from the built-in table (see the README).
-    pub family: String,
+    pub(crate) family: String,
     /// The provider accounts and native models that serve it (retries move between them).
-    pub targets: Vec<TargetFile>,
+    pub(crate) targets: Vec<TargetFile>,
     /// Any of the family's capabilities, changed for this model (keys as in
     /// `src/caps/families.yaml`). Kept as YAML here: which keys exist depends on the family's
     /// operation, so `crate::caps` reads and checks it (unknown keys included) once the family is
     /// known.
     #[serde(default)]
-    pub capabilities: Option<serde_yaml::Value>,
+    pub(crate) capabilities: Option<serde_yaml::Value>,
     /// Speech: voice used when the request names none (default: the family's). Shorthand for
     /// `capabilities.default_voice`.
     #[serde(default)]
-    pub default_voice: Option<String>,
+    pub(crate) default_voice: Option<String>,
     /// Speech: longest `input`; rerank: longest `query` (characters). Default: the family's.
     /// Shorthand for `capabilities.input_limit` / `capabilities.query_limit` in characters.
     #[serde(default)]
-    pub max_input_chars: Option<usize>,
+    pub(crate) max_input_chars: Option<usize>,
     /// Rerank: most documents per request. Default: the family's. Shorthand for
     /// `capabilities.max_documents`.
     #[serde(default)]
-    pub max_documents: Option<usize>,
+    pub(crate) max_documents: Option<usize>,
     /// Speech: voice names clients send (`alloy`, `nova`, …) → the provider's voice sent instead
     /// (checked by `config::voice_map`).
     #[serde(default)]
-    pub voice_map: BTreeMap<String, String>,
+    pub(crate) voice_map: BTreeMap<String, String>,
     /// Lifecycle overrides for every target of the model (a target's own `lifecycle:` wins key by
     /// key): dates, replacement, `still_available` (see `caps::lifecycle::Override`).
     #[serde(default)]
-    pub lifecycle: Option<crate::caps::lifecycle::Override>,
+    pub(crate) lifecycle: Option<crate::caps::lifecycle::Override>,
     /// The price of every target of the model, over the built-in `src/caps/prices.yaml` entry
     /// (a target's own `price:` wins key by key), or `unpriced`. Kept as YAML: `config::prices`
     /// reads it with `caps::prices`, which names every problem by its path.
     #[serde(default)]
-    pub price: Option<serde_yaml::Value>,
+    pub(crate) price: Option<serde_yaml::Value>,
     /// The public model that serves this one's requests once every target of it is past its
     /// shutdown.
     #[serde(default)]
-    pub successor: Option<String>,
+    pub(crate) successor: Option<String>,
     /// Its answers kept in the response cache (speech and rerank; absent: not cached).
     #[serde(default)]
-    pub cache: Option<super::cache::ModelCacheFile>,
+    pub(crate) cache: Option<super::cache::ModelCacheFile>,
 }
 
 /// One target of a model: a provider account and its native model.
 #[derive(Debug, Deserialize)]
-pub struct TargetFile {
+pub(crate) struct TargetFile {
     /// The account's name under `providers:`.
-    pub provider: String,
+    pub(crate) provider: String,
     /// The provider's own model name.
-    pub model: String,
+    pub(crate) model: String,
     /// Share of first attempts among the model's healthy targets (0 to 100; 0: standby, used
     /// only when every other target is ejected).
     #[serde(default = "d_weight")]
-    pub weight: u32,
+    pub(crate) weight: u32,
     /// This target's lifecycle overrides (over the model's `lifecycle:`).
     #[serde(default)]
-    pub lifecycle: Option<crate::caps::lifecycle::Override>,
+    pub(crate) lifecycle: Option<crate::caps::lifecycle::Override>,
     /// This target's price (over the model's `price:`), or `unpriced`.
     #[serde(default)]
-    pub price: Option<serde_yaml::Value>,
+    pub(crate) price: Option<serde_yaml::Value>,
 }
 
 fn d_weight() -> u32 {

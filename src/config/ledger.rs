@@ -53,7 +53,10 @@ pub const NO_LEDGER: &str = "this build of Switchyard has no usage ledger (built
 const AT: &str = "switchyard.ledger";
 
 /// The checked section (`None`: no ledger). Problems go to `errors`, each with its key path.
-pub fn ledger_settings(f: Option<&LedgerFile>, errors: &mut Vec<String>) -> Option<LedgerSettings> {
+pub(crate) fn ledger_settings(
+    f: Option<&LedgerFile>,
+    errors: &mut Vec<String>,
+) -> Option<LedgerSettings> {
     let f = f?;
     if f.database_url.trim().is_empty() {
         return None;

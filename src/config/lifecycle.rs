@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::caps::lifecycle::{self, Clock, Date, Lifecycle, Override};
-use crate::catalog::{Catalog, Model};
+use crate::catalog::{Catalog, Model, Target};
 
 use super::file::{ModelFile, TargetFile};
 
@@ -66,12 +66,51 @@ pub(super) fn finish(
     errors: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) -> Catalog {
-    let now = clock.now();
-    let today = Date::of_unix(now);
-    let by_name: HashMap<&str, &Model> = models.iter().map(|m| (m.name.as_str(), m)).collect();
-    // Each model's successor, checked.
-    let mut successors: HashMap<String, String> = HashMap::new();
+    let successors = successors(&models, files, errors, warnings);
+    // Where `Link: rel="successor-version"` points: the successor, else a model of this catalog
+    // serving the provider's recommended replacement.
+    let mut links: HashMap<String, String> = HashMap::new();
     for m in &models {
+        let link = match successors.get(&m.name) {
+            Some(s) => Some(s.clone()),
+            None => replacement_model(m, &models),
+        };
+        if let Some(l) = link {
+            links.insert(m.name.clone(), format!("/api/v1/models/{l}"));
+        }
+    }
+    let now = clock.now();
+    for m in &models {
+        for (i, t) in m.targets.iter().enumerate() {
+            let Some(l) = &t.lifecycle else { continue };
+            let successor = successors.get(&m.name).map(String::as_str);
+            check_target(m, (i, t, l), successor, now, (&mut *errors, &mut *warnings));
+        }
+    }
+    let mut catalog = Catalog::with_clock(clock.clone());
+    let names: Vec<String> = models.iter().map(|m| m.name.clone()).collect();
+    for mut m in models {
+        let successor = successors.get(&m.name).cloned();
+        let link = links.get(&m.name).cloned();
+        m.set_lifecycle(clock.clone(), successor, link);
+        catalog.insert(m);
+    }
+    for name in names.iter().filter(|n| successors.contains_key(*n)) {
+        catalog.add_takeover(name);
+    }
+    catalog
+}
+
+/// Each model's successor, checked: model name → its successor's name.
+fn successors(
+    models: &[Model],
+    files: &BTreeMap<String, ModelFile>,
+    errors: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> HashMap<String, String> {
+    let by_name: HashMap<&str, &Model> = models.iter().map(|m| (m.name.as_str(), m)).collect();
+    let mut successors: HashMap<String, String> = HashMap::new();
+    for m in models {
         let Some(s) = files.get(&m.name).and_then(|f| f.successor.as_deref()) else {
             continue;
         };
@@ -93,113 +132,99 @@ pub(super) fn finish(
         match problem {
             Some(p) => errors.push(format!("{at}: {p}")),
             None => {
-                // A successor takes over once every target is gone: one that never goes (no date,
-                // or the account keeps it) holds it off for good, which the operator should know.
-                let lasting: Vec<String> = m
-                    .targets
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, t)| {
-                        t.lifecycle
-                            .as_ref()
-                            .is_none_or(|l| l.still_available || l.shutdown.is_none())
-                    })
-                    .map(|(i, _)| format!("targets[{i}]"))
-                    .collect();
-                if !lasting.is_empty() {
-                    warnings.push(format!(
-                        "{at}: `{s}` never takes over: {} of `{}` {} no shutdown date (or \
-                         `still_available`)",
-                        lasting.join(", "),
-                        m.name,
-                        if lasting.len() == 1 { "has" } else { "have" }
-                    ));
-                }
+                lasting_warning(m, s, &at, warnings);
                 successors.insert(m.name.clone(), s.to_string());
             }
         }
     }
-    // Where `Link: rel="successor-version"` points: the successor, else a model of this catalog
-    // serving the provider's recommended replacement.
-    let mut links: HashMap<String, String> = HashMap::new();
-    for m in &models {
-        let link = match successors.get(&m.name) {
-            Some(s) => Some(s.clone()),
-            None => replacement_model(m, &models),
+    successors
+}
+
+/// A successor takes over once every target is gone: one that never goes (no date, or the
+/// account keeps it) holds it off for good, which the operator should know.
+fn lasting_warning(m: &Model, s: &str, at: &str, warnings: &mut Vec<String>) {
+    let lasting: Vec<String> = m
+        .targets
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| {
+            t.lifecycle
+                .as_ref()
+                .is_none_or(|l| l.still_available || l.shutdown.is_none())
+        })
+        .map(|(i, _)| format!("targets[{i}]"))
+        .collect();
+    if !lasting.is_empty() {
+        warnings.push(format!(
+            "{at}: `{s}` never takes over: {} of `{}` {} no shutdown date (or \
+             `still_available`)",
+            lasting.join(", "),
+            m.name,
+            if lasting.len() == 1 { "has" } else { "have" }
+        ));
+    }
+}
+
+/// Target `i`, `t`, of model `m`, whose lifecycle is `l`, against `now`: past its shutdown it is
+/// refused (a warning when `successor` takes over); within [`WARN_DAYS`] of it, a warning.
+fn check_target(
+    m: &Model,
+    (i, t, l): (usize, &Target, &Lifecycle),
+    successor: Option<&str>,
+    now: i64,
+    (errors, warnings): (&mut Vec<String>, &mut Vec<String>),
+) {
+    if l.still_available {
+        return;
+    }
+    let at = format!("switchyard.models.{}.targets[{i}]", m.name);
+    let what = format!("{} model `{}`", t.provider.kind, t.native_model);
+    let source = l
+        .source
+        .as_deref()
+        .map(|s| format!(" (source: {s})"))
+        .unwrap_or_default();
+    // Deprecated with no shutdown announced: nothing to warn of or refuse yet.
+    let Some(shutdown) = l.shutdown else { return };
+    if l.gone(now) {
+        match successor {
+            Some(s) => warnings.push(format!(
+                "{at}: {what} was shut down on {shutdown}{source}; model `{s}`, its \
+                 successor, serves `{}`'s requests",
+                m.name
+            )),
+            None => errors.push(format!(
+                "{at}: {what} was shut down on {shutdown}; replacement: {}{source}. \
+                 Point the model at a model the provider serves, name a `successor:` for \
+                 it, or, if your account still serves it, set `lifecycle: \
+                 {{still_available: true}}`",
+                l.replacement_text()
+            )),
+        }
+        return;
+    }
+    let days = Date::of_unix(now).days_until(shutdown);
+    if days <= WARN_DAYS {
+        let then = match successor {
+            Some(s) => format!("model `{s}`, its successor, takes over on that day"),
+            None if l.replacement.is_empty() => format!(
+                "name a `successor:` for `{}` to take over on that day, or remove the \
+                 target; past it, the configuration is refused",
+                m.name
+            ),
+            None => format!(
+                "move `{}` to the replacement, or name a `successor:` to take over on \
+                 that day; past it, the configuration is refused",
+                m.name
+            ),
         };
-        if let Some(l) = link {
-            links.insert(m.name.clone(), format!("/api/v1/models/{l}"));
-        }
+        warnings.push(format!(
+            "{at}: {what} shuts down on {shutdown} (in {days} day{}); replacement: \
+             {}{source}; {then}",
+            if days == 1 { "" } else { "s" },
+            l.replacement_text()
+        ));
     }
-    for m in &models {
-        for (i, t) in m.targets.iter().enumerate() {
-            let Some(l) = &t.lifecycle else { continue };
-            if l.still_available {
-                continue;
-            }
-            let at = format!("switchyard.models.{}.targets[{i}]", m.name);
-            let what = format!("{} model `{}`", t.provider.kind, t.native_model);
-            let source = l
-                .source
-                .as_deref()
-                .map(|s| format!(" (source: {s})"))
-                .unwrap_or_default();
-            let successor = successors.get(&m.name);
-            // Deprecated with no shutdown announced: nothing to warn of or refuse yet.
-            let Some(shutdown) = l.shutdown else { continue };
-            if l.gone(now) {
-                match successor {
-                    Some(s) => warnings.push(format!(
-                        "{at}: {what} was shut down on {shutdown}{source}; model `{s}`, its \
-                         successor, serves `{}`'s requests",
-                        m.name
-                    )),
-                    None => errors.push(format!(
-                        "{at}: {what} was shut down on {shutdown}; replacement: {}{source}. \
-                         Point the model at a model the provider serves, name a `successor:` for \
-                         it, or, if your account still serves it, set `lifecycle: \
-                         {{still_available: true}}`",
-                        l.replacement_text()
-                    )),
-                }
-                continue;
-            }
-            let days = today.days_until(shutdown);
-            if days <= WARN_DAYS {
-                let then = match successor {
-                    Some(s) => format!("model `{s}`, its successor, takes over on that day"),
-                    None if l.replacement.is_empty() => format!(
-                        "name a `successor:` for `{}` to take over on that day, or remove the \
-                         target; past it, the configuration is refused",
-                        m.name
-                    ),
-                    None => format!(
-                        "move `{}` to the replacement, or name a `successor:` to take over on \
-                         that day; past it, the configuration is refused",
-                        m.name
-                    ),
-                };
-                warnings.push(format!(
-                    "{at}: {what} shuts down on {shutdown} (in {days} day{}); replacement: \
-                     {}{source}; {then}",
-                    if days == 1 { "" } else { "s" },
-                    l.replacement_text()
-                ));
-            }
-        }
-    }
-    let mut catalog = Catalog::with_clock(clock.clone());
-    let names: Vec<String> = models.iter().map(|m| m.name.clone()).collect();
-    for mut m in models {
-        let successor = successors.get(&m.name).cloned();
-        let link = links.get(&m.name).cloned();
-        m.set_lifecycle(clock.clone(), successor, link);
-        catalog.insert(m);
-    }
-    for name in names.iter().filter(|n| successors.contains_key(*n)) {
-        catalog.add_takeover(name);
-    }
-    catalog
 }
 
 /// A public model of `models` serving one of `m`'s recommended replacements at a provider of the

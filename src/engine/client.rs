@@ -10,8 +10,17 @@ use bytes::Bytes;
 use pingora::proxy::Session;
 
 use crate::cache::Leader;
-use crate::engine::passthrough::StreamError;
+use crate::common::error::GatewayError;
 use crate::stream::audio::SpeechUsage;
+
+/// How a streamed copy ended badly.
+pub(crate) enum StreamError {
+    /// The provider failed mid-stream: the answer was cut short. For raw audio the connection
+    /// must be dropped unfinished; an SSE stream has had its final `error` event written.
+    Upstream(GatewayError),
+    /// The client went away; nothing more can be sent.
+    Client,
+}
 
 /// How a relay that reached its end (or its final error event) went.
 #[derive(Debug, Default)]

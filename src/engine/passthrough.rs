@@ -12,21 +12,14 @@ use bytes::Bytes;
 
 use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind};
 use crate::engine::client::{Client, Relayed};
+// Named here too: the relays' callers (`engine::speech`) take it from this file.
+pub(crate) use crate::engine::client::StreamError;
 use crate::stream::audio::SpeechUsage;
 use crate::stream::sse::{self, EventSplitter};
 use crate::upstream::exchange::Response;
 
 /// The `type` of the event that closes a complete OpenAI speech stream (it carries the usage).
 const END_EVENT: &str = "speech.audio.done";
-
-/// How a streamed copy ended badly.
-pub(crate) enum StreamError {
-    /// The provider failed mid-stream: the answer was cut short. For raw audio the connection
-    /// must be dropped unfinished; an SSE stream has had its final `error` event written.
-    Upstream(GatewayError),
-    /// The client went away; nothing more can be sent.
-    Client,
-}
 
 /// Copy raw bytes (after `first`, already read; `ended`: the body ended with them) until the
 /// provider's body ends, then finish the client's body. Raw audio reports no usage: the usage

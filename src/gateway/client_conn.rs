@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use pingora::protocols::Stream;
 
+use crate::common::error::GatewayError;
 use crate::common::io_wrap::Held;
 use crate::common::request_id::RequestId;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -386,7 +387,7 @@ impl Clocked {
             self.replaced = true;
             self.hold_next = false;
             let id = RequestId::generate();
-            self.held.hold(&super::respond::malformed_head(&id));
+            self.held.hold(&malformed_head(&id));
             if let Ok(mut refused) = self.clock.refused.lock() {
                 *refused = Some(id);
             }
@@ -396,6 +397,22 @@ impl Clocked {
 }
 
 crate::common::io_wrap::delegate_stream_traits!(Clocked, inner);
+
+/// The complete HTTP/1.1 answer to a request head that could not be parsed (the stream
+/// writes it in place of Pingora's bare 400, with no session to write through): `400
+/// invalid_request` in the spec's Error shape, with its request id, and the connection closed
+/// (what follows a head that cannot be read cannot be framed).
+fn malformed_head(id: &RequestId) -> Vec<u8> {
+    let body = GatewayError::MalformedHead.body_for(id.as_str());
+    let mut out = format!(
+        "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+         X-Request-Id: {id}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(&body);
+    out
+}
 
 #[cfg(test)]
 mod tests {
@@ -711,7 +728,7 @@ mod tests {
             let mut got = Vec::new();
             client.read_to_end(&mut got).await.unwrap();
             let id = clock.take_refused().expect("the refusal noted");
-            assert_eq!(got, crate::gateway::respond::malformed_head(&id));
+            assert_eq!(got, malformed_head(&id));
             let text = String::from_utf8(got).unwrap();
             assert!(text.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{text}");
             assert!(

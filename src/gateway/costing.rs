@@ -1,6 +1,6 @@
 //! What a request cost, as the gateway reports it: the operations compute a [`RequestCost`] from
 //! the answering target's price and what the answer used (`crate::cost` does the arithmetic), put
-//! it in their [`Outcome`](super::outcome::Outcome), and carry it on the answer as the
+//! it in their `Outcome` (`outcome.rs`), and carry it on the answer as the
 //! `Switchyard-Cost` header; the proxy layer records it for the access line and the cost metric.
 //!
 //! The header's forms (docs/guide/cost.md):

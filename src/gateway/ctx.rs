@@ -17,6 +17,7 @@ use crate::auth::Principal;
 use crate::catalog::Model;
 use crate::common::Operation;
 use crate::config::GatewaySettings;
+use crate::cost;
 use crate::engine::trace::{RequestContext, Trace};
 use crate::metrics;
 use crate::money::{Amount, Currency};
@@ -137,9 +138,9 @@ impl Ctx {
         {
             Some(c) if used => Some(c),
             Some(_) => None,
-            None if used => self.operation.and_then(|op| {
-                super::limited::estimated_cost(self.model.as_deref(), &self.trace, op, &charged)
-            }),
+            None if used => self
+                .operation
+                .and_then(|op| estimated_cost(self.model.as_deref(), &self.trace, op, &charged)),
             None => None,
         };
         self.status = outcome.status;
@@ -167,4 +168,31 @@ impl Drop for GaugeSlot {
     fn drop(&mut self) {
         self.0.dec();
     }
+}
+
+/// What a finished request cost at the price of the target that served it (`trace`), from the
+/// gateway's own counts of what it is charged (`used`): characters spoken, images delivered.
+/// [`Ctx::record`] notes this for the budget only when the outcome has no computed cost of its
+/// own (an accepted image task, charged its images as asked). Rerank is not estimated here (its
+/// price may bill search units, which the charged tokens do not give).
+fn estimated_cost(
+    model: Option<&Model>,
+    trace: &Trace,
+    op: Operation,
+    used: &Usage,
+) -> Option<(Amount, Currency)> {
+    let price = trace.target(model)?.price.as_deref()?;
+    let metered = match op {
+        Operation::Speech if used.characters > 0 => cost::Metered::Speech(cost::SpeechMetered {
+            characters: used.characters,
+            ..Default::default()
+        }),
+        Operation::Images if used.images > 0 => cost::Metered::Images(cost::ImagesMetered {
+            images: used.images,
+            ..Default::default()
+        }),
+        _ => return None,
+    };
+    let c = cost::of(price, &metered).ok()?;
+    Some((c.amount, c.currency))
 }

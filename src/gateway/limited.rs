@@ -171,33 +171,6 @@ fn money_charged(
     converted
 }
 
-/// What a finished request cost at the price of the target that served it (`trace`), from the
-/// gateway's own counts of what it is charged (`used`): characters spoken, images delivered.
-/// [`Ctx::record`] notes this for the budget only when the outcome has no computed cost of its
-/// own (an accepted image task, charged its images as asked). Rerank is not estimated here (its
-/// price may bill search units, which the charged tokens do not give).
-pub(crate) fn estimated_cost(
-    model: Option<&Model>,
-    trace: &crate::engine::trace::Trace,
-    op: Operation,
-    used: &super::access_log::Usage,
-) -> Option<(Amount, Currency)> {
-    let price = trace.target(model)?.price.as_deref()?;
-    let metered = match op {
-        Operation::Speech if used.characters > 0 => cost::Metered::Speech(cost::SpeechMetered {
-            characters: used.characters,
-            ..Default::default()
-        }),
-        Operation::Images if used.images > 0 => cost::Metered::Images(cost::ImagesMetered {
-            images: used.images,
-            ..Default::default()
-        }),
-        _ => return None,
-    };
-    let c = cost::of(price, &metered).ok()?;
-    Some((c.amount, c.currency))
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

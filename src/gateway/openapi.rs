@@ -284,27 +284,26 @@ mod tests {
         }
     }
 
-    /// The error codes the document lists are exactly the gateway's own, status by status.
-    #[test]
-    fn error_codes_match_the_error_model() {
+    /// The `code` values schema `name` of the document allows.
+    fn codes_of(schemas: &Value, name: &str) -> Vec<String> {
+        let code = &schemas[name]["properties"]["code"];
+        match (code.get("const"), code.get("enum")) {
+            (Some(c), _) => vec![c.as_str().unwrap().to_string()],
+            (_, Some(e)) => e
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap().to_string())
+                .collect(),
+            _ => panic!("{name} has no code"),
+        }
+    }
+
+    /// Every kind of gateway error, with the error schema that documents it.
+    fn error_cases() -> Vec<(crate::common::error::GatewayError, &'static str)> {
         use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind as K};
-        let d = doc();
-        let schemas = &d["components"]["schemas"];
-        let codes_of = |name: &str| -> Vec<String> {
-            let code = &schemas[name]["properties"]["code"];
-            match (code.get("const"), code.get("enum")) {
-                (Some(c), _) => vec![c.as_str().unwrap().to_string()],
-                (_, Some(e)) => e
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.as_str().unwrap().to_string())
-                    .collect(),
-                _ => panic!("{name} has no code"),
-            }
-        };
         let up = |k| GatewayError::Upstream(UpstreamError::new(k, "p", "m"));
-        let cases = [
+        vec![
             (GatewayError::NotFound, "NotFound"),
             (GatewayError::ModelNotFound, "NotFound"),
             (
@@ -348,63 +347,76 @@ mod tests {
             (up(K::AuthRejected), "UpstreamFailure"),
             (up(K::Failure), "UpstreamFailure"),
             (up(K::BadResponse), "UpstreamFailure"),
-        ];
-        let statuses = [
-            ("ValidationError", 400),
-            ("ProviderRejection", 400),
-            ("Unauthorized", 401),
-            ("NotFound", 404),
-            ("MethodNotAllowed", 405),
-            ("PayloadTooLarge", 413),
-            ("SpeechTooLarge", 413),
-            ("RateLimited", 429),
-            ("InternalError", 500),
-            ("UpstreamFailure", 502),
-            ("Unavailable", 503),
-            ("StoreUnavailable", 503),
-            ("UpstreamTimeout", 504),
-        ];
-        for (err, schema) in cases {
+        ]
+    }
+
+    /// Each error schema's status.
+    const STATUSES: [(&str, u16); 13] = [
+        ("ValidationError", 400),
+        ("ProviderRejection", 400),
+        ("Unauthorized", 401),
+        ("NotFound", 404),
+        ("MethodNotAllowed", 405),
+        ("PayloadTooLarge", 413),
+        ("SpeechTooLarge", 413),
+        ("RateLimited", 429),
+        ("InternalError", 500),
+        ("UpstreamFailure", 502),
+        ("Unavailable", 503),
+        ("StoreUnavailable", 503),
+        ("UpstreamTimeout", 504),
+    ];
+
+    /// The error codes the document lists are exactly the gateway's own, status by status.
+    #[test]
+    fn error_codes_match_the_error_model() {
+        let d = doc();
+        let schemas = &d["components"]["schemas"];
+        for (err, schema) in error_cases() {
             assert!(
-                codes_of(schema).iter().any(|c| c == err.code()),
+                codes_of(schemas, schema).iter().any(|c| c == err.code()),
                 "{} is not in {schema}",
                 err.code()
             );
-            let status = statuses.iter().find(|(s, _)| *s == schema).unwrap().1;
+            let status = STATUSES.iter().find(|(s, _)| *s == schema).unwrap().1;
             assert_eq!(err.status(), status, "{}", err.code());
-            // Inside a request, an error body names the request (its `X-Request-Id`).
-            let body: Value = serde_json::from_slice(&err.body_for("req-1")).unwrap();
-            assert_eq!(body["request_id"], "req-1");
-            let keys: Vec<&String> = body.as_object().unwrap().keys().collect();
-            let allowed: Vec<&String> = schemas[schema]["properties"]
+            body_shapes_match(schemas, &err, schema);
+        }
+    }
+
+    /// `err`'s body has the keys of its `schema` (and names the request), on every surface.
+    fn body_shapes_match(schemas: &Value, err: &crate::common::error::GatewayError, schema: &str) {
+        // Inside a request, an error body names the request (its `X-Request-Id`).
+        let body: Value = serde_json::from_slice(&err.body_for("req-1")).unwrap();
+        assert_eq!(body["request_id"], "req-1");
+        let keys: Vec<&String> = body.as_object().unwrap().keys().collect();
+        let allowed: Vec<&String> = schemas[schema]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert!(
+            keys.iter().all(|k| allowed.contains(k)),
+            "{}: {keys:?}",
+            err.code()
+        );
+        // The compatibility surfaces answer the same error in their own shape.
+        for (surface, shape) in [
+            (Surface::CohereV1, "CohereError"),
+            (Surface::CohereV2, "CohereError"),
+            (Surface::Jina, "JinaError"),
+        ] {
+            let body: Value = serde_json::from_slice(&surface.error_body(err, "req-1")).unwrap();
+            let mut keys: Vec<&String> = body.as_object().unwrap().keys().collect();
+            let mut want: Vec<&String> = schemas[shape]["properties"]
                 .as_object()
                 .unwrap()
                 .keys()
                 .collect();
-            assert!(
-                keys.iter().all(|k| allowed.contains(k)),
-                "{}: {keys:?}",
-                err.code()
-            );
-            // The compatibility surfaces answer the same error in their own shape.
-            for (surface, shape) in [
-                (Surface::CohereV1, "CohereError"),
-                (Surface::CohereV2, "CohereError"),
-                (Surface::Jina, "JinaError"),
-            ] {
-                let body: Value =
-                    serde_json::from_slice(&surface.error_body(&err, "req-1")).unwrap();
-                let mut keys: Vec<&String> = body.as_object().unwrap().keys().collect();
-                let mut want: Vec<&String> = schemas[shape]["properties"]
-                    .as_object()
-                    .unwrap()
-                    .keys()
-                    .collect();
-                keys.sort();
-                want.sort();
-                assert_eq!(keys, want, "{shape} of {}", err.code());
-                assert_eq!(body["code"], err.code(), "{shape}");
-            }
+            keys.sort();
+            want.sort();
+            assert_eq!(keys, want, "{shape} of {}", err.code());
+            assert_eq!(body["code"], err.code(), "{shape}");
         }
     }
 

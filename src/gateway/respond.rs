@@ -8,7 +8,6 @@ use pingora::proxy::Session;
 use super::client_conn::Clocked;
 use crate::api::compat::Surface;
 use crate::common::error::GatewayError;
-use crate::common::request_id::RequestId;
 
 /// Write a complete JSON answer.
 pub(crate) async fn json(
@@ -25,22 +24,6 @@ pub(crate) async fn json(
     }
     session.write_response_header(Box::new(h), false).await?;
     session.write_response_body(Some(body), true).await
-}
-
-/// The complete HTTP/1.1 answer to a request head that could not be parsed (`client_conn.rs`
-/// writes it in place of Pingora's bare 400, with no session to write through): `400
-/// invalid_request` in the spec's Error shape, with its request id, and the connection closed
-/// (what follows a head that cannot be read cannot be framed).
-pub(crate) fn malformed_head(id: &RequestId) -> Vec<u8> {
-    let body = GatewayError::MalformedHead.body_for(id.as_str());
-    let mut out = format!(
-        "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
-         X-Request-Id: {id}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    out.extend_from_slice(&body);
-    out
 }
 
 /// Write `err` as the spec's Error object with its status (outside a gateway request: no

@@ -111,7 +111,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn routes() {
+    fn routes_operations_and_compat_surfaces() {
         use http::Method;
         assert_eq!(
             route(&Method::POST, "/api/v1/rerank").unwrap(),
@@ -137,6 +137,11 @@ mod tests {
                 .status(),
             404
         );
+    }
+
+    #[test]
+    fn routes_files_tasks_and_image_edits() {
+        use http::Method;
         assert_eq!(
             route(&Method::GET, "/api/v1/files/abc").unwrap(),
             Route::File
@@ -175,6 +180,11 @@ mod tests {
         ] {
             assert_eq!(route(&Method::GET, p).unwrap_err().status(), 404, "{p}");
         }
+    }
+
+    #[test]
+    fn routes_models_and_voices() {
+        use http::Method;
         assert_eq!(
             route(&Method::GET, "/api/v1/rerank").unwrap_err().status(),
             405
@@ -206,6 +216,11 @@ mod tests {
             route(&Method::POST, "/api/v1/models").unwrap_err().status(),
             405
         );
+    }
+
+    #[test]
+    fn unknown_paths_are_not_found() {
+        use http::Method;
         assert_eq!(
             route(&Method::POST, "/api/v1/nope").unwrap_err().status(),
             404

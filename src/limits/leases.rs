@@ -1,6 +1,6 @@
 //! The concurrent slots this instance holds in Redis, and the one task that keeps them alive.
 //!
-//! A slot is a lease that expires unless renewed ([`super::redis::LEASE`]). Rather than a task
+//! A slot is a lease that expires unless renewed ([`LEASE`]). Rather than a task
 //! and a timer per request (spawned, then aborted as nearly every request ends long before its
 //! first renewal), the instance lists the leases it holds, and one task renews them every third
 //! of a lease, one script call per caller. A lease id is this instance's random part and a
@@ -9,10 +9,36 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
 
-use super::redis::{eval, LEASE};
 use super::window::Now;
-use crate::store::redis_conn::RedisConn;
+use crate::store::redis_conn::{RedisConn, StoreConn};
+
+/// How long a concurrent slot lives without being renewed.
+pub(crate) const LEASE: Duration = Duration::from_secs(30);
+
+/// Run `script` with the keys and arguments `args` adds: by its SHA1 (`EVALSHA`: 40 bytes on the
+/// wire instead of the script's kilobyte, and no hashing of it on Redis's side per call), and
+/// with its text (`EVAL`, which also makes Redis keep it) when this Redis does not know it yet:
+/// after a restart, a `SCRIPT FLUSH`, or on a Cluster node that has not run it.
+async fn eval<T: redis::FromRedisValue>(
+    conn: &mut StoreConn,
+    (text, script): (&str, &redis::Script),
+    args: impl Fn(&mut redis::Cmd),
+) -> redis::RedisResult<T> {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(script.get_hash());
+    args(&mut cmd);
+    match cmd.query_async(conn).await {
+        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+            let mut cmd = redis::cmd("EVAL");
+            cmd.arg(text);
+            args(&mut cmd);
+            cmd.query_async(conn).await
+        }
+        answer => answer,
+    }
+}
 
 /// Renews a caller's leases: each only if it is still there (an expired one is not taken back,
 /// since its slot may be someone else's by now), and keeps the set alive as long as its newest

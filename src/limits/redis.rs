@@ -34,19 +34,15 @@
 //! when a reply is lost.
 
 use std::sync::{Arc, LazyLock};
-use std::time::Duration;
 
 use super::batch::{self, Batches};
 use super::check::{Check, Outcome};
-use super::leases::Leases;
+use super::leases::{Leases, LEASE};
 use super::owed::{Debt, Owed};
 use super::window::Now;
 use crate::metrics::Metrics;
 use crate::store::files::StoreError;
-use crate::store::redis_conn::{RedisConn, StoreConn};
-
-/// How long a concurrent slot lives without being renewed.
-pub(crate) const LEASE: Duration = Duration::from_secs(30);
+use crate::store::redis_conn::RedisConn;
 
 /// KEYS: the counters owed, the check's counters, its known counters, then the slot set (when
 /// a slot is asked for or leases are given back).
@@ -133,29 +129,6 @@ return {0, 0}
 
 /// The script as Redis knows it by its SHA1 (hashed once).
 static LIMITS: LazyLock<redis::Script> = LazyLock::new(|| redis::Script::new(SCRIPT));
-
-/// Run `script` with the keys and arguments `args` adds: by its SHA1 (`EVALSHA`: 40 bytes on the
-/// wire instead of the script's kilobyte, and no hashing of it on Redis's side per call), and
-/// with its text (`EVAL`, which also makes Redis keep it) when this Redis does not know it yet:
-/// after a restart, a `SCRIPT FLUSH`, or on a Cluster node that has not run it.
-pub(super) async fn eval<T: redis::FromRedisValue>(
-    conn: &mut StoreConn,
-    (text, script): (&str, &redis::Script),
-    args: impl Fn(&mut redis::Cmd),
-) -> redis::RedisResult<T> {
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(script.get_hash());
-    args(&mut cmd);
-    match cmd.query_async(conn).await {
-        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-            let mut cmd = redis::cmd("EVAL");
-            cmd.arg(text);
-            args(&mut cmd);
-            cmd.query_async(conn).await
-        }
-        answer => answer,
-    }
-}
 
 /// The counters of every caller, in one Redis (a handle: clones share the connection, what is
 /// owed and the leases held).
@@ -328,81 +301,25 @@ impl Counts {
     ) -> Result<Result<Option<Slot>, Outcome>, StoreError> {
         let no_debt = Debt::default();
         let owed = owed.unwrap_or(&no_debt);
-        let mut keys: Vec<String> = owed
-            .counters
-            .iter()
-            .map(|o| format!("{tag}:{}:{}", o.name, o.window))
-            .chain(
-                check
-                    .counters
-                    .iter()
-                    .chain(&check.known)
-                    .map(|c| format!("{tag}:{}:{}", c.limit.name, c.window)),
-            )
-            .collect();
-        if check.slot.is_some() || !owed.returned.is_empty() {
-            keys.push(format!("{tag}:concurrent"));
-        }
+        let keys = keys(tag, owed, check);
         let lease_ms = u64::try_from(LEASE.as_millis()).unwrap_or(u64::MAX);
         let expires = now.millis.saturating_add(lease_ms);
         let lease = check.slot.map(|_| self.inner.leases.mint());
         let id = lease.as_ref().map_or("", |(_, id)| id.as_str());
-        let keys = &keys;
-        let args = |cmd: &mut redis::Cmd| {
-            cmd.arg(keys.len()).arg(keys);
-            cmd.arg(owed.counters.len());
-            for o in &owed.counters {
-                cmd.arg(o.quota).arg(o.need).arg(o.add).arg(o.ttl);
-            }
-            cmd.arg(owed.returned.len()).arg(&owed.returned);
-            cmd.arg(check.counters.len());
-            for c in &check.counters {
-                cmd.arg(c.limit.quota).arg(c.need).arg(c.add).arg(c.ttl);
-            }
-            cmd.arg(check.slot.unwrap_or(0))
-                .arg(now.millis)
-                .arg(expires)
-                .arg(id);
-            cmd.arg(check.known.len());
-            for c in &check.known {
-                cmd.arg(c.limit.quota).arg(c.need);
-            }
-        };
         #[cfg(test)]
         self.inner
             .calls
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(LIMITS.get_hash());
-        args(&mut cmd);
+        let cmd = limits_cmd(&keys, owed, check, (now.millis, expires, id));
         // Sent with the caller's other calls made while the ready tasks run (`batch`).
         let (answer, first) = self.inner.batches.queue(tag, cmd);
         if first {
-            let mut sending = Sending {
-                counts: self.clone(),
-                tag: Some(tag.to_string()),
-                started: false,
-            };
-            tokio::spawn(async move {
-                tokio::task::yield_now().await;
-                sending.started = true;
-                let (inner, tag) = (&sending.counts.inner, sending.tag.as_deref().unwrap_or(""));
-                inner.batches.send(tag, &inner.conn, SCRIPT).await;
-            });
+            self.send_soon(tag);
         }
         let wait = self.inner.conn.timeout().saturating_mul(2);
         let reply: Vec<u64> = batch::reply(answer, wait).await?;
-        match reply.as_slice() {
-            [0, _] => {}
-            [at, used] => {
-                let at = usize::try_from(*at).unwrap_or(usize::MAX).saturating_sub(1);
-                return Ok(Err(Outcome::Refused { at, used: *used }));
-            }
-            _ => {
-                return Err(StoreError::Unavailable(format!(
-                    "limits script answered {reply:?}"
-                )))
-            }
+        if let Some(refused) = refused(&reply)? {
+            return Ok(Err(refused));
         }
         let Some((n, id)) = lease else {
             return Ok(Ok(None));
@@ -415,12 +332,97 @@ impl Counts {
             id: Some(id),
         })))
     }
+
+    /// Send `tag`'s batch once the worker has run the tasks that are ready now (their calls join
+    /// it).
+    fn send_soon(&self, tag: &str) {
+        let mut sending = Sending {
+            counts: self.clone(),
+            tag: Some(tag.to_string()),
+            started: false,
+        };
+        tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            sending.started = true;
+            let (inner, tag) = (&sending.counts.inner, sending.tag.as_deref().unwrap_or(""));
+            inner.batches.send(tag, &inner.conn, SCRIPT).await;
+        });
+    }
+}
+
+/// The script's keys for a call of caller `tag`: the counters owed, then the ones checked and
+/// known, then the caller's slots when a slot is asked for or given back.
+fn keys(tag: &str, owed: &Debt, check: &Check) -> Vec<String> {
+    let mut keys: Vec<String> = owed
+        .counters
+        .iter()
+        .map(|o| format!("{tag}:{}:{}", o.name, o.window))
+        .chain(
+            check
+                .counters
+                .iter()
+                .chain(&check.known)
+                .map(|c| format!("{tag}:{}:{}", c.limit.name, c.window)),
+        )
+        .collect();
+    if check.slot.is_some() || !owed.returned.is_empty() {
+        keys.push(format!("{tag}:concurrent"));
+    }
+    keys
+}
+
+/// The script's call (by its SHA1: `EVALSHA`) with `keys` and the arguments `SCRIPT` reads, in
+/// its order: what is owed, the checks, the slot asked for (`now`, its expiry, the lease id),
+/// the known uses.
+fn limits_cmd(
+    keys: &[String],
+    owed: &Debt,
+    check: &Check,
+    (now, expires, id): (u64, u64, &str),
+) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(LIMITS.get_hash());
+    cmd.arg(keys.len()).arg(keys);
+    cmd.arg(owed.counters.len());
+    for o in &owed.counters {
+        cmd.arg(o.quota).arg(o.need).arg(o.add).arg(o.ttl);
+    }
+    cmd.arg(owed.returned.len()).arg(&owed.returned);
+    cmd.arg(check.counters.len());
+    for c in &check.counters {
+        cmd.arg(c.limit.quota).arg(c.need).arg(c.add).arg(c.ttl);
+    }
+    cmd.arg(check.slot.unwrap_or(0))
+        .arg(now)
+        .arg(expires)
+        .arg(id);
+    cmd.arg(check.known.len());
+    for c in &check.known {
+        cmd.arg(c.limit.quota).arg(c.need);
+    }
+    cmd
+}
+
+/// The script's answer: `[0, _]` when everything fits; `[at, used]` when check `at` (from 1) is
+/// refused with `used` already counted.
+fn refused(reply: &[u64]) -> Result<Option<Outcome>, StoreError> {
+    match reply {
+        [0, _] => Ok(None),
+        [at, used] => {
+            let at = usize::try_from(*at).unwrap_or(usize::MAX).saturating_sub(1);
+            Ok(Some(Outcome::Refused { at, used: *used }))
+        }
+        _ => Err(StoreError::Unavailable(format!(
+            "limits script answered {reply:?}"
+        ))),
+    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use std::sync::atomic::Ordering;
+    use std::time::Duration;
 
     use super::super::{Limiter, Meter};
     use super::*;

@@ -1029,6 +1029,7 @@ mod tests {
 
     #[test]
     fn maps_errors() {
+        use UpstreamErrorKind as K;
         let p = ark();
         let e = |status, code: &str| {
             let body = json!({"error": {"code": code, "message": format!("{code} happened"),
@@ -1036,89 +1037,66 @@ mod tests {
             error_response(&p, status, &serde_json::to_vec(&body).unwrap())
         };
         let cases = [
-            (
-                400,
-                "InvalidParameter",
-                UpstreamErrorKind::InvalidRequest,
-                false,
-            ),
-            (
-                400,
-                "MissingParameter",
-                UpstreamErrorKind::InvalidRequest,
-                false,
-            ),
+            (400, "InvalidParameter", K::InvalidRequest, false),
+            (400, "MissingParameter", K::InvalidRequest, false),
             (
                 400,
                 "InputTextSensitiveContentDetected",
-                UpstreamErrorKind::ContentPolicy,
+                K::ContentPolicy,
                 false,
             ),
             (
                 400,
                 "InputImageSensitiveContentDetected",
-                UpstreamErrorKind::ContentPolicy,
+                K::ContentPolicy,
                 false,
             ),
             (
                 400,
                 "OutputImageSensitiveContentDetected",
-                UpstreamErrorKind::ContentPolicy,
+                K::ContentPolicy,
                 false,
             ),
-            (
-                400,
-                "InputTextRiskDetection",
-                UpstreamErrorKind::ContentPolicy,
-                false,
-            ),
-            (
-                401,
-                "AuthenticationError",
-                UpstreamErrorKind::AuthRejected,
-                false,
-            ),
+            (400, "InputTextRiskDetection", K::ContentPolicy, false),
+            (401, "AuthenticationError", K::AuthRejected, false),
             (
                 404,
                 "InvalidEndpointOrModel.NotFound",
-                UpstreamErrorKind::UnknownModel,
+                K::UnknownModel,
                 false,
             ),
             (
                 404,
                 "InvalidEndpointOrModel.ModelIDAccessDisabled",
-                UpstreamErrorKind::UnknownModel,
+                K::UnknownModel,
                 false,
             ),
-            (404, "ModelNotOpen", UpstreamErrorKind::UnknownModel, false),
+            (404, "ModelNotOpen", K::UnknownModel, false),
             (
                 429,
                 "RateLimitExceeded.EndpointRPMExceeded",
-                UpstreamErrorKind::RateLimited,
+                K::RateLimited,
                 true,
             ),
-            (429, "QuotaExceeded", UpstreamErrorKind::Failure, false),
-            (
-                403,
-                "AccountOverdueError",
-                UpstreamErrorKind::Failure,
-                false,
-            ),
-            (
-                500,
-                "InternalServiceError",
-                UpstreamErrorKind::Failure,
-                true,
-            ),
-            (503, "SomethingNew", UpstreamErrorKind::Failure, true),
+            (429, "QuotaExceeded", K::Failure, false),
+            (403, "AccountOverdueError", K::Failure, false),
+            (500, "InternalServiceError", K::Failure, true),
+            (503, "SomethingNew", K::Failure, true),
         ];
         for (status, code, kind, retryable) in cases {
             let err = e(status, code);
             assert_eq!((err.kind, err.retryable()), (kind, retryable), "{code}");
             assert_eq!(err.status, Some(status));
         }
+    }
+
+    #[test]
+    fn error_messages_name_the_param_and_hide_the_key() {
+        let p = ark();
+        let body = json!({"error": {"code": "InvalidParameter", "message": "InvalidParameter happened",
+                                    "param": "size", "type": "BadRequest"}});
         assert_eq!(
-            e(400, "InvalidParameter").message,
+            error_response(&p, 400, &serde_json::to_vec(&body).unwrap()).message,
             "InvalidParameter happened (param: size)"
         );
 

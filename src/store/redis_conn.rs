@@ -279,6 +279,95 @@ fn bad_url(url: &str, e: impl std::fmt::Display) -> InvalidRedisSettings {
     }
 }
 
+/// How connections to `topology` are made, its URLs checked (no I/O).
+fn dialer(topology: &Topology, timeout: Duration) -> Result<Dialer, InvalidRedisSettings> {
+    match topology {
+        Topology::Single { url } => {
+            let client = redis::Client::open(url.as_str()).map_err(|e| bad_url(url, e))?;
+            // No reconnect retries inside the manager: a retry loop there would hold a call
+            // past its time while Redis is down. The calls themselves retry (module docs).
+            let config = ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(timeout))
+                .set_response_timeout(Some(timeout))
+                .set_number_of_retries(0);
+            Ok(Dialer::Single { client, config })
+        }
+        Topology::Cluster { nodes } => {
+            if nodes.is_empty() {
+                return Err(InvalidRedisSettings::Topology(
+                    "redis cluster needs at least one node".into(),
+                ));
+            }
+            for url in nodes {
+                redis::Client::open(url.as_str()).map_err(|e| bad_url(url, e))?;
+            }
+            // The cluster client's own retries follow redirections (`MOVED`, `ASK`) and
+            // refresh its slot map; `run`'s deadline still bounds every call.
+            let client = ClusterClient::builder(nodes.iter().map(String::as_str))
+                .connection_timeout(timeout)
+                .response_timeout(timeout)
+                .retries(3)
+                .build()
+                .map_err(|e| InvalidRedisSettings::Topology(format!("redis cluster: {e}")))?;
+            Ok(Dialer::Cluster(client))
+        }
+        Topology::Sentinel {
+            sentinels,
+            master,
+            username,
+            password,
+            db,
+            min_replicas_acked,
+        } => sentinel_dialer(
+            (sentinels, master),
+            (username.as_deref(), password.as_deref()),
+            (*db, *min_replicas_acked),
+            timeout,
+        ),
+    }
+}
+
+/// [`dialer`] for primary `master` found through `sentinels`: its nodes' credentials and
+/// database, and how many replicas must acknowledge a write.
+fn sentinel_dialer(
+    (sentinels, master): (&[String], &str),
+    (username, password): (Option<&str>, Option<&str>),
+    (db, min_replicas_acked): (i64, u32),
+    timeout: Duration,
+) -> Result<Dialer, InvalidRedisSettings> {
+    if sentinels.is_empty() {
+        return Err(InvalidRedisSettings::Topology(
+            "redis sentinel needs at least one sentinel url".into(),
+        ));
+    }
+    if master.is_empty() {
+        return Err(InvalidRedisSettings::Topology(
+            "redis sentinel needs the master's name".into(),
+        ));
+    }
+    for url in sentinels {
+        redis::Client::open(url.as_str()).map_err(|e| bad_url(url, e))?;
+    }
+    let sentinel = Sentinel::build(sentinels.iter().map(String::as_str).collect())
+        .map_err(|e| InvalidRedisSettings::Topology(format!("redis sentinel: {e}")))?;
+    let mut info = redis::RedisConnectionInfo::default().set_db(db);
+    if let Some(u) = username {
+        info = info.set_username(u);
+    }
+    if let Some(p) = password {
+        info = info.set_password(p);
+    }
+    Ok(Dialer::Sentinel {
+        sentinel: tokio::sync::Mutex::new(sentinel),
+        master: master.to_string(),
+        node: SentinelNodeConnectionInfo::default().set_redis_connection_info(info),
+        config: AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout)),
+        min_replicas_acked,
+    })
+}
+
 impl RedisConn {
     /// A connection for `settings`. No I/O: only the URLs are checked here, and Redis need not
     /// be up.
@@ -287,77 +376,7 @@ impl RedisConn {
             return Err(InvalidRedisSettings::ZeroTimeout);
         }
         let timeout = settings.timeout;
-        let dialer = match &settings.topology {
-            Topology::Single { url } => {
-                let client = redis::Client::open(url.as_str()).map_err(|e| bad_url(url, e))?;
-                // No reconnect retries inside the manager: a retry loop there would hold a call
-                // past its time while Redis is down. The calls themselves retry (module docs).
-                let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(timeout))
-                    .set_response_timeout(Some(timeout))
-                    .set_number_of_retries(0);
-                Dialer::Single { client, config }
-            }
-            Topology::Cluster { nodes } => {
-                if nodes.is_empty() {
-                    return Err(InvalidRedisSettings::Topology(
-                        "redis cluster needs at least one node".into(),
-                    ));
-                }
-                for url in nodes {
-                    redis::Client::open(url.as_str()).map_err(|e| bad_url(url, e))?;
-                }
-                // The cluster client's own retries follow redirections (`MOVED`, `ASK`) and
-                // refresh its slot map; `run`'s deadline still bounds every call.
-                let client = ClusterClient::builder(nodes.iter().map(String::as_str))
-                    .connection_timeout(timeout)
-                    .response_timeout(timeout)
-                    .retries(3)
-                    .build()
-                    .map_err(|e| InvalidRedisSettings::Topology(format!("redis cluster: {e}")))?;
-                Dialer::Cluster(client)
-            }
-            Topology::Sentinel {
-                sentinels,
-                master,
-                username,
-                password,
-                db,
-                min_replicas_acked,
-            } => {
-                if sentinels.is_empty() {
-                    return Err(InvalidRedisSettings::Topology(
-                        "redis sentinel needs at least one sentinel url".into(),
-                    ));
-                }
-                if master.is_empty() {
-                    return Err(InvalidRedisSettings::Topology(
-                        "redis sentinel needs the master's name".into(),
-                    ));
-                }
-                for url in sentinels {
-                    redis::Client::open(url.as_str()).map_err(|e| bad_url(url, e))?;
-                }
-                let sentinel = Sentinel::build(sentinels.iter().map(String::as_str).collect())
-                    .map_err(|e| InvalidRedisSettings::Topology(format!("redis sentinel: {e}")))?;
-                let mut info = redis::RedisConnectionInfo::default().set_db(*db);
-                if let Some(u) = username {
-                    info = info.set_username(u);
-                }
-                if let Some(p) = password {
-                    info = info.set_password(p);
-                }
-                Dialer::Sentinel {
-                    sentinel: tokio::sync::Mutex::new(sentinel),
-                    master: master.clone(),
-                    node: SentinelNodeConnectionInfo::default().set_redis_connection_info(info),
-                    config: AsyncConnectionConfig::new()
-                        .set_connection_timeout(Some(timeout))
-                        .set_response_timeout(Some(timeout)),
-                    min_replicas_acked: *min_replicas_acked,
-                }
-            }
-        };
+        let dialer = dialer(&settings.topology, timeout)?;
         Ok(RedisConn {
             shared: Arc::new(Shared {
                 dialer,

@@ -1,5 +1,5 @@
 //! The byte layout of the generated `cl100k_base` tables, shared by `build.rs` (which writes them)
-//! and [`super::vocab`] (which reads them), so the two cannot disagree.
+//! and `vocab.rs` (which reads them), so the two cannot disagree.
 //!
 //! - **Vocabulary**: an open-addressing hash table of [`SLOTS`] slots of [`SLOT_BYTES`] bytes,
 //!   followed by the bytes of every token longer than 8 bytes past its eighth byte. A slot is

@@ -1,6 +1,8 @@
 //! Image generation: validated (with the provider's own refusals), then generated and answered,
 //! or accepted as an asynchronous task whose id is answered at once.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use pingora::proxy::Session;
 
@@ -12,12 +14,14 @@ use super::super::outcome::{Call, Outcome};
 use super::super::{lifecycle, mount};
 use crate::api::images;
 use crate::cache::KeyBuilder;
+use crate::catalog::Model;
 use crate::common::authority;
 use crate::common::error::GatewayError;
 use crate::common::image_input::ImageInput;
 use crate::common::Operation;
 use crate::config::GatewaySettings;
-use crate::engine::images::{generate, Synchronous};
+use crate::engine::images::{generate, Images, Synchronous};
+use crate::money::{Amount, Currency};
 
 /// `POST /api/v1/images/generations` (and an image edit, turned into a generation's body).
 pub(crate) async fn images(call: &mut Call<'_>, body: Bytes) -> Outcome {
@@ -57,7 +61,7 @@ async fn answer(
     out: &mut Outcome,
     cached: &mut Vec<(&'static str, String)>,
 ) -> Result<Bytes, GatewayError> {
-    let (state, s) = (call.state, call.settings);
+    let s = call.settings;
     // The provider's own refusals, before a task is accepted or a call is sent.
     crate::engine::images::validate(&s.adapters, &req)?;
     // Reference images' pixels (megapixel prices bill them), read once from their headers.
@@ -76,86 +80,136 @@ async fn answer(
     if let Some(prefix) = call.prefix {
         base.push_str(prefix);
     }
+    if req.is_async {
+        return accept_task(call, req, body, base, out, checked).await;
+    }
+    let inputs = (&input_pixels[..], unmeasured_inputs);
+    generate_now(call, req, body, &base, out, cached, inputs).await
+}
+
+/// Accept `req` as an asynchronous task: its id is answered at once, its images are charged as
+/// asked (and, against a money budget, at the cost it was `checked` against).
+async fn accept_task(
+    call: &mut Call<'_>,
+    req: images::ImageRequest<'_>,
+    body: &Bytes,
+    base: String,
+    out: &mut Outcome,
+    checked: Option<(Amount, Currency)>,
+) -> Result<Bytes, GatewayError> {
+    let (state, s) = (call.state, call.settings);
     let owner = call.owner().to_string();
-    let result = if req.is_async {
-        // What the attempt loop would refuse at once (no usable target) is refused here, before
-        // a task is made: the caller gets the 503 a synchronous request gets, not a task that
-        // can only fail.
-        crate::engine::attempts::servable(&req.model)?;
-        let asked = req.n;
-        let model = req.model.name.clone();
-        drop(req);
-        let accepted =
-            image_tasks::start(state, s, call.region, owner, model, body.clone(), base).await?;
-        // A task runs past this request: its images are charged as asked when it is accepted.
-        out.charge = Some(super::super::access_log::Usage {
-            images: asked,
-            ..Default::default()
-        });
-        out.cost = Some(RequestCost::Asynchronous);
-        // And, against a money budget, the cost it was checked against (the dearest target's).
-        out.cost_charge = checked;
-        accepted
-    } else {
-        // A generation answered now may be served from the response cache (a task may not: its
-        // id is its own).
-        let plan = Plan::of(call, &req.model, "images", |b| key_fields(b, &req));
-        let mut lead = None;
-        if let Some(plan) = &plan {
-            match plan.look().await {
-                Looked::Served(body, meta, status, age) => {
-                    plan.served(out, cached, status, age, &meta);
-                    out.usage.images = meta.usage;
-                    return Ok(body);
-                }
-                Looked::Lead(leader, status) => {
-                    plan.leads(out, cached, status);
-                    lead = Some(leader);
-                }
+    // What the attempt loop would refuse at once (no usable target) is refused here, before
+    // a task is made: the caller gets the 503 a synchronous request gets, not a task that
+    // can only fail.
+    crate::engine::attempts::servable(&req.model)?;
+    let asked = req.n;
+    let model = req.model.name.clone();
+    drop(req);
+    let accepted =
+        image_tasks::start(state, s, call.region, owner, model, body.clone(), base).await?;
+    // A task runs past this request: its images are charged as asked when it is accepted.
+    out.charge = Some(super::super::access_log::Usage {
+        images: asked,
+        ..Default::default()
+    });
+    out.cost = Some(RequestCost::Asynchronous);
+    // And, against a money budget, the cost it was checked against (the dearest target's).
+    out.cost_charge = checked;
+    to_json(&accepted)
+}
+
+/// Generate `req` now, or serve it from the response cache (a task may not be: its id is its
+/// own); a request that leads a cache flight hands its answer to the followers and the store.
+async fn generate_now(
+    call: &mut Call<'_>,
+    req: images::ImageRequest<'_>,
+    body: &Bytes,
+    base: &str,
+    out: &mut Outcome,
+    cached: &mut Vec<(&'static str, String)>,
+    (input_pixels, unmeasured_inputs): (&[u64], u64),
+) -> Result<Bytes, GatewayError> {
+    let (state, s) = (call.state, call.settings);
+    let owner = call.owner().to_string();
+    let plan = Plan::of(call, &req.model, "images", |b| key_fields(b, &req));
+    let mut lead = None;
+    if let Some(plan) = &plan {
+        match plan.look().await {
+            Looked::Served(body, meta, status, age) => {
+                plan.served(out, cached, status, age, &meta);
+                out.usage.images = meta.usage;
+                return Ok(body);
+            }
+            Looked::Lead(leader, status) => {
+                plan.leads(out, cached, status);
+                lead = Some(leader);
             }
         }
-        let engine = state.images(s);
-        let progress = Synchronous::new(&engine);
-        let mut model = req.model.clone();
-        // What the cost needs of the request, which the engine takes.
-        let (mut size, mut quality) = (req.size.to_string(), req.quality);
-        let result = match generate(&engine, call.region, req, &base, &progress).await {
-            // Every target turned out retired by its provider, before anything was answered:
-            // the same body, validated against the successor, is served by it.
-            Err(e) if super::handed_to_successor(&s.catalog, &model, &e) => {
-                let req = images::parse(body, &s.catalog, s.retry.max_retries)?;
-                crate::engine::images::validate(&s.adapters, &req)?;
-                (model, size, quality) = (req.model.clone(), req.size.to_string(), req.quality);
-                out.model = Some(model.clone());
-                generate(&engine, call.region, req, &base, &progress).await?
-            }
-            generated => generated?,
-        };
-        image_tasks::keep_finished(state, s, &owner, &model.name, &result).await;
-        out.usage.images = result.data.len() as u64;
-        // The provider's token usage (GPT image models), which the cost is computed from.
-        if let Some(usage) = result.facts.as_ref().and_then(|f| f.usage.as_ref()) {
-            out.image_tokens(usage);
-        }
-        let asked = ImagesAsked {
-            size: &size,
-            quality,
-            input_pixels: &input_pixels,
-            unmeasured_inputs,
-        };
-        out.cost = Some(RequestCost::of_images(&model, &result, &asked));
-        let json = to_json(&result)?;
-        if let (Some(plan), Some(leader)) = (&plan, lead) {
-            leader.push(&json);
-            // Links expire (a provider's within hours, the gateway's hosted files after
-            // `images.file_ttl`): only an answer whose images are inline is kept.
-            let inline = result.data.iter().all(|i| i.url.is_none());
-            let meta = plan.meta(out.usage.images, out.cost.as_ref());
-            leader.finish(meta, plan.store && inline).await;
-        }
-        return Ok(json);
+    }
+    let engine = state.images(s);
+    let (result, model, size, quality) =
+        generate_served(call, &engine, req, body, base, out).await?;
+    image_tasks::keep_finished(state, s, &owner, &model.name, &result).await;
+    out.usage.images = result.data.len() as u64;
+    // The provider's token usage (GPT image models), which the cost is computed from.
+    if let Some(usage) = result.facts.as_ref().and_then(|f| f.usage.as_ref()) {
+        out.image_tokens(usage);
+    }
+    let asked = ImagesAsked {
+        size: &size,
+        quality,
+        input_pixels,
+        unmeasured_inputs,
     };
-    to_json(&result)
+    out.cost = Some(RequestCost::of_images(&model, &result, &asked));
+    let json = to_json(&result)?;
+    if let (Some(plan), Some(leader)) = (&plan, lead) {
+        leader.push(&json);
+        // Links expire (a provider's within hours, the gateway's hosted files after
+        // `images.file_ttl`): only an answer whose images are inline is kept.
+        let inline = result.data.iter().all(|i| i.url.is_none());
+        let meta = plan.meta(out.usage.images, out.cost.as_ref());
+        leader.finish(meta, plan.store && inline).await;
+    }
+    Ok(json)
+}
+
+/// What [`generate_served`] gives: the result, the model that served it, and the size and
+/// quality its cost is counted by.
+type Served = (
+    images::ImageResult,
+    Arc<Model>,
+    String,
+    Option<&'static str>,
+);
+
+/// Generate `req`; when every target of its model turned out retired by its provider before
+/// anything was answered, the same body, validated against the successor, is served by it.
+async fn generate_served(
+    call: &Call<'_>,
+    engine: &Images<'_>,
+    req: images::ImageRequest<'_>,
+    body: &Bytes,
+    base: &str,
+    out: &mut Outcome,
+) -> Result<Served, GatewayError> {
+    let s = call.settings;
+    let progress = Synchronous::new(engine);
+    let model = req.model.clone();
+    // What the cost needs of the request, which the engine takes.
+    let (size, quality) = (req.size.to_string(), req.quality);
+    match generate(engine, call.region, req, base, &progress).await {
+        Err(e) if super::handed_to_successor(&s.catalog, &model, &e) => {
+            let req = images::parse(body, &s.catalog, s.retry.max_retries)?;
+            crate::engine::images::validate(&s.adapters, &req)?;
+            let (model, size, quality) = (req.model.clone(), req.size.to_string(), req.quality);
+            out.model = Some(model.clone());
+            let result = generate(engine, call.region, req, base, &progress).await?;
+            Ok((result, model, size, quality))
+        }
+        generated => Ok((generated?, model, size, quality)),
+    }
 }
 
 fn to_json(result: &images::ImageResult) -> Result<Bytes, GatewayError> {

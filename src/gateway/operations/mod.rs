@@ -9,6 +9,7 @@ mod rerank;
 mod speech;
 mod speech_cached;
 mod speech_forms;
+mod speech_provide;
 
 pub(crate) use images::images;
 pub(crate) use rerank::rerank;

@@ -1,14 +1,14 @@
 //! Speech through the response cache: a hit streams the stored answer with the head a miss has
 //! (plus `Switchyard-Cache: hit` and `Age`); a request identical to one in flight follows it,
 //! writing each piece of the leader's answer as it arrives; otherwise the request leads (asks the
-//! provider, `speech::provide`) and its complete answer is stored.
+//! provider, `speech_provide.rs`) and its complete answer is stored.
 
 use bytes::Bytes;
 
 use super::super::cached::{lookup_span, CacheUse, Plan, Status};
 use super::super::outcome::{Call, Failure, Outcome};
 use super::super::{lifecycle, mount, respond};
-use super::speech::provide;
+use super::speech_provide::provide;
 use crate::api::speech::{self, SpeechRequest};
 use crate::cache::{Entry, Follow, Joined, Reader};
 use crate::cost::Planned;

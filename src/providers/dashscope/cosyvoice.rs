@@ -37,7 +37,7 @@ use super::speech::{url_answer, PcmEvents, SSE_HEADER};
 
 const SPEECH_PATH: &str = "/api/v1/services/audio/tts/SpeechSynthesizer";
 
-/// The families whose models are CosyVoice's (the DashScope speech adapter routes them here).
+/// The families whose models are CosyVoice's (the DashScope kind routes them here).
 const FAMILY: &str = "cosyvoice";
 
 /// Asked for every format: the public `pcm` is 24 kHz, and one rate keeps the formats alike.
@@ -149,7 +149,7 @@ mod tests {
         let catalog = catalog();
         let req = parse(body.as_bytes(), &catalog, 3).unwrap();
         assert!(serves(&req));
-        crate::providers::dashscope::speech::speech_request(&req.model.targets[0], &req).unwrap()
+        crate::providers::dashscope::speech_request(&req.model.targets[0], &req).unwrap()
     }
 
     #[test]

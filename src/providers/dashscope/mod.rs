@@ -12,16 +12,23 @@ pub(crate) mod images;
 pub(crate) mod rerank;
 pub(crate) mod speech;
 
+use std::sync::Arc;
+
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::common::error::UpstreamError;
 
 use crate::api::adapter::Adapters;
+use crate::api::speech::SpeechRequest;
+use crate::catalog::Target;
+use crate::common::error::GatewayError;
 use crate::common::error::UpstreamErrorKind;
+use crate::common::native::NativeRequest;
 use crate::common::native::PollRequest;
 use crate::providers::formats::errors::{status_error, UNKNOWN_CODE_STATUS};
 use crate::providers::registry::{ImageFns, Kind, RerankFns, SpeechFns, TaskFns};
+use crate::stream::audio::SpeechDecoding;
 use crate::upstream::provider::Auth;
 use crate::upstream::provider::Provider;
 
@@ -140,6 +147,25 @@ pub(crate) fn native_code(code: &str) -> Option<(UpstreamErrorKind, u16)> {
     })
 }
 
+/// A speech request to DashScope: CosyVoice's families have their own endpoint and body
+/// (`cosyvoice.rs`); every other model is Qwen-TTS (`speech.rs`).
+fn speech_request(target: &Target, req: &SpeechRequest<'_>) -> Result<NativeRequest, GatewayError> {
+    if cosyvoice::serves(req) {
+        cosyvoice::speech_request(target, req)
+    } else {
+        speech::speech_request(target, req)
+    }
+}
+
+/// How the answer to [`speech_request`]'s request is read.
+fn speech_decoding(provider: &Arc<Provider>, req: &SpeechRequest<'_>) -> SpeechDecoding {
+    if cosyvoice::serves(req) {
+        cosyvoice::speech_decoding(provider, req)
+    } else {
+        speech::speech_decoding(provider, req)
+    }
+}
+
 /// The DashScope kind: Bearer key; speech, images (run as tasks) and rerank.
 pub(crate) fn kind(key: &str) -> Result<Kind, String> {
     Ok(Kind {
@@ -150,8 +176,8 @@ pub(crate) fn kind(key: &str) -> Result<Kind, String> {
         result_hosts: &["*.aliyuncs.com"],
         adapters: Adapters {
             speech: Some(Box::new(SpeechFns {
-                request: speech::speech_request,
-                decoding: Some(speech::speech_decoding),
+                request: speech_request,
+                decoding: Some(speech_decoding),
             })),
             images: Some(Box::new(ImageFns {
                 request: images::image_request,
@@ -244,7 +270,11 @@ mod tests {
         let e = error_response(&p, 502, b"<html>bad gateway</html>");
         assert_eq!(e.kind, UpstreamErrorKind::Failure);
         assert_eq!(e.message, "HTTP 502");
+    }
 
+    #[test]
+    fn a_model_it_does_not_serve_is_an_unknown_model() {
+        let p = provider();
         // A model DashScope does not serve: its 400 `InvalidParameter` "Model not exist.", the
         // `ModelNotFound` code, or an account that may not use the model.
         for (status, body) in [
@@ -277,7 +307,11 @@ mod tests {
             br#"{"code":"InvalidParameter","message":"Model not exist in this size list: 99x99"}"#,
         );
         assert_eq!(e.kind, UpstreamErrorKind::InvalidRequest);
+    }
 
+    #[test]
+    fn maps_ip_and_compatible_mode_errors() {
+        let p = provider();
         let e = error_response(
             &p,
             400,

@@ -1,6 +1,7 @@
 //! Alibaba Cloud Model Studio (DashScope / 百炼) Qwen-TTS speech
 //! (`POST /api/v1/services/aigc/multimodal-generation/generation`). CosyVoice models (their own
-//! endpoint and body) are routed to `cosyvoice.rs`, which reuses this file's answer readers.
+//! endpoint and body) are routed to `cosyvoice.rs` by the kind (`mod.rs`); it reuses this file's
+//! answer readers.
 //!
 //! The native request nests the text: `{"model", "input": {"text", "voice", …}}`, and the family's
 //! native options (`language_type`, `optimize_instructions`) live inside `input` too, as does the
@@ -134,9 +135,6 @@ pub(crate) fn speech_request(
     target: &Target,
     req: &SpeechRequest<'_>,
 ) -> Result<NativeRequest, GatewayError> {
-    if super::cosyvoice::serves(req) {
-        return super::cosyvoice::speech_request(target, req);
-    }
     // Validation only lets the family's formats through when the caller names one; a format that
     // still arrives here (e.g. a default the family cannot produce) is refused rather than served
     // as WAV under another format's Content-Type.
@@ -176,9 +174,6 @@ pub(crate) fn speech_request(
 // ---- translation back ------------------------------------------------------------------------
 
 pub(crate) fn speech_decoding(provider: &Arc<Provider>, req: &SpeechRequest<'_>) -> SpeechDecoding {
-    if super::cosyvoice::serves(req) {
-        return super::cosyvoice::speech_decoding(provider, req);
-    }
     // `speech_request` refused any other format, so nothing was sent for one.
     match mode(req.response_format) {
         Some(Mode::WavUrl) => SpeechDecoding::Decode(Box::new(Whole::new(provider, url_answer))),
