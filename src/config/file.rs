@@ -434,7 +434,7 @@ pub(crate) struct ProviderFile {
     /// Largest non-streamed answer read from the provider, in bytes (default 64 MiB).
     #[serde(default = "d_max_response")]
     pub(crate) max_response_bytes: usize,
-    /// Hosts result URLs may be downloaded from (absent: the kind's default, see the README).
+    /// Hosts result URLs may be downloaded from (absent: the kind's default, see docs/guide/providers.md).
     #[serde(default)]
     pub(crate) result_hosts: Option<Vec<String>>,
     /// `tls:` — which certificate authorities this provider's certificates must chain to.
@@ -487,7 +487,7 @@ impl Default for TimeoutsFile {
 /// One public model under `models:`: its capability family and the targets that serve it.
 #[derive(Debug, Deserialize)]
 pub(crate) struct ModelFile {
-    /// Capability family from the built-in table (see the README).
+    /// Capability family from the built-in table (see docs/guide/families.md).
     pub(crate) family: String,
     /// The provider accounts and native models that serve it (retries move between them).
     pub(crate) targets: Vec<TargetFile>,

@@ -252,7 +252,7 @@ fn overrides(m: &ModelFile, family: Caps, at: &str, errors: &mut Vec<String>) ->
     }
     for key in ignored {
         log::warn!(
-            "{at}.{key}: ignored for a {} model (see capabilities in the README)",
+            "{at}.{key}: ignored for a {} model (see docs/guide/capabilities.md)",
             family.operation().as_str()
         );
     }
