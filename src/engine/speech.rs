@@ -92,14 +92,7 @@ pub(crate) async fn prime<'u>(
     decoding: SpeechDecoding,
     sse: bool,
 ) -> Result<Primed<'u>, UpstreamError> {
-    let (mut decoder, mut native) = match decoding {
-        SpeechDecoding::Passthrough if sse => (None, Native::Events),
-        SpeechDecoding::Passthrough => (None, Native::Audio),
-        SpeechDecoding::Decode(d) => {
-            let native = d.native();
-            (Some(d), native)
-        }
-    };
+    let (mut decoder, mut native) = reader(decoding, sse);
     expect::content_type(&provider, native, resp.headers())?;
     // Raw audio passed through keeps the provider's length; anything decoded or re-framed
     // (SSE, a downloaded result file) is streamed chunked.
@@ -115,29 +108,10 @@ pub(crate) async fn prime<'u>(
     loop {
         let chunk = resp.chunk().await?;
         let ended = chunk.is_none();
-        let arrived = match held.as_mut() {
-            None => chunk.into_iter().collect(),
-            Some(held_chunks) => {
-                held_chunks.extend(chunk);
-                match expect::judge(native, &first_bytes(held_chunks), ended) {
-                    Verdict::NeedMore if !ended => continue,
-                    Verdict::Not(what) => {
-                        return Err(expect::not_the_answer(&provider, native, what))
-                    }
-                    Verdict::NeedMore | Verdict::Fine => held.take().unwrap_or_default(),
-                }
-            }
+        let Some(arrived) = arrived(&mut held, chunk, ended, native, &provider)? else {
+            continue;
         };
-        for chunk in arrived {
-            match &mut decoder {
-                None => {
-                    if !chunk.is_empty() {
-                        pending.push(chunk);
-                    }
-                }
-                Some(d) => d.push(&chunk, &mut pending)?,
-            }
-        }
+        decode_arrived(&mut decoder, arrived, &mut pending)?;
         if ended {
             let usage = match &mut decoder {
                 None => SpeechUsage::default(),
@@ -184,6 +158,58 @@ pub(crate) async fn prime<'u>(
             return Ok(primed);
         }
     }
+}
+
+/// What the first step of a speech answer reads with: its decoder (none: the body is passed
+/// through) and the kind of native body it is.
+fn reader(decoding: SpeechDecoding, sse: bool) -> (Option<Box<dyn AudioDecoder>>, Native) {
+    match decoding {
+        SpeechDecoding::Passthrough if sse => (None, Native::Events),
+        SpeechDecoding::Passthrough => (None, Native::Audio),
+        SpeechDecoding::Decode(d) => {
+            let native = d.native();
+            (Some(d), native)
+        }
+    }
+}
+
+/// The native chunks to decode now: `chunk` itself once the body's first bytes are judged;
+/// before that, chunks are held until the bytes can be judged (`None`: not yet).
+fn arrived(
+    held: &mut Option<Vec<Bytes>>,
+    chunk: Option<Bytes>,
+    ended: bool,
+    native: Native,
+    provider: &Arc<Provider>,
+) -> Result<Option<Vec<Bytes>>, UpstreamError> {
+    let Some(held_chunks) = held.as_mut() else {
+        return Ok(Some(chunk.into_iter().collect()));
+    };
+    held_chunks.extend(chunk);
+    match expect::judge(native, &first_bytes(held_chunks), ended) {
+        Verdict::NeedMore if !ended => Ok(None),
+        Verdict::Not(what) => Err(expect::not_the_answer(provider, native, what)),
+        Verdict::NeedMore | Verdict::Fine => Ok(Some(held.take().unwrap_or_default())),
+    }
+}
+
+/// Decode `arrived` onto `pending` (passed through as it is without a decoder).
+fn decode_arrived(
+    decoder: &mut Option<Box<dyn AudioDecoder>>,
+    arrived: Vec<Bytes>,
+    pending: &mut Vec<Bytes>,
+) -> Result<(), UpstreamError> {
+    for chunk in arrived {
+        match decoder {
+            None => {
+                if !chunk.is_empty() {
+                    pending.push(chunk);
+                }
+            }
+            Some(d) => d.push(&chunk, pending)?,
+        }
+    }
+    Ok(())
 }
 
 impl Primed<'_> {

@@ -271,9 +271,31 @@ impl Upstream {
         })
     }
 
-    /// The connector of HTTP/1 peers, which WebSockets are opened with too.
-    pub(super) fn transport(&self) -> &TransportConnector {
-        &self.h1
+    /// Connect to `provider`'s endpoint for `region` as to an HTTP/1 peer (the account's CA,
+    /// resolver and timeouts; ALPN http/1.1 only), then open `req`'s WebSocket on that stream.
+    async fn open(
+        &self,
+        provider: &Provider,
+        region: &str,
+        req: &crate::common::native::SocketRequest,
+    ) -> Result<super::socket::Socket, UpstreamError> {
+        let name = provider.name.as_str();
+        let ep = provider.endpoint(region).ok_or_else(|| {
+            UpstreamError::new(UpstreamErrorKind::Connect, name, "no base_url configured")
+        })?;
+        provider.credentials_ready().await?;
+        let addrs = self
+            .resolve(&ep.host, ep.port)
+            .await
+            .map_err(|m| UpstreamError::new(UpstreamErrorKind::Connect, name, m))?;
+        let mut peer = HttpPeer::new(addrs[0], ep.tls, ep.host.clone());
+        peer.options = ep.options.clone();
+        peer.options.alpn = pingora::protocols::ALPN::H1;
+        peer.group_key = ep.pool_group;
+        let stream = Box::pin(self.h1.new_stream(&peer))
+            .await
+            .map_err(|e| classify(name, &e))?;
+        super::socket::handshake(stream, provider, ep, req).await
     }
 
     /// A connection to `peer`: a pooled one when there is one, else a new one.

@@ -15,8 +15,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use pingora::protocols::Stream;
-use pingora::protocols::ALPN;
-use pingora::upstreams::peer::HttpPeer;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
@@ -25,7 +23,6 @@ use tokio_tungstenite::WebSocketStream;
 use crate::common::error::{UpstreamError, UpstreamErrorKind};
 use crate::common::native::SocketRequest;
 use crate::upstream::endpoint::Endpoint;
-use crate::upstream::exchange::Upstream;
 use crate::upstream::provider::{Provider, Signable};
 
 /// How long closing an open socket may take (a courtesy to the provider; the answer is complete).
@@ -40,51 +37,35 @@ pub(crate) struct Socket {
     ended: bool,
 }
 
-impl Upstream {
-    /// Open `req`'s WebSocket on `provider`'s endpoint for `region` and send its messages.
-    pub(crate) async fn open(
-        &self,
-        provider: &Provider,
-        region: &str,
-        req: &SocketRequest,
-    ) -> Result<Socket, UpstreamError> {
-        let name = provider.name.as_str();
-        let ep = provider.endpoint(region).ok_or_else(|| {
-            UpstreamError::new(UpstreamErrorKind::Connect, name, "no base_url configured")
-        })?;
-        provider.credentials_ready().await?;
-        let path = ep.path(&req.path);
-        let request = handshake_request(provider, ep, &path, req)?;
-        let addrs = self
-            .resolve(&ep.host, ep.port)
-            .await
-            .map_err(|m| UpstreamError::new(UpstreamErrorKind::Connect, name, m))?;
-        let mut peer = HttpPeer::new(addrs[0], ep.tls, ep.host.clone());
-        peer.options = ep.options.clone();
-        peer.options.alpn = ALPN::H1;
-        peer.group_key = ep.pool_group;
-        let stream = Box::pin(self.transport().new_stream(&peer))
-            .await
-            .map_err(|e| super::exchange::classify(name, &e))?;
-        let read_timeout = ep.options.read_timeout;
-        let config = WebSocketConfig::default().max_message_size(Some(provider.max_response_bytes));
-        let handshake = tokio_tungstenite::client_async_with_config(request, stream, Some(config));
-        let (mut ws, _) = within(read_timeout, name, handshake)
+/// Run `req`'s WebSocket handshake over `stream` (connected to `ep` by the exchange, with the
+/// account's TLS and timeouts) and send its messages.
+pub(crate) async fn handshake(
+    stream: Stream,
+    provider: &Provider,
+    ep: &Endpoint,
+    req: &SocketRequest,
+) -> Result<Socket, UpstreamError> {
+    let name = provider.name.as_str();
+    let path = ep.path(&req.path);
+    let request = handshake_request(provider, ep, &path, req)?;
+    let read_timeout = ep.options.read_timeout;
+    let config = WebSocketConfig::default().max_message_size(Some(provider.max_response_bytes));
+    let handshake = tokio_tungstenite::client_async_with_config(request, stream, Some(config));
+    let (mut ws, _) = within(read_timeout, name, handshake)
+        .await?
+        .map_err(|e| handshake_error(provider, e))?;
+    for message in &req.messages {
+        let send = ws.send(Message::text(message.as_str()));
+        within(read_timeout, name, send)
             .await?
-            .map_err(|e| handshake_error(provider, e))?;
-        for message in &req.messages {
-            let send = ws.send(Message::text(message.as_str()));
-            within(read_timeout, name, send)
-                .await?
-                .map_err(|e| socket_error(name, &e))?;
-        }
-        Ok(Socket {
-            ws,
-            last: req.last,
-            read_timeout,
-            ended: false,
-        })
+            .map_err(|e| socket_error(name, &e))?;
     }
+    Ok(Socket {
+        ws,
+        last: req.last,
+        read_timeout,
+        ended: false,
+    })
 }
 
 impl Socket {
