@@ -535,7 +535,8 @@ mod tests {
         for m in ["tts-1", "tts-1-hd", "gpt-4o-mini-tts"] {
             let e = t.get("openai", m).expect(m);
             assert_eq!(e.shutdown.unwrap().to_string(), "2027-01-06", "{m}");
-            assert!(e.replacement.is_empty(), "{m}: none on /v1/audio/speech");
+            // Served only on the Realtime API, which the gateway speaks behind the speech API.
+            assert_eq!(e.replacement, ["gpt-realtime-2.1-mini"], "{m}");
             assert!(e.note.as_deref().unwrap().contains("Realtime"), "{m}");
         }
         assert_eq!(

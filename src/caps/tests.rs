@@ -89,7 +89,7 @@ fn speech(c: Caps) -> &'static SpeechCaps {
 #[test]
 fn the_builtin_table_loads() {
     let table = builtin().unwrap_or_else(|e| panic!("{e:#?}"));
-    assert_eq!(table.names().len(), 92);
+    assert_eq!(table.names().len(), 93);
     let gemini_tts = speech(table.get("gemini-3.8-tts").unwrap());
     assert_eq!(gemini_tts.speeds, [1.0]);
     assert_eq!(gemini_tts.default_voice, Some("Kore"));

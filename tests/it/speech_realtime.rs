@@ -464,3 +464,88 @@ fn over_tls_with_the_accounts_ca() {
         "/v1/realtime?model=gpt-realtime-2.1-mini"
     );
 }
+
+/// The samples symphonia decodes from `file` (`ext` hints the format) and their rate.
+#[cfg(feature = "speech-encoding")]
+fn decoded(file: &[u8], ext: &str) -> (u32, usize) {
+    use symphonia::core::codecs::DecoderOptions;
+    use symphonia::core::errors::Error;
+    use symphonia::core::formats::FormatOptions;
+    use symphonia::core::io::MediaSourceStream;
+    use symphonia::core::meta::MetadataOptions;
+    use symphonia::core::probe::Hint;
+    let source = MediaSourceStream::new(
+        Box::new(std::io::Cursor::new(file.to_vec())),
+        Default::default(),
+    );
+    let mut hint = Hint::new();
+    hint.with_extension(ext);
+    let probed = symphonia::default::get_probe()
+        .format(
+            &hint,
+            source,
+            &FormatOptions::default(),
+            &MetadataOptions::default(),
+        )
+        .unwrap_or_else(|e| panic!("{ext}: not a file symphonia reads: {e}"));
+    let mut format = probed.format;
+    let track = format.default_track().unwrap().clone();
+    let mut decoder = symphonia::default::get_codecs()
+        .make(&track.codec_params, &DecoderOptions::default())
+        .unwrap();
+    let (mut rate, mut frames) = (0, 0);
+    loop {
+        let packet = match format.next_packet() {
+            Ok(p) => p,
+            Err(Error::IoError(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+            Err(e) => panic!("reading {ext}: {e}"),
+        };
+        let audio = decoder.decode(&packet).unwrap();
+        rate = audio.spec().rate;
+        frames += audio.frames();
+    }
+    (rate, frames)
+}
+
+/// Past the shutdown, tts-1's callers get every format OpenAI's speech endpoint offered, encoded
+/// by the gateway from the Realtime API's PCM, raw and as SSE: mp3, AAC and FLAC decode to the
+/// samples the fake spoke (give or take the codecs' frames and priming), Opus is Ogg Opus.
+#[cfg(feature = "speech-encoding")]
+#[test]
+fn every_format_is_encoded_from_the_realtime_pcm() {
+    let fake = RealtimeFake::start();
+    let gw = gateway(&fake);
+    let samples = default_pcm().len() / 2;
+    for format in ["mp3", "aac", "flac", "opus"] {
+        for sse in [false, true] {
+            let mut body = json!({"model": "tts-1", "input": "Hello", "voice": "alloy",
+                "response_format": format});
+            if sse {
+                body["stream_format"] = json!("sse");
+            }
+            let resp = speech(&gw, &body);
+            assert_eq!(resp.status, 200, "{format} sse={sse}: {}", resp.text());
+            assert_eq!(
+                resp.header("switchyard-served-model"),
+                Some("gpt-realtime-2.1-mini")
+            );
+            let audio = if sse {
+                sse_audio(&resp).0
+            } else {
+                resp.body.clone()
+            };
+            if format == "opus" {
+                assert_eq!(&audio[..4], b"OggS", "opus sse={sse}");
+                assert_eq!(&audio[28..36], b"OpusHead", "opus sse={sse}");
+                assert!(audio.windows(8).any(|w| w == b"OpusTags"), "opus sse={sse}");
+                continue;
+            }
+            let (rate, frames) = decoded(&audio, format);
+            assert_eq!(rate, 24_000, "{format} sse={sse}");
+            assert!(
+                frames + 3_500 >= samples && frames <= samples + 3_500,
+                "{format} sse={sse}: {frames} samples decoded, {samples} spoken"
+            );
+        }
+    }
+}
