@@ -9,7 +9,7 @@
 //! it). `switchyard -t -c FILE` prints them and exits non-zero.
 //!
 //! One file per part of what is built: `load.rs` reads the text and `file.rs` holds its raw
-//! serde structs; [`build`] then calls one builder per section: `listeners.rs` (entry points,
+//! serde structs; `build` then calls one builder per section: `listeners.rs` (entry points,
 //! the metrics address), `limits.rs` (body limits, client deadlines, retries, ejection),
 //! `accounts.rs` (provider accounts), `models.rs` (the catalog, with `prices.rs`,
 //! `lifecycle.rs`, `voice_map.rs`, `cache.rs`), `images.rs`, `store.rs` (Redis), `ledger.rs`,
