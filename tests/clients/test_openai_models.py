@@ -44,7 +44,7 @@ def test_models_retrieve(gateway, fake):
     price = target.pop("price")
     assert target == {"provider": "openai", "model": "tts-1", "available": True}
     assert (price["currency"], price["characters"]) == ("USD", {"price": "15", "per": 1000000})
-    assert (lifecycle["shutdown"], lifecycle["replacement"]) == ("2027-01-06", [])
+    assert (lifecycle["shutdown"], lifecycle["replacement"]) == ("2027-01-06", ["gpt-realtime-2.1-mini"])
     assert model.model_extra["lifecycle"]["shutdown"] == "2027-01-06"
     with pytest.raises(openai.NotFoundError) as err:
         client.models.retrieve("no-such-model")
