@@ -43,6 +43,15 @@ pub mod engine {
     }
 }
 
+/// The configuration: loading at a given clock, the build without a ledger.
+pub mod config {
+    pub use crate::config::load::load_str_at;
+    /// The usage ledger's settings.
+    pub mod ledger {
+        pub use crate::config::ledger::{LedgerSettings, NO_LEDGER};
+    }
+}
+
 /// The gateway's metrics.
 pub mod metrics {
     pub use crate::metrics::{encode, Metrics};
@@ -79,6 +88,9 @@ pub mod upstream {
     /// A provider account.
     pub mod provider {
         pub use crate::upstream::provider::Provider;
+        // Named by `Auth::Signed` and `Provider::auth_headers`, hidden: the signing API is the
+        // built-in kinds' own.
+        pub use crate::upstream::provider::{Ready, Signable, Signer};
     }
 }
 

@@ -19,7 +19,7 @@ fn spend(args: &[String]) -> i32 {
 fn spend(_args: &[String]) -> i32 {
     eprintln!(
         "spend: {}; build with `--features ledger`",
-        switchyard::config::ledger::NO_LEDGER
+        switchyard::internals::config::ledger::NO_LEDGER
     );
     2
 }

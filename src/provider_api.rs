@@ -1,21 +1,22 @@
-//! Adding your own provider from outside the crate: everything an adapter for an in-house TTS,
-//! image or rerank server needs, in one place, and the registry a host fills with its kinds.
+//! Adding your own provider from outside the crate: everything an adapter for an in-house TTS
+//! or rerank server needs, in one place, and the registry a host fills with its kinds.
 //!
-//! Built-in providers are written against exactly these items; nothing else of the gateway is
-//! needed to write one. The steps (`examples/in_house_provider.rs` is a whole, runnable one):
+//! Built-in providers are written against these items, and nothing else of the gateway is needed
+//! to write a speech or rerank one. Two things stay the built-in kinds' own, so that they can
+//! change without breaking a host: image generation (its requests, task polling and result
+//! files) and credentials signed per request (AWS Signature Version 4, expiring tokens). The steps (`examples/in_house_provider.rs` is a whole, runnable one):
 //!
 //! 1. **The adapter.** Implement the trait of each operation the server offers:
-//!    [`RerankAdapter`], [`SpeechAdapter`] or [`ImageAdapter`] (with [`TaskAdapter`] for a server
-//!    whose image jobs are polled). Each is a pure translation: the validated public request
-//!    ([`RerankRequest`], [`SpeechRequest`], [`ImageRequest`]: already checked against the
-//!    model's capabilities) and the [`Target`] (its `native_model`) in, a [`NativeRequest`]
+//!    [`RerankAdapter`] or [`SpeechAdapter`]. Each is a pure translation: the validated public
+//!    request ([`RerankRequest`], [`SpeechRequest`]: already checked against the model's
+//!    capabilities) and the [`Target`] (its `native_model`) in, a [`NativeRequest`]
 //!    (method, path relative to the account's `base_url`, headers, body) out as
 //!    [`Prepared::Http`]; the server's 2xx answer in, the public result out. The gateway sends
 //!    it, with the account's credentials, timeouts, retries and fallbacks, and rebuilds it for
 //!    every attempt. An answer that does not read is an [`UpstreamError`] of kind
 //!    [`UpstreamErrorKind::BadResponse`] ([`bad_answer`] makes one with the text redacted).
-//!    When the adapter is stateless, [`RerankFns`], [`SpeechFns`] and [`ImageFns`] turn plain
-//!    functions into one.
+//!    When the adapter is stateless, [`RerankFns`] and [`SpeechFns`] turn plain functions into
+//!    one.
 //!    A speech adapter also says how its 2xx body becomes audio ([`SpeechDecoding`]): the
 //!    audio itself, copied on; or audio inside JSON, as many TTS servers send it — base64 or
 //!    hex in one JSON document ([`SpeechDecoding::json_document`]) or in server-sent events
@@ -31,8 +32,8 @@
 //!    model_unavailable`). [`UpstreamError::from_status`] classifies by status alone (429 rate
 //!    limited, 5xx failure, 401/403 credentials refused, other 4xx invalid request); refine `kind`
 //!    from the body's own codes (a 403 that refuses one model, not the key, is `UnknownModel`). Put only a human-readable reason in `message`, through [`Provider::redact`].
-//! 3. **The kind** ([`Kind`]): credentials ([`Auth::bearer`], [`Auth::header`], [`Auth::None`],
-//!    a [`Signer`]; [`keyed`] leaves the account disabled when no key is configured), the error
+//! 3. **The kind** ([`Kind`]): credentials ([`Auth::bearer`], [`Auth::header`],
+//!    [`Auth::headers`], [`Auth::None`]; [`keyed`] leaves the account disabled when no key is configured), the error
 //!    map, whether it is reached over HTTP (`remote`: then its accounts need a `base_url`), the
 //!    hosts its answers' result files may come from, and the adapters ([`Adapters`]).
 //! 4. **Registration.** [`ProviderKinds::register`] names the kind and the function that builds
@@ -111,29 +112,19 @@
 //! The items are re-exported from the modules that define them; this module is the supported
 //! path to them.
 
-pub use crate::api::adapter::{Adapters, ImageAdapter, RerankAdapter, SpeechAdapter, TaskAdapter};
-pub use crate::api::images::ImageRequest;
+pub use crate::api::adapter::{Adapters, RerankAdapter, SpeechAdapter};
 pub use crate::api::rerank::{QueryCounting, RerankItem, RerankRequest, RerankResult, Usage};
 pub use crate::api::speech::SpeechRequest;
 pub use crate::catalog::Target;
 pub use crate::common::error::{GatewayError, UpstreamError, UpstreamErrorKind, ValidationErrors};
-pub use crate::common::image_input::ImageInput;
-pub use crate::common::images::{
-    AnswerFacts, BoundingBox, ImageAnswer, ImageData, ImageLayer, ImageUsage, NativeImage,
-    NativeImages, NativeTask, Poll,
-};
 pub use crate::common::json::{JsonStr, Str};
-pub use crate::common::native::{json_with_extra, NativeRequest, PollRequest, Prepared};
+pub use crate::common::native::{json_with_extra, NativeRequest, Prepared};
 pub use crate::providers::external::{KindConfig, ProviderKinds};
-pub use crate::providers::registry::{
-    keyed, no_checks, ImageFns, Kind, RerankFns, SpeechFns, TaskFns,
-};
+pub use crate::providers::registry::{keyed, Kind, RerankFns, SpeechFns};
 pub use crate::stream::audio::{AudioDecoder, Finished, SpeechDecoding, SpeechUsage};
 pub use crate::stream::expect::Native;
 pub use crate::stream::sse_audio::SseSpeech;
-pub use crate::upstream::provider::{
-    bad_answer, Auth, ErrorMap, Provider, Ready, Signable, Signer,
-};
+pub use crate::upstream::provider::{bad_answer, Auth, ErrorMap, Provider};
 // The `bytes` and `http` types adapters exchange, re-exported so that a host's adapter uses the
 // versions the gateway does; documented by their own crates.
 #[doc(no_inline)]

@@ -111,7 +111,10 @@ pub trait RerankAdapter: Send + Sync {
 pub struct Adapters {
     /// Text to speech, when the kind serves it.
     pub speech: Option<Box<dyn SpeechAdapter>>,
-    /// Image generation (and edits), when the kind serves it.
+    /// Image generation (and edits), when the kind serves it: the built-in kinds' only (the
+    /// image adapter API is not part of `provider_api`), hidden so that a host's
+    /// `..Adapters::default()` still fills it.
+    #[doc(hidden)]
     pub images: Option<Box<dyn ImageAdapter>>,
     /// Rerank, when the kind serves it.
     pub rerank: Option<Box<dyn RerankAdapter>>,

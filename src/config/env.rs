@@ -9,7 +9,7 @@ use serde_yaml::Value;
 
 /// Replace every reference in the tree. `lookup` reads a variable (the process environment in
 /// production, a map in tests). Problems are pushed to `errors` with the key path.
-pub fn interpolate(
+pub(crate) fn interpolate(
     value: &mut Value,
     path: &str,
     lookup: &dyn Fn(&str) -> Option<String>,

@@ -44,7 +44,7 @@ impl std::fmt::Debug for LedgerSettings {
 /// The most records one statement writes: each batch is one `INSERT … SELECT FROM unnest(…)`
 /// whose arrays hold the batch, so the bound is about the statement's size, not PostgreSQL's
 /// 65,535-parameter limit.
-pub const MAX_BATCH_RECORDS: usize = 10_000;
+pub(crate) const MAX_BATCH_RECORDS: usize = 10_000;
 
 /// What a build without the `ledger` feature says when a ledger database is configured.
 pub const NO_LEDGER: &str = "this build of Switchyard has no usage ledger (built without the \
@@ -111,7 +111,7 @@ pub(crate) fn ledger_settings(
 
 /// A name used unquoted in SQL (`CREATE SCHEMA name`), so it must be one PostgreSQL reads back
 /// unchanged: no quoting needed, no case folding.
-pub fn is_identifier(name: &str) -> bool {
+pub(crate) fn is_identifier(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c == '_')
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
@@ -154,7 +154,7 @@ fn check_url(_url: &str, _errors: &mut Vec<String>) {}
 /// the driver reads it) with the logger's filter, before anything can print the string or a part
 /// of it.
 #[cfg(feature = "ledger")]
-pub fn keep_password_out_of_logs(url: &str) {
+pub(crate) fn keep_password_out_of_logs(url: &str) {
     if let Some(password) = url_password(url) {
         crate::logging::redact_also(&password);
     }

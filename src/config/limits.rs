@@ -11,33 +11,33 @@ use crate::upstream::retry::RetryPolicy;
 
 /// Deadlines on what clients send (`clients:` in the file; see `file::ClientsFile`).
 #[derive(Debug, Clone, Copy)]
-pub struct ClientLimits {
+pub(crate) struct ClientLimits {
     /// Time a request head has to arrive whole (HTTP/1.x).
-    pub head_timeout: Duration,
+    pub(crate) head_timeout: Duration,
     /// Time a request body gets, plus one second for each `body_min_rate` bytes received.
-    pub body_timeout: Duration,
+    pub(crate) body_timeout: Duration,
     /// Bytes per second; never 0.
-    pub body_min_rate: u64,
+    pub(crate) body_min_rate: u64,
     /// An idle client connection is closed after this long.
-    pub idle_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
     /// A client that takes no answer bytes for this long is cut off.
-    pub write_timeout: Duration,
+    pub(crate) write_timeout: Duration,
 }
 
 /// Request body limits per operation.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Largest speech request body, in bytes.
-    pub speech: usize,
+    pub(crate) speech: usize,
     /// Largest image request body, in bytes.
-    pub images: usize,
+    pub(crate) images: usize,
     /// Largest rerank request body, in bytes.
-    pub rerank: usize,
+    pub(crate) rerank: usize,
 }
 
 impl Limits {
     /// The largest request body `op` takes, in bytes (413 past it).
-    pub fn body_limit(&self, op: Operation) -> usize {
+    pub(crate) fn body_limit(&self, op: Operation) -> usize {
         match op {
             Operation::Speech => self.speech,
             Operation::Images => self.images,

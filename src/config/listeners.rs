@@ -11,32 +11,32 @@ use super::tls;
 
 /// One entry point.
 #[derive(Debug, Clone)]
-pub struct Listener {
+pub(crate) struct Listener {
     /// The entry point's name, unique among the listeners.
-    pub name: String,
+    pub(crate) name: String,
     /// Which of the providers' `region_base_urls` this entry point's requests use.
-    pub region: String,
+    pub(crate) region: String,
     /// The socket address it listens on.
-    pub address: SocketAddr,
+    pub(crate) address: SocketAddr,
     /// Open client connections it serves; past it, `503 overloaded`.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
     /// Requests it handles at once; past it, `503 overloaded`.
-    pub max_in_flight: usize,
+    pub(crate) max_in_flight: usize,
     /// TLS on this entry point (`None`: plain TCP).
-    pub tls: Option<ListenerTls>,
+    pub(crate) tls: Option<ListenerTls>,
 }
 
 /// A listener's certificate files and the certificate read from them at load.
 #[derive(Clone)]
-pub struct ListenerTls {
+pub(crate) struct ListenerTls {
     /// Path of the PEM certificate chain.
-    pub cert_file: String,
+    pub(crate) cert_file: String,
     /// Path of the PEM private key.
-    pub key_file: String,
+    pub(crate) key_file: String,
     /// How often the files are checked for a replacement (`None`: never).
-    pub reload_interval: Option<Duration>,
+    pub(crate) reload_interval: Option<Duration>,
     /// The chain and key the files held when the configuration was loaded, checked.
-    pub certified: Arc<rustls::sign::CertifiedKey>,
+    pub(crate) certified: Arc<rustls::sign::CertifiedKey>,
 }
 
 impl std::fmt::Debug for ListenerTls {

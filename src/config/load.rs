@@ -53,6 +53,7 @@ impl<'a> Loader<'a> {
 
     /// Judge models' lifecycles by `clock` now (a model past its shutdown is refused, one near it
     /// warned of) and, in the catalog, on every request.
+    #[doc(hidden)]
     pub fn clock(mut self, clock: &'a Clock) -> Self {
         self.clock = clock;
         self
@@ -118,11 +119,6 @@ pub fn load_file(path: &str) -> Result<Settings, Vec<String>> {
     Loader::new().file(path)
 }
 
-/// [`load_file`], with models' lifecycles judged (and later served) by `clock`.
-pub fn load_file_at(path: &str, clock: &Clock) -> Result<Settings, Vec<String>> {
-    Loader::new().clock(clock).file(path)
-}
-
 /// [`load_file`], knowing the provider kinds a host registered besides the built-in ones.
 pub fn load_file_with(path: &str, kinds: &ProviderKinds) -> Result<Settings, Vec<String>> {
     Loader::new().kinds(kinds).file(path)
@@ -142,7 +138,8 @@ pub fn load_str(
     Loader::new().text(text, lookup)
 }
 
-/// [`load_str`], with models' lifecycles judged by `clock`.
+/// [`load_str`], with models' lifecycles judged by `clock` (the crate's tests, through
+/// `internals`; a host sets a clock with [`Loader`]).
 pub fn load_str_at(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,

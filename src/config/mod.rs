@@ -17,31 +17,32 @@
 
 mod accounts;
 mod budgets;
-pub mod cache;
-pub mod env;
+pub(crate) mod cache;
+pub(crate) mod env;
 pub(crate) mod file;
 mod images;
-pub mod ledger;
+pub(crate) mod ledger;
 mod lifecycle;
 mod limits;
 mod listeners;
-mod load;
+// `pub(crate)`: `internals` re-exports `load_str_at` for the crate's tests.
+pub(crate) mod load;
 mod models;
 mod prices;
 mod secrets;
 mod store;
 #[cfg(test)]
 mod tests;
-pub mod tls;
+pub(crate) mod tls;
 mod tracing;
-pub mod voice_map;
+pub(crate) mod voice_map;
 
-pub use images::ImageSettings;
-pub use limits::{ClientLimits, Limits};
-pub use listeners::{Listener, ListenerTls};
+pub(crate) use images::ImageSettings;
+pub(crate) use limits::{ClientLimits, Limits};
+pub(crate) use listeners::{Listener, ListenerTls};
 pub use load::{
-    load_file, load_file_at, load_file_with, load_hosted_file, load_hosted_str, load_str,
-    load_str_at, load_str_with, Loader, Sockets,
+    load_file, load_file_with, load_hosted_file, load_hosted_str, load_str, load_str_with, Loader,
+    Sockets,
 };
 
 use std::net::SocketAddr;
@@ -141,7 +142,7 @@ impl GatewaySettings {
 
 /// The shape of access lines (`access_log.format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AccessLogFormat {
+pub(crate) enum AccessLogFormat {
     /// One `key=value` line.
     Text,
     /// One JSON object per line.

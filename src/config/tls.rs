@@ -15,7 +15,7 @@ use rustls::sign::CertifiedKey;
 
 /// Read `cert_file` (the chain, the server's certificate first) and `key_file` (its key) into a
 /// key ready to serve. The error names the file at fault.
-pub fn load(cert_file: &str, key_file: &str) -> Result<Arc<CertifiedKey>, String> {
+pub(crate) fn load(cert_file: &str, key_file: &str) -> Result<Arc<CertifiedKey>, String> {
     let cert_pem = read(cert_file)?;
     let key_pem = read(key_file)?;
     let chain = CertificateDer::pem_slice_iter(&cert_pem)

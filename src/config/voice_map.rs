@@ -9,7 +9,7 @@ use crate::caps::Caps;
 
 /// The model's map as the catalog keeps it (names and voices trimmed); problems are pushed to
 /// `errors` with their key path under `at` (`switchyard.models.<name>`).
-pub fn check(
+pub(crate) fn check(
     map: &BTreeMap<String, String>,
     caps: Caps,
     at: &str,

@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use serde_yaml::Value;
 
-use crate::api::images::ImageRequest;
 use crate::api::rerank::RerankRequest;
 use crate::api::speech::SpeechRequest;
 use crate::api::{images, rerank, speech};
@@ -68,16 +67,16 @@ impl Validator {
         )
     }
 
-    /// A `POST /api/v1/images/generations` body, as Switchyard would read it, the providers' own
-    /// refusals (combinations the capabilities cannot express) included.
-    pub fn images<'a>(&self, body: &'a [u8]) -> Result<ImageRequest<'a>, GatewayError> {
+    /// Whether Switchyard would accept a `POST /api/v1/images/generations` body, the providers'
+    /// own refusals (combinations the capabilities cannot express) included. Only the verdict:
+    /// the parsed image request is the built-in image adapters' type, not part of the API.
+    pub fn images(&self, body: &[u8]) -> Result<(), GatewayError> {
         let req = images::parse(
             body,
             &self.settings.catalog,
             self.settings.retry.max_retries,
         )?;
-        crate::engine::images::validate(&self.settings.adapters, &req)?;
-        Ok(req)
+        crate::engine::images::validate(&self.settings.adapters, &req)
     }
 
     /// A `POST /api/v1/rerank` body, as Switchyard would read it.

@@ -294,18 +294,18 @@ impl SpeechAdapter for SpeechFns {
 }
 
 /// An image adapter made of functions.
-pub struct ImageFns {
+pub(crate) struct ImageFns {
     /// The native request for a target, asking for the given number of images.
-    pub request: fn(&Target, &ImageRequest<'_>, u64) -> Result<NativeRequest, GatewayError>,
+    pub(crate) request: fn(&Target, &ImageRequest<'_>, u64) -> Result<NativeRequest, GatewayError>,
     /// The provider's own refusals ([`ImageAdapter::validate`]); [`no_checks`] when it has none.
-    pub validate: fn(&Target, &ImageRequest<'_>) -> Result<(), GatewayError>,
+    pub(crate) validate: fn(&Target, &ImageRequest<'_>) -> Result<(), GatewayError>,
     /// A 2xx answer: the images (`images` wraps a synchronous answer), or the task to poll.
-    pub response:
+    pub(crate) response:
         fn(&Provider, &ImageRequest<'_>, &HeaderMap, &[u8]) -> Result<ImageAnswer, UpstreamError>,
     /// Whether reference images travel as bytes ([`ImageAdapter::input_as_bytes`]).
-    pub input_as_bytes: bool,
+    pub(crate) input_as_bytes: bool,
     /// How tasks are polled, for a natively asynchronous provider.
-    pub tasks: Option<TaskFns>,
+    pub(crate) tasks: Option<TaskFns>,
 }
 
 impl ImageAdapter for ImageFns {
@@ -343,16 +343,16 @@ impl ImageAdapter for ImageFns {
 
 /// The validation step of an image adapter whose provider refuses nothing the family's
 /// capabilities do not already refuse.
-pub fn no_checks(_target: &Target, _req: &ImageRequest<'_>) -> Result<(), GatewayError> {
+pub(crate) fn no_checks(_target: &Target, _req: &ImageRequest<'_>) -> Result<(), GatewayError> {
     Ok(())
 }
 
 /// Task polling made of functions.
-pub struct TaskFns {
+pub(crate) struct TaskFns {
     /// The request that reads a task's state.
-    pub poll_request: fn(&Provider, &NativeTask) -> Result<PollRequest, UpstreamError>,
+    pub(crate) poll_request: fn(&Provider, &NativeTask) -> Result<PollRequest, UpstreamError>,
     /// One poll's 2xx answer: still waiting, or the images.
-    pub poll_response: fn(&Provider, &HeaderMap, &[u8]) -> Result<Poll, UpstreamError>,
+    pub(crate) poll_response: fn(&Provider, &HeaderMap, &[u8]) -> Result<Poll, UpstreamError>,
 }
 
 impl TaskAdapter for TaskFns {

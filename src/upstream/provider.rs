@@ -59,7 +59,9 @@ pub enum Auth {
     None,
     /// Fixed headers, built once and marked sensitive.
     Headers(Vec<(HeaderName, HeaderValue)>),
-    /// A header signed anew for each request.
+    /// A header signed anew for each request: the built-in kinds' only (the signing API is not
+    /// part of `provider_api`).
+    #[doc(hidden)]
     Signed(Box<dyn Signer>),
 }
 
@@ -175,7 +177,8 @@ impl Provider {
         Ok(())
     }
 
-    /// The credential headers for `req`, sent now.
+    /// The credential headers for `req`, sent now (the exchange's; not part of the API).
+    #[doc(hidden)]
     pub fn auth_headers(
         &self,
         req: &Signable<'_>,

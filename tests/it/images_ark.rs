@@ -953,7 +953,7 @@ fn the_default_config_moves_the_shut_down_seedream_models_to_5_0_pro() {
         SEEDREAM_5_PRO
     );
     let dec_2 = switchyard::internals::caps::lifecycle::Clock::manual(NOV_24 + 8 * 86_400);
-    let settings = switchyard::config::load_str_at(text, &|_| None, &dec_2)
+    let settings = switchyard::internals::config::load_str_at(text, &|_| None, &dec_2)
         .unwrap_or_else(|e| panic!("{e:#?}"));
     for name in ["seedream-4.0", "seedream-4.5", "seedream-5.0"] {
         assert!(

@@ -376,7 +376,7 @@ fn a_successor_takes_over_on_the_shutdown_date_and_a_model_without_one_is_refuse
 /// `models` under the standard test config's providers, loaded at 2026-11-27.
 fn load_at_test_now(models: &str) -> Result<switchyard::config::Settings, Vec<String>> {
     let yaml = support::config("http://127.0.0.1:9", (1, 2)) + models;
-    switchyard::config::load_str_at(&yaml, &|_| None, &Clock::manual(TEST_NOW))
+    switchyard::internals::config::load_str_at(&yaml, &|_| None, &Clock::manual(TEST_NOW))
 }
 
 #[test]
@@ -568,7 +568,7 @@ fn a_reload_past_a_shutdown_is_refused_by_the_gateways_clock() {
                 "    gpt-image-1.5: {{family: gpt-image,{successor} targets: [{{provider: openai, model: gpt-image-1.5}}]}}\n"
             )
     };
-    let first = switchyard::config::load_str_at(&yaml(""), &|_| None, &clock)
+    let first = switchyard::internals::config::load_str_at(&yaml(""), &|_| None, &clock)
         .unwrap_or_else(|e| panic!("{e:#?}"));
     assert!(
         first.gateway.warnings().iter().any(|w| w.contains(
