@@ -1465,6 +1465,32 @@ mod tests {
     }
 
     #[test]
+    fn the_approximate_modes_settings_are_checked_and_the_exact_mode_has_none() {
+        let read = |yaml: &str| {
+            let s: AuthSettings = serde_yaml::from_str(yaml).unwrap();
+            Authenticator::from_settings(&s).map(|a| a.approximate())
+        };
+        assert_eq!(read("{}").unwrap(), None);
+        assert_eq!(
+            read("{limits_mode: exact, limits_sync_ms: 0}").unwrap(),
+            None
+        );
+        let a = read("{limits_mode: approximate}").unwrap().unwrap();
+        assert_eq!((a.sync.as_millis(), a.share_percent), (50, 10));
+        let errors =
+            read("{limits_mode: approximate, limits_sync_ms: 0, limits_local_share_percent: 101}")
+                .unwrap_err();
+        assert_eq!(
+            errors,
+            [
+                "auth.limits_sync_ms: must be from 1 to 60000 (milliseconds)",
+                "auth.limits_local_share_percent: must be from 1 to 100",
+            ]
+        );
+        assert!(serde_yaml::from_str::<AuthSettings>("{limits_mode: loose}").is_err());
+    }
+
+    #[test]
     fn empty_issuer_or_audience_is_an_error_not_a_disabled_check() {
         let errors = Authenticator::from_settings(&AuthSettings {
             limits_on_store_error: OnStoreError::Open,

@@ -398,6 +398,9 @@ impl Scope {
 
     /// Nothing left to send or hold: the caller can be forgotten.
     pub(super) fn idle(&self) -> bool {
-        self.refresh == 0 && self.entries.iter().all(|e| e.unsynced() == 0) && self.active == 0 && self.reported == 0
+        self.refresh == 0
+            && self.entries.iter().all(|e| e.unsynced() == 0)
+            && self.active == 0
+            && self.reported == 0
     }
 }

@@ -139,22 +139,27 @@ async fn three_instances_admit_at_most_the_quota_and_three_shares_then_all_refus
     );
     // Every admission reaches Redis, once.
     reconciled(&limiters).await;
-    assert_eq!(total(&conn, "limits:key:a}:requests_per_minute:*").await, admitted);
+    assert_eq!(
+        total(&conn, "limits:key:a}:requests_per_minute:*").await,
+        admitted
+    );
     // Reconciled: every instance refuses, by the limit (not a share), and admits nothing more.
     for l in &limiters {
         let r = l.admit("key:a", &set, Meter::Characters, None, OPEN).await;
         assert_eq!(refused_for_good(&r), Some(true));
     }
     reconciled(&limiters).await;
-    assert_eq!(total(&conn, "limits:key:a}:requests_per_minute:*").await, admitted);
+    assert_eq!(
+        total(&conn, "limits:key:a}:requests_per_minute:*").await,
+        admitted
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_instances_spend_a_money_budget_within_the_bound() {
     let (limiters, conn) = instances(3);
     // $3 a day, $0.01 a request, known up front and charged at the end: 300 requests.
-    let set: LimitSet =
-        serde_yaml::from_str("budget: {currency: USD, per_day: \"3\"}").unwrap();
+    let set: LimitSet = serde_yaml::from_str("budget: {currency: USD, per_day: \"3\"}").unwrap();
     let cost = Amount::parse("0.01").unwrap();
     let known = Known {
         used: 1,
@@ -194,7 +199,11 @@ async fn three_instances_hold_at_most_the_slots_and_three_shares() {
         let tries = limiters
             .iter()
             .map(|l| l.admit("key:a", &set, Meter::Tokens, None, OPEN));
-        for (i, r) in futures_util::future::join_all(tries).await.into_iter().enumerate() {
+        for (i, r) in futures_util::future::join_all(tries)
+            .await
+            .into_iter()
+            .enumerate()
+        {
             match r {
                 Ok(lease) => held.push(lease),
                 Err(GatewayError::RateLimited(r)) if r.retry_after == 1 && r.remaining == 0 => {

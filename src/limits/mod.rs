@@ -63,6 +63,7 @@ mod sync;
 pub(crate) mod window;
 
 #[cfg(all(test, feature = "redis"))]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod approx_tests;
 
 use std::sync::Arc;
@@ -150,9 +151,7 @@ impl Limiter {
                 a,
             )),
             #[cfg(feature = "redis")]
-            (Some(conn), None) => {
-                Backend::Redis(redis::Counts::new(conn.clone(), metrics.clone()))
-            }
+            (Some(conn), None) => Backend::Redis(redis::Counts::new(conn.clone(), metrics.clone())),
             #[cfg(not(feature = "redis"))]
             (Some(conn), _) => match *conn {},
             (None, _) => Backend::Memory(Arc::new(memory::Counts::default())),

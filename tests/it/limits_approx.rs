@@ -44,7 +44,10 @@ fn two_gateways_share_a_budget_within_the_bound_and_both_refuse_once_reconciled(
     let mut done = [false, false];
     let deadline = Instant::now() + Duration::from_secs(20);
     while !done.iter().all(|d| *d) {
-        assert!(Instant::now() < deadline, "never refused: {admitted} admitted");
+        assert!(
+            Instant::now() < deadline,
+            "never refused: {admitted} admitted"
+        );
         for (i, gw) in [&a, &b].into_iter().enumerate() {
             let resp = rerank(gw.addr, LIMITED);
             match resp.status {
@@ -105,7 +108,10 @@ fn with_redis_down_open_counts_locally_and_counts_failed_reconciliations() {
     assert_eq!(first.status, 200, "{}", first.text());
     let deadline = Instant::now() + Duration::from_secs(10);
     while store_errors(metrics) == 0 {
-        assert!(Instant::now() < deadline, "no failed reconciliation counted");
+        assert!(
+            Instant::now() < deadline,
+            "no failed reconciliation counted"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     for _ in 0..2 {
@@ -118,7 +124,10 @@ fn with_redis_down_open_counts_locally_and_counts_failed_reconciliations() {
     // Every failed reconciliation is counted, not once per request: more come while it lasts.
     let seen = store_errors(metrics);
     while store_errors(metrics) <= seen {
-        assert!(Instant::now() < deadline, "failed reconciliations stopped being counted");
+        assert!(
+            Instant::now() < deadline,
+            "failed reconciliations stopped being counted"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
