@@ -269,7 +269,6 @@ impl Counts {
     /// one), or the refusal, with the same rules for what a refusal applies as the exact mode's
     /// ([`Check`]).
     pub(crate) fn apply(&self, scope: &str, check: &Check) -> Result<Option<Slot>, Outcome> {
-        super::sync::start(&self.shared);
         // Out of touch with Redis (and `open`, else the limiter refused already): shares bound
         // nothing then, and the whole quota is this instance's to check (`approx` docs).
         let percent = if self.failing() {
@@ -304,7 +303,6 @@ impl Counts {
     /// fits, as this instance sees it), added to this instance's counts, sent at the next
     /// reconciliation.
     pub(crate) fn charge(&self, scope: &str, check: &Check) {
-        super::sync::start(&self.shared);
         let percent = self.shared.settings.share_percent;
         let mut scopes = self.shared.lock();
         if !scopes.contains_key(scope) {

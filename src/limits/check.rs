@@ -71,6 +71,7 @@ pub(crate) enum Outcome {
     /// Approximate mode only (`approx`): it would fit in what this instance last knew, but the
     /// instance has admitted its share of that limit since it last reconciled with Redis; the
     /// reconciliation it asked for lands within about a round trip (`Retry-After: 1`).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     ShareSpent {
         at: usize,
         used: u64,

@@ -238,6 +238,7 @@ impl Limiter {
                         "limits: the last reconciliation with Redis failed".into(),
                     ));
                 }
+                sync::start(&counts.shared);
                 Ok(counts.apply(scope, &check).map(|slot| {
                     slot.map(|s| Lease {
                         _slot: LeaseInner::Approx { _slot: s },
@@ -313,6 +314,7 @@ impl Limiter {
             }
             #[cfg(feature = "redis")]
             (Backend::Approx(counts), lease) => {
+                sync::start(&counts.shared);
                 counts.charge(scope, &check);
                 drop(lease);
                 return;
@@ -338,7 +340,10 @@ impl Limiter {
             #[cfg(feature = "redis")]
             Backend::Redis(counts) => counts.apply(scope, check, now).await.map(|r| r.map(|_| ())),
             #[cfg(feature = "redis")]
-            Backend::Approx(counts) => Ok(counts.apply(scope, check).map(|_| ())),
+            Backend::Approx(counts) => {
+                sync::start(&counts.shared);
+                Ok(counts.apply(scope, check).map(|_| ()))
+            }
         };
         result.map(|r| match r {
             Ok(()) => Outcome::Passed,
