@@ -23,7 +23,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::{Choice, ConditionallySelectable, ConstantTimeEq};
 
-use limits::{JwtLimits, JwtLimitsSetting, LimitSet, OnStoreError};
+use limits::{Approximate, JwtLimits, JwtLimitsSetting, LimitSet, LimitsMode, OnStoreError};
 
 /// The dedicated API-key header. `HeaderName`s are lowercase; lookups through
 /// `HeaderMap` are case-insensitive for callers.
@@ -51,6 +51,45 @@ pub struct AuthSettings {
     /// or `closed` (`503 store_unavailable`).
     #[serde(default)]
     pub limits_on_store_error: OnStoreError,
+    /// `exact` (default: each admission decided in Redis, one round trip on the request's path)
+    /// or `approximate` (decided from this instance's counts, reconciled with Redis in the
+    /// background; the overshoot bound is in docs/guide/limits.md). Read at start.
+    #[serde(default)]
+    pub limits_mode: LimitsMode,
+    /// Approximate mode: how often each instance reconciles with Redis, in milliseconds
+    /// (1 to 60000; default 50). Like Kong's `sync_rate`, in milliseconds.
+    #[serde(default = "default_sync_ms")]
+    pub limits_sync_ms: u64,
+    /// Approximate mode: what one instance may admit of each limit between two reconciliations,
+    /// in percent of the limit (1 to 100; default 10). N instances overshoot a limit by at most
+    /// N times this share.
+    #[serde(default = "default_share_percent")]
+    pub limits_local_share_percent: u64,
+}
+
+fn default_sync_ms() -> u64 {
+    50
+}
+
+fn default_share_percent() -> u64 {
+    10
+}
+
+/// The approximate mode's settings when `limits_mode` asks for it, checked (problems pushed).
+fn approximate(s: &AuthSettings, errors: &mut Vec<String>) -> Option<Approximate> {
+    if s.limits_mode != LimitsMode::Approximate {
+        return None;
+    }
+    if !(1..=60_000).contains(&s.limits_sync_ms) {
+        errors.push("auth.limits_sync_ms: must be from 1 to 60000 (milliseconds)".into());
+    }
+    if !(1..=100).contains(&s.limits_local_share_percent) {
+        errors.push("auth.limits_local_share_percent: must be from 1 to 100".into());
+    }
+    Some(Approximate {
+        sync: std::time::Duration::from_millis(s.limits_sync_ms),
+        share_percent: s.limits_local_share_percent,
+    })
 }
 
 /// One API key entry. Exactly one of `key` or `sha256` must be given.
@@ -162,6 +201,8 @@ pub struct Authenticator {
     /// Subjects' limits by claim (`None`: subjects have none).
     jwt_limits: Option<JwtLimits>,
     on_store_error: OnStoreError,
+    /// `auth.limits_mode: approximate`, with its settings (`None`: exact).
+    approximate: Option<Approximate>,
 }
 
 impl fmt::Debug for Authenticator {
@@ -192,12 +233,14 @@ impl Authenticator {
             .as_ref()
             .and_then(|j| j.limits.as_ref())
             .map(|l| JwtLimits::from_setting(l, &mut errors));
+        let approximate = approximate(s, &mut errors);
         if errors.is_empty() {
             Ok(Authenticator {
                 keys,
                 jwt,
                 jwt_limits,
                 on_store_error: s.limits_on_store_error,
+                approximate,
             })
         } else {
             Err(errors)
@@ -225,6 +268,11 @@ impl Authenticator {
     /// What to do when limits cannot be counted (`auth.limits_on_store_error`).
     pub fn on_store_error(&self) -> OnStoreError {
         self.on_store_error
+    }
+
+    /// `auth.limits_mode: approximate` and its settings; `None` in the exact mode.
+    pub(crate) fn approximate(&self) -> Option<Approximate> {
+        self.approximate
     }
 
     /// True when no API key and no JWT method is configured.
@@ -684,6 +732,7 @@ mod tests {
             api_keys,
             jwt,
             limits_on_store_error: OnStoreError::Open,
+            ..AuthSettings::default()
         })
         .unwrap()
     }
@@ -1252,6 +1301,7 @@ mod tests {
                 leeway_seconds: 100_000,
                 ..hs256_settings()
             }),
+            ..AuthSettings::default()
         };
         let errors = Authenticator::from_settings(&s).unwrap_err();
         let expected_prefixes = [
@@ -1312,6 +1362,7 @@ mod tests {
             ],
             jwt: None,
             limits_on_store_error: OnStoreError::Open,
+            ..AuthSettings::default()
         })
         .unwrap_err();
         assert_eq!(
@@ -1405,11 +1456,38 @@ mod tests {
                 limits_on_store_error: OnStoreError::Open,
                 api_keys: vec![],
                 jwt: Some(jwt),
+                ..AuthSettings::default()
             })
             .unwrap_err();
             assert_eq!(errors.len(), 1, "{errors:?}");
             assert!(errors[0].contains(want), "{errors:?}");
         }
+    }
+
+    #[test]
+    fn the_approximate_modes_settings_are_checked_and_the_exact_mode_has_none() {
+        let read = |yaml: &str| {
+            let s: AuthSettings = serde_yaml::from_str(yaml).unwrap();
+            Authenticator::from_settings(&s).map(|a| a.approximate())
+        };
+        assert_eq!(read("{}").unwrap(), None);
+        assert_eq!(
+            read("{limits_mode: exact, limits_sync_ms: 0}").unwrap(),
+            None
+        );
+        let a = read("{limits_mode: approximate}").unwrap().unwrap();
+        assert_eq!((a.sync.as_millis(), a.share_percent), (50, 10));
+        let errors =
+            read("{limits_mode: approximate, limits_sync_ms: 0, limits_local_share_percent: 101}")
+                .unwrap_err();
+        assert_eq!(
+            errors,
+            [
+                "auth.limits_sync_ms: must be from 1 to 60000 (milliseconds)",
+                "auth.limits_local_share_percent: must be from 1 to 100",
+            ]
+        );
+        assert!(serde_yaml::from_str::<AuthSettings>("{limits_mode: loose}").is_err());
     }
 
     #[test]
@@ -1422,6 +1500,7 @@ mod tests {
                 audience: Some(String::new()),
                 ..hs256_settings()
             }),
+            ..AuthSettings::default()
         })
         .unwrap_err();
         assert_eq!(

@@ -309,6 +309,30 @@ pub enum OnStoreError {
     Closed,
 }
 
+/// `auth.limits_mode`: where a limited request's admission is decided.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LimitsMode {
+    /// In Redis, one round trip on the request's path: every instance sees every admission.
+    #[default]
+    Exact,
+    /// From this instance's own counts, reconciled with Redis in the background every
+    /// `auth.limits_sync_ms` (no Redis call on the request's path), within the stated bound.
+    /// Without Redis it changes nothing.
+    Approximate,
+}
+
+/// The approximate mode's settings, checked (`auth.limits_sync_ms`,
+/// `auth.limits_local_share_percent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Approximate {
+    /// How often each instance reconciles its counts with Redis.
+    pub sync: std::time::Duration,
+    /// What one instance may admit of a limit between two reconciliations, in percent of its
+    /// quota (at least 1 of it).
+    pub share_percent: u64,
+}
+
 /// A set as a principal carries it; `None` when nothing is set, so that a
 /// caller with an empty `limits: {}` costs what one without does.
 pub(crate) fn shared(set: &LimitSet) -> Option<Arc<LimitSet>> {

@@ -8,7 +8,8 @@
 //! the access-log format, the client body deadlines and write timeout, the retry back-off (the
 //! upstream's, swapped beside the settings). What needs a restart (or a `-u` upgrade), because
 //! it was built into long-lived parts at start: listeners (addresses, caps, TLS file paths —
-//! certificates themselves reload by mtime), the metrics address, Redis (`store:`), the usage
+//! certificates themselves reload by mtime), the metrics address, Redis (`store:`), the limits'
+//! mode (`auth.limits_mode` and its settings), the usage
 //! ledger (`ledger:`), the client
 //! head and idle timeouts, the DNS cache's TTL (the upstream's), and the hosted-file store's
 //! size and TTL. A reload that changes any of those applies the rest and [`restart_only`] names
@@ -89,6 +90,11 @@ pub(crate) fn restart_only(old: &GatewaySettings, new: &GatewaySettings) -> Vec<
     // The connection's URL is not kept readable (it may hold a password); a Redis that was on
     // stays on, and its prefix and timeout are compared.
     note(redis(old) != redis(new), "switchyard.store".into());
+    // The limiter (`limits::Limiter`) is built once, in its mode, with its reconciling task.
+    note(
+        old.auth.approximate() != new.auth.approximate(),
+        "switchyard.auth.limits_mode".into(),
+    );
     // The edge (`server/edge.rs`) keeps these from the start; the body's deadlines and the write
     // timeout are read per request.
     let (a, b) = (old.clients, new.clients);

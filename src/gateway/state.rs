@@ -102,10 +102,12 @@ impl GatewayState {
                 Box::new(MemoryTaskStore::new(settings.images.task_store_bytes)),
             ),
         };
-        let limits = Limiter::new(
+        // The mode is read at start, like the store: a reload keeps the limiter it finds.
+        let limits = Limiter::with_mode(
             settings.redis.as_ref(),
             metrics.clone(),
             settings.limits_clock.clone(),
+            settings.auth.approximate(),
         );
         let files = HostedFiles {
             store,

@@ -64,7 +64,18 @@ impl Check {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {
     Passed,
-    Refused { at: usize, used: u64 },
+    Refused {
+        at: usize,
+        used: u64,
+    },
+    /// Approximate mode only (`approx`): it would fit in what this instance last knew, but the
+    /// instance has admitted its share of that limit since it last reconciled with Redis; the
+    /// reconciliation it asked for lands within about a round trip (`Retry-After: 1`).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    ShareSpent {
+        at: usize,
+        used: u64,
+    },
 }
 
 /// The rule both backends apply to a list of counters starting at position `from` of the check:

@@ -47,6 +47,8 @@
 //! (the system's; a test's hand-set one). A caller without limits never reaches this module.
 
 #[cfg(feature = "redis")]
+mod approx;
+#[cfg(feature = "redis")]
 mod batch;
 pub(crate) mod check;
 #[cfg(feature = "redis")]
@@ -56,11 +58,17 @@ pub(crate) mod memory;
 mod owed;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;
+#[cfg(feature = "redis")]
+mod sync;
 pub(crate) mod window;
+
+#[cfg(all(test, feature = "redis"))]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod approx_tests;
 
 use std::sync::Arc;
 
-use crate::auth::limits::{Limit, LimitSet, Meter, OnStoreError};
+use crate::auth::limits::{Approximate, Limit, LimitSet, Meter, OnStoreError};
 use crate::caps::lifecycle::Clock;
 use crate::common::error::{GatewayError, LimitRefusal};
 use crate::metrics::{self, Metrics};
@@ -74,6 +82,10 @@ enum Backend {
     Memory(Arc<memory::Counts>),
     #[cfg(feature = "redis")]
     Redis(redis::Counts),
+    /// `auth.limits_mode: approximate` with Redis: this instance's counts, reconciled off the
+    /// request's path (`approx`, `sync`).
+    #[cfg(feature = "redis")]
+    Approx(approx::Counts),
 }
 
 /// The gateway's limit accounting. Runtime state: it lives in `GatewayState`, keyed by the
@@ -107,18 +119,42 @@ enum LeaseInner {
     Redis {
         _slot: redis::Slot,
     },
+    #[cfg(feature = "redis")]
+    Approx {
+        _slot: approx::Slot,
+    },
 }
 
 impl Limiter {
     /// In Redis when `redis` is given (every instance on it shares the budgets), else in this
     /// process; windows read from `clock`.
+    #[cfg(test)]
     pub(crate) fn new(redis: Option<&RedisConn>, metrics: Metrics, clock: Clock) -> Limiter {
-        let backend = match redis {
+        Limiter::with_mode(redis, metrics, clock, None)
+    }
+
+    /// [`Limiter::new`], approximate when `approximate` is given and Redis is (without Redis the
+    /// mode changes nothing: every check is in this process already).
+    #[cfg_attr(not(feature = "redis"), allow(unused_variables))]
+    pub(crate) fn with_mode(
+        redis: Option<&RedisConn>,
+        metrics: Metrics,
+        clock: Clock,
+        approximate: Option<Approximate>,
+    ) -> Limiter {
+        let backend = match (redis, approximate) {
             #[cfg(feature = "redis")]
-            Some(conn) => Backend::Redis(redis::Counts::new(conn.clone(), metrics.clone())),
+            (Some(conn), Some(a)) => Backend::Approx(approx::Counts::new(
+                conn.clone(),
+                metrics.clone(),
+                clock.clone(),
+                a,
+            )),
+            #[cfg(feature = "redis")]
+            (Some(conn), None) => Backend::Redis(redis::Counts::new(conn.clone(), metrics.clone())),
             #[cfg(not(feature = "redis"))]
-            Some(conn) => match *conn {},
-            None => Backend::Memory(Arc::new(memory::Counts::default())),
+            (Some(conn), _) => match *conn {},
+            (None, _) => Backend::Memory(Arc::new(memory::Counts::default())),
         };
         Limiter {
             backend,
@@ -193,6 +229,22 @@ impl Limiter {
                     })
                 })
             }),
+            #[cfg(feature = "redis")]
+            Backend::Approx(counts) => {
+                // Out of touch with Redis: `closed` refuses (the failed reconciliations are
+                // counted where they fail), `open` goes on with this instance's counts.
+                if on_error == OnStoreError::Closed && counts.failing() {
+                    return Err(GatewayError::Store(
+                        "limits: the last reconciliation with Redis failed".into(),
+                    ));
+                }
+                sync::start(&counts.shared);
+                Ok(counts.apply(scope, &check).map(|slot| {
+                    slot.map(|s| Lease {
+                        _slot: LeaseInner::Approx { _slot: s },
+                    })
+                }))
+            }
         };
         match result {
             Ok(Ok(lease)) => Ok(lease),
@@ -260,6 +312,13 @@ impl Limiter {
                 counts.charge(scope, &check, slot);
                 return;
             }
+            #[cfg(feature = "redis")]
+            (Backend::Approx(counts), lease) => {
+                sync::start(&counts.shared);
+                counts.charge(scope, &check);
+                drop(lease);
+                return;
+            }
             // A memory slot is given back when dropped, after the charge.
             (_, lease) => {
                 let charged = self.run(scope, &check, now).await;
@@ -280,6 +339,11 @@ impl Limiter {
             Backend::Memory(counts) => Ok(counts.apply(scope, check).map(|_| ())),
             #[cfg(feature = "redis")]
             Backend::Redis(counts) => counts.apply(scope, check, now).await.map(|r| r.map(|_| ())),
+            #[cfg(feature = "redis")]
+            Backend::Approx(counts) => {
+                sync::start(&counts.shared);
+                Ok(counts.apply(scope, check).map(|_| ()))
+            }
         };
         result.map(|r| match r {
             Ok(()) => Outcome::Passed,
@@ -296,8 +360,12 @@ impl Limiter {
         now: Now,
         known: Option<Known>,
     ) -> GatewayError {
-        let Outcome::Refused { at, used } = outcome else {
-            return GatewayError::Internal("limits: a passed check refused".into());
+        let (at, used, share_spent) = match outcome {
+            Outcome::Refused { at, used } => (at, used, false),
+            Outcome::ShareSpent { at, used } => (at, used, true),
+            Outcome::Passed => {
+                return GatewayError::Internal("limits: a passed check refused".into());
+            }
         };
         let counted = |c: &Counter, cost: u64| {
             let money = c.limit.meter == Meter::Money;
@@ -306,7 +374,12 @@ impl Limiter {
                 quota: c.limit.quota,
                 window: Some(now.length(c.limit.window)),
                 remaining: c.limit.quota.saturating_sub(used),
-                retry_after: now.seconds_left(c.limit.window),
+                // This instance's share is spent until its reconciliation lands (`approx`).
+                retry_after: if share_spent {
+                    1
+                } else {
+                    now.seconds_left(c.limit.window)
+                },
                 cost,
                 currency: if money { set.budget_currency() } else { None },
             }

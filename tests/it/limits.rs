@@ -21,11 +21,11 @@ use crate::support::redis_gate::RedisGate;
 use crate::support::redis_procs::RedisProc;
 use crate::support::{config, free_port, TestGateway, JWT_SECRET};
 
-const LIMITED: &str = "limited-key";
+pub(crate) const LIMITED: &str = "limited-key";
 
 /// The standard config with an API key `limited` carrying `limits`, its state in the Redis at
 /// `store` (`url`, prefix) if given, and `auth_extra` lines added to `auth:`.
-fn limited(
+pub(crate) fn limited(
     fake: &FakeProvider,
     ports: (u16, u16),
     limits: &str,
@@ -50,7 +50,7 @@ fn limited(
     yaml.replace("  auth:\n", &format!("  auth:\n{auth_extra}"))
 }
 
-fn rerank(addr: SocketAddr, key: &str) -> Response {
+pub(crate) fn rerank(addr: SocketAddr, key: &str) -> Response {
     client::post_json(
         addr,
         "/api/v1/rerank",
@@ -80,7 +80,7 @@ fn two_instances_on_one_redis(fake: &FakeProvider, limits: &str) -> (TestGateway
 /// Request counts restart with each UTC minute: a test counting requests starts early in one,
 /// so that its requests all fall in the same window even on a slow machine. (Waiting for the
 /// clock itself, the one thing that cannot be polled for.)
-fn early_in_a_minute() {
+pub(crate) fn early_in_a_minute() {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     let into = now.as_millis() % 60_000;
     if into > 40_000 {

@@ -62,6 +62,8 @@ mod layers;
 mod ledger;
 mod lifecycle;
 mod limits;
+#[cfg(feature = "redis")]
+mod limits_approx;
 mod logs;
 #[cfg(feature = "metrics")]
 mod metrics;
