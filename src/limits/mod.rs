@@ -42,7 +42,12 @@
 //! path).
 //!
 //! Each check is one call: with Redis, one Lua script (atomic, one round trip, bounded by the
-//! store's timeout; `redis`), else the same rules on a mutex-guarded map ([`memory`]). Windows
+//! store's timeout; `redis`), else the same rules on a mutex-guarded map ([`memory`]). In the
+//! approximate mode (`auth.limits_mode: approximate`, with Redis) a check meets no Redis on the
+//! request's path: it is decided from this instance's counts within its share of each limit
+//! (`approx`, which states the bound: N instances admit at most `quota + N × share`), and one
+//! task per limiter reconciles the counts with Redis every `auth.limits_sync_ms`, or early when a
+//! caller's share runs low (`sync`). Without Redis the mode changes nothing. Windows
 //! are fixed UTC minutes, days and calendar months ([`window`]), read from the limiter's clock
 //! (the system's; a test's hand-set one). A caller without limits never reaches this module.
 
