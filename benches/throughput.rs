@@ -525,6 +525,8 @@ fn targets(r: &Results, s: &Settings) -> String {
         (Workload::Rerank10Https, 0.85),
         (Workload::SpeechHttps, 0.95),
         (Workload::ImageHttps, 0.95),
+        // Issue 46's big-body target (dark ÷ proxy).
+        (Workload::ImageB64Big, 0.70),
     ] {
         for &c in &ratio_conns {
             let (ratio, lo, hi) = r.cpu_ratio(w, c);

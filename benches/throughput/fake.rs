@@ -10,6 +10,7 @@
 //! |---|---|
 //! | `…/v2/rerank` | Cohere v2 rerank JSON, 10 results (`/d100/…`: 100 results) |
 //! | `…/v1/images/generations` | an image answer linking to its image (`{created, data: [{url}]}`, as Ark sends it) |
+//! | `/b64/v1/images/generations` | a GPT image answer with its image inline (`b64_json`, about 1.5 MB) |
 //! | `/v1/audio/speech` | [`SPEECH_BYTES`] of audio, chunked |
 //! | `/length/v1/audio/speech` | [`SPEECH_BYTES`] of audio with its `Content-Length` (head and body in one write) |
 //! | `/big/v1/audio/speech` | [`BIG_TOTAL`] of audio in 64 KiB chunks, as fast as the reader takes it |
@@ -38,7 +39,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::http::{parse_request_head, write_all, Buf};
 use crate::tls::Counts;
-use crate::workload::{audio, rerank_answer, IMAGE_ANSWER};
+use crate::workload::{audio, image_b64_answer, rerank_answer, IMAGE_ANSWER};
 
 /// Size of the canned speech answer.
 pub const SPEECH_BYTES: usize = 20 * 1024;
@@ -65,6 +66,7 @@ struct Canned {
     rerank10: Vec<u8>,
     rerank100: Vec<u8>,
     image: Vec<u8>,
+    image_b64: Vec<u8>,
     speech: Vec<u8>,
     speech_length: Vec<u8>,
     big_chunk: Vec<u8>,
@@ -99,6 +101,7 @@ impl Canned {
             rerank10: fixed("application/json", rerank_answer(10).as_bytes()),
             rerank100: fixed("application/json", rerank_answer(100).as_bytes()),
             image: fixed("application/json", IMAGE_ANSWER.as_bytes()),
+            image_b64: fixed("application/json", image_b64_answer().as_bytes()),
             speech,
             speech_length: fixed("audio/mpeg", &audio(SPEECH_BYTES)),
             big_chunk: chunk(&audio(BIG_CHUNK)),
@@ -263,6 +266,8 @@ async fn respond<C: Conn>(s: &mut C, path: &str, c: &Canned) -> io::Result<()> {
             &c.rerank10
         };
         s.send(body).await
+    } else if path == "/b64/v1/images/generations" {
+        s.send(&c.image_b64).await
     } else if path.ends_with("/v1/images/generations") {
         s.send(&c.image).await
     } else if path == "/v1/audio/speech" {

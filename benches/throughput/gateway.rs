@@ -29,7 +29,8 @@ pub struct FakeTls {
 }
 
 /// The gateway's config: one listener, one key, providers at the fake (path prefixes pick the
-/// fake's special answers: `/d100` 100 rerank results, `/big` 100 MiB audio, `/sse` timed SSE);
+/// fake's special answers: `/d100` 100 rerank results, `/big` 100 MiB audio, `/sse` timed SSE,
+/// `/b64` a GPT image answer with its image inline);
 /// `*-tls` providers reach the fake's TLS listener (`https://127.0.0.1:…/tls`, trusting the
 /// bench's CA); with `metrics`, a metrics listener on that port (what metrics cost is then in the
 /// figures).
@@ -90,6 +91,7 @@ switchyard:
     openai-length: {{kind: openai, api_key: "{PROVIDER_KEY}", base_url: "{f}/length/v1"}}
     openai-sse: {{kind: openai, api_key: "{PROVIDER_KEY}", base_url: "{f}/sse/v1"}}
     elevenlabs: {{kind: elevenlabs, api_key: "{PROVIDER_KEY}", base_url: "{f}"}}
+    openai-b64: {{kind: openai, api_key: "{PROVIDER_KEY}", base_url: "{f}/b64/v1"}}
     ark: {{kind: ark, api_key: "{PROVIDER_KEY}", base_url: "{f}/v1"}}
     cohere-tls: {{kind: cohere, api_key: "{PROVIDER_KEY}", base_url: "{t}"{trust}}}
     openai-tls: {{kind: openai, api_key: "{PROVIDER_KEY}", base_url: "{t}/v1"{trust}}}
@@ -101,6 +103,7 @@ switchyard:
     tts-1-big: {{family: openai-tts, targets: [{{provider: openai-big, model: tts-1}}]}}
     tts-1-length: {{family: openai-tts, targets: [{{provider: openai-length, model: tts-1}}]}}
     seedream-4.0: {{family: seedream, targets: [{{provider: ark, model: doubao-seedream-4-0-250828}}]}}
+    gpt-image-b64: {{family: gpt-image-2, targets: [{{provider: openai-b64, model: gpt-image-2}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai-sse, model: gpt-4o-mini-tts}}]}}
     eleven: {{family: elevenlabs-tts, default_voice: JBFqnCBsd6RMkjVDRZzb, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
     tts-1-cached: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}], cache: {{ttl_seconds: 86400}}}}

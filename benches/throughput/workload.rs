@@ -28,10 +28,13 @@ pub enum Workload {
     SpeechHttps,
     /// `image` with HTTPS to the provider.
     ImageHttps,
+    /// A GPT image answer carrying its image inline: `b64_json` of [`BIG_IMAGE_BYTES`] (about
+    /// 1.5 MB of base64), asked for with `response_format: b64_json` (a big body out).
+    ImageB64Big,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 10] = [
+    pub const ALL: [Workload; 11] = [
         Workload::Rerank10,
         Workload::Rerank100,
         Workload::Speech,
@@ -42,6 +45,7 @@ impl Workload {
         Workload::Rerank10Https,
         Workload::SpeechHttps,
         Workload::ImageHttps,
+        Workload::ImageB64Big,
     ];
 
     pub fn name(self) -> &'static str {
@@ -56,6 +60,7 @@ impl Workload {
             Workload::Rerank10Https => "rerank-10-https",
             Workload::SpeechHttps => "speech-https",
             Workload::ImageHttps => "image-https",
+            Workload::ImageB64Big => "image-b64-big",
         }
     }
 
@@ -83,6 +88,7 @@ impl Workload {
                 "/api/v1/images/generations",
                 image_body("seedream-4.0-https"),
             ),
+            Workload::ImageB64Big => ("/api/v1/images/generations", image_b64_body()),
         }
     }
 
@@ -101,6 +107,7 @@ impl Workload {
             Workload::Speech | Workload::SpeechHit => ("/v1/audio/speech", native_speech()),
             Workload::SpeechLength => ("/length/v1/audio/speech", native_speech()),
             Workload::Image => ("/v1/images/generations", native_image()),
+            Workload::ImageB64Big => ("/b64/v1/images/generations", native_gpt_image()),
         }
     }
 }
@@ -108,6 +115,20 @@ impl Workload {
 /// A public image request body.
 fn image_body(model: &str) -> String {
     format!(r#"{{"model":"{model}","prompt":"{PROMPT}","size":"1024x1024"}}"#)
+}
+
+/// The public request of `image-b64-big`: a GPT image model, the image inline.
+fn image_b64_body() -> String {
+    format!(
+        r#"{{"model":"gpt-image-b64","prompt":"{PROMPT}","size":"1024x1024","response_format":"b64_json"}}"#
+    )
+}
+
+/// The native GPT image request (OpenAI answers GPT image models with base64 only).
+fn native_gpt_image() -> String {
+    format!(
+        r#"{{"model":"gpt-image-2","prompt":"{PROMPT}","n":1,"size":"1024x1024","output_format":"png"}}"#
+    )
 }
 
 /// The native Seedream request.
@@ -201,6 +222,20 @@ pub fn rerank_answer(n: usize) -> String {
 
 /// OpenAI image answer.
 pub const IMAGE_ANSWER: &str = r#"{"created":1700000000,"data":[{"url":"https://oaidalleapiprodscus.blob.core.windows.net/private/org-bench/user-bench/img-abc123.png?st=2024-01-01T00%3A00%3A00Z&se=2024-01-01T02%3A00%3A00Z&sp=r&sig=abcdefghijklmnopqrstuvwxyz0123456789","revised_prompt":"A lighthouse standing on a rocky shore at dusk, its beam sweeping across a calm purple sea under the first stars."}]}"#;
+
+/// Bytes of the image in the `image-b64-big` answer (its base64 is 4/3 of this: 1,572,864
+/// characters).
+pub const BIG_IMAGE_BYTES: usize = 1_179_648;
+
+/// OpenAI's answer to a GPT image request: one image inline (`b64_json` of [`BIG_IMAGE_BYTES`])
+/// and the token usage GPT image models report.
+pub fn image_b64_answer() -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(audio(BIG_IMAGE_BYTES));
+    format!(
+        r#"{{"created":1700000000,"data":[{{"b64_json":"{b64}"}}],"output_format":"png","size":"1024x1024","quality":"medium","usage":{{"input_tokens":50,"input_tokens_details":{{"image_tokens":0,"text_tokens":50}},"output_tokens":1056,"total_tokens":1106}}}}"#
+    )
+}
 
 /// Audio-like bytes.
 pub fn audio(n: usize) -> Vec<u8> {

@@ -176,7 +176,7 @@ pub struct ImageItem {
     pub url: Option<String>,
     /// The image, base64-encoded, for `response_format: b64_json`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub b64_json: Option<String>,
+    pub b64_json: Option<crate::common::images::Base64Text>,
     /// The prompt the provider actually used, when it rewrote the request's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revised_prompt: Option<String>,

@@ -18,6 +18,8 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
+
+pub use super::base64_text::Base64Text;
 use serde::{Deserialize, Serialize};
 
 /// A generation a provider runs asynchronously, as the gateway tracks it.
@@ -58,7 +60,7 @@ pub enum ImageData {
     /// A link to the image on the provider's (or its storage's) host.
     Url(String),
     /// Standard base64 of the image bytes.
-    Base64(String),
+    Base64(Base64Text),
     /// The image bytes themselves.
     Bytes(Bytes),
 }

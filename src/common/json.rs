@@ -101,7 +101,7 @@ impl<'a> JsonStr<'a> {
 /// Whether `s` holds a backslash (an escape). Every document passes through here, so the check
 /// runs over 32-byte blocks with no early exit inside a block, which the compiler turns into vector
 /// compares; `str::contains` scans a machine word at a time.
-fn has_backslash(s: &str) -> bool {
+pub(crate) fn has_backslash(s: &str) -> bool {
     let mut blocks = s.as_bytes().chunks_exact(32);
     blocks
         .by_ref()

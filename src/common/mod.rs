@@ -4,6 +4,7 @@
 //! public operations.
 
 pub(crate) mod authority;
+pub(crate) mod base64_text;
 pub mod error;
 pub mod image_input;
 pub mod images;

@@ -24,9 +24,9 @@ use crate::store::files::FileStore;
 use crate::api::images::{now, ImageItem, ImageRequest, ImageResult};
 use crate::common::error::GatewayError;
 use crate::common::image_input::sniff;
-use crate::common::images::ImageData;
 use crate::common::images::NativeImage;
 use crate::common::images::NativeImages;
+use crate::common::images::{Base64Text, ImageData};
 use crate::store::files::StoredFile;
 use crate::upstream::exchange::Upstream;
 use crate::upstream::provider::bad_answer;
@@ -120,7 +120,7 @@ async fn convert(
         revised_prompt,
         layer,
     } = image;
-    let item = |url: Option<String>, b64: Option<String>| ImageItem {
+    let item = |url: Option<String>, b64: Option<Base64Text>| ImageItem {
         url,
         b64_json: b64,
         revised_prompt: revised_prompt.clone(),
@@ -130,15 +130,15 @@ async fn convert(
     Ok(match (data, want_url) {
         (ImageData::Url(u), true) => item(Some(u), None),
         (ImageData::Base64(s), false) => item(None, Some(s)),
-        (ImageData::Bytes(bytes), false) => item(None, Some(b64.encode(&bytes))),
+        (ImageData::Bytes(bytes), false) => item(None, Some(b64.encode(&bytes).into())),
         (ImageData::Url(u), false) => {
             // Boxed: a download is a big future (a connection, its body read and release), and
             // inline it would make every image's conversion as big, links passed through too.
             let bytes = Box::pin(download(upstream, provider, &u)).await?;
-            item(None, Some(b64.encode(&bytes)))
+            item(None, Some(b64.encode(&bytes).into()))
         }
         (ImageData::Base64(s), true) => {
-            let bytes = b64.decode(s.as_bytes()).map_err(|e| {
+            let bytes = b64.decode(s.as_str().as_bytes()).map_err(|e| {
                 GatewayError::Upstream(bad_answer(provider, format!("image is not base64: {e}")))
             })?;
             let url = host(files, Bytes::from(bytes), &delivery.mime, base).await?;

@@ -333,7 +333,7 @@ pub(crate) fn image_response(
         }
         let layer = item.layer();
         let data = match (item.b64_json, item.url) {
-            (Some(b64), _) => ImageData::Base64(b64),
+            (Some(b64), _) => ImageData::Base64(b64.into()),
             (None, Some(url)) => ImageData::Url(url),
             (None, None) => {
                 return Err(crate::upstream::provider::bad_answer(

@@ -146,7 +146,7 @@ pub(crate) fn image_response(
         .unwrap_or_default()
         .into_iter()
         .filter(|b| !b.is_empty())
-        .map(|b| NativeImage::new(ImageData::Base64(b)))
+        .map(|b| NativeImage::new(ImageData::Base64(b.into())))
         .collect();
     if images.is_empty() {
         return Err(bad_answer(provider, "answer holds no images"));

@@ -274,7 +274,7 @@ pub(crate) fn image_response(
         .image
         .filter(|s| !s.is_empty())
         .ok_or_else(|| crate::upstream::provider::bad_answer(provider, "answer has no image"))?;
-    Ok(one(ImageData::Base64(image)))
+    Ok(one(ImageData::Base64(image.into())))
 }
 
 /// A filtered result is a content-policy refusal; any reason besides success is a failure.

@@ -560,6 +560,18 @@ impl<'u> Response<'u> {
                 continue;
             }
             if let Some(f) = first.take() {
+                // A body in several pieces (anything past one read): room for all of it at once
+                // when the provider said how long it is, so a megabyte answer is copied once
+                // rather than again at every doubling of the buffer.
+                let stated = self
+                    .header_str("content-length")
+                    .and_then(|v| v.parse::<usize>().ok())
+                    .unwrap_or(0);
+                buf.reserve(
+                    stated
+                        .min(limit.saturating_add(1))
+                        .max(f.len() + chunk.len()),
+                );
                 buf.extend_from_slice(&f);
             }
             buf.extend_from_slice(&chunk);

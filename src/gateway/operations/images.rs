@@ -213,8 +213,16 @@ async fn generate_served(
 }
 
 fn to_json(result: &images::ImageResult) -> Result<Bytes, GatewayError> {
-    serde_json::to_vec(result)
-        .map(Bytes::from)
+    // Sized for the images' text up front: an inline image is megabytes, which a growing buffer
+    // would copy again at every doubling.
+    let images: usize = result
+        .data
+        .iter()
+        .map(|i| i.b64_json.as_ref().map_or(0, |b| b.as_str().len()))
+        .sum();
+    let mut out = Vec::with_capacity(images + 1024);
+    serde_json::to_writer(&mut out, result)
+        .map(|()| Bytes::from(out))
         .map_err(|e| GatewayError::Internal(format!("serializing result: {e}")))
 }
 

@@ -418,7 +418,9 @@ pub(crate) fn image_response(
     };
     Ok(NativeImages {
         created: None,
-        images: vec![NativeImage::new(ImageData::Base64(image.data.clone()))],
+        images: vec![NativeImage::new(ImageData::Base64(
+            image.data.clone().into(),
+        ))],
         facts: Some(Box::new(facts)),
     })
 }

@@ -253,7 +253,7 @@ fn reads_the_image_skipping_thoughts_and_text() {
     .unwrap();
     assert_eq!(
         got.images,
-        vec![NativeImage::new(ImageData::Base64(b64(PNG)))]
+        vec![NativeImage::new(ImageData::Base64(b64(PNG).into()))]
     );
     let facts = got.facts.unwrap();
     assert_eq!(facts.output_format.as_deref(), Some("png"));

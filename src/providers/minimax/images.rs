@@ -164,7 +164,7 @@ pub(crate) fn image_response(
     let images: Vec<NativeImage> = match (data.image_base64, data.image_urls) {
         (Some(b64), _) if !b64.is_empty() => b64
             .into_iter()
-            .map(|b| item(provider, b, ImageData::Base64))
+            .map(|b| item(provider, b, |s| ImageData::Base64(s.into())))
             .collect::<Result<_, _>>()?,
         (_, Some(urls)) => urls
             .into_iter()
@@ -323,7 +323,7 @@ mod tests {
             body.to_string().as_bytes(),
         )
         .unwrap();
-        assert!(matches!(&got.images[0].data, ImageData::Base64(b) if b == "/9j/AAAA"));
+        assert!(matches!(&got.images[0].data, ImageData::Base64(b) if b.as_str() == "/9j/AAAA"));
     }
 
     #[test]

@@ -21,10 +21,10 @@ use crate::catalog::Target;
 use crate::common::error::UpstreamError;
 use crate::common::image_input;
 use crate::common::image_input::ImageInput;
-use crate::common::images::ImageData;
 use crate::common::images::NativeImage;
 use crate::common::images::NativeImages;
 use crate::common::images::{AnswerFacts, ImageUsage};
+use crate::common::images::{Base64Text, ImageData};
 use crate::common::native::json_with_extra;
 use crate::common::native::NativeRequest;
 use crate::providers::formats::multipart::Form;
@@ -111,8 +111,10 @@ impl ImagesAnswer {
 struct AnswerItem {
     #[serde(default)]
     url: Option<String>,
+    /// Kept as its literal: about 1.5 MB for one 1024×1024 PNG, passed to the caller with no
+    /// escaping pass (`common::base64_text`).
     #[serde(default)]
-    b64_json: Option<String>,
+    b64_json: Option<Box<RawValue>>,
     #[serde(default)]
     revised_prompt: Option<String>,
 }
@@ -354,7 +356,17 @@ pub(crate) fn image_response(
         .into_iter()
         .enumerate()
         .map(|(i, item)| {
-            let data = match (item.url, item.b64_json) {
+            let b64 = match item.b64_json.map(Base64Text::from_literal) {
+                Some(None) => {
+                    return Err(crate::upstream::provider::bad_answer(
+                        provider,
+                        format!("image {} of {count}: b64_json is not a string", i + 1),
+                    ))
+                }
+                Some(Some(b64)) => Some(b64),
+                None => None,
+            };
+            let data = match (item.url, b64) {
                 (_, Some(b64)) if !b64.is_empty() => ImageData::Base64(b64),
                 (Some(url), _) if !url.is_empty() => ImageData::Url(url),
                 _ => {
