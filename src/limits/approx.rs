@@ -208,6 +208,9 @@ pub(super) struct Shared {
     pub wake: Arc<Notify>,
     /// The reconciling task was started (on the first check: a runtime is needed).
     pub started: AtomicBool,
+    /// When the reconciling task last went round (wall-clock ms): one that stopped going round
+    /// (its runtime was shut down) is replaced (`sync::start`).
+    pub last_tick: std::sync::atomic::AtomicU64,
     /// Reconciliations done, for the tests.
     #[cfg(test)]
     pub syncs: std::sync::atomic::AtomicUsize,
@@ -254,6 +257,7 @@ impl Counts {
                 failing: AtomicBool::new(false),
                 wake: Arc::new(Notify::new()),
                 started: AtomicBool::new(false),
+                last_tick: std::sync::atomic::AtomicU64::new(0),
                 #[cfg(test)]
                 syncs: std::sync::atomic::AtomicUsize::new(0),
             }),
@@ -337,8 +341,8 @@ fn quota_of(check: &Check, e: &Entry) -> Option<u64> {
         .map(|c| c.limit.quota)
 }
 
-/// What one reconciliation sends for one caller: each counter's key suffix (`name:window`), what
-/// to add to it and its TTL; and the slots held here, when the caller has `concurrent`.
+/// What one reconciliation sends for one caller: each counter's limit name and window (its key's
+/// end), what to add to it and its TTL; and the slots held here, when the caller has `concurrent`.
 #[derive(Debug, Default)]
 pub(super) struct Outgoing {
     pub counters: Vec<(&'static str, u64, u64, u64)>,
@@ -359,8 +363,10 @@ impl Scope {
             if e.pending == 0 && e.window != now.window(e.kind) {
                 continue;
             }
-            e.in_flight = e.in_flight.saturating_add(std::mem::take(&mut e.pending));
-            out.counters.push((e.name, e.window, e.in_flight, e.ttl));
+            // Only what this reconciliation carries: were another under way, its part stays its.
+            let delta = std::mem::take(&mut e.pending);
+            e.in_flight = e.in_flight.saturating_add(delta);
+            out.counters.push((e.name, e.window, delta, e.ttl));
         }
         if self.slots.is_some() {
             out.slots = Some(self.active);
@@ -371,7 +377,7 @@ impl Scope {
     /// The reconciliation's answer for this caller: each counter's total and the other
     /// instances' slots (`None`: it failed, and what it carried is sent again next time).
     pub(super) fn settle(&mut self, sent: &Outgoing, reply: Option<&[u64]>, now: Now) {
-        for (i, (name, window, _, _)) in sent.counters.iter().enumerate() {
+        for (i, (name, window, delta, _)) in sent.counters.iter().enumerate() {
             let Some(e) = self
                 .entries
                 .iter_mut()
@@ -379,11 +385,11 @@ impl Scope {
             else {
                 continue;
             };
+            e.in_flight = e.in_flight.saturating_sub(*delta);
             match reply.and_then(|r| r.get(i)) {
                 Some(total) => e.global = *total,
-                None => e.pending = e.pending.saturating_add(e.in_flight),
+                None => e.pending = e.pending.saturating_add(*delta),
             }
-            e.in_flight = 0;
         }
         if let (Some(reply), Some(active)) = (reply, sent.slots) {
             self.others = reply.get(sent.counters.len()).copied().unwrap_or(0);

@@ -1,7 +1,8 @@
 //! The approximate mode's bound, tested: three limiters (three instances) on one real Redis
 //! under concurrent load admit no more than `quota + 3 × share` of a window, count every
 //! admission once in Redis, and after a reconciliation every one of them refuses once the
-//! window is spent; the same for a money budget and for `concurrent` slots.
+//! window is spent; the same for a money budget and for `concurrent` slots. And a reconciling
+//! task lost with its runtime is replaced.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -228,4 +229,39 @@ async fn three_instances_hold_at_most_the_slots_and_three_shares() {
         let r = l.admit("key:a", &set, Meter::Tokens, None, OPEN).await;
         assert!(matches!(r, Ok(Some(_))), "{:?}", r.map(|l| l.is_some()));
     }
+}
+
+#[test]
+fn a_reconciling_task_whose_runtime_is_gone_is_replaced() {
+    let (limiters, _conn) = instances(1);
+    let set: LimitSet = serde_yaml::from_str("{requests_per_minute: 1000}").unwrap();
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let first = runtime();
+    first.block_on(async {
+        let l = &limiters[0];
+        assert!(l
+            .admit("key:a", &set, Meter::Tokens, None, OPEN)
+            .await
+            .is_ok());
+        reconciled(&limiters).await;
+    });
+    // The task is gone with its runtime; the next checks, on another, start one again.
+    drop(first);
+    runtime().block_on(async {
+        let l = &limiters[0];
+        let before = syncs(l);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while syncs(l) == before {
+            assert!(Instant::now() < deadline, "no reconciliation since");
+            // Its share runs out meanwhile (nothing reconciles it): refused for now, not lost.
+            let r = l.admit("key:a", &set, Meter::Tokens, None, OPEN).await;
+            assert_ne!(refused_for_good(&r), Some(true));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
 }

@@ -74,20 +74,45 @@ return out
 /// Start `shared`'s reconciling task, once, on the runtime of the first check (none at all
 /// while there is no runtime: a later check starts it).
 pub(super) fn start(shared: &Arc<Shared>) {
-    if shared.started.load(Ordering::Relaxed) || shared.started.swap(true, Ordering::AcqRel) {
+    if shared.started.load(Ordering::Relaxed) {
+        if !stalled(shared) {
+            return;
+        }
+    } else if shared.started.swap(true, Ordering::AcqRel) {
         return;
     }
     let Ok(rt) = tokio::runtime::Handle::try_current() else {
         shared.started.store(false, Ordering::Release);
         return;
     };
+    shared
+        .last_tick
+        .store(Now::current().millis, Ordering::Relaxed);
     let every = shared.settings.sync;
     rt.spawn(run(Arc::downgrade(shared), shared.wake.clone(), every));
+}
+
+/// Whether the reconciling task has not gone round for far longer than an interval and the
+/// longest a reconciliation may take (its runtime is gone): true for the one caller that is to
+/// start another.
+fn stalled(shared: &Shared) -> bool {
+    let last = shared.last_tick.load(Ordering::Relaxed);
+    let now = Now::current().millis;
+    let longest = shared.settings.sync.saturating_mul(4) + shared.conn.timeout().saturating_mul(4);
+    let longest = u64::try_from(longest.as_millis()).unwrap_or(u64::MAX);
+    now.saturating_sub(last) > longest.saturating_add(1_000)
+        && shared
+            .last_tick
+            .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
 }
 
 /// Reconcile every `every`, or when woken; end once the limiter is gone.
 async fn run(shared: Weak<Shared>, wake: Arc<Notify>, every: Duration) {
     loop {
+        if let Some(s) = shared.upgrade() {
+            s.last_tick.store(Now::current().millis, Ordering::Relaxed);
+        }
         tokio::select! {
             () = tokio::time::sleep(every) => {}
             () = wake.notified() => {}
