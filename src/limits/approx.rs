@@ -7,8 +7,9 @@
 //! while a reconciliation carries it). A check passes where `global + unsynced + need` fits in
 //! the quota, as the exact mode's does against the true total, and where the instance's
 //! unreconciled use stays within its **share** of the limit (`auth.limits_local_share_percent`
-//! of the quota, at least 1): past it the request is refused with `Retry-After: 1`
-//! ([`Outcome::ShareSpent`]) until the reconciliation lands. A request whose own need is larger
+//! of the quota, at least 1): past it ([`Outcome::ShareSpent`]) the request waits for the
+//! reconciliation it asks for (`Counts::reconciled`, bounded) and is decided again, refused with
+//! `Retry-After: 1` only if it still does not fit. A request whose own need is larger
 //! than the share is let through only right after a reconciliation (nothing unreconciled).
 //!
 //! The bound that follows: what one instance has admitted that the others cannot see is at most
@@ -206,6 +207,13 @@ pub(super) struct Shared {
     pub failing: AtomicBool,
     /// Asks the reconciling task for an early reconciliation.
     pub wake: Arc<Notify>,
+    /// Told when a reconciliation has gone round (landed, failed or had nothing to send).
+    pub landed: Notify,
+    /// Reconciliations begun (counted before each takes what it sends), and the number of the
+    /// last one gone round: a request waiting for its own use to be reconciled waits for one
+    /// begun after that use was counted.
+    pub begun: std::sync::atomic::AtomicU64,
+    pub done: std::sync::atomic::AtomicU64,
     /// The reconciling task was started (on the first check: a runtime is needed).
     pub started: AtomicBool,
     /// When the reconciling task last went round (wall-clock ms): one that stopped going round
@@ -256,12 +264,37 @@ impl Counts {
                 clock,
                 failing: AtomicBool::new(false),
                 wake: Arc::new(Notify::new()),
+                landed: Notify::new(),
+                begun: std::sync::atomic::AtomicU64::new(0),
+                done: std::sync::atomic::AtomicU64::new(0),
                 started: AtomicBool::new(false),
                 last_tick: std::sync::atomic::AtomicU64::new(0),
                 #[cfg(test)]
                 syncs: std::sync::atomic::AtomicUsize::new(0),
             }),
         }
+    }
+
+    /// Once a reconciliation begun after now has gone round (asked for now), or after one
+    /// interval and one store timeout, whichever comes first. One already under way may have
+    /// taken its batch before this caller's last use was counted, so it does not do.
+    pub(crate) async fn reconciled(&self) {
+        let want = self.shared.begun.load(Ordering::Acquire) + 1;
+        let within = self.shared.settings.sync + self.shared.conn.timeout();
+        let wait = async {
+            loop {
+                // Made before `done` is read: `notify_waiters` reaches a `Notified` from its
+                // creation, so a reconciliation landing in between is not missed.
+                let landed = self.shared.landed.notified();
+                if self.shared.done.load(Ordering::Acquire) >= want {
+                    return;
+                }
+                self.shared.wake.notify_one();
+                landed.await;
+            }
+        };
+        // Past the deadline the request is decided again as things stand (refused by its share).
+        let _ = tokio::time::timeout(within, wait).await;
     }
 
     /// Whether the last reconciliation failed.

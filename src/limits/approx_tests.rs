@@ -156,6 +156,31 @@ async fn three_instances_admit_at_most_the_quota_and_three_shares_then_all_refus
     );
 }
 
+/// A small quota's share is one request: back-to-back requests past it wait for the
+/// reconciliation they ask for and are admitted, not refused while the quota has room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_past_the_share_wait_for_a_reconciliation_rather_than_being_refused() {
+    let (limiters, conn) = instances(1);
+    let quota = 10;
+    assert_eq!(share(quota, SHARE), 1);
+    let set: LimitSet = serde_yaml::from_str(&format!("{{requests_per_minute: {quota}}}")).unwrap();
+    for i in 0..quota {
+        let r = limiters[0]
+            .admit("key:a", &set, Meter::Characters, None, OPEN)
+            .await;
+        assert!(r.is_ok(), "request {i} of {quota} refused: {:?}", r.err());
+    }
+    let r = limiters[0]
+        .admit("key:a", &set, Meter::Characters, None, OPEN)
+        .await;
+    assert_eq!(refused_for_good(&r), Some(true));
+    reconciled(&limiters).await;
+    assert_eq!(
+        total(&conn, "limits:key:a}:requests_per_minute:*").await,
+        quota
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_instances_spend_a_money_budget_within_the_bound() {
     let (limiters, conn) = instances(3);

@@ -243,12 +243,7 @@ impl Limiter {
                         "limits: the last reconciliation with Redis failed".into(),
                     ));
                 }
-                sync::start(&counts.shared);
-                Ok(counts.apply(scope, &check).map(|slot| {
-                    slot.map(|s| Lease {
-                        _slot: LeaseInner::Approx { _slot: s },
-                    })
-                }))
+                Ok(Self::admit_approx(counts, scope, &check).await)
             }
         };
         match result {
@@ -256,6 +251,29 @@ impl Limiter {
             Ok(Err(outcome)) => Err(self.refuse(scope, set, &check, outcome, now, known)),
             Err(e) => self.store_failed(e, on_error).map(|()| None),
         }
+    }
+
+    /// [`Limiter::admit`] in the approximate mode: from this instance's counts. A request the
+    /// quota has room for but this instance's share has not waits for the reconciliation its check asked for (at most one
+    /// interval and one store timeout) and is decided again, rather than refused while the quota
+    /// has room: Redis meets a request's path only then.
+    #[cfg(feature = "redis")]
+    async fn admit_approx(
+        counts: &approx::Counts,
+        scope: &str,
+        check: &Check,
+    ) -> Result<Option<Lease>, Outcome> {
+        sync::start(&counts.shared);
+        let mut decided = counts.apply(scope, check);
+        if matches!(decided, Err(Outcome::ShareSpent { .. })) {
+            counts.reconciled().await;
+            decided = counts.apply(scope, check);
+        }
+        decided.map(|slot| {
+            slot.map(|s| Lease {
+                _slot: LeaseInner::Approx { _slot: s },
+            })
+        })
     }
 
     /// What a finished request used: added to every window of `meter`, and what it cost

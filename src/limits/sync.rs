@@ -120,7 +120,11 @@ async fn run(shared: Weak<Shared>, wake: Arc<Notify>, every: Duration) {
         let Some(shared) = shared.upgrade() else {
             return;
         };
+        let n = shared.begun.fetch_add(1, Ordering::AcqRel) + 1;
         sync_once(&shared).await;
+        // Admissions waiting past their share decide again now (`approx::Counts::reconciled`).
+        shared.done.store(n, Ordering::Release);
+        shared.landed.notify_waiters();
     }
 }
 
