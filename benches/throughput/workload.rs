@@ -28,10 +28,22 @@ pub enum Workload {
     SpeechHttps,
     /// `image` with HTTPS to the provider.
     ImageHttps,
+    /// Speech through OpenAI's Realtime API (a WebSocket to the fake's Realtime listener),
+    /// `response_format: pcm`: the PCM as it comes, no encoding. Its direct and baseline runs
+    /// are the HTTP `speech` request (the plain proxy cannot turn a WebSocket into HTTP).
+    SpeechRealtime,
+    /// The same, encoded by the gateway into mp3 (LAME).
+    SpeechRealtimeMp3,
+    /// … into Ogg Opus (libopus).
+    SpeechRealtimeOpus,
+    /// … into ADTS AAC (FDK AAC).
+    SpeechRealtimeAac,
+    /// … into FLAC (flacenc).
+    SpeechRealtimeFlac,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 10] = [
+    pub const ALL: [Workload; 15] = [
         Workload::Rerank10,
         Workload::Rerank100,
         Workload::Speech,
@@ -42,6 +54,11 @@ impl Workload {
         Workload::Rerank10Https,
         Workload::SpeechHttps,
         Workload::ImageHttps,
+        Workload::SpeechRealtime,
+        Workload::SpeechRealtimeMp3,
+        Workload::SpeechRealtimeOpus,
+        Workload::SpeechRealtimeAac,
+        Workload::SpeechRealtimeFlac,
     ];
 
     pub fn name(self) -> &'static str {
@@ -56,6 +73,23 @@ impl Workload {
             Workload::Rerank10Https => "rerank-10-https",
             Workload::SpeechHttps => "speech-https",
             Workload::ImageHttps => "image-https",
+            Workload::SpeechRealtime => "speech-realtime",
+            Workload::SpeechRealtimeMp3 => "speech-realtime-mp3",
+            Workload::SpeechRealtimeOpus => "speech-realtime-opus",
+            Workload::SpeechRealtimeAac => "speech-realtime-aac",
+            Workload::SpeechRealtimeFlac => "speech-realtime-flac",
+        }
+    }
+
+    /// The `response_format` of a Realtime workload (`None`: not one).
+    pub fn realtime_format(self) -> Option<&'static str> {
+        match self {
+            Workload::SpeechRealtime => Some("pcm"),
+            Workload::SpeechRealtimeMp3 => Some("mp3"),
+            Workload::SpeechRealtimeOpus => Some("opus"),
+            Workload::SpeechRealtimeAac => Some("aac"),
+            Workload::SpeechRealtimeFlac => Some("flac"),
+            _ => None,
         }
     }
 
@@ -83,6 +117,14 @@ impl Workload {
                 "/api/v1/images/generations",
                 image_body("seedream-4.0-https"),
             ),
+            Workload::SpeechRealtime
+            | Workload::SpeechRealtimeMp3
+            | Workload::SpeechRealtimeOpus
+            | Workload::SpeechRealtimeAac
+            | Workload::SpeechRealtimeFlac => (
+                "/api/v1/audio/speech",
+                realtime_body(self.realtime_format().unwrap_or("pcm")),
+            ),
         }
     }
 
@@ -98,7 +140,14 @@ impl Workload {
                 ("/v2/rerank", rerank_body("rerank-v3.5", 10))
             }
             Workload::Rerank100 => ("/d100/v2/rerank", rerank_body("rerank-v3.5", 100)),
-            Workload::Speech | Workload::SpeechHit => ("/v1/audio/speech", native_speech()),
+            // The Realtime workloads' baseline is the HTTP speech path.
+            Workload::Speech
+            | Workload::SpeechHit
+            | Workload::SpeechRealtime
+            | Workload::SpeechRealtimeMp3
+            | Workload::SpeechRealtimeOpus
+            | Workload::SpeechRealtimeAac
+            | Workload::SpeechRealtimeFlac => ("/v1/audio/speech", native_speech()),
             Workload::SpeechLength => ("/length/v1/audio/speech", native_speech()),
             Workload::Image => ("/v1/images/generations", native_image()),
         }
@@ -165,6 +214,13 @@ pub fn rerank_body(model: &str, docs: usize) -> String {
 /// A public speech request body.
 pub fn speech_body(model: &str) -> String {
     format!(r#"{{"model":"{model}","input":"{SPEECH}","voice":"alloy"}}"#)
+}
+
+/// A public speech request to the Realtime model in `format`.
+pub fn realtime_body(format: &str) -> String {
+    format!(
+        r#"{{"model":"gpt-realtime-2.1-mini","input":"{SPEECH}","voice":"alloy","response_format":"{format}"}}"#
+    )
 }
 
 /// A complete HTTP/1.1 POST with a JSON body. `gateway` picks the caller's key header, otherwise
