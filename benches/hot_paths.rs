@@ -48,7 +48,7 @@ switchyard:
     ark: {kind: ark, api_key: "sk-bench", base_url: "http://127.0.0.1:9/api/v3"}
   models:
     rerank-v3.5: {family: cohere-rerank, targets: [{provider: cohere, model: rerank-v3.5}]}
-    seedream-4.0: {family: seedream, targets: [{provider: ark, model: doubao-seedream-4-0-250828}]}
+    seedream-4.0: {family: seedream, lifecycle: {still_available: true}, targets: [{provider: ark, model: doubao-seedream-4-0-250828}]}
 "#;
 
 struct Fixture {

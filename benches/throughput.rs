@@ -26,8 +26,12 @@ mod http;
 mod load;
 #[path = "throughput/procs.rs"]
 mod procs;
+#[path = "throughput/realtime.rs"]
+mod realtime;
 #[path = "throughput/report.rs"]
 mod report;
+#[path = "throughput/speech_ttfb.rs"]
+mod speech_ttfb;
 #[path = "throughput/stream.rs"]
 mod stream;
 #[path = "throughput/tls.rs"]
@@ -113,8 +117,8 @@ impl Settings {
 struct Setup {
     fake: Proc,
     fake_addr: SocketAddr,
-    /// The fake's TLS listener (the `*-https` workloads).
-    fake_tls: gateway::FakeTls,
+    /// The fake's TLS listener (the `*-https` workloads) and its Realtime API (`speech-realtime*`).
+    fake_tls: gateway::FakeListeners,
     baseline: Proc,
     baseline_addr: SocketAddr,
     gateway: Proc,
@@ -278,6 +282,7 @@ fn run() -> Result<(), String> {
             cache_ttfb = cache::table(&rows);
             progress(&cache_ttfb);
         }
+        cache_ttfb.push_str(&realtime_one_at_a_time(&setup, &settings).await?);
         loads(&mut setup, &settings, &mut results).await
     })?;
     setup.record_hwm(&mut results);
@@ -315,6 +320,28 @@ fn run() -> Result<(), String> {
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
+}
+
+/// `speech-ttfb` and `realtime-socket` (`speech_ttfb`), one request at a time; their tables.
+async fn realtime_one_at_a_time(setup: &Setup, s: &Settings) -> Result<String, String> {
+    let n = env_num("SWITCHYARD_BENCH_SPEECH_TTFB_REQUESTS", 200usize).max(1);
+    let mut out = String::new();
+    if s.wants("speech-ttfb") {
+        let mut rows = speech_ttfb::rows(setup.fake_addr, setup.baseline_addr, setup.gateway_addr);
+        speech_ttfb::ttfb(&mut rows, n).await?;
+        let table = speech_ttfb::ttfb_table(&rows);
+        progress(&table);
+        out.push_str(&table);
+        out.push('\n');
+    }
+    if s.wants("realtime-socket") {
+        let costs = speech_ttfb::socket_costs(setup.fake_tls.realtime, setup.fake.pid(), n).await?;
+        let table = speech_ttfb::socket_table(&costs);
+        progress(&table);
+        out.push_str(&table);
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 /// The 100 MiB answer and the timed streams, first, while both servers are fresh.

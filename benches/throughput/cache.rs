@@ -63,8 +63,9 @@ pub async fn ttfb(
     Ok(out)
 }
 
-/// One request on `s`: the time from its last byte written to its answer's first body byte.
-async fn one(s: &TcpStream, buf: &mut Buf, req: Vec<u8>) -> Result<i64, String> {
+/// One request on `s`: the time from its last byte written to its answer's first body byte
+/// (also `speech_ttfb`'s measure).
+pub async fn one(s: &TcpStream, buf: &mut Buf, req: Vec<u8>) -> Result<i64, String> {
     write_all(s, &req).await.map_err(|e| e.to_string())?;
     let sent = Instant::now();
     let mut first: Option<Instant> = None;
@@ -74,7 +75,7 @@ async fn one(s: &TcpStream, buf: &mut Buf, req: Vec<u8>) -> Result<i64, String> 
     .await
     .map_err(|e| e.to_string())?;
     if status != 200 {
-        return Err(format!("speech through the cache: status {status}"));
+        return Err(format!("speech: status {status}"));
     }
     let first = first.ok_or("an answer without a body")?;
     Ok((first - sent).as_nanos() as i64)

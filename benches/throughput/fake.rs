@@ -24,8 +24,11 @@
 //! on both listeners: it is how the baseline proxy tells its HTTPS requests from the others, and
 //! the gateway's HTTPS providers use it too, so both send the fake the same paths.
 //!
-//! Stdout gets one line once both listen: `PORT <plain> TLS <tls> CA <CA PEM path>`; the CA file
-//! goes to `SWITCHYARD_BENCH_DIR` (the bench's temporary directory).
+//! A third listener is OpenAI's Realtime API: a WebSocket over plain TCP ([`crate::realtime`]),
+//! for the `speech-realtime*` workloads.
+//!
+//! Stdout gets one line once all listen: `PORT <plain> TLS <tls> RT <realtime> CA <CA PEM path>`;
+//! the CA file goes to `SWITCHYARD_BENCH_DIR` (the bench's temporary directory).
 
 use std::io::{self, BufRead, Write};
 use std::sync::Arc;
@@ -131,13 +134,19 @@ pub fn main() -> io::Result<()> {
         let port = listener.local_addr()?.port();
         let tls_listener = TcpListener::bind("127.0.0.1:0").await?;
         let tls_port = tls_listener.local_addr()?.port();
+        let rt_listener = TcpListener::bind("127.0.0.1:0").await?;
+        let rt_port = rt_listener.local_addr()?.port();
         let (acceptor, ca_file) = crate::tls::acceptor(&dir)?;
         let mut out = std::io::stdout().lock();
-        writeln!(out, "PORT {port} TLS {tls_port} CA {ca_file}")?;
+        writeln!(out, "PORT {port} TLS {tls_port} RT {rt_port} CA {ca_file}")?;
         out.flush()?;
         drop(out);
         let canned = Arc::new(Canned::new());
         let counts = Arc::new(Counts::default());
+        tokio::spawn(crate::realtime::serve(
+            rt_listener,
+            Arc::new(crate::realtime::Events::canned()),
+        ));
         tokio::spawn(accept_tls(
             tls_listener,
             acceptor,

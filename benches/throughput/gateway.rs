@@ -20,24 +20,39 @@ use std::process::Stdio;
 use crate::procs::{self, Proc};
 use crate::workload::{KEY, PROVIDER_KEY};
 
-/// The fake provider's TLS listener and the CA its certificate chains to.
+/// The fake provider's listeners beside its plain HTTP one: TLS (and the CA its certificate
+/// chains to) and the Realtime API's WebSocket.
 #[derive(Debug, Clone)]
-pub struct FakeTls {
+pub struct FakeListeners {
+    /// The TLS listener.
     pub addr: SocketAddr,
     /// The CA's certificate, PEM.
     pub ca_file: String,
+    /// The Realtime API's WebSocket listener (plain TCP, `crate::realtime`).
+    pub realtime: SocketAddr,
 }
 
 /// The gateway's config: one listener, one key, providers at the fake (path prefixes pick the
 /// fake's special answers: `/d100` 100 rerank results, `/big` 100 MiB audio, `/sse` timed SSE,
 /// `/b64` a GPT image answer with its image inline);
 /// `*-tls` providers reach the fake's TLS listener (`https://127.0.0.1:…/tls`, trusting the
-/// bench's CA); with `metrics`, a metrics listener on that port (what metrics cost is then in the
-/// figures).
-pub fn config(port: u16, fake: SocketAddr, tls: &FakeTls, tag: &str, extra: &Extra) -> String {
+/// bench's CA); `openai-realtime` reaches the fake's Realtime API (`gpt-realtime-2.1-mini`); with
+/// `metrics`, a metrics listener on that port (what metrics cost is then in the figures). The
+/// Seedream 4.0 models are kept with `lifecycle: {still_available: true}`: Ark shut the model down
+/// on 2026-11-24 and the gateway refuses such a target at load, but the fake still serves it, and
+/// the `image` workloads stay comparable with earlier runs.
+pub fn config(
+    port: u16,
+    fake: SocketAddr,
+    tls: &FakeListeners,
+    tag: &str,
+    extra: &Extra,
+) -> String {
     let f = format!("http://{fake}");
     // The same paths as the baseline proxy's HTTPS requests (`/tls/…`, which the fake ignores).
     let t = format!("https://{}/tls", tls.addr);
+    // The Realtime API's WebSocket (`ws://` for an `http://` base URL).
+    let rt = format!("http://{}/v1", tls.realtime);
     // How the HTTPS providers trust the fake: their own CA file (the default), or nothing here
     // and the CA among the process's system roots (`SWITCHYARD_BENCH_TLS_ROOTS=system`).
     let trust = if extra.system_roots {
@@ -96,13 +111,14 @@ switchyard:
     cohere-tls: {{kind: cohere, api_key: "{PROVIDER_KEY}", base_url: "{t}"{trust}}}
     openai-tls: {{kind: openai, api_key: "{PROVIDER_KEY}", base_url: "{t}/v1"{trust}}}
     ark-tls: {{kind: ark, api_key: "{PROVIDER_KEY}", base_url: "{t}/v1"{trust}}}
+    openai-realtime: {{kind: openai, api_key: "{PROVIDER_KEY}", base_url: "{rt}"}}
   models:
     rerank-v3.5: {{family: cohere-rerank, targets: [{{provider: cohere, model: rerank-v3.5}}]}}
     rerank-v3.5-d100: {{family: cohere-rerank, targets: [{{provider: cohere-d100, model: rerank-v3.5}}]}}
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     tts-1-big: {{family: openai-tts, targets: [{{provider: openai-big, model: tts-1}}]}}
     tts-1-length: {{family: openai-tts, targets: [{{provider: openai-length, model: tts-1}}]}}
-    seedream-4.0: {{family: seedream, targets: [{{provider: ark, model: doubao-seedream-4-0-250828}}]}}
+    seedream-4.0: {{family: seedream, lifecycle: {{still_available: true}}, targets: [{{provider: ark, model: doubao-seedream-4-0-250828}}]}}
     gpt-image-b64: {{family: gpt-image-2, targets: [{{provider: openai-b64, model: gpt-image-2}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai-sse, model: gpt-4o-mini-tts}}]}}
     eleven: {{family: elevenlabs-tts, default_voice: JBFqnCBsd6RMkjVDRZzb, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
@@ -111,7 +127,8 @@ switchyard:
     rerank-v3.5-cached: {{family: cohere-rerank, targets: [{{provider: cohere, model: rerank-v3.5}}], cache: {{ttl_seconds: 86400}}}}
     rerank-v3.5-https: {{family: cohere-rerank, targets: [{{provider: cohere-tls, model: rerank-v3.5}}]}}
     tts-1-https: {{family: openai-tts, targets: [{{provider: openai-tls, model: tts-1}}]}}
-    seedream-4.0-https: {{family: seedream, targets: [{{provider: ark-tls, model: doubao-seedream-4-0-250828}}]}}
+    seedream-4.0-https: {{family: seedream, lifecycle: {{still_available: true}}, targets: [{{provider: ark-tls, model: doubao-seedream-4-0-250828}}]}}
+    gpt-realtime-2.1-mini: {{family: openai-realtime, default_voice: alloy, targets: [{{provider: openai-realtime, model: gpt-realtime-2.1-mini}}]}}
 "#
     );
     // Every model declared unpriced: no cost is computed, counted or announced, so a run with and
@@ -224,7 +241,7 @@ pub fn trace_spans(metrics: SocketAddr) -> [u64; 3] {
 /// listener's address, when it has one.
 pub fn start(
     fake: SocketAddr,
-    tls: &FakeTls,
+    tls: &FakeListeners,
     core: Option<usize>,
     dir: &Path,
 ) -> Result<(Proc, SocketAddr, Option<SocketAddr>), String> {
@@ -280,7 +297,7 @@ pub fn start(
 /// Start the baseline proxy (this executable, role `baseline`) on a free port.
 pub fn start_baseline(
     fake: SocketAddr,
-    tls: &FakeTls,
+    tls: &FakeListeners,
     core: Option<usize>,
 ) -> Result<(Proc, SocketAddr), String> {
     let port = procs::free_port().map_err(|e| e.to_string())?;
@@ -322,7 +339,7 @@ pub fn start_baseline(
 
 /// Start the fake provider (this executable, role `fake`) on the current core; its CA file goes
 /// to `dir`.
-pub fn start_fake(dir: &Path) -> Result<(Proc, SocketAddr, FakeTls), String> {
+pub fn start_fake(dir: &Path) -> Result<(Proc, SocketAddr, FakeListeners), String> {
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut p = procs::spawn(
         "fake",
@@ -337,20 +354,22 @@ pub fn start_fake(dir: &Path) -> Result<(Proc, SocketAddr, FakeTls), String> {
         Stdio::inherit(),
     )
     .map_err(|e| format!("starting the fake: {e}"))?;
-    // `PORT <plain> TLS <tls> CA <path>`
+    // `PORT <plain> TLS <tls> RT <realtime> CA <path>`
     let line = procs::read_line(&mut p)?;
-    let bad = || format!("fake: expected `PORT <n> TLS <n> CA <path>`, got {line:?}");
-    let mut words = line.trim().splitn(6, ' ');
+    let bad = || format!("fake: expected `PORT <n> TLS <n> RT <n> CA <path>`, got {line:?}");
+    let mut words = line.trim().splitn(8, ' ');
     let mut field = |name: &str| match (words.next(), words.next()) {
         (Some(n), Some(v)) if n == name => Ok(v.to_string()),
         _ => Err(bad()),
     };
     let port: u16 = field("PORT")?.parse().map_err(|_| bad())?;
     let tls_port: u16 = field("TLS")?.parse().map_err(|_| bad())?;
+    let rt_port: u16 = field("RT")?.parse().map_err(|_| bad())?;
     let ca_file = field("CA")?;
-    let tls = FakeTls {
+    let tls = FakeListeners {
         addr: ([127, 0, 0, 1], tls_port).into(),
         ca_file,
+        realtime: ([127, 0, 0, 1], rt_port).into(),
     };
     Ok((p, ([127, 0, 0, 1], port).into(), tls))
 }

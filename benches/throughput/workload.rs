@@ -31,10 +31,22 @@ pub enum Workload {
     /// A GPT image answer carrying its image inline: `b64_json` of [`BIG_IMAGE_BYTES`] (about
     /// 1.5 MB of base64), asked for with `response_format: b64_json` (a big body out).
     ImageB64Big,
+    /// Speech through OpenAI's Realtime API (a WebSocket to the fake's Realtime listener),
+    /// `response_format: pcm`: the PCM as it comes, no encoding. Its direct and baseline runs
+    /// are the HTTP `speech` request (the plain proxy cannot turn a WebSocket into HTTP).
+    SpeechRealtime,
+    /// The same, encoded by the gateway into mp3 (LAME).
+    SpeechRealtimeMp3,
+    /// … into Ogg Opus (libopus).
+    SpeechRealtimeOpus,
+    /// … into ADTS AAC (FDK AAC).
+    SpeechRealtimeAac,
+    /// … into FLAC (flacenc).
+    SpeechRealtimeFlac,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 11] = [
+    pub const ALL: [Workload; 16] = [
         Workload::Rerank10,
         Workload::Rerank100,
         Workload::Speech,
@@ -46,6 +58,11 @@ impl Workload {
         Workload::SpeechHttps,
         Workload::ImageHttps,
         Workload::ImageB64Big,
+        Workload::SpeechRealtime,
+        Workload::SpeechRealtimeMp3,
+        Workload::SpeechRealtimeOpus,
+        Workload::SpeechRealtimeAac,
+        Workload::SpeechRealtimeFlac,
     ];
 
     pub fn name(self) -> &'static str {
@@ -61,6 +78,23 @@ impl Workload {
             Workload::SpeechHttps => "speech-https",
             Workload::ImageHttps => "image-https",
             Workload::ImageB64Big => "image-b64-big",
+            Workload::SpeechRealtime => "speech-realtime",
+            Workload::SpeechRealtimeMp3 => "speech-realtime-mp3",
+            Workload::SpeechRealtimeOpus => "speech-realtime-opus",
+            Workload::SpeechRealtimeAac => "speech-realtime-aac",
+            Workload::SpeechRealtimeFlac => "speech-realtime-flac",
+        }
+    }
+
+    /// The `response_format` of a Realtime workload (`None`: not one).
+    pub fn realtime_format(self) -> Option<&'static str> {
+        match self {
+            Workload::SpeechRealtime => Some("pcm"),
+            Workload::SpeechRealtimeMp3 => Some("mp3"),
+            Workload::SpeechRealtimeOpus => Some("opus"),
+            Workload::SpeechRealtimeAac => Some("aac"),
+            Workload::SpeechRealtimeFlac => Some("flac"),
+            _ => None,
         }
     }
 
@@ -89,6 +123,14 @@ impl Workload {
                 image_body("seedream-4.0-https"),
             ),
             Workload::ImageB64Big => ("/api/v1/images/generations", image_b64_body()),
+            Workload::SpeechRealtime
+            | Workload::SpeechRealtimeMp3
+            | Workload::SpeechRealtimeOpus
+            | Workload::SpeechRealtimeAac
+            | Workload::SpeechRealtimeFlac => (
+                "/api/v1/audio/speech",
+                realtime_body(self.realtime_format().unwrap_or("pcm")),
+            ),
         }
     }
 
@@ -104,7 +146,14 @@ impl Workload {
                 ("/v2/rerank", rerank_body("rerank-v3.5", 10))
             }
             Workload::Rerank100 => ("/d100/v2/rerank", rerank_body("rerank-v3.5", 100)),
-            Workload::Speech | Workload::SpeechHit => ("/v1/audio/speech", native_speech()),
+            // The Realtime workloads' baseline is the HTTP speech path.
+            Workload::Speech
+            | Workload::SpeechHit
+            | Workload::SpeechRealtime
+            | Workload::SpeechRealtimeMp3
+            | Workload::SpeechRealtimeOpus
+            | Workload::SpeechRealtimeAac
+            | Workload::SpeechRealtimeFlac => ("/v1/audio/speech", native_speech()),
             Workload::SpeechLength => ("/length/v1/audio/speech", native_speech()),
             Workload::Image => ("/v1/images/generations", native_image()),
             Workload::ImageB64Big => ("/b64/v1/images/generations", native_gpt_image()),
@@ -186,6 +235,13 @@ pub fn rerank_body(model: &str, docs: usize) -> String {
 /// A public speech request body.
 pub fn speech_body(model: &str) -> String {
     format!(r#"{{"model":"{model}","input":"{SPEECH}","voice":"alloy"}}"#)
+}
+
+/// A public speech request to the Realtime model in `format`.
+pub fn realtime_body(format: &str) -> String {
+    format!(
+        r#"{{"model":"gpt-realtime-2.1-mini","input":"{SPEECH}","voice":"alloy","response_format":"{format}"}}"#
+    )
 }
 
 /// A complete HTTP/1.1 POST with a JSON body. `gateway` picks the caller's key header, otherwise

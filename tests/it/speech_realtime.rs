@@ -549,3 +549,119 @@ fn every_format_is_encoded_from_the_realtime_pcm() {
         }
     }
 }
+
+/// The caller of [`cut_yaml`]'s gateway: 15 speech characters a minute, so that one request of
+/// [`HELLO`] (11) fits and a second does not while the first is counted.
+const LIMITED: &str = "realtime-limited-key";
+/// The input of the cut tests.
+const HELLO: &str = "hello world";
+
+/// The gateway binary (its access lines in JSON) with the Realtime model at `base_url`, its
+/// caller limited by characters.
+fn cut_yaml(port: u16, base_url: &str) -> String {
+    format!(
+        r#"
+version: 1
+threads: 2
+grace_period_seconds: 0
+graceful_shutdown_timeout_seconds: 1
+switchyard:
+  listeners: [{{name: main, address: "127.0.0.1:{port}"}}]
+  access_log: {{format: json}}
+  retries: {{max: 2, initial_backoff_ms: 1, max_backoff_ms: 5, max_retry_after_ms: 50}}
+  auth:
+    api_keys: [{{name: limited, key: "{LIMITED}", limits: {{characters_per_minute: 15}}}}]
+  providers:
+    openai: {{kind: openai, api_key: "{PROVIDER_KEY}", base_url: "{base_url}", timeouts: {{read_ms: 5000}}}}
+  models:
+    gpt-realtime-2.1-mini: {{family: openai-realtime, default_voice: alloy, targets: [{{provider: openai, model: gpt-realtime-2.1-mini}}]}}
+"#
+    )
+}
+
+/// A request of [`HELLO`] by the limited caller, with id `id`.
+fn limited_speech(gw: &crate::logs::Binary, id: &str, sse: bool) -> client::Response {
+    let mut body = json!({"model": "gpt-realtime-2.1-mini", "input": HELLO, "voice": "alloy",
+        "response_format": "pcm"});
+    if sse {
+        body["stream_format"] = json!("sse");
+    }
+    client::post_json(
+        gw.addr,
+        "/api/v1/audio/speech",
+        &[("Service-API-Key", LIMITED), ("X-Request-Id", id)],
+        &body,
+    )
+}
+
+/// The JSON access line of request `id`, once the log has one.
+fn access_line(gw: &crate::logs::Binary, id: &str) -> Value {
+    let marker = format!("\"request_id\":\"{id}\"");
+    let text = gw.output_when(&format!("the access line of {id}"), |t| {
+        t.lines()
+            .any(|l| l.contains(" access] ") && l.contains(&marker))
+    });
+    let line = text
+        .lines()
+        .filter(|l| l.contains(&marker))
+        .find_map(|l| l.split_once(" access] ").map(|(_, json)| json))
+        .unwrap();
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
+/// An answer the Realtime API cuts mid-stream (the socket dropped after two of three deltas),
+/// raw and SSE, is recorded as a cut as the HTTP relays' are (`speech_cuts.rs`): a `200` whose
+/// raw body has no end or whose SSE stream ends with its `error` event; the access line's
+/// `aborted` names the mid-stream failure, after one attempt (bytes had gone out: no retry);
+/// nothing charged, neither in the line's usage nor against the caller's limits: a complete
+/// answer still fits in the minute's 15 characters after both cuts, and then a second one does
+/// not (the complete answer was charged).
+#[test]
+fn a_realtime_answer_cut_mid_stream_is_logged_and_charged_as_a_cut() {
+    let fake = RealtimeFake::start();
+    let base = fake.base_url();
+    let gw = crate::logs::Binary::start(|port| cut_yaml(port, &base), "warn,access=info");
+    for (id, sse) in [("rt-cut-raw", false), ("rt-cut-sse", true)] {
+        fake.push(Script::Cut(2));
+        let resp = limited_speech(&gw, id, sse);
+        assert_eq!(resp.status, 200, "{id}: {}", resp.text());
+        if sse {
+            let events = client::sse_events(&resp.body);
+            let last: Value = serde_json::from_str(events.last().unwrap()).unwrap();
+            assert_eq!(last["type"], "error", "{id}: {events:?}");
+            assert!(events.len() >= 2, "{id}: the audio before the cut");
+        } else {
+            assert!(!resp.complete, "{id}: a raw answer cut short has no end");
+            assert!(!resp.body.is_empty() && resp.body.len() < default_pcm().len());
+        }
+        let line = access_line(&gw, id);
+        assert_eq!(line["status"], 200, "{line}");
+        let aborted = line["aborted"].as_str().unwrap_or_else(|| panic!("{line}"));
+        assert!(aborted.contains("mid-stream"), "{line}");
+        assert_eq!(line["attempts"], 1, "{line}");
+        assert_eq!(line["native_model"], "gpt-realtime-2.1-mini", "{line}");
+        assert_eq!(
+            line["usage"],
+            json!({"tokens": 0, "characters": 0, "images": 0}),
+            "a cut answer is not charged: {line}"
+        );
+        // The cost the head announced (an estimate from the text) is kept, as for HTTP cuts.
+        assert!(line["cost"].is_string(), "{line}");
+    }
+    let full = limited_speech(&gw, "rt-full", false);
+    assert_eq!(
+        full.status,
+        200,
+        "the cuts were not charged: {}",
+        full.text()
+    );
+    assert!(full.complete);
+    assert_eq!(full.body, default_pcm());
+    let line = access_line(&gw, "rt-full");
+    assert_eq!(line["aborted"], Value::Null, "{line}");
+    assert_eq!(line["usage"]["characters"], HELLO.len(), "{line}");
+    assert!(line["usage"]["tokens"].as_u64().unwrap() > 0, "{line}");
+    let refused = limited_speech(&gw, "rt-refused", false);
+    assert_eq!(refused.status, 429, "{}", refused.text());
+    assert_eq!(fake.sessions().len(), 3, "the refused request asked no one");
+}

@@ -782,6 +782,67 @@ mod otlp {
         assert!(server[0].error, "{:#?}", server[0]);
     }
 
+    /// The same through OpenAI's Realtime API (issue 45): the socket dropped after two of its
+    /// three audio deltas, raw and SSE; each trace's relay span ends `upstream_failed` with an
+    /// error status after its `first_byte`, and its server span is an error, as for HTTP relays.
+    #[test]
+    fn a_realtime_speech_answer_cut_mid_stream_is_a_failed_relay() {
+        use crate::support::realtime_fake::{RealtimeFake, Script};
+        let collector = Collector::start();
+        let fake = FakeProvider::start();
+        let realtime = RealtimeFake::start();
+        let gw = TestGateway::start_with(|p| {
+            config(&fake.base_url(), p, collector.addr, "")
+                .replacen(
+                    "  providers:\n",
+                    &format!(
+                        "  providers:\n    openai-rt: {{kind: openai, api_key: \"{PROVIDER_KEY}\", base_url: \"{}\"}}\n",
+                        realtime.base_url()
+                    ),
+                    1,
+                )
+                .replacen(
+                    "  models:\n",
+                    "  models:\n    rt: {family: openai-realtime, default_voice: alloy, targets: [{provider: openai-rt, model: gpt-realtime-2.1-mini}]}\n",
+                    1,
+                )
+        });
+        for (trace, sse) in [
+            ("5bf92f3577b34da6a3ce929d0e0e4736", false),
+            ("6bf92f3577b34da6a3ce929d0e0e4736", true),
+        ] {
+            realtime.push(Script::Cut(2));
+            let tp = format!("00-{trace}-{CALLER_PARENT}-01");
+            let mut body = json!({"model": "rt", "input": "hi", "response_format": "pcm"});
+            if sse {
+                body["stream_format"] = json!("sse");
+            }
+            let resp = client::post_json(
+                gw.addr,
+                "/api/v1/audio/speech",
+                &[("Service-API-Key", KEY), ("traceparent", tp.as_str())],
+                &body,
+            );
+            assert_eq!(resp.status, 200, "{}", resp.text());
+            assert!(!resp.complete || sse, "a raw answer cut short has no end");
+            let spans = collector.wait_for(2, |s| {
+                s.trace_id == trace && (s.name == "speech_relay" || s.name.starts_with("POST "))
+            });
+            let relay = named(&spans, "speech_relay");
+            assert_eq!(relay.len(), 1, "sse={sse}: {spans:#?}");
+            assert_eq!(relay[0].events, ["first_byte"]);
+            assert_eq!(
+                relay[0].attr("switchyard.relay.ended").unwrap(),
+                "upstream_failed",
+                "sse={sse}"
+            );
+            assert!(relay[0].error, "sse={sse}: {:#?}", relay[0]);
+            let server = named(&spans, "POST /api/v1/audio/speech");
+            assert_eq!(server.len(), 1, "{spans:#?}");
+            assert!(server[0].error, "sse={sse}: {:#?}", server[0]);
+        }
+    }
+
     /// A rerank request without a caller's trace: the gateway's own trace, its server span the
     /// root, with the usage and the attempt; no document or query text in any attribute.
     #[test]
