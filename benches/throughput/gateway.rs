@@ -102,7 +102,7 @@ switchyard:
     tts-1: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}
     tts-1-big: {{family: openai-tts, targets: [{{provider: openai-big, model: tts-1}}]}}
     tts-1-length: {{family: openai-tts, targets: [{{provider: openai-length, model: tts-1}}]}}
-    seedream-4.0: {{family: seedream, targets: [{{provider: ark, model: doubao-seedream-4-0-250828}}]}}
+    seedream-4.0: {{family: seedream, lifecycle: {{still_available: true}}, targets: [{{provider: ark, model: doubao-seedream-4-0-250828}}]}}
     gpt-image-b64: {{family: gpt-image-2, targets: [{{provider: openai-b64, model: gpt-image-2}}]}}
     gpt-4o-mini-tts: {{family: openai-tts-instruct, targets: [{{provider: openai-sse, model: gpt-4o-mini-tts}}]}}
     eleven: {{family: elevenlabs-tts, default_voice: JBFqnCBsd6RMkjVDRZzb, targets: [{{provider: elevenlabs, model: eleven_multilingual_v2}}]}}
@@ -111,7 +111,7 @@ switchyard:
     rerank-v3.5-cached: {{family: cohere-rerank, targets: [{{provider: cohere, model: rerank-v3.5}}], cache: {{ttl_seconds: 86400}}}}
     rerank-v3.5-https: {{family: cohere-rerank, targets: [{{provider: cohere-tls, model: rerank-v3.5}}]}}
     tts-1-https: {{family: openai-tts, targets: [{{provider: openai-tls, model: tts-1}}]}}
-    seedream-4.0-https: {{family: seedream, targets: [{{provider: ark-tls, model: doubao-seedream-4-0-250828}}]}}
+    seedream-4.0-https: {{family: seedream, lifecycle: {{still_available: true}}, targets: [{{provider: ark-tls, model: doubao-seedream-4-0-250828}}]}}
 "#
     );
     // Every model declared unpriced: no cost is computed, counted or announced, so a run with and
