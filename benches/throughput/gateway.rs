@@ -7,7 +7,9 @@
 //! written per request. `SWITCHYARD_BENCH_METRICS=1` gives it a metrics listener;
 //! `SWITCHYARD_BENCH_LIMITS=1` gives the bench's key limits on every meter (never reached, so every
 //! request is checked and charged), counted in process memory or, with
-//! `SWITCHYARD_BENCH_REDIS=redis://...`, in that Redis. `SWITCHYARD_BENCH_UNPRICED=1` declares
+//! `SWITCHYARD_BENCH_REDIS=redis://...`, in that Redis, in the mode
+//! `SWITCHYARD_BENCH_LIMITS_MODE` names (`exact`, the default, or `approximate`: no Redis call on
+//! the request's path). `SWITCHYARD_BENCH_UNPRICED=1` declares
 //! every model unpriced, so no request computes, counts or announces a cost.
 //! `SWITCHYARD_BENCH_TRACING=1` (or `0.01`) exports spans of that share of requests over OTLP;
 //! `SWITCHYARD_BENCH_TRACING_ENDPOINT=closed` or `stalled` sends them to a collector that is down
@@ -88,6 +90,11 @@ pub fn config(
     } else {
         ""
     };
+    let mode = extra
+        .limits_mode
+        .as_deref()
+        .map(|m| format!("limits_mode: {m}, "))
+        .unwrap_or_default();
     let yaml = format!(
         r#"version: 1
 threads: 1
@@ -97,7 +104,7 @@ pid_file: /tmp/switchyard-bench-{tag}.pid
 upgrade_sock: /tmp/switchyard-bench-{tag}.sock
 switchyard:
 {metrics}{store}{tracing}  listeners: [{{name: bench, address: "127.0.0.1:{port}"}}]
-  auth: {{api_keys: [{{name: bench, key: "{KEY}"{limits}}}]}}
+  auth: {{{mode}api_keys: [{{name: bench, key: "{KEY}"{limits}}}]}}
   providers:
     cohere: {{kind: cohere, api_key: "{PROVIDER_KEY}", base_url: "{f}"}}
     cohere-d100: {{kind: cohere, api_key: "{PROVIDER_KEY}", base_url: "{f}/d100"}}
@@ -150,6 +157,8 @@ pub struct Extra {
     pub limits: bool,
     /// Shared state (the limits' counters) in this Redis.
     pub redis: Option<String>,
+    /// `auth.limits_mode` (`exact` or `approximate`; unset: the gateway's default, exact).
+    pub limits_mode: Option<String>,
     /// Every model declared `price: unpriced` (`SWITCHYARD_BENCH_UNPRICED=1`): the run without
     /// the cost path, to compare with.
     pub unpriced: bool,
@@ -257,6 +266,7 @@ pub fn start(
         metrics,
         limits: std::env::var("SWITCHYARD_BENCH_LIMITS").as_deref() == Ok("1"),
         redis: std::env::var("SWITCHYARD_BENCH_REDIS").ok(),
+        limits_mode: std::env::var("SWITCHYARD_BENCH_LIMITS_MODE").ok(),
         unpriced: std::env::var("SWITCHYARD_BENCH_UNPRICED").as_deref() == Ok("1"),
         system_roots: system_roots(),
         // `SWITCHYARD_BENCH_TRACING=1` (every trace) or `0.01` (a typical 1%).
