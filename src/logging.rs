@@ -333,7 +333,7 @@ fn boundary_before(b: &[u8], start: usize, line_start: bool) -> bool {
             | b'\r'
             | b'"'
             | b'\''
-            | b'{'
+            | b'\x7b' // an opening brace
             | b'('
             | b'['
             | b','

@@ -310,7 +310,7 @@ mod tests {
             &br#"{"a":1,"a":2}"#[..],
             b"[1,2]",
             b"{\"a\":1} x",
-            b"{\"a\":",
+            b"\x7b\"a\":",
         ] {
             let err = Fields::parse(body).err().unwrap();
             assert_eq!(err.status(), 400, "{}", String::from_utf8_lossy(body));

@@ -441,7 +441,7 @@ mod tests {
             br#"{"audioContent":""}"#,
             br#"{"audioContent":null}"#,
             br#"{"audioContent":"!!!"}"#,
-            br#"{"audioContent":"SUQz"#,
+            b"\x7b\"audioContent\":\"SUQz", // cut: no closing brace
             b"",
         ] {
             let mut d = decoder();

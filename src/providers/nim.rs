@@ -229,7 +229,7 @@ mod tests {
         // The body keeps the model's own spelling.
         assert!(std::str::from_utf8(&native.body)
             .unwrap()
-            .starts_with(r#"{"model":"nvidia/llama-3.2-nv-rerankqa-1b-v2","#));
+            .starts_with("\x7b\"model\":\"nvidia/llama-3.2-nv-rerankqa-1b-v2\","));
     }
 
     #[test]

@@ -160,7 +160,7 @@ async fn follow(
     // Each piece goes out as soon as the leader has it.
     let mut piece = first;
     loop {
-        let error_event = req.sse && piece.starts_with(b"data: {\"type\":\"error\"");
+        let error_event = req.sse && piece.starts_with(b"data: \x7b\"type\":\"error\"");
         if let Err(e) = write(call, piece, false).await {
             return Followed::Ended(Err(e));
         }

@@ -250,7 +250,7 @@ fn payload(event: &[u8]) -> Option<String> {
         return Some(data);
     }
     let text = std::str::from_utf8(event).ok()?.trim();
-    text.starts_with('{').then(|| text.to_string())
+    text.starts_with('\u{7b}').then(|| text.to_string())
 }
 
 // ---- tests -----------------------------------------------------------------------------------

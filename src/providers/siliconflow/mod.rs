@@ -70,7 +70,7 @@ fn plain_text(body: &[u8]) -> Option<String> {
         && text.len() <= MAX_PLAIN_MESSAGE
         && !text.contains('\n')
         && !text.starts_with('<')
-        && !text.starts_with('{'))
+        && !text.starts_with('\u{7b}'))
     .then(|| text.to_string())
 }
 
