@@ -280,9 +280,10 @@ mod tests {
             b"OggS\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00OpusHead".to_vec(),
             b"RIFF\x24\x08\x00\x00WAVEfmt \x10\x00\x00\x00".to_vec(),
             b"fLaC\x00\x00\x00\x22\x10\x00\x10\x00".to_vec(),
-            // PCM that happens to open with `{`, `[` or `<` (0x7B, 0x5B, 0x3C), or with spaces.
+            // PCM that happens to open with an opening brace, bracket or angle bracket (0x7B, 0x5B,
+            // 0x3C), or with spaces.
             [&b"\x7b\x00"[..], &pcm(200, 3)].concat(),
-            [&b"[\"\x01\x80"[..], &pcm(200, 5)].concat(),
+            [&b"[\x22\x01\x80"[..], &pcm(200, 5)].concat(),
             [&b"<!"[..], &pcm(200, 7)].concat(),
             [&b"  \t"[..], &pcm(200, 9)].concat(),
             vec![0u8; 200],
