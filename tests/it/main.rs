@@ -135,5 +135,6 @@ mod task_store;
 mod task_takeover;
 mod tracing;
 mod upstream_tls;
+mod usage;
 mod validation;
 mod voices;
