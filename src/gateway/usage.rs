@@ -140,6 +140,7 @@ fn rows(report: &crate::ledger::report::Report, doc: &mut Map<String, Value>) {
 
 /// The caller's money budget (at most one, in its currency): each window's amount, what is
 /// spent of it and what is left; `null` for a window the budget does not set.
+#[cfg_attr(not(feature = "ledger"), allow(dead_code))]
 fn budgets(set: Option<&LimitSet>, peek: Option<&Peek>) -> Value {
     let Some(budget) = set.and_then(|s| s.budget.as_ref()) else {
         return json!([]);
@@ -170,6 +171,7 @@ fn budgets(set: Option<&LimitSet>, peek: Option<&Peek>) -> Value {
 
 /// The caller's other limits by name: quota, used and remaining in the current window, and when
 /// it ends; `concurrent` with the slots held now.
+#[cfg_attr(not(feature = "ledger"), allow(dead_code))]
 fn limits(peek: Option<&Peek>) -> Value {
     let mut out = Map::new();
     let Some(peek) = peek else {
@@ -200,6 +202,7 @@ fn limits(peek: Option<&Peek>) -> Value {
 }
 
 /// Unix seconds as RFC 3339 in UTC (`2026-12-04T01:29:00Z`).
+#[cfg_attr(not(feature = "ledger"), allow(dead_code))]
 fn utc_time(secs: u64) -> String {
     let secs = i64::try_from(secs).unwrap_or(i64::MAX / 2);
     let day = Date::of_unix(secs);

@@ -186,7 +186,8 @@ async fn rows_are_grouped_by_utc_day_month_caller_and_currency() {
         async move { report::run(client, name, &f, by).await.unwrap() }
     };
     let by_day = asked(&[GroupBy::Day, GroupBy::Model], filter(Some("key:a"))).await;
-    let got: Vec<(Vec<Option<String>>, Option<String>, i64, i64, Option<i64>)> = by_day
+    type Got = (Vec<Option<String>>, Option<String>, i64, i64, Option<i64>);
+    let got: Vec<Got> = by_day
         .rows
         .iter()
         .map(|r| {
@@ -230,7 +231,8 @@ async fn rows_are_grouped_by_utc_day_month_caller_and_currency() {
 
     // By month and caller, everyone: November's minute is November's.
     let by_month = asked(&[GroupBy::Month, GroupBy::Caller], filter(None)).await;
-    let usd: Vec<(Option<&str>, Option<&str>, i64, Option<i64>)> = by_month
+    type Usd<'a> = (Option<&'a str>, Option<&'a str>, i64, Option<i64>);
+    let usd: Vec<Usd> = by_month
         .rows
         .iter()
         .filter(|r| r.currency.as_deref() == Some("USD"))

@@ -57,6 +57,7 @@ impl Counts {
 
     /// What `scope` has used of each counter (a limit's name and its window's number) and the
     /// slots it holds now. Reads only: nothing is counted, no slot taken, no caller added.
+    #[cfg_attr(not(feature = "ledger"), allow(dead_code))]
     pub(crate) fn peek(&self, scope: &str, counters: &[(&str, u64)]) -> (Vec<u64>, u64) {
         let scopes = self.lock();
         match scopes.get(scope) {

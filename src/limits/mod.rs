@@ -61,6 +61,8 @@ mod leases;
 pub(crate) mod memory;
 #[cfg(feature = "redis")]
 mod owed;
+// Read by `GET /api/v1/usage`, which needs the usage ledger.
+#[cfg_attr(not(feature = "ledger"), allow(dead_code))]
 pub(crate) mod peek;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;

@@ -13,6 +13,7 @@
 //!   reconciled yet (or this instance's own view, when that is higher: a reconciliation may be
 //!   under way), and the slots of the other instances' unexpired reports plus this instance's.
 
+#[cfg(feature = "redis")]
 use super::window::Now;
 use super::{Backend, Limiter};
 use crate::auth::limits::{Limit, LimitSet, Meter};

@@ -27,8 +27,11 @@ fn set() -> LimitSet {
     .unwrap()
 }
 
-/// Each window's name, used and end, and the slots.
-fn summary(p: &Peek) -> (Vec<(&'static str, u64, u64)>, Option<(u64, u64)>) {
+/// Each window's name, used and end; the slots' quota and use.
+type Summary = (Vec<(&'static str, u64, u64)>, Option<(u64, u64)>);
+
+/// A peek's [`Summary`].
+fn summary(p: &Peek) -> Summary {
     let w = p
         .windows
         .iter()

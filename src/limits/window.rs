@@ -69,6 +69,7 @@ impl Now {
     }
 
     /// When the window `w` holding this moment ends (Unix seconds): the next one's first second.
+    #[cfg_attr(not(feature = "ledger"), allow(dead_code))]
     pub(crate) fn ends(self, w: Window) -> u64 {
         let (start, length) = self.bounds(w);
         start + length
