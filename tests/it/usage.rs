@@ -524,7 +524,7 @@ fn credentials_are_required_and_bad_dates_are_named() {
 }
 
 /// Without a ledger (the standard test config has none; or a build without the feature) the
-/// endpoint says what it needs, once the caller is known.
+/// endpoint says what it needs, once the caller is known and its window checked.
 #[test]
 fn without_a_ledger_it_is_501_naming_the_setting() {
     let fake = FakeProvider::start();
@@ -543,6 +543,10 @@ fn without_a_ledger_it_is_501_naming_the_setting() {
     assert!(resp.header("x-request-id").is_some());
     let resp = client::request(gw.addr, "GET", "/api/v1/usage", &[], b"");
     assert_eq!(resp.status, 401);
+    // A bad window is the caller's to fix, ledger or not.
+    let resp = usage(gw.addr, "?from=2026-02-30", crate::support::KEY);
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    assert!(resp.json()["details"]["from"].is_string());
 }
 
 /// A stopped database is `503 ledger_unavailable` at once, the address never shown; once it is
