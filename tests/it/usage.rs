@@ -606,3 +606,46 @@ fn a_database_that_never_answers_is_503_within_the_read_timeout() {
     assert!(took < Duration::from_secs(5), "{took:?}");
     drop(silent);
 }
+
+/// With Redis, the budget and limits are the shared counters: a caller's spend through one
+/// instance is what another instance's `GET /api/v1/usage` shows, beside the ledger's rows.
+#[cfg(all(feature = "ledger", feature = "redis"))]
+#[test]
+fn another_instance_on_the_same_redis_shows_the_same_budget_and_limits() {
+    use crate::support::redis::{redis_url, run_prefix};
+    let url = postgres_url();
+    let schema = Schema::new(&url);
+    let fake = FakeProvider::start();
+    fake.set_default(Reply::bytes(
+        200,
+        "audio/mpeg",
+        vec![0xFF, 0xF3, 0x44, 0xC4, 1, 2, 3],
+    ));
+    let store = format!(
+        "  store: {{redis_url: \"{}\", key_prefix: \"{}\", timeout_ms: 1000}}\n  images: {{",
+        redis_url(),
+        run_prefix()
+    );
+    let ledger = format!("schema: {}, flush_interval_ms: 50", schema.name);
+    let clock = Clock::manual(Clock::System.now());
+    let make = |p| with_ledger(&fake, p, &url, &ledger).replacen("  images: {", &store, 1);
+    let a = TestGateway::start_with_limits_clock(make, &clock);
+    let b = TestGateway::start_with_limits_clock(make, &clock);
+    speech(a.addr, ("Service-API-Key", ALICE), "hello world");
+    speech(a.addr, ("Service-API-Key", ALICE), "hello world");
+    let doc = until("b shows a's spend", Duration::from_secs(10), || {
+        let doc = usage(b.addr, "", ALICE).json();
+        let today = doc["data"].as_array().and_then(|d| d.last()).cloned();
+        let done = doc["budgets"][0]["spent_today"] == "0.00033"
+            && today.is_some_and(|r| r["requests"] == 2);
+        (done, doc)
+    });
+    assert_eq!(doc["budgets"][0]["left_today"], "0.99967");
+    assert_eq!(doc["limits"]["requests_per_minute"]["used"], 2);
+    assert_eq!(doc["limits"]["characters_per_day"]["used"], 22);
+    assert_eq!(doc["limits"]["concurrent"]["used"], 0);
+    // Both instances read the same, and reading changed nothing: a's view after b's reads.
+    let from_a = usage(a.addr, "", ALICE).json();
+    assert_eq!(from_a["limits"], doc["limits"]);
+    assert_eq!(from_a["budgets"], doc["budgets"]);
+}
