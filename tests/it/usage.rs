@@ -3,8 +3,9 @@
 //! rows of the same and other callers are written straight into the table for other days, and
 //! each caller's own key (or token) then reads exactly its own rows, totals, budget and limits —
 //! never another's, not even a caller whose name begins the same. Reading it counts against no
-//! limit and is not recorded. Without credentials 401, bad dates 400 per field, without a ledger
-//! 501, with the database stopped or not answering 503 within the read timeout.
+//! limit and is not recorded. Two instances on one Redis show the same budget and limits.
+//! Without credentials 401, bad dates 400 per field, without a ledger 501, with the database
+//! stopped or not answering 503 within the read timeout.
 //!
 //! `tts-1` is priced at $15 per million characters: "hello world" (11 characters) costs
 //! 165,000 nano-dollars.
