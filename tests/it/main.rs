@@ -133,6 +133,8 @@ mod task_failover;
 mod task_store;
 #[cfg(feature = "redis")]
 mod task_takeover;
+#[cfg(all(feature = "ledger", feature = "metrics"))]
+mod tenants;
 mod tracing;
 mod upstream_tls;
 mod validation;
