@@ -15,6 +15,8 @@
 
 mod support;
 
+#[cfg(all(feature = "ledger", feature = "metrics"))]
+mod admin;
 mod auth;
 mod budgets;
 mod cache;
