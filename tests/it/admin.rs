@@ -538,3 +538,72 @@ fn spend_is_reported_by_tenant_key_model_and_day_from_the_ledger() {
     let bad = admin(&i, "GET", "/admin/v1/spend?to=yesterday", None);
     assert!(assert_error(&bad, 400, "validation_error")["details"]["to"].is_string());
 }
+
+/// `switchyard keys …` with the administrator's key (`key`) in its environment.
+fn keys_cli(i: &Instance, key: &str, args: &[&str]) -> (i32, Value, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .arg("keys")
+        .args(args)
+        .args(["--admin", &format!("http://{}", i.admin)])
+        .env("SWITCHYARD_ADMIN_KEY", key)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    (
+        out.status.code().unwrap(),
+        json,
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+#[test]
+fn the_keys_command_line_makes_lists_rotates_and_revokes_keys() {
+    let fake = speech_provider();
+    let schema = Schema::new(&postgres_url());
+    let i = start(&fake, &setup(&schema));
+    admin_ok(
+        &i,
+        "POST",
+        "/admin/v1/tenants",
+        Some(json!({"name": "team-a"})),
+        201,
+    );
+    let (code, made, err) = keys_cli(
+        &i,
+        ADMIN_KEY,
+        &[
+            "create", "--tenant", "team-a", "--name", "ci", "--models", "tts-1",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let secret = made["secret"].as_str().unwrap().to_string();
+    assert_eq!(made["allowed_models"], json!(["tts-1"]));
+    let id = made["id"].as_str().unwrap().to_string();
+    until_status(&i, &secret, 200, BOUND);
+    let (code, listed, _) = keys_cli(&i, ADMIN_KEY, &["list", "--tenant", "team-a"]);
+    assert_eq!(code, 0);
+    assert_eq!(listed["data"][0]["id"], id.as_str());
+    assert!(!listed.to_string().contains(&secret));
+    let (code, rotated, _) = keys_cli(&i, ADMIN_KEY, &["rotate", &id, "--overlap-seconds", "0"]);
+    assert_eq!(code, 0);
+    let new = rotated["secret"].as_str().unwrap().to_string();
+    until_status(&i, &secret, 401, BOUND);
+    until_status(&i, &new, 200, BOUND);
+    let (code, revoked, _) = keys_cli(&i, ADMIN_KEY, &["revoke", &id]);
+    assert_eq!((code, revoked["status"].as_str()), (0, Some("revoked")));
+    until_status(&i, &new, 401, BOUND);
+    // An error answer is exit 1 with its body; a usage error is 2.
+    let (code, _, err) = keys_cli(&i, ADMIN_KEY, &["show", "not-an-id"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("HTTP 404") && err.contains("not_found"),
+        "{err}"
+    );
+    let (code, _, err) = keys_cli(&i, "wrong", &["list"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("HTTP 401"), "{err}");
+    assert!(!err.contains("wrong"), "the key is not echoed: {err}");
+    assert_eq!(keys_cli(&i, ADMIN_KEY, &["frobnicate"]).0, 2);
+}
