@@ -317,6 +317,10 @@ mod tests {
                 "Unauthorized",
             ),
             (
+                GatewayError::ModelNotAllowed { model: "m".into() },
+                "ModelNotAllowed",
+            ),
+            (
                 GatewayError::PayloadTooLarge { limit: 1 },
                 "PayloadTooLarge",
             ),
@@ -358,10 +362,11 @@ mod tests {
     }
 
     /// Each error schema's status.
-    const STATUSES: [(&str, u16); 15] = [
+    const STATUSES: [(&str, u16); 16] = [
         ("ValidationError", 400),
         ("ProviderRejection", 400),
         ("Unauthorized", 401),
+        ("ModelNotAllowed", 403),
         ("NotFound", 404),
         ("MethodNotAllowed", 405),
         ("PayloadTooLarge", 413),

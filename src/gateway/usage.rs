@@ -88,6 +88,7 @@ async fn read(
     let filter = Filter {
         caller: Some(principal.id.clone()),
         model: None,
+        tenant: None,
         from: start_of(period.from),
         to: start_of(period.to) + Duration::from_secs(86_400),
     };

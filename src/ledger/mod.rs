@@ -23,7 +23,7 @@
 //! The settings come from the configuration's `ledger:` section (`config::ledger`).
 
 pub(crate) mod cli;
-mod db;
+pub(crate) mod db;
 mod queue;
 mod reader;
 pub(crate) mod record;

@@ -20,12 +20,14 @@ use tokio_postgres::Client;
 use super::schema::TABLE;
 use crate::money::Amount;
 
-/// What requests are grouped by. A new grouping (a tenant, once keys belong to one) is a new
-/// variant with its own expression: nothing a client sends ever becomes SQL.
+/// What requests are grouped by. A new grouping is a new variant with its own expression:
+/// nothing a client sends ever becomes SQL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum GroupBy {
-    /// The caller (`key:<name>` or `jwt:<subject>`).
+    /// The caller (`key:<name>`, `key:<tenant>/<name>` or `jwt:<subject>`).
     Caller,
+    /// The tenant of the caller's key (a database key's; `None` for other callers).
+    Tenant,
     /// The public model.
     Model,
     /// The provider account.
@@ -38,8 +40,9 @@ pub(crate) enum GroupBy {
 
 impl GroupBy {
     /// Every grouping, in the order their names are listed to users.
-    pub(crate) const ALL: [GroupBy; 5] = [
+    pub(crate) const ALL: [GroupBy; 6] = [
         GroupBy::Caller,
+        GroupBy::Tenant,
         GroupBy::Model,
         GroupBy::Provider,
         GroupBy::Day,
@@ -50,6 +53,7 @@ impl GroupBy {
     pub(crate) fn name(self) -> &'static str {
         match self {
             GroupBy::Caller => "caller",
+            GroupBy::Tenant => "tenant",
             GroupBy::Model => "model",
             GroupBy::Provider => "provider",
             GroupBy::Day => "day",
@@ -66,6 +70,7 @@ impl GroupBy {
     fn sql(self) -> &'static str {
         match self {
             GroupBy::Caller => "caller",
+            GroupBy::Tenant => "tenant",
             GroupBy::Model => "model",
             GroupBy::Provider => "provider",
             GroupBy::Day => "to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
@@ -81,6 +86,8 @@ pub(crate) struct Filter {
     pub caller: Option<String>,
     /// Only this model's requests.
     pub model: Option<String>,
+    /// Only the requests of this tenant's keys (the ledger's `tenant`).
+    pub tenant: Option<String>,
     /// The period's start (inclusive).
     pub from: SystemTime,
     /// The period's end (exclusive).
@@ -153,8 +160,13 @@ pub(super) fn statement(schema: &str, by: &[GroupBy], filter: &Filter) -> String
         n += 1;
         model = format!("model = ${n}");
     }
+    let mut tenant = String::new();
+    if filter.tenant.is_some() {
+        n += 1;
+        tenant = format!("tenant = ${n}");
+    }
     conditions.extend(
-        [caller.as_str(), model.as_str()]
+        [caller.as_str(), model.as_str(), tenant.as_str()]
             .into_iter()
             .filter(|c| !c.is_empty()),
     );
@@ -176,6 +188,9 @@ fn params(filter: &Filter) -> Vec<&(dyn ToSql + Sync)> {
     }
     if let Some(m) = &filter.model {
         p.push(m);
+    }
+    if let Some(t) = &filter.tenant {
+        p.push(t);
     }
     p
 }

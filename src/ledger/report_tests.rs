@@ -26,6 +26,7 @@ fn filter(caller: Option<&str>) -> Filter {
     Filter {
         caller: caller.map(String::from),
         model: None,
+        tenant: None,
         from: at(0),
         to: at(DEC_1 + 365 * 86_400),
     }

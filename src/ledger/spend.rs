@@ -60,6 +60,7 @@ pub(crate) async fn run(client: &Client, schema: &str, q: &Query) -> Result<Repo
     let filter = Filter {
         caller: q.caller.clone(),
         model: q.model.clone(),
+        tenant: None,
         from: bounds.get(2),
         to: bounds.get(3),
     };
