@@ -163,7 +163,8 @@ impl<'r> RerankRequest<'r> {
     ///
     /// Both counts are the gateway's own (cl100k_base), an estimate of the provider's tokenizer.
     pub fn usage(&self, billed_total: Option<u64>, counting: QueryCounting) -> Usage {
-        let query_once = crate::tokens::count(self.query.as_str()) as u64;
+        // Remembered counts: a document (or query) sent again is not counted again.
+        let query_once = crate::tokens::count_cached(self.query.as_str()) as u64;
         let query_tokens = match counting {
             QueryCounting::PerDocument => query_once.saturating_mul(self.documents.len() as u64),
             QueryCounting::Once => query_once,
@@ -171,7 +172,7 @@ impl<'r> RerankRequest<'r> {
         let documents_tokens: u64 = self
             .documents
             .iter()
-            .map(|d| crate::tokens::count(d.as_str()) as u64)
+            .map(|d| crate::tokens::count_cached(d.as_str()) as u64)
             .sum();
         Usage {
             total_tokens: billed_total.unwrap_or(query_tokens.saturating_add(documents_tokens)),

@@ -186,7 +186,7 @@ fn cost(target: &Target, req: &RerankRequest<'_>, result: &RerankResult<'_>) -> 
         == Some("provider");
     let chunked = price.search_units.is_some() || price.queries.is_some();
     let (query_tokens, document_tokens) = if chunked && search_units.is_none() {
-        let count = |s: &str| crate::tokens::count(s) as u64;
+        let count = |s: &str| crate::tokens::count_cached(s) as u64;
         (
             count(req.query.as_str()),
             req.documents.iter().map(|d| count(d.as_str())).collect(),
