@@ -274,7 +274,8 @@ pub fn parse<'a>(
     catalog: &Catalog,
     max_retries: u32,
 ) -> Result<RerankRequest<'a>, GatewayError> {
-    let mut f = Fields::parse(body)?;
+    // The documents are read as the body is parsed: one pass over most of its bytes.
+    let mut f = Fields::parse_with(body, "documents")?;
     let model = common::model(&mut f, catalog, Operation::Rerank);
     let caps = match model.as_ref().map(|m| m.caps) {
         Some(Caps::Rerank(c)) => Some(c),
