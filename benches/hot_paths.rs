@@ -90,7 +90,7 @@ fn rerank_once(f: &Fixture, body: &[u8], answer: &[u8], headers: &http::HeaderMa
         .unwrap()
         .response(&target.provider, &req, headers, answer)
         .unwrap();
-    let out = serde_json::to_vec(&result).unwrap();
+    let out = result.write_json().unwrap();
     match native {
         Prepared::Http(n) => n.body.len() + out.len(),
         Prepared::Local(b) => b.len() + out.len(),
@@ -131,7 +131,7 @@ fn bench_rerank(c: &mut Criterion, docs: usize) {
                 .unwrap()
                 .response(&target.provider, &req, &headers, black_box(&answer))
                 .unwrap();
-            serde_json::to_vec(&r).unwrap()
+            r.write_json().unwrap()
         })
     });
     g.bench_function("usage_tokens", |b| {

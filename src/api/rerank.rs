@@ -12,6 +12,8 @@ use crate::common::error::GatewayError;
 use crate::common::json::{Fields, JsonStr, Str};
 use crate::common::Operation;
 
+mod json;
+
 /// A validated rerank request; strings borrow from the request body.
 #[derive(Debug)]
 pub struct RerankRequest<'a> {
@@ -40,7 +42,8 @@ pub struct RerankRequest<'a> {
 }
 
 /// The public rerank result. `document` borrows the caller's own string (written out as the literal
-/// the caller sent).
+/// the caller sent). The public answer is written by [`RerankResult::write_json`]; `Serialize`
+/// gives the same bytes.
 #[derive(Debug, Serialize)]
 pub struct RerankResult<'r> {
     /// The public model's name.

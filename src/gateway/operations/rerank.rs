@@ -142,29 +142,11 @@ async fn ask(
     out.cost = Some(cost);
     let json = match translated {
         Some(t) => surface.answer(&result, t),
-        None => {
-            let mut json = Vec::with_capacity(answer_size(&result));
-            serde_json::to_writer(&mut json, &result)
-                .map(|()| json)
-                .map_err(|e| format!("serializing result: {e}"))
-        }
+        None => result.write_json(),
     }
     .map_err(GatewayError::Internal)?;
     out.usage.tokens = result.usage.total_tokens;
     Ok(json.into())
-}
-
-/// About the public answer's length (its documents' literals and room for each result's index
-/// and score, and for usage and metadata), so that it is written into one buffer: 100 documents
-/// are tens of kilobytes, which a buffer grown from nothing copies again at every doubling.
-fn answer_size(result: &RerankResult<'_>) -> usize {
-    let documents: usize = result
-        .results
-        .iter()
-        .filter(|r| r.with_document)
-        .map(|r| r.document.raw().get().len() + 16)
-        .sum();
-    documents + result.results.len() * 48 + 512
 }
 
 /// What the answer cost at `target`'s price: the provider's billed search units (Cohere's, which
