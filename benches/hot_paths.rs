@@ -140,6 +140,28 @@ fn bench_rerank(c: &mut Criterion, docs: usize) {
     g.finish();
 }
 
+/// The count cache (`tokens/texts.rs`) on one document of the workload's kind: counted afresh, a
+/// miss (a text never seen: made per iteration, as the fresh row makes it too) and a hit.
+fn count_cache(c: &mut Criterion) {
+    let mut g = c.benchmark_group("tokens_230_chars");
+    let mut n = 0u64;
+    let mut fresh_text = || {
+        n += 1;
+        format!("{} {n}", workload::document(n as usize))
+    };
+    g.bench_function("count_fresh", |b| {
+        b.iter(|| switchyard::internals::tokens::count(black_box(&fresh_text())))
+    });
+    g.bench_function("count_cached_miss", |b| {
+        b.iter(|| switchyard::internals::tokens::count_cached(black_box(&fresh_text())))
+    });
+    let text = workload::document(7);
+    g.bench_function("count_cached_hit", |b| {
+        b.iter(|| switchyard::internals::tokens::count_cached(black_box(&text)))
+    });
+    g.finish();
+}
+
 fn rerank_100(c: &mut Criterion) {
     bench_rerank(c, 100);
 }
@@ -330,6 +352,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = rerank_100, rerank_10, image, sse, encode, auth, ledger_record
+    targets = rerank_100, rerank_10, count_cache, image, sse, encode, auth, ledger_record
 }
 criterion_main!(benches);

@@ -18,7 +18,7 @@ mod texts;
 mod vocab;
 
 /// [`count`], remembered per text: a text counted before is looked up, not counted again.
-pub(crate) use texts::count as count_cached;
+pub use texts::count as count_cached;
 
 /// Name reported in rerank `metadata`.
 pub(crate) const TOKENIZER: &str = "cl100k_base";

@@ -44,7 +44,7 @@ struct Cache([Mutex<Vec<Entry>>; SHARDS]);
 static TEXTS: Cache = Cache::new();
 
 /// Tokens in `text`, as [`super::count`] gives them: remembered by its hash and length.
-pub(crate) fn count(text: &str) -> usize {
+pub fn count(text: &str) -> usize {
     TEXTS.count(text, super::count)
 }
 
