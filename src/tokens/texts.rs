@@ -2,12 +2,13 @@
 //! again (a rerank document reranked for another query, as retrieval pipelines do; a client's
 //! retry) is counted once and looked up afterwards.
 //!
-//! Counting costs about 2 ns per character; looking a text up costs its XXH3-128 hash (about a
-//! tenth of that) and one uncontended lock. The key is the hash and the text's length, not the
-//! text: no document is copied or kept. The count stored is [`super::count`]'s own, so a hit gives
-//! exactly what counting would; a wrong count needs two different texts of one length with the
-//! same 128-bit hash (a chance of about 2^-128 per pair, or 2^-100 after 2^28 distinct texts of a
-//! length), far below the rate of a hardware fault, so `usage` stays exact.
+//! Counting a 230-character document costs about 650 ns; looking it up, its XXH3-128 hash and one
+//! uncontended lock, about 26 ns (`hot_paths`' `tokens_230_chars`). The key is the hash and the
+//! text's length, not the text: no document is copied or kept. The count stored is
+//! [`super::count`]'s own, so a hit gives exactly what counting would. A wrong count needs a text
+//! whose length and 128-bit hash both equal those of the one other text stored in its slot: a
+//! chance of at most 2^-128 per lookup (2^-88 after 2^40 lookups), far below the rate of a hardware
+//! fault, so `usage` stays exact.
 //!
 //! Fixed in size: 64 shards of 256 entries (16,384 texts, 32 bytes each, 512 KiB in all, each
 //! shard allocated when first used), each shard behind its own small lock so worker threads rarely
