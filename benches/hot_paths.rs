@@ -90,7 +90,7 @@ fn rerank_once(f: &Fixture, body: &[u8], answer: &[u8], headers: &http::HeaderMa
         .unwrap()
         .response(&target.provider, &req, headers, answer)
         .unwrap();
-    let out = serde_json::to_vec(&result).unwrap();
+    let out = result.write_json().unwrap();
     match native {
         Prepared::Http(n) => n.body.len() + out.len(),
         Prepared::Local(b) => b.len() + out.len(),
@@ -131,11 +131,33 @@ fn bench_rerank(c: &mut Criterion, docs: usize) {
                 .unwrap()
                 .response(&target.provider, &req, &headers, black_box(&answer))
                 .unwrap();
-            serde_json::to_vec(&r).unwrap()
+            r.write_json().unwrap()
         })
     });
     g.bench_function("usage_tokens", |b| {
         b.iter(|| black_box(&req).usage(None, rerank::QueryCounting::PerDocument))
+    });
+    g.finish();
+}
+
+/// The count cache (`tokens/texts.rs`) on one document of the workload's kind: counted afresh, a
+/// miss (a text never seen: made per iteration, as the fresh row makes it too) and a hit.
+fn count_cache(c: &mut Criterion) {
+    let mut g = c.benchmark_group("tokens_230_chars");
+    let mut n = 0u64;
+    let mut fresh_text = || {
+        n += 1;
+        format!("{} {n}", workload::document(n as usize))
+    };
+    g.bench_function("count_fresh", |b| {
+        b.iter(|| switchyard::internals::tokens::count(black_box(&fresh_text())))
+    });
+    g.bench_function("count_cached_miss", |b| {
+        b.iter(|| switchyard::internals::tokens::count_cached(black_box(&fresh_text())))
+    });
+    let text = workload::document(7);
+    g.bench_function("count_cached_hit", |b| {
+        b.iter(|| switchyard::internals::tokens::count_cached(black_box(&text)))
     });
     g.finish();
 }
@@ -330,6 +352,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
-    targets = rerank_100, rerank_10, image, sse, encode, auth, ledger_record
+    targets = rerank_100, rerank_10, count_cache, image, sse, encode, auth, ledger_record
 }
 criterion_main!(benches);

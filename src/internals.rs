@@ -80,7 +80,7 @@ pub mod stream {
 
 /// Token counting.
 pub mod tokens {
-    pub use crate::tokens::count;
+    pub use crate::tokens::{count, count_cached};
 }
 
 /// Provider accounts.

@@ -12,6 +12,8 @@ use crate::common::error::GatewayError;
 use crate::common::json::{Fields, JsonStr, Str};
 use crate::common::Operation;
 
+mod json;
+
 /// A validated rerank request; strings borrow from the request body.
 #[derive(Debug)]
 pub struct RerankRequest<'a> {
@@ -40,7 +42,8 @@ pub struct RerankRequest<'a> {
 }
 
 /// The public rerank result. `document` borrows the caller's own string (written out as the literal
-/// the caller sent).
+/// the caller sent). The public answer is written by [`RerankResult::write_json`]; `Serialize`
+/// gives the same bytes.
 #[derive(Debug, Serialize)]
 pub struct RerankResult<'r> {
     /// The public model's name.
@@ -163,7 +166,8 @@ impl<'r> RerankRequest<'r> {
     ///
     /// Both counts are the gateway's own (cl100k_base), an estimate of the provider's tokenizer.
     pub fn usage(&self, billed_total: Option<u64>, counting: QueryCounting) -> Usage {
-        let query_once = crate::tokens::count(self.query.as_str()) as u64;
+        // Remembered counts: a document (or query) sent again is not counted again.
+        let query_once = crate::tokens::count_cached(self.query.as_str()) as u64;
         let query_tokens = match counting {
             QueryCounting::PerDocument => query_once.saturating_mul(self.documents.len() as u64),
             QueryCounting::Once => query_once,
@@ -171,7 +175,7 @@ impl<'r> RerankRequest<'r> {
         let documents_tokens: u64 = self
             .documents
             .iter()
-            .map(|d| crate::tokens::count(d.as_str()) as u64)
+            .map(|d| crate::tokens::count_cached(d.as_str()) as u64)
             .sum();
         Usage {
             total_tokens: billed_total.unwrap_or(query_tokens.saturating_add(documents_tokens)),
@@ -273,7 +277,8 @@ pub fn parse<'a>(
     catalog: &Catalog,
     max_retries: u32,
 ) -> Result<RerankRequest<'a>, GatewayError> {
-    let mut f = Fields::parse(body)?;
+    // The documents are read as the body is parsed: one pass over most of its bytes.
+    let mut f = Fields::parse_with(body, "documents")?;
     let model = common::model(&mut f, catalog, Operation::Rerank);
     let caps = match model.as_ref().map(|m| m.caps) {
         Some(Caps::Rerank(c)) => Some(c),

@@ -17,7 +17,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
@@ -126,41 +126,142 @@ impl<'de> Deserialize<'de> for JsonStr<'de> {
 /// The top-level fields of a JSON object body, in order, borrowed from the body.
 pub(crate) struct Fields<'a> {
     entries: Vec<(Str<'a>, &'a RawValue)>,
+    /// The array of strings read in the same pass as the object ([`Fields::parse_with`]).
+    strings: Option<Strings<'a>>,
     pub errors: ValidationErrors,
     prefix: &'static str,
 }
 
-struct ObjectVisitor;
+/// A field read as an array of strings while the body was parsed.
+struct Strings<'a> {
+    name: &'static str,
+    /// `None`: absent or `null`; `Some(None)`: not an array of strings.
+    value: Option<Option<Vec<JsonStr<'a>>>>,
+}
 
-impl<'de> Visitor<'de> for ObjectVisitor {
-    type Value = Vec<(Str<'de>, &'de RawValue)>;
+/// The object's fields, and `strings`' field (named, not yet read) read as it passes.
+struct ObjectVisitor<'a> {
+    strings: Option<Strings<'a>>,
+}
+
+impl<'de> Visitor<'de> for ObjectVisitor<'de> {
+    type Value = (Vec<(Str<'de>, &'de RawValue)>, Option<Strings<'de>>);
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut strings = self.strings;
+        let mut seen = false;
         let mut out: Vec<(Str<'de>, &'de RawValue)> =
             Vec::with_capacity(map.size_hint().unwrap_or(8));
         while let Some(key) = map.next_key::<Str<'de>>()? {
-            let value: &'de RawValue = map.next_value()?;
             // A repeated key would make one of the two values silently disappear.
+            let duplicate = |key: &Str<'_>| {
+                de::Error::custom(format_args!("duplicate field `{}`", key.as_str()))
+            };
+            if let Some(s) = strings.as_mut().filter(|s| s.name == key.as_str()) {
+                if std::mem::replace(&mut seen, true) {
+                    return Err(duplicate(&key));
+                }
+                s.value = map.next_value_seed(StringsSeed)?;
+                continue;
+            }
+            let value: &'de RawValue = map.next_value()?;
             if out.iter().any(|(k, _)| k == &key) {
-                return Err(de::Error::custom(format_args!(
-                    "duplicate field `{}`",
-                    key.as_str()
-                )));
+                return Err(duplicate(&key));
             }
             out.push((key, value));
         }
-        Ok(out)
+        Ok((out, strings))
+    }
+}
+
+/// One value read as an array of strings, each kept as a [`JsonStr`]: `None` for `null`,
+/// `Some(None)` for anything else that is not such an array (read through, so the body's other
+/// fields are still read and the problem is reported as this field's).
+struct StringsSeed;
+
+type StringsValue<'a> = Option<Option<Vec<JsonStr<'a>>>>;
+
+impl<'de> DeserializeSeed<'de> for StringsSeed {
+    type Value = StringsValue<'de>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StringsSeed {
+    type Value = StringsValue<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of strings")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(16));
+        let mut all_strings = true;
+        // Each element as its literal (one scan, as any raw value), then as a string: another
+        // kind of value, or a lone surrogate, spoils the array but is read through.
+        while let Some(raw) = seq.next_element::<&'de RawValue>()? {
+            match JsonStr::from_raw(raw) {
+                Some(s) if all_strings => out.push(s),
+                Some(_) => {}
+                None => all_strings = false,
+            }
+        }
+        Ok(Some(all_strings.then_some(out)))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        // Members read as raw values: skipped at any depth, as a raw value's scan skips them.
+        while map.next_entry::<IgnoredAny, &'de RawValue>()?.is_some() {}
+        Ok(Some(None))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Some(None))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Some(None))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Some(None))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Some(None))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Some(None))
     }
 }
 
 impl<'a> Fields<'a> {
     /// Parse a request body that must be a JSON object.
     pub(crate) fn parse(body: &'a [u8]) -> Result<Fields<'a>, GatewayError> {
+        Self::parse_object(body, None)
+    }
+
+    /// [`Fields::parse`], reading the field `strings` as an array of strings in the same pass
+    /// (rerank's documents: tens of kilobytes, otherwise scanned once for the object and again
+    /// by [`Fields::string_array`]). Take it with `string_array(strings)`: it is not among the
+    /// fields [`Fields::into_rest`] returns, whatever it holds.
+    pub(crate) fn parse_with(
+        body: &'a [u8],
+        strings: &'static str,
+    ) -> Result<Fields<'a>, GatewayError> {
+        let strings = Strings {
+            name: strings,
+            value: None,
+        };
+        Self::parse_object(body, Some(strings))
+    }
+
+    fn parse_object(
+        body: &'a [u8],
+        strings: Option<Strings<'a>>,
+    ) -> Result<Fields<'a>, GatewayError> {
         let mut de = serde_json::Deserializer::from_slice(body);
-        let entries = de
-            .deserialize_map(ObjectVisitor)
+        let (entries, strings) = de
+            .deserialize_map(ObjectVisitor { strings })
             .and_then(|e| de.end().map(|_| e))
             .map_err(|e| {
                 let what = if e.is_data() {
@@ -172,6 +273,7 @@ impl<'a> Fields<'a> {
             })?;
         Ok(Fields {
             entries,
+            strings,
             errors: ValidationErrors::default(),
             prefix: "",
         })
@@ -180,11 +282,12 @@ impl<'a> Fields<'a> {
     /// Parse a nested object (e.g. `extra_body`), reporting its fields as `prefix.field`.
     pub(crate) fn nested(raw: &'a RawValue, prefix: &'static str) -> Result<Fields<'a>, String> {
         let mut de = serde_json::Deserializer::from_str(raw.get());
-        let entries = de
-            .deserialize_map(ObjectVisitor)
+        let (entries, _) = de
+            .deserialize_map(ObjectVisitor { strings: None })
             .map_err(|e| format!("must be an object: {e}"))?;
         Ok(Fields {
             entries,
+            strings: None,
             errors: ValidationErrors::default(),
             prefix,
         })
@@ -262,7 +365,17 @@ impl<'a> Fields<'a> {
     /// An array of strings, each kept with its literal (see [`JsonStr`]): one pass over the array,
     /// and only elements with escapes are decoded.
     pub(crate) fn string_array(&mut self, name: &str) -> Option<Vec<JsonStr<'a>>> {
-        self.take_typed(name, "an array of strings")
+        const EXPECTED: &str = "an array of strings";
+        let Some(read) = self.strings.as_mut().filter(|s| s.name == name) else {
+            return self.take_typed(name, EXPECTED);
+        };
+        match read.value.take()? {
+            Some(strings) => Some(strings),
+            None => {
+                self.error(name, format!("must be {EXPECTED}"));
+                None
+            }
+        }
     }
 
     /// Record a problem with a field of this object.
@@ -387,6 +500,89 @@ mod tests {
         let (rest, _) = Fields::nested(raw, "extra_body").unwrap().into_rest();
         assert_eq!(rest.len(), 1);
         assert_eq!(rest[0].0.as_str(), "a");
+    }
+
+    /// Reading the strings in the object's pass gives what reading them afterwards gives: the
+    /// same strings and literals, the same problems, the same leftovers.
+    #[test]
+    fn parse_with_reads_what_parse_then_string_array_reads() {
+        let deep = format!(r#"{{"d":{}1{},"x":2}}"#, "[".repeat(300), "]".repeat(300));
+        let deep_object = format!(r#"{{"d":{}1{}}}"#, r#"{"a":"#.repeat(300), "}".repeat(300));
+        let bodies: Vec<&[u8]> = vec![
+            r#"{"m":"x","d":["a","b\n\"c\"","\u00e9 \ud83d\ude00","naïve 日本"],"e":1}"#.as_bytes(),
+            br#"{"d":[]}"#,
+            br#"{"d":[ "a" , "b" ] , "n":null}"#,
+            br#"{"d":null,"e":[1]}"#,
+            br#"{"e":["a"]}"#,
+            br#"{"d":["a",1,"b"],"e":true}"#,
+            br#"{"d":["a",null]}"#,
+            br#"{"d":["a",["b"]]}"#,
+            br#"{"d":["a",{"b":"c"}]}"#,
+            br#"{"d":"a"}"#,
+            br#"{"d":1.5}"#,
+            br#"{"d":-3}"#,
+            br#"{"d":true}"#,
+            br#"{"d":{"a":["b"],"c":{"d":1}}}"#,
+            br#"{"d":["\ud800"],"e":"f"}"#,
+            br#"{"d":["x\udc00"]}"#,
+            br#"{"d":"\u0041"}"#,
+            br#"{"\u0064":["a"]}"#,
+            deep.as_bytes(),
+            deep_object.as_bytes(),
+        ];
+        for body in bodies {
+            let shown = String::from_utf8_lossy(body);
+            let (Ok(mut a), Ok(mut b)) = (Fields::parse(body), Fields::parse_with(body, "d"))
+            else {
+                panic!("{shown}");
+            };
+            let (da, db) = (a.string_array("d"), b.string_array("d"));
+            let pairs = |d: &Option<Vec<JsonStr<'_>>>| {
+                d.as_ref().map(|d| {
+                    d.iter()
+                        .map(|s| (s.raw().get().to_string(), s.as_str().to_string()))
+                        .collect::<Vec<_>>()
+                })
+            };
+            assert_eq!(pairs(&da), pairs(&db), "{shown}");
+            let ((ra, ea), (rb, eb)) = (a.into_rest(), b.into_rest());
+            let names = |r: &[(Str<'_>, &RawValue)]| {
+                r.iter()
+                    .map(|(k, v)| format!("{}={}", k.as_str(), v.get()))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(names(&ra), names(&rb), "{shown}");
+            assert_eq!(ea.details(), eb.details(), "{shown}");
+        }
+    }
+
+    /// Bodies that are no JSON object, or repeat a field, are refused by both.
+    #[test]
+    fn parse_with_refuses_what_parse_refuses() {
+        for body in [
+            &br#"{"d":["a"],"d":["b"]}"#[..],
+            br#"{"d":null,"d":["b"]}"#,
+            br#"{"d":["a"],"d":null}"#,
+            br#"{"d":["a"],"e":1,"e":2}"#,
+            br#"{"d":["a",]}"#,
+            br#"{"d":["a" "b"]}"#,
+            br#"{"d":["a"}"#,
+            br#"{"d":["a"]"#,
+            br#"{"d":[tru]}"#,
+            br#"{"d":{"a" 1}}"#,
+            b"[\"d\"]",
+            br#"{"d":["a"]} x"#,
+        ] {
+            let shown = String::from_utf8_lossy(body);
+            let a = Fields::parse(body).err().map(|e| e.status());
+            let b = Fields::parse_with(body, "d").err().map(|e| e.status());
+            assert_eq!((a, b), (Some(400), Some(400)), "{shown}");
+        }
+        let err = Fields::parse_with(br#"{"d":["a"],"d":["b"]}"#, "d").err();
+        assert!(
+            format!("{err:?}").contains("duplicate field `d`"),
+            "{err:?}"
+        );
     }
 
     #[test]

@@ -14,7 +14,11 @@
 mod cache;
 mod layout;
 mod pretokenize;
+mod texts;
 mod vocab;
+
+/// [`count`], remembered per text: a text counted before is looked up, not counted again.
+pub use texts::count as count_cached;
 
 /// Name reported in rerank `metadata`.
 pub(crate) const TOKENIZER: &str = "cl100k_base";

@@ -143,29 +143,11 @@ async fn ask(
     out.cost = Some(cost);
     let json = match translated {
         Some(t) => surface.answer(&result, t),
-        None => {
-            let mut json = Vec::with_capacity(answer_size(&result));
-            serde_json::to_writer(&mut json, &result)
-                .map(|()| json)
-                .map_err(|e| format!("serializing result: {e}"))
-        }
+        None => result.write_json(),
     }
     .map_err(GatewayError::Internal)?;
     out.usage.tokens = result.usage.total_tokens;
     Ok(json.into())
-}
-
-/// About the public answer's length (its documents' literals and room for each result's index
-/// and score, and for usage and metadata), so that it is written into one buffer: 100 documents
-/// are tens of kilobytes, which a buffer grown from nothing copies again at every doubling.
-fn answer_size(result: &RerankResult<'_>) -> usize {
-    let documents: usize = result
-        .results
-        .iter()
-        .filter(|r| r.with_document)
-        .map(|r| r.document.raw().get().len() + 16)
-        .sum();
-    documents + result.results.len() * 48 + 512
 }
 
 /// What the answer cost at `target`'s price: the provider's billed search units (Cohere's, which
@@ -187,7 +169,7 @@ fn cost(target: &Target, req: &RerankRequest<'_>, result: &RerankResult<'_>) -> 
         == Some("provider");
     let chunked = price.search_units.is_some() || price.queries.is_some();
     let (query_tokens, document_tokens) = if chunked && search_units.is_none() {
-        let count = |s: &str| crate::tokens::count(s) as u64;
+        let count = |s: &str| crate::tokens::count_cached(s) as u64;
         (
             count(req.query.as_str()),
             req.documents.iter().map(|d| count(d.as_str())).collect(),
