@@ -1,5 +1,6 @@
 //! Building the Pingora server: one HTTP service per entry point, all sharing one gateway state.
 
+pub(crate) mod console;
 pub(crate) mod edge;
 pub(crate) mod metrics;
 pub(crate) mod reload;
