@@ -8,15 +8,15 @@ import { h, s } from "./dom.js";
 const HEIGHT = 280;
 const MARGIN = { top: 16, right: 16, bottom: 44, left: 72 };
 const PALETTE = 8;
+const PLOT_WIDTH = 1000;
 
-/** A round top for the axis: 1, 2, 2.5 or 5 times a power of ten, at least `max`. */
-function niceMax(max) {
-  if (!(max > 0)) return 1;
-  const power = 10 ** Math.floor(Math.log10(max));
-  for (const step of [1, 2, 2.5, 5, 10]) {
-    if (step * power >= max) return step * power;
-  }
-  return 10 * power;
+/** The axis: a round step (1, 2, 2.5 or 5 times a power of ten) and how many of them reach `max`. */
+function scaleFor(max) {
+  if (!(max > 0)) return { step: 1, count: 1 };
+  const rough = max / 4;
+  const power = 10 ** Math.floor(Math.log10(rough));
+  const step = [1, 2, 2.5, 5, 10].map((m) => m * power).find((s) => s >= rough) ?? 10 * power;
+  return { step, count: Math.max(1, Math.ceil(max / step - 1e-9)) };
 }
 
 function tickText(value) {
@@ -24,11 +24,11 @@ function tickText(value) {
   return Number(value.toPrecision(4)).toString();
 }
 
-function axes(width, plotHeight, top, unit) {
+function axes(width, plotHeight, { step, count }, unit) {
   const ticks = [];
-  for (let i = 0; i <= 4; i += 1) {
-    const value = (top * i) / 4;
-    const y = MARGIN.top + plotHeight - (plotHeight * i) / 4;
+  for (let i = 0; i <= count; i += 1) {
+    const value = step * i;
+    const y = MARGIN.top + plotHeight - (plotHeight * i) / count;
     ticks.push(
       s("line", { x1: MARGIN.left, x2: width - MARGIN.right, y1: y, y2: y, class: i ? "grid" : "axis" }),
       s("text", { x: MARGIN.left - 6, y: y + 4, class: "tick", "text-anchor": "end" }, tickText(value)),
@@ -75,11 +75,14 @@ export function barChart({ periods, series, cells, totals, unit, label, stacked 
     const amounts = [...byPeriod.get(p).values()].map((c) => c.amount);
     return stacked ? amounts.reduce((a, b) => a + b, 0) : Math.max(0, ...amounts);
   });
-  const top = niceMax(Math.max(0, ...heights));
-  const slot = stacked ? 24 : Math.max(24, series.length * 10 + 6);
+  const axis = scaleFor(Math.max(0, ...heights));
+  // Periods share the width a page has room for (bars get thinner), down to 8 px a period;
+  // a longer window scrolls.
+  const wanted = stacked ? 24 : Math.max(24, series.length * 10 + 6);
+  const slot = Math.max(8, Math.min(wanted, PLOT_WIDTH / Math.max(1, periods.length)));
   const width = Math.max(480, MARGIN.left + MARGIN.right + periods.length * slot);
   const plotHeight = HEIGHT - MARGIN.top - MARGIN.bottom;
-  const scale = plotHeight / top;
+  const scale = plotHeight / (axis.step * axis.count);
   const every = Math.max(1, Math.ceil((periods.length * 44) / (width - MARGIN.left - MARGIN.right)));
   const groups = periods.map((period, i) => {
     const x0 = MARGIN.left + i * slot;
@@ -101,7 +104,7 @@ export function barChart({ periods, series, cells, totals, unit, label, stacked 
     "svg",
     { viewBox: `0 0 ${width} ${HEIGHT}`, width, height: HEIGHT, role: "img", "aria-label": label, class: "chart" },
     s("title", {}, label),
-    axes(width, plotHeight, top, unit),
+    axes(width, plotHeight, axis, unit),
     groups,
   );
   const legend = h(
@@ -111,5 +114,10 @@ export function barChart({ periods, series, cells, totals, unit, label, stacked 
       h("li", {}, s("svg", { width: 12, height: 12, "aria-hidden": "true" }, s("rect", { width: 12, height: 12, class: `series-${index % PALETTE}` })), name),
     ),
   );
-  return h("figure", { class: "chart-box" }, h("div", { class: "chart-scroll" }, svg), legend, h("figcaption", {}, label));
+  const scroller = h("div", { class: "chart-scroll" }, svg);
+  // A window wider than the page scrolls; it opens on its latest periods, the ones looked for.
+  requestAnimationFrame(() => {
+    scroller.scrollLeft = scroller.scrollWidth;
+  });
+  return h("figure", { class: "chart-box" }, scroller, legend, h("figcaption", {}, label));
 }

@@ -119,7 +119,7 @@ export function confirmDialog({ title, text, action, body }) {
         "div",
         { class: "actions" },
         h("button", { type: "button", class: "danger", onclick: () => finish(true) }, action),
-        h("button", { type: "button", onclick: () => finish(false) }, "Cancel"),
+        h("button", { type: "button", class: "secondary", onclick: () => finish(false) }, "Cancel"),
       ),
     );
     dialog.addEventListener("cancel", (event) => {

@@ -43,7 +43,7 @@ function secretBox(slot, heading, secret, note) {
       "div",
       { class: "actions" },
       h("button", { type: "button", onclick: copy }, "Copy secret"),
-      h("button", { type: "button", onclick: () => slot.replaceChildren() }, "Dismiss"),
+      h("button", { type: "button", class: "secondary", onclick: () => slot.replaceChildren() }, "Dismiss"),
       copied,
     ),
   );

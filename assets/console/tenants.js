@@ -43,7 +43,7 @@ function tenantForm(tenant, errors, done) {
       "div",
       { class: "actions" },
       h("button", { type: "submit" }, editing ? "Save tenant" : "Create tenant"),
-      editing ? h("button", { type: "button", onclick: () => done(null) }, "Cancel") : null,
+      editing ? h("button", { type: "button", class: "secondary", onclick: () => done(null) }, "Cancel") : null,
     ),
   );
   form.addEventListener("submit", async (event) => {
