@@ -28,20 +28,31 @@ const HTML: &str = "text/html; charset=utf-8";
 const JS: &str = "text/javascript; charset=utf-8";
 const CSS: &str = "text/css; charset=utf-8";
 
+/// One file of `assets/console/`, under its own name.
+macro_rules! console_file {
+    ($name:literal, $content_type:expr) => {
+        (
+            $name,
+            $content_type,
+            include_bytes!(concat!("../../assets/console/", $name)) as &[u8],
+        )
+    };
+}
+
 /// Each file: its name under `/console/`, its content type, its bytes.
 const FILES: &[(&str, &str, &[u8])] = &[
-    ("index.html", HTML, include_bytes!("../../assets/console/index.html")),
-    ("style.css", CSS, include_bytes!("../../assets/console/style.css")),
-    ("app.js", JS, include_bytes!("../../assets/console/app.js")),
-    ("api.js", JS, include_bytes!("../../assets/console/api.js")),
-    ("dom.js", JS, include_bytes!("../../assets/console/dom.js")),
-    ("limits.js", JS, include_bytes!("../../assets/console/limits.js")),
-    ("keys.js", JS, include_bytes!("../../assets/console/keys.js")),
-    ("tenants.js", JS, include_bytes!("../../assets/console/tenants.js")),
-    ("decimal.js", JS, include_bytes!("../../assets/console/decimal.js")),
-    ("chart.js", JS, include_bytes!("../../assets/console/chart.js")),
-    ("spend.js", JS, include_bytes!("../../assets/console/spend.js")),
-    ("models.js", JS, include_bytes!("../../assets/console/models.js")),
+    console_file!("index.html", HTML),
+    console_file!("style.css", CSS),
+    console_file!("app.js", JS),
+    console_file!("api.js", JS),
+    console_file!("dom.js", JS),
+    console_file!("limits.js", JS),
+    console_file!("keys.js", JS),
+    console_file!("tenants.js", JS),
+    console_file!("decimal.js", JS),
+    console_file!("chart.js", JS),
+    console_file!("spend.js", JS),
+    console_file!("models.js", JS),
 ];
 
 /// The file at `path`, what follows `/console` in the request's path (`""` and `"/"` are the
@@ -72,13 +83,18 @@ mod tests {
         for path in ["", "/", "/index.html"] {
             let (content_type, body) = asset(path).expect("the page");
             assert_eq!(content_type, "text/html; charset=utf-8");
-            assert!(std::str::from_utf8(body).unwrap().starts_with("<!doctype html>"));
+            assert!(std::str::from_utf8(body)
+                .unwrap()
+                .starts_with("<!doctype html>"));
         }
     }
 
     #[test]
     fn modules_and_the_stylesheet_have_their_content_types() {
-        assert_eq!(asset("/app.js").unwrap().0, "text/javascript; charset=utf-8");
+        assert_eq!(
+            asset("/app.js").unwrap().0,
+            "text/javascript; charset=utf-8"
+        );
         assert_eq!(asset("/style.css").unwrap().0, "text/css; charset=utf-8");
     }
 
@@ -105,15 +121,36 @@ mod tests {
         let page = text("/");
         for reference in page.split("\"/console/").skip(1) {
             let name = &reference[..reference.find('"').unwrap()];
-            assert!(asset(&format!("/{name}")).is_some(), "index.html loads {name}");
+            assert!(
+                asset(&format!("/{name}")).is_some(),
+                "index.html loads {name}"
+            );
         }
         for (file, content_type, _) in FILES.iter().filter(|f| f.1 == JS) {
             assert_eq!(*content_type, JS);
             for import in text(&format!("/{file}")).split("from \"./").skip(1) {
                 let name = &import[..import.find('"').unwrap()];
-                assert!(asset(&format!("/{name}")).is_some(), "{file} imports {name}");
+                assert!(
+                    asset(&format!("/{name}")).is_some(),
+                    "{file} imports {name}"
+                );
             }
         }
+    }
+
+    /// Every file of assets/console/ is built in: one added there and not here would be missing
+    /// from the binary.
+    #[test]
+    fn every_file_of_the_folder_is_built_in() {
+        let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/console");
+        let mut on_disk: Vec<String> = std::fs::read_dir(folder)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        on_disk.sort();
+        let mut built_in: Vec<String> = FILES.iter().map(|f| f.0.to_string()).collect();
+        built_in.sort();
+        assert_eq!(on_disk, built_in);
     }
 
     /// The policy in HEADERS forbids inline script and style: none may be written, and no
@@ -125,7 +162,13 @@ mod tests {
         assert!(!page.contains("onclick="));
         for (file, _, _) in FILES.iter().filter(|f| f.1 == JS) {
             let code = text(&format!("/{file}"));
-            for banned in ["innerHTML", "outerHTML", "insertAdjacentHTML", "eval(", "document.cookie"] {
+            for banned in [
+                "innerHTML",
+                "outerHTML",
+                "insertAdjacentHTML",
+                "eval(",
+                "document.cookie",
+            ] {
                 assert!(!code.contains(banned), "{file} uses {banned}");
             }
         }
