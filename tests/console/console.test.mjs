@@ -19,6 +19,7 @@ const env = (name) => {
 const API = env("CONSOLE_TEST_API");
 const ADMIN = env("CONSOLE_TEST_ADMIN");
 const ADMIN_KEY = env("CONSOLE_TEST_ADMIN_KEY");
+const ADMIN_NAME = env("CONSOLE_TEST_ADMIN_NAME");
 const CALLER_KEY = env("CONSOLE_TEST_CALLER_KEY");
 const PG_URL = env("CONSOLE_TEST_PG_URL");
 const SCHEMA = env("CONSOLE_TEST_SCHEMA");
@@ -85,7 +86,11 @@ async function admin(path, init = {}) {
 
 /** Rows of a query on the ledger, each a list of column texts. */
 function sql(query) {
-  const out = execFileSync("psql", [PG_URL, "-qAtX", "-F", "\t", "-c", query], { encoding: "utf8" });
+  // stderr captured: a failure's message carries it, and a poll's misses stay quiet.
+  const out = execFileSync("psql", [PG_URL, "-qAtX", "-v", "ON_ERROR_STOP=1", "-F", "\t", "-c", query], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   return out.split("\n").filter(Boolean).map((line) => line.split("\t"));
 }
 
@@ -166,7 +171,7 @@ describe("the web console", () => {
 
     await page.getByLabel("Admin key").fill(ADMIN_KEY);
     await page.getByRole("button", { name: "Sign in" }).click();
-    await page.getByText("Signed in as console-test (key)").waitFor();
+    await page.getByText(`Signed in as ${ADMIN_NAME} (key)`).waitFor();
     // The credential is in this tab's sessionStorage and no cookie exists.
     const { cookie, stored } = await page.evaluate(() => ({
       cookie: document.cookie,

@@ -40,6 +40,7 @@ free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1
 api_port=$(free_port)
 admin_port=$(free_port)
 while [ "$admin_port" = "$api_port" ]; do admin_port=$(free_port); done
+admin_name=console-test
 admin_key="adm_$(node -e 'console.log(require("crypto").randomBytes(24).toString("base64url"))')"
 caller_key="yaml_$(node -e 'console.log(require("crypto").randomBytes(24).toString("base64url"))')"
 
@@ -82,7 +83,7 @@ switchyard:
   admin:
     address: "127.0.0.1:$admin_port"
     keys:
-      - {name: console-test, key: "$admin_key"}
+      - {name: "$admin_name", key: "$admin_key"}
   providers:
     builtin: {kind: local}
   models:
@@ -98,6 +99,7 @@ gateway_pid=$!
 export CONSOLE_TEST_API="http://127.0.0.1:$api_port"
 export CONSOLE_TEST_ADMIN="http://127.0.0.1:$admin_port"
 export CONSOLE_TEST_ADMIN_KEY="$admin_key"
+export CONSOLE_TEST_ADMIN_NAME="$admin_name"
 export CONSOLE_TEST_CALLER_KEY="$caller_key"
 export CONSOLE_TEST_PG_URL="$pg_url"
 export CONSOLE_TEST_SCHEMA="$schema"
