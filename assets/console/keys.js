@@ -155,7 +155,7 @@ export async function render(root) {
         const rotated = await api.post(`/keys/${api.enc(key.id)}/rotate`, { overlap_seconds: Number(overlap.value || 0) });
         const note = rotated.previous_expires_at ? `The old secret works until ${when(rotated.previous_expires_at)}.` : "The old secret no longer works.";
         secretSlot.dataset.keyId = rotated.id;
-        secretBox(secretSlot, `New secret for ${rotated.principal}`, rotated.secret, note);
+        secretBox(secretSlot, `Key ${rotated.principal} rotated`, rotated.secret, note);
         await load();
       } catch (error) {
         errors.show(error);
@@ -191,7 +191,7 @@ export async function render(root) {
     if (tenants.some((t) => !t.disabled_at)) {
       replace(formSlot, createForm(tenants, errors, async (key) => {
         secretSlot.dataset.keyId = key.id;
-        secretBox(secretSlot, `New key ${key.principal}`, key.secret, null);
+        secretBox(secretSlot, `Key ${key.principal} created`, key.secret, null);
         await load();
       }));
     } else {
