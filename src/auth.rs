@@ -10,6 +10,7 @@
 //! Secrets never leave this module: API keys are kept only as SHA-256 digests,
 //! and neither keys nor tokens appear in logs or error messages.
 
+pub(crate) mod db_keys;
 pub(crate) mod limits;
 
 use std::fmt;
@@ -23,7 +24,12 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::{Choice, ConditionallySelectable, ConstantTimeEq};
 
+use db_keys::{DbKeyHandle, TenantScope};
 use limits::{Approximate, JwtLimits, JwtLimitsSetting, LimitSet, LimitsMode, OnStoreError};
+
+/// The scope (in a JWT's space-separated `scope` claim) that makes a token an administrator's:
+/// the management API requires it, the public API refuses it.
+pub(crate) const ADMIN_SCOPE: &str = "switchyard:admin";
 
 /// The dedicated API-key header. `HeaderName`s are lowercase; lookups through
 /// `HeaderMap` are case-insensitive for callers.
@@ -152,6 +158,39 @@ pub struct Principal {
     pub id: String,
     /// The caller's limits (`None`: none, and nothing is counted).
     pub limits: Option<Arc<LimitSet>>,
+    /// A database key's tenant: its limits are counted under `tenant:<name>` beside the key's
+    /// own, and its allowed models apply (`None`: a YAML key or a token, no tenant).
+    pub(crate) tenant: Option<Arc<TenantScope>>,
+    /// The models a database key may use (`None`: every model).
+    pub(crate) allowed_models: Option<Arc<[String]>>,
+}
+
+impl Principal {
+    /// A caller with `id` and `limits`, of no tenant.
+    fn plain(id: String, limits: Option<Arc<LimitSet>>) -> Principal {
+        Principal {
+            id,
+            limits,
+            tenant: None,
+            allowed_models: None,
+        }
+    }
+
+    /// Whether this caller may use the public model `model`: within its key's and its tenant's
+    /// allowed models (a YAML key or a token may use every model).
+    pub(crate) fn may_use(&self, model: &str) -> bool {
+        db_keys::allows(self.allowed_models.as_deref(), model)
+            && self
+                .tenant
+                .as_ref()
+                .is_none_or(|t| db_keys::allows(t.allowed_models.as_deref(), model))
+    }
+
+    /// The tenant's name, for a database key.
+    #[cfg_attr(not(feature = "ledger"), allow(dead_code))]
+    pub(crate) fn tenant_name(&self) -> Option<&str> {
+        self.tenant.as_ref().map(|t| t.name.as_str())
+    }
 }
 
 /// Why a request was not authenticated. Messages are safe to send to clients:
@@ -203,6 +242,20 @@ pub struct Authenticator {
     on_store_error: OnStoreError,
     /// `auth.limits_mode: approximate`, with its settings (`None`: exact).
     approximate: Option<Approximate>,
+    /// The database keys' snapshot, consulted after the YAML keys (`None`: no `tenants:`).
+    db: Option<DbKeyHandle>,
+    /// What a token with the admin scope gets: refused (the public API) or required (the
+    /// management API's authenticator, [`Authenticator::for_admin`]).
+    admin_scope: AdminScope,
+}
+
+/// What an [`Authenticator`] makes of a JWT carrying [`ADMIN_SCOPE`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum AdminScope {
+    /// The public API: such a token is not a caller's.
+    Refused,
+    /// The management API: only such a token is accepted.
+    Required,
 }
 
 impl fmt::Debug for Authenticator {
@@ -241,19 +294,59 @@ impl Authenticator {
                 jwt_limits,
                 on_store_error: s.limits_on_store_error,
                 approximate,
+                db: None,
+                admin_scope: AdminScope::Refused,
             })
         } else {
             Err(errors)
         }
     }
 
+    /// The management API's authenticator: `keys` are the administrators' (`admin.keys`), and a
+    /// JWT verified by `jwt` must carry the `switchyard:admin` scope. Problems are reported under
+    /// `admin.` paths.
+    pub(crate) fn for_admin(
+        keys: &[ApiKeySetting],
+        jwt: Option<&JwtSettings>,
+    ) -> Result<Authenticator, Vec<String>> {
+        let settings = AuthSettings {
+            api_keys: keys.to_vec(),
+            jwt: jwt.cloned(),
+            ..AuthSettings::default()
+        };
+        let rename = |p: String| match p.strip_prefix("auth.api_keys") {
+            Some(rest) => format!("admin.keys{rest}"),
+            None => p.replacen("auth.", "admin.", 1),
+        };
+        let mut a = Authenticator::from_settings(&settings)
+            .map_err(|errors| errors.into_iter().map(rename).collect::<Vec<_>>())?;
+        a.admin_scope = AdminScope::Required;
+        Ok(a)
+    }
+
+    /// Consult `db`'s snapshot of database keys after the YAML keys (a gateway with `tenants:`;
+    /// every settings snapshot of one gateway gets the same handle).
+    pub(crate) fn attach_db(&mut self, db: DbKeyHandle) {
+        self.db = Some(db);
+    }
+
+    /// The principals of the YAML keys (`key:<name>`): a database key whose principal is one of
+    /// them is left out of the snapshot (the YAML key wins, with a warning).
+    #[cfg_attr(not(feature = "ledger"), allow(dead_code))]
+    pub(crate) fn key_principals(&self) -> std::collections::HashSet<String> {
+        self.keys
+            .iter()
+            .map(|k| format!("key:{}", k.name))
+            .collect()
+    }
+
     /// Authenticate a request from its headers.
     pub fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, AuthError> {
         match extract_credential(headers)? {
-            Credential::Key(key) => self.match_key(key).ok_or(AuthError::InvalidKey),
+            Credential::Key(key) => self.match_any_key(key).ok_or(AuthError::InvalidKey),
             Credential::Bearer(cred) => {
                 // Opaque keys are commonly sent as Bearer too, so try them first.
-                if let Some(p) = self.match_key(cred) {
+                if let Some(p) = self.match_any_key(cred) {
                     return Ok(p);
                 }
                 if !self.jwt.is_empty() && looks_like_jwt(cred) {
@@ -275,9 +368,25 @@ impl Authenticator {
         self.approximate
     }
 
-    /// True when no API key and no JWT method is configured.
+    /// True when no API key and no JWT method is configured (and no database keys).
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty() && self.jwt.is_empty()
+        self.keys.is_empty() && self.jwt.is_empty() && self.db.is_none()
+    }
+
+    /// A YAML key, else a database key of the snapshot in force.
+    fn match_any_key(&self, presented: &[u8]) -> Option<Principal> {
+        if let Some(p) = self.match_key(presented) {
+            return Some(p);
+        }
+        let db = self.db.as_ref()?;
+        let snapshot = db.load();
+        let key = snapshot.find(&digest(presented), std::time::SystemTime::now())?;
+        Some(Principal {
+            id: key.principal.clone(),
+            limits: key.limits.clone(),
+            tenant: Some(key.tenant.clone()),
+            allowed_models: key.allowed_models.clone(),
+        })
     }
 
     /// Compares the presented key's digest with every configured digest, with
@@ -297,10 +406,10 @@ impl Authenticator {
             return None;
         }
         let entry = usize::try_from(index).ok().and_then(|i| self.keys.get(i))?;
-        Some(Principal {
-            id: format!("key:{}", entry.name),
-            limits: entry.limits.clone(),
-        })
+        Some(Principal::plain(
+            format!("key:{}", entry.name),
+            entry.limits.clone(),
+        ))
     }
 
     fn verify_jwt(&self, token: &[u8]) -> Result<Principal, AuthError> {
@@ -310,12 +419,16 @@ impl Authenticator {
             // of a JSON error; exp/nbf/iss/aud are checked by jsonwebtoken.
             #[serde(default)]
             sub: Option<serde_json::Value>,
+            #[serde(default)]
+            scope: Option<serde_json::Value>,
         }
         /// With limits by claim: every claim is kept, to read the one named.
         #[derive(Deserialize)]
         struct ClaimsWithRest {
             #[serde(default)]
             sub: Option<serde_json::Value>,
+            #[serde(default)]
+            scope: Option<serde_json::Value>,
             #[serde(flatten)]
             rest: serde_json::Map<String, serde_json::Value>,
         }
@@ -337,27 +450,48 @@ impl Authenticator {
             .ok_or_else(|| invalid("algorithm not allowed"))?;
         let reason = |e: JwtError| AuthError::InvalidToken(token_reason(&e));
         // Only a gateway with limits by claim pays for keeping every claim.
-        let (sub, limits) = match &self.jwt_limits {
+        let (sub, scope, limits) = match &self.jwt_limits {
             None => {
                 let data = jsonwebtoken::decode::<Claims>(token, &method.key, &method.validation)
                     .map_err(reason)?;
-                (data.claims.sub, None)
+                (data.claims.sub, data.claims.scope, None)
             }
             Some(by_claim) => {
                 let data =
                     jsonwebtoken::decode::<ClaimsWithRest>(token, &method.key, &method.validation)
                         .map_err(reason)?;
                 let limits = by_claim.for_value(data.claims.rest.get(&by_claim.claim));
-                (data.claims.sub, limits)
+                (data.claims.sub, data.claims.scope, limits)
             }
         };
+        let admin = has_admin_scope(scope.as_ref());
+        match (self.admin_scope, admin) {
+            (AdminScope::Refused, true) => {
+                return Err(invalid("an administrator's token is not a caller's"))
+            }
+            (AdminScope::Required, false) => {
+                return Err(invalid("missing scope `switchyard:admin`"))
+            }
+            _ => {}
+        }
         match sub {
-            Some(serde_json::Value::String(sub)) if !sub.is_empty() => Ok(Principal {
-                id: format!("jwt:{sub}"),
-                limits,
-            }),
+            Some(serde_json::Value::String(sub)) if !sub.is_empty() => {
+                Ok(Principal::plain(format!("jwt:{sub}"), limits))
+            }
             _ => Err(invalid("missing claim `sub`")),
         }
+    }
+}
+
+/// Whether a `scope` claim (space-separated, as RFC 8693 §4.2 writes it; an array is read too)
+/// names [`ADMIN_SCOPE`].
+fn has_admin_scope(scope: Option<&serde_json::Value>) -> bool {
+    match scope {
+        Some(serde_json::Value::String(s)) => s.split_ascii_whitespace().any(|s| s == ADMIN_SCOPE),
+        Some(serde_json::Value::Array(items)) => {
+            items.iter().any(|v| v.as_str() == Some(ADMIN_SCOPE))
+        }
+        _ => false,
     }
 }
 
@@ -770,10 +904,7 @@ mod tests {
     }
 
     fn principal(id: &str) -> Result<Principal, AuthError> {
-        Ok(Principal {
-            id: id.into(),
-            limits: None,
-        })
+        Ok(Principal::plain(id.into(), None))
     }
 
     // --- API keys and header forms ---
@@ -932,6 +1063,94 @@ mod tests {
     }
 
     // --- JWT ---
+
+    #[test]
+    fn the_admin_scope_is_refused_by_the_public_api_and_required_by_the_admin_one() {
+        let public = jwt_only(hs256_settings());
+        let admin = Authenticator::for_admin(&[], Some(&hs256_settings())).unwrap();
+        let scoped =
+            hs256(json!({"sub": "ops", "exp": now() + 300, "scope": "read switchyard:admin"}));
+        let plain_token = hs256(json!({"sub": "user-1", "exp": now() + 300, "scope": "read"}));
+        assert_eq!(
+            public.authenticate(&bearer(&scoped)),
+            invalid("an administrator's token is not a caller's")
+        );
+        assert_eq!(
+            public.authenticate(&bearer(&plain_token)),
+            principal("jwt:user-1")
+        );
+        assert_eq!(admin.authenticate(&bearer(&scoped)), principal("jwt:ops"));
+        assert_eq!(
+            admin.authenticate(&bearer(&plain_token)),
+            invalid("missing scope `switchyard:admin`")
+        );
+        let array = hs256(json!({"sub": "ops", "exp": now() + 300, "scope": ["switchyard:admin"]}));
+        assert_eq!(admin.authenticate(&bearer(&array)), principal("jwt:ops"));
+    }
+
+    #[test]
+    fn admin_key_problems_are_named_under_admin() {
+        let errors = Authenticator::for_admin(
+            &[ApiKeySetting {
+                name: "ops".into(),
+                key: None,
+                sha256: None,
+                limits: None,
+            }],
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(
+            errors,
+            ["admin.keys[0]: set exactly one of `key` or `sha256`"]
+        );
+    }
+
+    #[test]
+    fn database_keys_are_found_after_yaml_keys_until_they_expire() {
+        use db_keys::{DbKey, DbKeyHandle, DbKeys, TenantScope};
+        let mut a = keys_only();
+        let handle = DbKeyHandle::default();
+        a.attach_db(handle.clone());
+        let tenant = Arc::new(TenantScope {
+            name: "team-a".into(),
+            id: "tenant:team-a".into(),
+            limits: None,
+            allowed_models: Some(Arc::from(vec!["tts-1".to_string()])),
+        });
+        let key = |until| {
+            Arc::new(DbKey {
+                principal: "key:team-a/ci".into(),
+                limits: None,
+                allowed_models: None,
+                tenant: tenant.clone(),
+                valid_until: until,
+            })
+        };
+        let past = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
+        handle.store(DbKeys::new([
+            (digest(b"sy_live"), key(None)),
+            (digest(b"sy_old"), key(Some(past))),
+        ]));
+        let p = a.authenticate(&bearer("sy_live")).unwrap();
+        assert_eq!(p.id, "key:team-a/ci");
+        assert_eq!(p.tenant_name(), Some("team-a"));
+        assert!(p.may_use("tts-1"));
+        assert!(!p.may_use("gpt-image-2"));
+        assert_eq!(
+            a.authenticate(&bearer("sy_old")),
+            Err(AuthError::InvalidKey)
+        );
+        assert_eq!(
+            a.authenticate(&bearer("alice-key-123")),
+            principal("key:alice")
+        );
+        handle.store(DbKeys::default());
+        assert_eq!(
+            a.authenticate(&bearer("sy_live")),
+            Err(AuthError::InvalidKey)
+        );
+    }
 
     #[test]
     fn hs256_good_token() {

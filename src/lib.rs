@@ -81,6 +81,8 @@ pub mod server;
 mod store;
 mod stream;
 mod telemetry;
+#[cfg(feature = "ledger")]
+mod tenants;
 mod tokens;
 mod upstream;
 

@@ -262,6 +262,12 @@ families! {
     cache_saved_nanos: IntCounterVec = "switchyard_cache_saved_nanos_total",
         "What answers served by the response cache (hits and collapsed requests) cost when the provider made them, in billionths of the currency's unit: money not spent upstream, by public model and currency",
         ["model", "currency"];
+    tenants_sync_age: IntGaugeVec = "switchyard_tenants_sync_age_seconds",
+        "Seconds since this instance last read the database keys and tenants in full (tenants:); grows while the database is lost",
+        [];
+    tenants_stale: IntGaugeVec = "switchyard_tenants_stale",
+        "Whether this instance serves database keys from a snapshot it cannot refresh (1: the database is lost; 2: lost past tenants.serve_stale_seconds, database keys refused) or not (0)",
+        [];
     model_shutdown: IntGaugeVec = "switchyard_model_shutdown_timestamp_seconds",
         "When a model's target (provider account and native model) is shut down by its provider, in Unix seconds (00:00 UTC of the shutdown date); only targets with a known date",
         ["model", "provider", "native_model"];
@@ -370,6 +376,20 @@ impl Metrics {
         self.with(|f| {
             if let Some(g) = series(&f.target_retired_now, &[provider, native_model]) {
                 g.set(value);
+            }
+        });
+    }
+
+    /// The database keys' snapshot: its age in seconds, and whether it is stale (0 fresh, 1
+    /// served stale, 2 refused: stale past its bound).
+    #[cfg_attr(not(feature = "ledger"), allow(dead_code))]
+    pub(crate) fn tenants_sync(&self, age_seconds: u64, stale: i64) {
+        self.with(|f| {
+            if let Some(g) = series(&f.tenants_sync_age, &[]) {
+                g.set(i64::try_from(age_seconds).unwrap_or(i64::MAX));
+            }
+            if let Some(g) = series(&f.tenants_stale, &[]) {
+                g.set(stale);
             }
         });
     }

@@ -1,6 +1,17 @@
 //! Building the Pingora server: one HTTP service per entry point, all sharing one gateway state.
 
-pub(crate) mod console;
+#[cfg(feature = "ledger")]
+pub(crate) mod admin;
+#[cfg(feature = "ledger")]
+mod admin_auth;
+#[cfg(feature = "ledger")]
+mod admin_error;
+#[cfg(feature = "ledger")]
+mod admin_handlers;
+#[cfg(feature = "ledger")]
+pub(crate) mod admin_routes;
+#[cfg(feature = "ledger")]
+mod console;
 pub(crate) mod edge;
 pub(crate) mod metrics;
 pub(crate) mod reload;
@@ -140,9 +151,38 @@ pub(crate) fn background_services(
     if let Some(ledger) = &state.ledger {
         services.push(Box::new(ledger.writer().service()));
     }
+    #[cfg(feature = "ledger")]
+    services.extend(tenants_services(state));
     #[cfg(feature = "otel")]
     if let Some(exporter) = state.tracer.exporter(&state.instance) {
         services.push(Box::new(background_service("switchyard traces", exporter)));
+    }
+    services
+}
+
+/// With `tenants:`, the service keeping the database keys' snapshot; with `admin:`, the
+/// management listener (its address read once here).
+#[cfg(feature = "ledger")]
+fn tenants_services(state: &Arc<GatewayState>) -> Vec<Box<dyn ServiceWithDependents>> {
+    let settings = state.settings();
+    let (Some(tenants), Some(handle)) = (&settings.tenants, &state.db_keys) else {
+        return Vec::new();
+    };
+    let live = state.clone();
+    let sync = crate::tenants::sync::TenantsSync {
+        settings: tenants.clone(),
+        handle: handle.clone(),
+        metrics: state.metrics.clone(),
+        yaml: Arc::new(move || live.settings().auth.key_principals()),
+    };
+    let mut services: Vec<Box<dyn ServiceWithDependents>> =
+        vec![Box::new(background_service("switchyard tenants", sync))];
+    if let Some(admin) = &settings.admin {
+        services.push(Box::new(admin::service(
+            admin.address,
+            state.clone(),
+            tenants.clone(),
+        )));
     }
     services
 }

@@ -205,6 +205,55 @@ impl LimitSet {
         self.budget.as_ref().map(Budget::currency)
     }
 
+    /// The limits as the management API writes them (`docs/guide/tenants.md`): every field, unset
+    /// ones `null`; a budget's amounts as decimal strings.
+    #[cfg_attr(not(feature = "ledger"), allow(dead_code))]
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        let budget = self.budget.as_ref().map(|b| {
+            serde_json::json!({
+                "currency": b.currency.as_str(),
+                "per_day": b.per_day.map(|a| a.to_string()),
+                "per_month": b.per_month.map(|a| a.to_string()),
+            })
+        });
+        serde_json::json!({
+            "requests_per_minute": self.requests_per_minute,
+            "concurrent": self.concurrent,
+            "tokens_per_minute": self.tokens_per_minute,
+            "tokens_per_day": self.tokens_per_day,
+            "characters_per_minute": self.characters_per_minute,
+            "characters_per_day": self.characters_per_day,
+            "images_per_minute": self.images_per_minute,
+            "images_per_day": self.images_per_day,
+            "budget": budget,
+        })
+    }
+
+    /// Limits from the management API's JSON (or what [`LimitSet::to_json`] wrote): `null`
+    /// fields are no limit. The problem, in words, when it is not a limits object or its limits
+    /// are not usable ([`LimitSet::check`], under `path`).
+    #[cfg_attr(not(feature = "ledger"), allow(dead_code))]
+    pub(crate) fn from_json(v: &serde_json::Value, path: &str) -> Result<LimitSet, String> {
+        fn without_nulls(v: &serde_json::Value) -> serde_json::Value {
+            match v {
+                serde_json::Value::Object(m) => serde_json::Value::Object(
+                    m.iter()
+                        .filter(|(_, v)| !v.is_null())
+                        .map(|(k, v)| (k.clone(), without_nulls(v)))
+                        .collect(),
+                ),
+                other => other.clone(),
+            }
+        }
+        let set: LimitSet = serde_json::from_value(without_nulls(v)).map_err(|e| e.to_string())?;
+        let mut errors = Vec::new();
+        set.check(path, &mut errors);
+        match errors.is_empty() {
+            true => Ok(set),
+            false => Err(errors.join("; ")),
+        }
+    }
+
     /// Every problem with these limits, each named with `path`.
     pub fn check(&self, path: &str, errors: &mut Vec<String>) {
         let concurrent = ("concurrent", self.concurrent);

@@ -308,6 +308,13 @@ pub enum GatewayError {
     #[error("{0}")]
     #[doc(hidden)]
     Unauthorized(#[from] AuthError),
+    /// The caller's key (or its tenant) may not use the model it asked for (403): a database
+    /// key's `allowed_models`.
+    #[error("this key may not use model `{model}`; ask the operator to allow it")]
+    ModelNotAllowed {
+        /// The public model asked for.
+        model: String,
+    },
     /// The body is over the operation's limit (413).
     #[error("request body too large: the limit for this endpoint is {limit} bytes")]
     PayloadTooLarge {
@@ -404,6 +411,7 @@ impl GatewayError {
             | GatewayError::ModelNotFound => 404,
             GatewayError::MethodNotAllowed { .. } => 405,
             GatewayError::Unauthorized(_) => 401,
+            GatewayError::ModelNotAllowed { .. } => 403,
             GatewayError::PayloadTooLarge { .. } | GatewayError::InputTooLong { .. } => 413,
             GatewayError::Validation(_) | GatewayError::MalformedHead => 400,
             GatewayError::RequestTimeout(_) => 408,
@@ -437,6 +445,7 @@ impl GatewayError {
             | GatewayError::ModelNotFound => "not_found",
             GatewayError::MethodNotAllowed { .. } => "method_not_allowed",
             GatewayError::Unauthorized(_) => "unauthorized",
+            GatewayError::ModelNotAllowed { .. } => "model_not_allowed",
             GatewayError::PayloadTooLarge { .. } => "payload_too_large",
             GatewayError::InputTooLong { .. } => "input_too_long",
             GatewayError::Validation(_) => "validation_error",

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::auth::AuthSettings;
+use crate::auth::{AuthSettings, JwtSettings};
 
 /// The `switchyard:` section as written: the gateway's own settings (Pingora's keys sit beside
 /// it, at the top level of the file).
@@ -67,6 +67,70 @@ pub(crate) struct GatewayFile {
     /// OpenTelemetry traces over OTLP/HTTP; absent (or an empty `endpoint`): none exported.
     #[serde(default)]
     pub(crate) tracing: Option<TracingFile>,
+    /// Keys and tenants as data, in the ledger's PostgreSQL; absent: none (unless `admin:`).
+    #[serde(default)]
+    pub(crate) tenants: Option<TenantsFile>,
+    /// The management API's listener; absent: none.
+    #[serde(default)]
+    pub(crate) admin: Option<AdminFile>,
+}
+
+/// `tenants:` as written.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct TenantsFile {
+    /// The schema of the tenants' tables (default: the ledger's).
+    pub(crate) schema: Option<String>,
+    /// Seconds between two full refreshes, the safety net beside LISTEN/NOTIFY (default 30).
+    pub(crate) refresh_seconds: u64,
+    /// Seconds the keys loaded last keep being served while the database is lost (default 3600).
+    pub(crate) serve_stale_seconds: u64,
+}
+
+impl Default for TenantsFile {
+    fn default() -> Self {
+        TenantsFile {
+            schema: None,
+            refresh_seconds: 30,
+            serve_stale_seconds: 3600,
+        }
+    }
+}
+
+/// One administrator's key as written: a name and exactly one of `key` or `sha256`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AdminKeyFile {
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) key: Option<String>,
+    #[serde(default)]
+    pub(crate) sha256: Option<String>,
+}
+
+/// `admin:` as written.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct AdminFile {
+    /// `IP:port` of the management listener.
+    pub(crate) address: String,
+    /// The administrators' keys (never caller keys).
+    pub(crate) keys: Vec<AdminKeyFile>,
+    /// Administrators' JWTs (the `scope` claim must hold `switchyard:admin`).
+    pub(crate) jwt: Option<JwtSettings>,
+    /// Failed logins per client IP per minute before `429 too_many_failed_logins` (default 10).
+    pub(crate) failed_logins_per_minute: u64,
+}
+
+impl Default for AdminFile {
+    fn default() -> Self {
+        AdminFile {
+            address: String::new(),
+            keys: Vec::new(),
+            jwt: None,
+            failed_logins_per_minute: 10,
+        }
+    }
 }
 
 /// `tracing:` — spans exported to an OpenTelemetry collector off the request path.

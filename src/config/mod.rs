@@ -31,6 +31,7 @@ mod models;
 mod prices;
 mod secrets;
 mod store;
+pub(crate) mod tenants;
 #[cfg(test)]
 mod tests;
 pub(crate) mod tls;
@@ -86,6 +87,11 @@ pub struct GatewaySettings {
     /// The usage ledger's database and bounds (`None`: no ledger). Read once at start, like the
     /// metrics listener: a reload does not move it.
     pub(crate) ledger: Option<ledger::LedgerSettings>,
+    /// Keys and tenants as data (`tenants:`, or implied by `admin:`; `None`: none). Read once at
+    /// start, like the ledger.
+    pub(crate) tenants: Option<tenants::TenantsSettings>,
+    /// The management API (`admin:`; `None`: none). Read once at start.
+    pub(crate) admin: Option<tenants::AdminSettings>,
     /// The response cache's store (`cache`): read once at start, like the ledger.
     pub(crate) cache: crate::cache::CacheSettings,
     /// Where spans are exported (`None`: nowhere). Read once at start, like the ledger.
@@ -201,6 +207,13 @@ fn build(
     let clients = limits::client_limits(&file.clients, errors);
     let metrics = listeners::metrics_address(file.metrics.as_ref(), &listeners, errors);
     let ledger = ledger::ledger_settings(file.ledger.as_ref(), errors);
+    let tenants = tenants::tenants_settings(
+        file.tenants.as_ref(),
+        file.admin.as_ref(),
+        ledger.as_ref(),
+        errors,
+    );
+    let admin = tenants::admin_settings(file.admin.as_ref(), &listeners, metrics, errors);
     let cache = cache::settings(&file.cache, redis.as_ref(), errors);
     let tracing = tracing::tracing_settings(file.tracing.as_ref(), errors);
     let ejection = limits::ejection_policy(&file.routing.ejection, errors);
@@ -219,6 +232,8 @@ fn build(
         clients,
         metrics,
         ledger,
+        tenants,
+        admin,
         cache,
         tracing,
         access_log,

@@ -23,6 +23,14 @@ pub(super) fn keep_secrets_out_of_logs(file: &GatewayFile) {
     if let Some(jwt) = &file.auth.jwt {
         crate::logging::redact_also(jwt.hs256_secret.as_deref().unwrap_or_default());
     }
+    if let Some(admin) = &file.admin {
+        for k in &admin.keys {
+            crate::logging::redact_also(k.key.as_deref().unwrap_or_default());
+        }
+        if let Some(jwt) = &admin.jwt {
+            crate::logging::redact_also(jwt.hs256_secret.as_deref().unwrap_or_default());
+        }
+    }
     // `redis://user:password@host`: the password, of every Redis URL; the data nodes' password
     // under Sentinel.
     let store = &file.store;

@@ -12,6 +12,11 @@
 //! answer has been sent. One whose body is refused is counted against `requests_per_minute` with
 //! its end-of-request charge (off its path), as its admission would have counted it.
 //!
+//! A database key (issue 47) carries its tenant's limits beside its own: each is checked and
+//! charged under its own scope (the key's principal, `tenant:<name>`), one check each, so a
+//! tenant's budget spent through one key (on any instance sharing Redis) refuses every key of
+//! it.
+//!
 //! Money budgets are counted in the budget's currency: a cost in another is converted by the
 //! configuration's `currency_rates` (whose presence for every priced model the configuration
 //! checked at load).
@@ -20,6 +25,7 @@ use super::ctx::Ctx;
 use super::outcome::Call;
 use super::GatewayState;
 use crate::auth::limits::{LimitSet, Meter};
+use crate::auth::Principal;
 use crate::catalog::Model;
 use crate::common::error::GatewayError;
 use crate::common::Operation;
@@ -59,19 +65,55 @@ pub(crate) async fn admit(
     let Some(p) = &ctx.principal else {
         return Ok(());
     };
-    let Some(set) = &p.limits else {
+    if p.limits.is_none() && tenant_limits(p).is_none() {
         return Ok(());
-    };
+    }
     if admitted_with_known_cost(op) {
         ctx.limits.pending = true;
         return Ok(());
     }
     let on_error = ctx.settings.auth.on_store_error();
-    ctx.limits.lease = state
-        .limits
-        .admit(&p.id, set, meter(op), None, on_error)
-        .await?;
+    if let Some(set) = &p.limits {
+        ctx.limits.lease = state
+            .limits
+            .admit(&p.id, set, meter(op), None, on_error)
+            .await?;
+    }
+    if let Some((scope, set)) = tenant_limits(p) {
+        ctx.limits.tenant_lease = state
+            .limits
+            .admit(scope, set, meter(op), None, on_error)
+            .await?;
+    }
     Ok(())
+}
+
+/// A database key's tenant's limits and the scope they are counted under (`tenant:<name>`),
+/// when it has any: checked beside the key's own, one more check (one more Redis round trip).
+fn tenant_limits(p: &Principal) -> Option<(&str, &LimitSet)> {
+    let t = p.tenant.as_ref()?;
+    Some((t.id.as_str(), t.limits.as_deref()?))
+}
+
+/// Whether the caller may use `model`: a database key's (and its tenant's) `allowed_models`,
+/// judged by the name the request asked for (a successor serving a model past its shutdown is
+/// allowed where the model asked for is). `403 model_not_allowed` otherwise.
+pub(crate) fn allowed(call: &Call<'_>, model: &Model) -> Result<(), GatewayError> {
+    let Some(p) = call.principal else {
+        return Ok(());
+    };
+    let asked = model
+        .lifecycle
+        .taken_over_from
+        .as_deref()
+        .unwrap_or(&model.name);
+    if p.may_use(asked) {
+        Ok(())
+    } else {
+        Err(GatewayError::ModelNotAllowed {
+            model: asked.to_string(),
+        })
+    }
 }
 
 /// Once the body is validated: the request is admitted ([`admit`]'s rules) and what it is known
@@ -85,28 +127,49 @@ pub(crate) async fn cost(
     model: &Model,
     planned: &Planned<'_>,
 ) -> Result<Option<(Amount, Currency)>, GatewayError> {
+    allowed(call, model)?;
     let Some(p) = call.principal else {
         return Ok(None);
     };
-    let Some(set) = &p.limits else {
+    let tenant = tenant_limits(p);
+    if p.limits.is_none() && tenant.is_none() {
         return Ok(None);
-    };
-    let currency = set.budget_currency();
-    let money = currency.and_then(|c| known_cost(model, planned, &call.settings.rates, c));
+    }
     // Whatever it answers, the request has met its admission now (a store error passed as
     // `auth.limits_on_store_error` says, a refusal applied what it applies).
     call.limits.pending = false;
     let on_error = call.settings.auth.on_store_error();
-    let known = Known { used, cost: money };
+    let rates = &call.settings.rates;
+    let checked = |set: &LimitSet| {
+        let currency = set.budget_currency();
+        let money = currency.and_then(|c| known_cost(model, planned, rates, c));
+        (Known { used, cost: money }, money.zip(currency))
+    };
     let started = trace::now();
-    let admitted = call
-        .state
-        .limits
-        .admit(&p.id, set, meter(op), Some(known), on_error)
-        .await;
-    trace::step("limits", started, admitted.as_ref().err());
-    call.limits.lease = admitted?;
-    Ok(money.zip(currency))
+    let mut answer = None;
+    if let Some(set) = &p.limits {
+        let (known, money) = checked(set);
+        let admitted = call
+            .state
+            .limits
+            .admit(&p.id, set, meter(op), Some(known), on_error)
+            .await;
+        trace::step("limits", started, admitted.as_ref().err());
+        call.limits.lease = admitted?;
+        answer = money;
+    }
+    if let Some((scope, set)) = tenant {
+        let (known, money) = checked(set);
+        let admitted = call
+            .state
+            .limits
+            .admit(scope, set, meter(op), Some(known), on_error)
+            .await;
+        trace::step("tenant_limits", started, admitted.as_ref().err());
+        call.limits.tenant_lease = admitted?;
+        answer = answer.or(money);
+    }
+    Ok(answer)
 }
 
 /// What a request planned as `planned` is known to cost at `model`, in `currency`: the highest
@@ -135,11 +198,9 @@ pub(crate) fn known_cost(
 /// call for all). Called once per request, from the proxy layer's one place (`service.rs`).
 pub(crate) async fn charge(state: &GatewayState, ctx: &mut Ctx) {
     let lease = ctx.limits.lease.take();
+    let tenant_lease = ctx.limits.tenant_lease.take();
     let unadmitted = std::mem::take(&mut ctx.limits.pending);
     let (Some(p), Some(op)) = (&ctx.principal, ctx.operation) else {
-        return;
-    };
-    let Some(set) = &p.limits else {
         return;
     };
     let u = ctx.charge;
@@ -148,11 +209,28 @@ pub(crate) async fn charge(state: &GatewayState, ctx: &mut Ctx) {
         Operation::Images => u.images,
         Operation::Rerank => u.tokens,
     };
-    let cost = money_charged(set, ctx.cost_charge, &ctx.settings.rates);
-    state
-        .limits
-        .charge(&p.id, set, (meter(op), used), cost, lease, unadmitted)
-        .await;
+    let rates = &ctx.settings.rates;
+    if let Some(set) = &p.limits {
+        let cost = money_charged(set, ctx.cost_charge, rates);
+        state
+            .limits
+            .charge(&p.id, set, (meter(op), used), cost, lease, unadmitted)
+            .await;
+    }
+    if let Some((scope, set)) = tenant_limits(p) {
+        let cost = money_charged(set, ctx.cost_charge, rates);
+        state
+            .limits
+            .charge(
+                scope,
+                set,
+                (meter(op), used),
+                cost,
+                tenant_lease,
+                unadmitted,
+            )
+            .await;
+    }
 }
 
 /// `cost` in the currency of `set`'s budget (`None`: no budget, no cost, or no rate, which the

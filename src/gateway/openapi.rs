@@ -315,6 +315,10 @@ mod tests {
                 "Unauthorized",
             ),
             (
+                GatewayError::ModelNotAllowed { model: "m".into() },
+                "ModelNotAllowed",
+            ),
+            (
                 GatewayError::PayloadTooLarge { limit: 1 },
                 "PayloadTooLarge",
             ),
@@ -351,10 +355,11 @@ mod tests {
     }
 
     /// Each error schema's status.
-    const STATUSES: [(&str, u16); 13] = [
+    const STATUSES: [(&str, u16); 14] = [
         ("ValidationError", 400),
         ("ProviderRejection", 400),
         ("Unauthorized", 401),
+        ("ModelNotAllowed", 403),
         ("NotFound", 404),
         ("MethodNotAllowed", 405),
         ("PayloadTooLarge", 413),

@@ -83,6 +83,8 @@ impl Call<'_> {
 pub(crate) struct Standing {
     /// The caller's concurrent slot, given back when the usage is charged (after the answer).
     pub(crate) lease: Option<Lease>,
+    /// The concurrent slot of the caller's tenant (a database key's), likewise.
+    pub(crate) tenant_lease: Option<Lease>,
     /// Its admission waits for its body: it comes with the check of its known cost
     /// (`limited::cost`). Still set at the charge: the request ended before it (its body
     /// refused).

@@ -104,6 +104,11 @@ impl Gateway {
         let path = access_log::logged_path_under(h.uri.path(), ctx.prefix());
         let mut r = crate::ledger::Record::new(&self.listener, &path, ctx.status);
         r.caller = ctx.principal.as_ref().map(|p| p.id.clone());
+        r.tenant = ctx
+            .principal
+            .as_ref()
+            .and_then(|p| p.tenant_name())
+            .map(str::to_string);
         r.operation = Some(op.as_str().to_string());
         r.model = ctx.model.as_ref().map(|m| m.name.clone());
         r.provider = target.map(|t| t.provider.name.clone());

@@ -26,8 +26,12 @@ use crate::config::GatewaySettings;
 impl GatewayState {
     /// Put `new` in force for every request that starts from now on. Returns the fields whose
     /// change does not take effect until a restart (empty when none changed); the caller warns.
-    pub fn reload(&self, new: GatewaySettings) -> Vec<String> {
+    pub fn reload(&self, mut new: GatewaySettings) -> Vec<String> {
         let old = self.live.load();
+        // The database keys' snapshot is runtime state: the new settings read the same one.
+        if let Some(handle) = &self.db_keys {
+            new.auth.attach_db(handle.clone());
+        }
         let ignored = restart_only(&old, &new);
         // Health is kept by target name, so targets that stay keep theirs; new ones get cells now.
         self.upstream.health.set_policy(new.ejection);
@@ -43,6 +47,18 @@ impl GatewayState {
     pub fn reload_failed(&self) {
         self.metrics.config_loaded(false, true);
     }
+}
+
+/// The tenants' sync task and the management listener are made once, at start (the admin
+/// credentials reload: the listener reads them from the settings in force).
+fn tenants_restart_only(
+    old: &GatewaySettings,
+    new: &GatewaySettings,
+    note: &mut impl FnMut(bool, String),
+) {
+    note(old.tenants != new.tenants, "switchyard.tenants".into());
+    let admin = |s: &GatewaySettings| s.admin.as_ref().map(|a| a.address);
+    note(admin(old) != admin(new), "switchyard.admin".into());
 }
 
 /// The fields that differ between `old` and `new` but only take effect on a restart, by their
@@ -78,6 +94,7 @@ pub(crate) fn restart_only(old: &GatewaySettings, new: &GatewaySettings) -> Vec<
     note(old.metrics != new.metrics, "switchyard.metrics".into());
     // The ledger's writer is built once, at start.
     note(old.ledger != new.ledger, "switchyard.ledger".into());
+    tenants_restart_only(old, new, &mut note);
     // The response cache's store is made once (each model's `cache:` reloads with the catalog).
     note(old.cache != new.cache, "switchyard.cache".into());
     // So is the trace exporter.

@@ -59,6 +59,9 @@ pub struct GatewayState {
     pub(crate) ledger: Option<crate::ledger::Ledger>,
     /// The response cache (`switchyard.cache`), made on first use by a cache-enabled model.
     pub(crate) cache: std::sync::OnceLock<Arc<crate::cache::Cache>>,
+    /// The database keys' snapshot (`tenants:`), handed to every settings snapshot's
+    /// authenticator and filled by the tenants' sync task (`None`: no `tenants:`).
+    pub(crate) db_keys: Option<crate::auth::db_keys::DbKeyHandle>,
 }
 
 impl GatewayState {
@@ -71,7 +74,14 @@ impl GatewayState {
 
     /// [`GatewayState::new`], its metrics recorded when `metrics` (with a `metrics:` listener,
     /// or for a host's own registry, `embed::Builder::metrics_registry`) and the build has them.
-    pub(crate) fn recording(settings: GatewaySettings, metrics: bool) -> Arc<GatewayState> {
+    pub(crate) fn recording(mut settings: GatewaySettings, metrics: bool) -> Arc<GatewayState> {
+        let db_keys = settings
+            .tenants
+            .as_ref()
+            .map(|_| crate::auth::db_keys::DbKeyHandle::default());
+        if let Some(handle) = &db_keys {
+            settings.auth.attach_db(handle.clone());
+        }
         let metrics = if metrics {
             Metrics::on().unwrap_or_else(|e| {
                 log::error!("{e}: metrics are off");
@@ -135,6 +145,7 @@ impl GatewayState {
             #[cfg(feature = "ledger")]
             ledger,
             cache: std::sync::OnceLock::new(),
+            db_keys,
         })
     }
 }

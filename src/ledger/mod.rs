@@ -19,7 +19,7 @@
 //! The settings come from the configuration's `ledger:` section (`config::ledger`).
 
 pub(crate) mod cli;
-mod db;
+pub(crate) mod db;
 mod queue;
 pub(crate) mod record;
 pub(crate) mod schema;

@@ -29,6 +29,9 @@ pub struct Record {
     /// Who asked: an API key's configured name or a token's subject (the access line's
     /// `caller`); `None` for an unauthenticated request.
     pub caller: Option<String>,
+    /// The tenant of the caller's key, for a database key (`docs/guide/tenants.md`); `None`
+    /// otherwise.
+    pub tenant: Option<String>,
     /// The entry point (listener) it came in on.
     pub entry_point: String,
     /// The request path as the access line writes it (a hosted file's id left out).
@@ -69,6 +72,7 @@ impl Record {
             time: SystemTime::now(),
             request_id: None,
             caller: None,
+            tenant: None,
             entry_point: entry_point.to_string(),
             path: path.to_string(),
             operation: None,

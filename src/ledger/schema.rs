@@ -48,6 +48,7 @@ CREATE INDEX IF NOT EXISTS {TABLE}_finished_at ON {schema}.{TABLE} (finished_at)
 CREATE INDEX IF NOT EXISTS {TABLE}_caller ON {schema}.{TABLE} (caller, finished_at);
 CREATE INDEX IF NOT EXISTS {TABLE}_model ON {schema}.{TABLE} (model, finished_at);
 ALTER TABLE {schema}.{TABLE} ADD COLUMN IF NOT EXISTS cache text;
+ALTER TABLE {schema}.{TABLE} ADD COLUMN IF NOT EXISTS tenant text;
 "
     )
 }
@@ -57,11 +58,11 @@ fn insert_sql(schema: &str) -> String {
     format!(
         "INSERT INTO {schema}.{TABLE} (id, finished_at, request_id, caller, entry_point, path, \
          operation, model, provider, native_model, tokens, characters, images, usage_detail, \
-         cost_nanos, currency, cost_basis, status, attempts, trace_id, cache)
+         cost_nanos, currency, cost_basis, status, attempts, trace_id, cache, tenant)
          SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], \
          $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::int8[], $12::int8[], \
          $13::int8[], $14::jsonb[], $15::int8[], $16::text[], $17::text[], $18::int2[], \
-         $19::int4[], $20::text[], $21::text[])
+         $19::int4[], $20::text[], $21::text[], $22::text[])
          ON CONFLICT (id) DO NOTHING"
     )
 }
@@ -105,6 +106,7 @@ struct Columns {
     attempts: Vec<i32>,
     trace_id: Vec<Option<String>>,
     cache: Vec<Option<String>>,
+    tenant: Vec<Option<String>>,
 }
 
 /// Text as PostgreSQL's `text` takes it: it refuses NUL, and one record it refuses would fail its
@@ -163,6 +165,7 @@ impl Columns {
             attempts: Vec::with_capacity(n),
             trace_id: Vec::with_capacity(n),
             cache: Vec::with_capacity(n),
+            tenant: Vec::with_capacity(n),
         };
         for (id, r) in batch {
             c.id.push(*id);
@@ -187,6 +190,7 @@ impl Columns {
                 .push(i32::try_from(r.attempts).unwrap_or(i32::MAX));
             c.trace_id.push(opt_text(&r.trace_id));
             c.cache.push(opt_text(&r.cache));
+            c.tenant.push(opt_text(&r.tenant));
         }
         c
     }
@@ -234,6 +238,7 @@ pub(crate) async fn insert(
                 &c.attempts,
                 &c.trace_id,
                 &c.cache,
+                &c.tenant,
             ],
         )
         .await

@@ -6,8 +6,6 @@
 //! [`HEADERS`] go on every answer from here: a Content-Security-Policy allowing only this
 //! origin's own scripts, styles and API (no inline script, no framing), `nosniff`, and
 //! `no-store` so an upgraded binary never serves a page mixing old and new modules.
-// Until the management listener that serves these is merged in (branch `keys`).
-#![allow(dead_code)]
 
 /// Headers for every console answer (beside its content type and length).
 pub(crate) const HEADERS: &[(&str, &str)] = &[

@@ -126,7 +126,7 @@ async fn purge(state: &GatewayState, post: bool, query: &str) -> (u16, &'static 
 }
 
 /// A query value with its percent-escapes (and `+` for a space) decoded.
-fn decode(v: &str) -> String {
+pub(crate) fn decode(v: &str) -> String {
     let b = v.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

@@ -30,6 +30,7 @@ const LAYERS: &[&str] = &[
     "providers",
     "config",
     "ledger",
+    "tenants",
     "engine",
     "gateway",
     "server",

@@ -15,6 +15,8 @@
 
 mod support;
 
+#[cfg(all(feature = "ledger", feature = "metrics"))]
+mod admin;
 mod auth;
 mod budgets;
 mod cache;
@@ -133,6 +135,8 @@ mod task_failover;
 mod task_store;
 #[cfg(feature = "redis")]
 mod task_takeover;
+#[cfg(all(feature = "ledger", feature = "metrics"))]
+mod tenants;
 mod tracing;
 mod upstream_tls;
 mod validation;

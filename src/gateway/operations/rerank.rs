@@ -53,6 +53,7 @@ async fn answer(
     let req = rerank::parse(own, &s.catalog, s.retry.max_retries).inspect_err(failed)?;
     trace::step("validate", started, None);
     out.model = Some(req.model.clone());
+    super::super::limited::allowed(call, &req.model)?;
     let Some(plan) = Plan::of(call, &req.model, "rerank", |b| key_fields(b, &req, surface)) else {
         return provide(call, own, &req, translated.as_ref(), out).await;
     };
