@@ -176,6 +176,13 @@ mod tests {
             .unwrap()
             .1;
         assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe"));
+        for (name, value) in HEADERS {
+            assert!(
+                http::HeaderName::from_bytes(name.as_bytes()).is_ok(),
+                "{name}"
+            );
+            assert!(http::HeaderValue::from_str(value).is_ok(), "{value}");
+        }
         assert!(HEADERS.contains(&("cache-control", "no-store")));
     }
 }
