@@ -97,6 +97,14 @@ function createForm(tenants, errors, onCreated) {
   return form;
 }
 
+/** When the key was last rotated and whether its old secret still works. */
+function rotation(key) {
+  if (!key.rotated_at) return "—";
+  const until = key.previous_expires_at;
+  if (until && Date.parse(until) > Date.now()) return `${when(key.rotated_at)}; old secret until ${when(until)}`;
+  return `${when(key.rotated_at)}; old secret refused`;
+}
+
 function keyRow(key, actions) {
   const active = key.status === "active";
   return h(
@@ -108,10 +116,10 @@ function keyRow(key, actions) {
     h("td", {}, h("span", { class: `status status-${key.status}` }, key.status)),
     h("td", {}, when(key.created_at)),
     h("td", {}, when(key.expires_at)),
-    h("td", {}, key.rotated_at ? `${when(key.rotated_at)}, old secret until ${when(key.previous_expires_at)}` : "—"),
+    h("td", {}, rotation(key)),
     h(
       "td",
-      { class: "actions" },
+      { class: "row-actions" },
       h("button", { type: "button", disabled: !active, "aria-label": `Rotate ${key.principal}`, onclick: () => actions.rotate(key) }, "Rotate"),
       h("button", { type: "button", class: "danger", disabled: key.status === "revoked", "aria-label": `Revoke ${key.principal}`, onclick: () => actions.revoke(key) }, "Revoke"),
     ),

@@ -79,7 +79,7 @@ function tenantRow(tenant, actions) {
     h("td", {}, disabled ? h("span", { class: "status status-disabled" }, `disabled ${when(tenant.disabled_at)}`) : h("span", { class: "status status-active" }, "active")),
     h(
       "td",
-      { class: "actions" },
+      { class: "row-actions" },
       h("button", { type: "button", disabled, "aria-label": `Edit tenant ${tenant.name}`, onclick: () => actions.edit(tenant) }, "Edit"),
       h("button", { type: "button", class: "danger", disabled, "aria-label": `Disable tenant ${tenant.name}`, onclick: () => actions.disable(tenant) }, "Disable"),
     ),
