@@ -6,7 +6,7 @@
 # schema of its own (dropped at the end), and the built-in `local-bm25` rerank model (no provider
 # to fake). Screenshots of each view go to target/console-screenshots/.
 # Usage: bash tests/console/run.sh [node --test args]
-#   SWITCHYARD_BIN: the binary (default target/debug/switchyard, built when missing);
+#   SWITCHYARD_BIN: the binary (default target/debug/switchyard, built first);
 #   SWITCHYARD_TEST_POSTGRES_URL: the database (default as in scripts/test).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,9 +25,13 @@ if [ ! -d "$dir/node_modules/playwright-core" ] ||
   echo "$want" > "$dir/node_modules/.lock.sha256"
 fi
 
-bin="${SWITCHYARD_BIN:-$root/target/debug/switchyard}"
-if [ ! -x "$bin" ]; then
+# The console's files are built into the binary: an old binary would test old files, so it is
+# brought up to date (a no-op when it is) unless SWITCHYARD_BIN names one.
+if [ -n "${SWITCHYARD_BIN:-}" ]; then
+  bin=$SWITCHYARD_BIN
+else
   cargo build --bin switchyard
+  bin=$root/target/debug/switchyard
 fi
 
 pg_url="${SWITCHYARD_TEST_POSTGRES_URL:-postgresql://postgres:postgres@127.0.0.1:5432/postgres}"
