@@ -11,6 +11,8 @@ mod admin_handlers;
 #[cfg(feature = "ledger")]
 pub(crate) mod admin_routes;
 #[cfg(feature = "ledger")]
+mod admin_spend;
+#[cfg(feature = "ledger")]
 mod console;
 pub(crate) mod edge;
 pub(crate) mod metrics;

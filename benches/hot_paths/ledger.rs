@@ -55,6 +55,7 @@ fn settings(url: &str, schema: &str) -> LedgerSettings {
         batch_records: 500,
         flush_interval: Duration::from_millis(100),
         write_timeout: Duration::from_secs(2),
+        read_timeout: Duration::from_secs(2),
     }
 }
 

@@ -368,6 +368,14 @@ pub enum GatewayError {
     /// The gateway's own state (hosted files, tasks) could not be read or written.
     #[error("{0}")]
     Store(String),
+    /// An endpoint that needs what this gateway's configuration (or build) does not have (501):
+    /// the message names the setting.
+    #[error("{0}")]
+    NotConfigured(&'static str),
+    /// The usage ledger's database could not be read in time (503); why is the operator's (logged
+    /// where the answer is written), never shown.
+    #[error("{0}")]
+    LedgerUnavailable(String),
     /// A defect of the gateway (500), never the caller's fault.
     #[error("internal error: {0}")]
     Internal(String),
@@ -418,7 +426,9 @@ impl GatewayError {
             GatewayError::RateLimited(_) => 429,
             GatewayError::ModelUnavailable { .. }
             | GatewayError::Store(_)
+            | GatewayError::LedgerUnavailable(_)
             | GatewayError::Overloaded(_) => 503,
+            GatewayError::NotConfigured(_) => 501,
             GatewayError::Internal(_) => 500,
             GatewayError::Upstream(u) => match u.kind {
                 UpstreamErrorKind::InvalidRequest
@@ -455,6 +465,8 @@ impl GatewayError {
             GatewayError::RateLimited(_) => "rate_limited",
             GatewayError::ModelUnavailable { .. } => "model_unavailable",
             GatewayError::Store(_) => "store_unavailable",
+            GatewayError::NotConfigured(_) => "not_configured",
+            GatewayError::LedgerUnavailable(_) => "ledger_unavailable",
             GatewayError::Internal(_) => "internal_error",
             GatewayError::Upstream(u) => match u.kind {
                 UpstreamErrorKind::InvalidRequest | UpstreamErrorKind::UnknownVoice => {
@@ -525,6 +537,9 @@ impl GatewayError {
                 "the gateway's shared store (hosted images, tasks, limits) is unavailable; retry \
                  later"
                     .to_string()
+            }
+            GatewayError::LedgerUnavailable(_) => {
+                "the usage ledger's database is unavailable; retry later".to_string()
             }
             GatewayError::RateLimited(r) => r.message(),
             other => other.to_string(),
@@ -627,6 +642,17 @@ mod tests {
             "TLSHandshakeFailure",
         ));
         assert_eq!(other.message(), "provider acme is unreachable");
+    }
+
+    #[test]
+    fn the_ledger_errors_name_the_setting_and_keep_the_why() {
+        let e = GatewayError::NotConfigured("set ledger.database_url");
+        assert_eq!((e.status(), e.code()), (501, "not_configured"));
+        assert_eq!(e.message(), "set ledger.database_url");
+        let e = GatewayError::LedgerUnavailable("connection refused at 10.0.0.5:5432".into());
+        assert_eq!((e.status(), e.code()), (503, "ledger_unavailable"));
+        // The address is the operator's, logged where the answer is written.
+        assert!(!e.message().contains("10.0.0.5"), "{}", e.message());
     }
 
     #[test]

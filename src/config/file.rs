@@ -193,6 +193,9 @@ pub(crate) struct LedgerFile {
     /// Longest one connection attempt or one batch's write may take before it is abandoned and
     /// retried.
     pub(crate) write_timeout_ms: u64,
+    /// Longest one read on a request's behalf (`GET /api/v1/usage`) may take, connecting
+    /// included, before it is answered `503 ledger_unavailable`.
+    pub(crate) read_timeout_ms: u64,
 }
 
 impl Default for LedgerFile {
@@ -204,6 +207,7 @@ impl Default for LedgerFile {
             batch_records: 500,
             flush_interval_ms: 1_000,
             write_timeout_ms: 10_000,
+            read_timeout_ms: 2_000,
         }
     }
 }

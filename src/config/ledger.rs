@@ -26,6 +26,9 @@ pub struct LedgerSettings {
     pub flush_interval: Duration,
     /// Longest one connection attempt or one batch's write may take.
     pub write_timeout: Duration,
+    /// Longest one read on a request's behalf (`GET /api/v1/usage`) may take, connecting
+    /// included.
+    pub read_timeout: Duration,
 }
 
 impl std::fmt::Debug for LedgerSettings {
@@ -37,6 +40,7 @@ impl std::fmt::Debug for LedgerSettings {
             .field("batch_records", &self.batch_records)
             .field("flush_interval", &self.flush_interval)
             .field("write_timeout", &self.write_timeout)
+            .field("read_timeout", &self.read_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -82,6 +86,7 @@ pub(crate) fn ledger_settings(
         ("batch_records", f.batch_records == 0),
         ("flush_interval_ms", f.flush_interval_ms == 0),
         ("write_timeout_ms", f.write_timeout_ms == 0),
+        ("read_timeout_ms", f.read_timeout_ms == 0),
     ] {
         if zero {
             errors.push(format!("{AT}.{key}: must be greater than 0"));
@@ -106,6 +111,7 @@ pub(crate) fn ledger_settings(
         batch_records: f.batch_records,
         flush_interval: Duration::from_millis(f.flush_interval_ms),
         write_timeout: Duration::from_millis(f.write_timeout_ms),
+        read_timeout: Duration::from_millis(f.read_timeout_ms),
     })
 }
 

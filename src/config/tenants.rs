@@ -175,3 +175,69 @@ pub(crate) fn admin_settings(
         failed_logins_per_minute: f.failed_logins_per_minute,
     })
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    fn load(extra: &str) -> Result<crate::config::Settings, Vec<String>> {
+        let yaml = format!(
+            "switchyard:\n  listeners: [{{name: a, address: \"127.0.0.1:1\"}}]\n  providers:\n    \
+             openai: {{kind: openai, api_key: k, base_url: \"https://api.openai.com/v1\"}}\n  \
+             models:\n    tts: {{family: openai-tts, targets: [{{provider: openai, model: tts-1}}]}}\n{extra}"
+        );
+        crate::config::load_str(&yaml, &|_| None)
+    }
+
+    const LEDGER: &str = "  ledger: {database_url: \"postgresql://u@127.0.0.1/db\"}\n";
+
+    #[test]
+    fn the_management_api_without_a_database_says_so_plainly() {
+        let errors = load("  admin: {address: \"127.0.0.1:8090\", keys: [{name: ops, key: k}]}\n")
+            .err()
+            .unwrap();
+        assert!(
+            errors.iter().any(|e| e == super::ADMIN_NEEDS_DATABASE),
+            "{errors:?}"
+        );
+        let errors = load("  tenants: {}\n").err().unwrap();
+        assert!(
+            errors.iter().any(|e| e.contains("set ledger.database_url")),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn tenants_and_admin_are_checked() {
+        let s = load(&format!(
+            "{LEDGER}  admin: {{address: \"127.0.0.1:8090\", keys: [{{name: ops, key: k}}]}}\n"
+        ))
+        .unwrap();
+        let t = s.gateway.tenants.as_ref().unwrap();
+        assert_eq!(t.schema, "public");
+        assert_eq!(t.refresh.as_secs(), 30);
+        assert_eq!(t.serve_stale.as_secs(), 3600);
+        assert_eq!(
+            s.gateway.admin.as_ref().unwrap().failed_logins_per_minute,
+            10
+        );
+        let errors = load(&format!(
+            "{LEDGER}  tenants: {{refresh_seconds: 0, serve_stale_seconds: 0, schema: \"Bad\"}}\n  \
+             admin: {{address: \"127.0.0.1:1\", keys: [{{name: ops}}], failed_logins_per_minute: 0}}\n"
+        ))
+        .err()
+        .unwrap();
+        for want in [
+            "switchyard.tenants.refresh_seconds",
+            "switchyard.tenants.serve_stale_seconds",
+            "switchyard.tenants.schema",
+            "switchyard.admin.address: 127.0.0.1:1 is entry point a's address",
+            "switchyard.admin.failed_logins_per_minute",
+            "switchyard.admin.keys[0]: set exactly one of `key` or `sha256`",
+        ] {
+            assert!(
+                errors.iter().any(|e| e.starts_with(want)),
+                "{want}: {errors:?}"
+            );
+        }
+    }
+}

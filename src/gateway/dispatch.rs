@@ -10,7 +10,7 @@ use super::ctx::{Ctx, GaugeSlot};
 use super::outcome::{Call, Outcome};
 use super::route::{self, Route};
 use super::service::Gateway;
-use super::{body, endpoints, limited, models, operations, voices};
+use super::{body, endpoints, limited, models, operations, usage, voices};
 use crate::common::error::GatewayError;
 use crate::common::Operation;
 use crate::engine::trace;
@@ -52,6 +52,7 @@ impl Gateway {
             Route::Task => endpoints::task(&mut call).await,
             Route::Models | Route::Model => models::serve(route, &mut call).await,
             Route::Voices => voices::serve(&mut call).await,
+            Route::Usage => usage::serve(&mut call).await,
             Route::Operation(Operation::Speech) => operations::speech(&mut call, &body).await,
             Route::Operation(Operation::Images) | Route::ImageEdit => {
                 operations::images(&mut call, body).await

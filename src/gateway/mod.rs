@@ -11,7 +11,8 @@
 //! operation takes and the one outcome it returns), `costing` (what a request cost, as its
 //! outcome, header and access line carry it), `ctx` (the proxy's per-request state, where
 //! an outcome is recorded), `operations` and `endpoints` (the handlers), `record` (metrics and
-//! the access line), `limited` (the caller's limits, usage charged in one place).
+//! the access line), `limited` (the caller's limits, usage charged in one place), `usage` (a
+//! caller's own usage, budgets and limits, read back).
 
 pub(crate) mod access_log;
 pub(crate) mod admission;
@@ -41,6 +42,7 @@ mod spans;
 mod state;
 pub(crate) mod task_job;
 pub(crate) mod task_supervisor;
+mod usage;
 pub(crate) mod voices;
 
 pub(crate) use ctx::Ctx;

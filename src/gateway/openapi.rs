@@ -213,6 +213,7 @@ mod tests {
             Route::Models,
             Route::Model,
             Route::Voices,
+            Route::Usage,
         ];
         for kind in kinds {
             let entries: &[(&str, &str)] = match kind {
@@ -226,6 +227,7 @@ mod tests {
                 Route::Models => &[("/api/v1/models", "get")],
                 Route::Model => &[("/api/v1/models/{id}", "get")],
                 Route::Voices => &[("/api/v1/audio/voices", "get")],
+                Route::Usage => &[("/api/v1/usage", "get")],
                 Route::Operation(op) => match op {
                     Operation::Speech => &[("/api/v1/audio/speech", "post")],
                     Operation::Images => &[("/api/v1/images/generations", "post")],
@@ -340,6 +342,11 @@ mod tests {
                 "Unavailable",
             ),
             (GatewayError::Store("s".into()), "StoreUnavailable"),
+            (GatewayError::NotConfigured("n"), "NotConfigured"),
+            (
+                GatewayError::LedgerUnavailable("l".into()),
+                "LedgerUnavailable",
+            ),
             (GatewayError::Internal("i".into()), "InternalError"),
             (up(K::InvalidRequest), "ProviderRejection"),
             (up(K::ContentPolicy), "ProviderRejection"),
@@ -355,7 +362,7 @@ mod tests {
     }
 
     /// Each error schema's status.
-    const STATUSES: [(&str, u16); 14] = [
+    const STATUSES: [(&str, u16); 16] = [
         ("ValidationError", 400),
         ("ProviderRejection", 400),
         ("Unauthorized", 401),
@@ -366,9 +373,11 @@ mod tests {
         ("SpeechTooLarge", 413),
         ("RateLimited", 429),
         ("InternalError", 500),
+        ("NotConfigured", 501),
         ("UpstreamFailure", 502),
         ("Unavailable", 503),
         ("StoreUnavailable", 503),
+        ("LedgerUnavailable", 503),
         ("UpstreamTimeout", 504),
     ];
 

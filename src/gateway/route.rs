@@ -25,6 +25,9 @@ pub(crate) enum Route {
     Model,
     /// `GET /api/v1/audio/voices?model=…`: a speech model's voices (`gateway/voices.rs`).
     Voices,
+    /// `GET /api/v1/usage?from=…&to=…`: the caller's own usage, budgets and limits
+    /// (`gateway/usage.rs`).
+    Usage,
 }
 
 impl Route {
@@ -65,6 +68,7 @@ pub(crate) fn route(method: &http::Method, path: &str) -> Result<Route, GatewayE
         p if p.len() > MODELS_PREFIX.len() && p.starts_with(MODELS_PREFIX) => (Route::Model, "GET"),
         "/api/v1/audio/speech" => (Route::Operation(Operation::Speech), "POST"),
         "/api/v1/audio/voices" => (Route::Voices, "GET"),
+        "/api/v1/usage" => (Route::Usage, "GET"),
         "/api/v1/images/generations" => (Route::Operation(Operation::Images), "POST"),
         // Before the task route, which would read `edits` as a task id.
         "/api/v1/images/edits" => (Route::ImageEdit, "POST"),
@@ -94,9 +98,12 @@ pub(crate) fn route(method: &http::Method, path: &str) -> Result<Route, GatewayE
     };
     let ok = match route {
         Route::Health | Route::File => method == http::Method::GET || method == http::Method::HEAD,
-        Route::Task | Route::OpenApi | Route::Models | Route::Model | Route::Voices => {
-            method == http::Method::GET
-        }
+        Route::Task
+        | Route::OpenApi
+        | Route::Models
+        | Route::Model
+        | Route::Voices
+        | Route::Usage => method == http::Method::GET,
         Route::Operation(_) | Route::ImageEdit | Route::Compat(_) => method == http::Method::POST,
     };
     if ok {
@@ -215,6 +222,19 @@ mod tests {
         assert_eq!(
             route(&Method::POST, "/api/v1/models").unwrap_err().status(),
             405
+        );
+        // The caller's usage: read with its credentials, never an operation.
+        let usage = route(&Method::GET, "/api/v1/usage").unwrap();
+        assert_eq!(usage, Route::Usage);
+        assert!(usage.authenticated());
+        assert_eq!(usage.operation(), None);
+        assert_eq!(
+            route(&Method::POST, "/api/v1/usage").unwrap_err().status(),
+            405
+        );
+        assert_eq!(
+            route(&Method::GET, "/api/v1/usage/x").unwrap_err().status(),
+            404
         );
     }
 

@@ -164,6 +164,7 @@ impl ProxyHttp for Gateway {
                         self.state.metrics.store_error("request");
                         log::warn!("store unavailable: {m}")
                     }
+                    GatewayError::LedgerUnavailable(m) => log::warn!("ledger unavailable: {m}"),
                     _ => {}
                 }
                 // An error about a deprecated model says so too (the lifecycle headers).

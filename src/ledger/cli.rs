@@ -22,7 +22,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 
 const USAGE: &str = "usage: switchyard spend [-c FILE] [--database-url URL] [--schema NAME]\n\
 \x20      [--from TIME] [--to TIME] [--caller CALLER] [--model MODEL]\n\
-\x20      [--by caller|model|provider|day[,...]] [--json]\n\
+\x20      [--by caller|model|provider|day|month[,...]] [--json]\n\
 \n\
 Prints requests, errors, usage (tokens, characters, images) and cost per group over the period\n\
 [--from, --to), read from the usage ledger. TIME is a UTC date or time as PostgreSQL reads it\n\
@@ -139,7 +139,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
                 let mut by = Vec::new();
                 for part in v.split(',') {
                     let b = By::parse(part.trim()).ok_or_else(|| {
-                        format!("--by: `{part}` is not one of caller, model, provider, day")
+                        format!("--by: `{part}` is not one of caller, model, provider, day, month")
                     })?;
                     if by.contains(&b) {
                         return Err(format!("--by: `{part}` is named twice"));

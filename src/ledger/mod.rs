@@ -14,14 +14,23 @@
 //! - `writer.rs`: the background service (batches, retries, shutdown);
 //! - `schema.rs`: the table, created when absent, and the batch insert;
 //! - `db.rs`: a connection within a deadline;
-//! - `spend.rs` and `cli.rs`: `switchyard spend`, spend and usage per caller, model or day.
+//! - `report.rs`: grouped sums read back (per caller, model, provider, day or month, in each
+//!   currency), which every reader below asks through;
+//! - `spend.rs` and `cli.rs`: `switchyard spend`, spend and usage per caller, model or day;
+//! - `reader.rs`: reads on a request's behalf (`GET /api/v1/usage`), through a small pool of
+//!   connections, each read bounded by `read_timeout_ms`.
 //!
 //! The settings come from the configuration's `ledger:` section (`config::ledger`).
 
 pub(crate) mod cli;
 pub(crate) mod db;
 mod queue;
+mod reader;
 pub(crate) mod record;
+pub(crate) mod report;
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod report_tests;
 pub(crate) mod schema;
 pub(crate) mod spend;
 mod writer;
@@ -41,6 +50,8 @@ pub struct Ledger {
     queue: Arc<Queue>,
     settings: Arc<LedgerSettings>,
     metrics: Metrics,
+    /// Reads on a request's behalf (`GET /api/v1/usage`), connected on first use.
+    reader: Arc<reader::Reader>,
 }
 
 impl Ledger {
@@ -56,6 +67,7 @@ impl Ledger {
             queue,
             settings: Arc::new(settings.clone()),
             metrics,
+            reader: Arc::new(reader::Reader::new(settings)),
         }
     }
 
@@ -85,6 +97,16 @@ impl Ledger {
     /// Records written to the database since start.
     pub fn written(&self) -> u64 {
         self.queue.written_total()
+    }
+
+    /// The ledger's sums of the requests `filter` names, grouped by `by`, read within
+    /// `ledger.read_timeout_ms` (`reader.rs`). The error is for the operator's log.
+    pub(crate) async fn report(
+        &self,
+        filter: &report::Filter,
+        by: &[report::GroupBy],
+    ) -> Result<report::Report, String> {
+        self.reader.report(filter, by).await
     }
 
     /// Records held in memory, not yet written.

@@ -1,59 +1,18 @@
-//! Spend and usage over a period, read back from the ledger's table: requests, errors, tokens,
-//! characters, images and cost summed per caller, model, provider account or day (any
-//! combination), one row per group and currency, with totals per currency. The SQL is built
-//! from fixed pieces; what the operator typed (times, caller, model) goes as parameters.
+//! Spend and usage over a period, read back from the ledger's table for `switchyard spend`:
+//! requests, errors, tokens, characters, images and cost summed per caller, model, provider
+//! account, day or month (any combination), one row per group and currency, with totals per
+//! currency — asked through `report.rs`, which every reader of spend shares; this module reads
+//! the operator's times and writes the answer as a table or JSON.
 //!
 //! Times are read by PostgreSQL in UTC (`2026-11-01`, `2026-11-01T12:00:00Z`); the period is
 //! `[from, to)`, by default from the start of the current month to now.
-
-use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 use tokio_postgres::Client;
 
 use super::db::clean;
-use super::schema::TABLE;
-
-/// What rows are grouped by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum By {
-    /// The caller (`key:<name>` or `jwt:<subject>`).
-    Caller,
-    /// The public model.
-    Model,
-    /// The provider account.
-    Provider,
-    /// The UTC day the request finished.
-    Day,
-}
-
-impl By {
-    /// Its name on the command line and in JSON.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            By::Caller => "caller",
-            By::Model => "model",
-            By::Provider => "provider",
-            By::Day => "day",
-        }
-    }
-
-    /// Read a name.
-    pub(crate) fn parse(name: &str) -> Option<By> {
-        [By::Caller, By::Model, By::Provider, By::Day]
-            .into_iter()
-            .find(|b| b.name() == name)
-    }
-
-    fn sql(self) -> &'static str {
-        match self {
-            By::Caller => "caller",
-            By::Model => "model",
-            By::Provider => "provider",
-            By::Day => "to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
-        }
-    }
-}
+use super::report::{self, Filter};
+pub(crate) use super::report::{GroupBy as By, Row};
 
 /// The question.
 #[derive(Debug, Clone)]
@@ -68,24 +27,6 @@ pub(crate) struct Query {
     pub model: Option<String>,
     /// The grouping, in column order (never empty).
     pub by: Vec<By>,
-}
-
-/// One group's sums in one currency.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Row {
-    /// The group's values, in [`Query::by`]'s order (`None`: not known, as an unauthenticated
-    /// caller or a request that named no model).
-    pub keys: Vec<Option<String>>,
-    /// The cost's currency; `None` for the group's requests whose cost is not known.
-    pub currency: Option<String>,
-    pub requests: i64,
-    /// Requests answered with a status of 400 or more.
-    pub errors: i64,
-    pub tokens: i64,
-    pub characters: i64,
-    pub images: i64,
-    /// The summed cost in billionths (nano-units) of `currency` (`None` when no request's cost is known).
-    pub cost_nanos: Option<i64>,
 }
 
 /// The answer: the period as PostgreSQL read it, and the rows.
@@ -108,49 +49,29 @@ pub(crate) async fn run(client: &Client, schema: &str, q: &Query) -> Result<Repo
     let bounds = client
         .query_one(
             &format!(
-                "SELECT to_char(coalesce($1::text::timestamptz, date_trunc('month', now())), \
-                 {stamp}), to_char(coalesce($2::text::timestamptz, now()), {stamp})"
+                "WITH p AS (SELECT coalesce($1::text::timestamptz, date_trunc('month', now())) \
+                 AS f, coalesce($2::text::timestamptz, now()) AS t) \
+                 SELECT to_char(f, {stamp}), to_char(t, {stamp}), f, t FROM p"
             ),
             &[&q.from, &q.to],
         )
         .await
         .map_err(|e| format!("reading the period: {}", clean(&e)))?;
-    let (from, to): (String, String) = (bounds.get(0), bounds.get(1));
-    let keys: Vec<&str> = q.by.iter().map(|b| b.sql()).collect();
-    let keys = keys.join(", ");
-    let sql = format!(
-        "SELECT {keys}, currency, count(*)::int8, count(*) FILTER (WHERE status >= 400)::int8, \
-         coalesce(sum(tokens), 0)::int8, coalesce(sum(characters), 0)::int8, \
-         coalesce(sum(images), 0)::int8, sum(cost_nanos)::int8
-         FROM {schema}.{TABLE}
-         WHERE finished_at >= $1::text::timestamptz AND finished_at < $2::text::timestamptz
-           AND ($3::text IS NULL OR caller = $3) AND ($4::text IS NULL OR model = $4)
-         GROUP BY {keys}, currency
-         ORDER BY {keys}, currency NULLS LAST"
-    );
-    let rows = client
-        .query(&sql, &[&from, &to, &q.caller, &q.model])
+    let filter = Filter {
+        caller: q.caller.clone(),
+        model: q.model.clone(),
+        tenant: None,
+        from: bounds.get(2),
+        to: bounds.get(3),
+    };
+    let asked = report::run(client, schema, &filter, &q.by)
         .await
         .map_err(|e| clean(&e))?;
-    let n = q.by.len();
-    let rows = rows
-        .iter()
-        .map(|r| Row {
-            keys: (0..n).map(|i| r.get::<_, Option<String>>(i)).collect(),
-            currency: r.get(n),
-            requests: r.get(n + 1),
-            errors: r.get(n + 2),
-            tokens: r.get(n + 3),
-            characters: r.get(n + 4),
-            images: r.get(n + 5),
-            cost_nanos: r.get(n + 6),
-        })
-        .collect();
     Ok(Report {
-        from,
-        to,
-        by: q.by.clone(),
-        rows,
+        from: bounds.get(0),
+        to: bounds.get(1),
+        by: asked.by,
+        rows: asked.rows,
     })
 }
 
@@ -165,46 +86,7 @@ pub(crate) fn amount(nanos: i64) -> String {
     format!("{sign}{}.{}", n / 1_000_000_000, &frac[..keep])
 }
 
-/// Totals per currency (`None`: requests whose cost is not known).
-struct Total {
-    requests: i64,
-    errors: i64,
-    tokens: i64,
-    characters: i64,
-    images: i64,
-    cost_nanos: i64,
-}
-
 impl Report {
-    /// Totals per currency, the requests of unknown cost last.
-    fn totals(&self) -> Vec<(Option<&str>, Total)> {
-        let mut totals: Vec<_> = self.by_currency().into_iter().collect();
-        let unknown_first = totals.first().is_some_and(|t| t.0.is_none());
-        totals.rotate_left(usize::from(unknown_first));
-        totals
-    }
-
-    fn by_currency(&self) -> BTreeMap<Option<&str>, Total> {
-        let mut out: BTreeMap<Option<&str>, Total> = BTreeMap::new();
-        for r in &self.rows {
-            let t = out.entry(r.currency.as_deref()).or_insert(Total {
-                requests: 0,
-                errors: 0,
-                tokens: 0,
-                characters: 0,
-                images: 0,
-                cost_nanos: 0,
-            });
-            t.requests += r.requests;
-            t.errors += r.errors;
-            t.tokens += r.tokens;
-            t.characters += r.characters;
-            t.images += r.images;
-            t.cost_nanos += r.cost_nanos.unwrap_or(0);
-        }
-        out
-    }
-
     /// The report as an aligned table, a totals line per currency under it.
     pub(crate) fn text(&self) -> String {
         let by: Vec<&str> = self.by.iter().map(|b| b.name()).collect();
@@ -247,7 +129,8 @@ impl Report {
             line.push(cost(r.cost_nanos, r.currency.as_deref()));
             lines.push(line);
         }
-        for (currency, t) in self.totals() {
+        for t in report::totals(&self.rows) {
+            let currency = t.currency.as_deref();
             let mut line = vec!["total".to_string()];
             line.extend((1..by.len()).map(|_| String::new()));
             line.extend(
@@ -309,10 +192,10 @@ impl Report {
                 Value::Object(row)
             })
             .collect();
-        let totals: Vec<Value> = self
-            .totals()
+        let totals: Vec<Value> = report::totals(&self.rows)
             .into_iter()
-            .map(|(currency, t)| {
+            .map(|t| {
+                let currency = t.currency.as_deref();
                 let nanos = currency.map(|_| t.cost_nanos);
                 json!({
                     "currency": currency,

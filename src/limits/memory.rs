@@ -55,6 +55,20 @@ impl Counts {
         self.scopes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// What `scope` has used of each counter (a limit's name and its window's number) and the
+    /// slots it holds now. Reads only: nothing is counted, no slot taken, no caller added.
+    #[cfg_attr(not(feature = "ledger"), allow(dead_code))]
+    pub(crate) fn peek(&self, scope: &str, counters: &[(&str, u64)]) -> (Vec<u64>, u64) {
+        let scopes = self.lock();
+        match scopes.get(scope) {
+            Some(s) => (
+                counters.iter().map(|(n, w)| s.used(n, *w)).collect(),
+                s.active,
+            ),
+            None => (vec![0; counters.len()], 0),
+        }
+    }
+
     /// Apply `check` for `scope`: `Ok` with the slot it took (if it asked for one), or the
     /// refusal — with nothing applied, or, refused by what it is known to use, with its
     /// admission's counters charged and no slot taken (as [`Check`] says).

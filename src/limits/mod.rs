@@ -61,6 +61,9 @@ mod leases;
 pub(crate) mod memory;
 #[cfg(feature = "redis")]
 mod owed;
+// Read by `GET /api/v1/usage`, which needs the usage ledger.
+#[cfg_attr(not(feature = "ledger"), allow(dead_code))]
+pub(crate) mod peek;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;
 #[cfg(feature = "redis")]
@@ -70,6 +73,9 @@ pub(crate) mod window;
 #[cfg(all(test, feature = "redis"))]
 #[allow(clippy::unwrap_used, clippy::panic)]
 mod approx_tests;
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod peek_tests;
 
 use std::sync::Arc;
 

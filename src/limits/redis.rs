@@ -211,8 +211,13 @@ impl Counts {
         }
     }
 
+    /// The connection the counts are in (`peek` reads them through it).
+    pub(super) fn conn(&self) -> &RedisConn {
+        &self.inner.conn
+    }
+
     /// `{<prefix>limits:<scope>}`: every key of one caller in one hash slot.
-    fn tag(&self, scope: &str) -> String {
+    pub(super) fn tag(&self, scope: &str) -> String {
         format!("{{{}limits:{scope}}}", self.inner.conn.key_prefix())
     }
 

@@ -68,6 +68,13 @@ impl Now {
         start + length - self.seconds()
     }
 
+    /// When the window `w` holding this moment ends (Unix seconds): the next one's first second.
+    #[cfg_attr(not(feature = "ledger"), allow(dead_code))]
+    pub(crate) fn ends(self, w: Window) -> u64 {
+        let (start, length) = self.bounds(w);
+        start + length
+    }
+
     /// The length of the window `w` this moment falls in, in seconds (a month's is its own: 28
     /// to 31 days), for the `RateLimit-Policy` header's `w`.
     pub(crate) fn length(self, w: Window) -> u64 {
@@ -133,6 +140,7 @@ mod tests {
         assert_eq!(at(1_700_000_040).seconds_left(Window::Minute), 60);
         assert_eq!(at(1_700_000_039).seconds_left(Window::Minute), 1);
         assert_eq!(now.counter_ttl(Window::Minute), 100);
+        assert_eq!(now.ends(Window::Minute), 1_700_000_040);
     }
 
     #[test]
@@ -141,6 +149,7 @@ mod tests {
         assert_eq!(now.window(Window::Day), 19_675);
         // 22:13:20 UTC: 1 h 46 min 40 s to midnight.
         assert_eq!(now.seconds_left(Window::Day), 6_400);
+        assert_eq!(now.ends(Window::Day), 19_676 * 86_400);
         assert_eq!(at(19_676 * 86_400).window(Window::Day), 19_676);
         assert_eq!(at(19_676 * 86_400 - 1).seconds_left(Window::Day), 1);
     }
@@ -167,6 +176,7 @@ mod tests {
         let first = at(day("2026-12-01"));
         assert_eq!(first.window(Window::Month), now.window(Window::Month) + 1);
         assert_eq!(first.seconds_left(Window::Month), 31 * 86_400);
+        assert_eq!(now.ends(Window::Month), day("2026-12-01"));
         // December to January moves the year; February has 28 or 29 days.
         assert_eq!(
             at(day("2027-01-01")).window(Window::Month),

@@ -165,15 +165,6 @@ impl AdminApp {
     }
 
     /// `GET /admin/v1/audit?limit=N` (1 to 1000, default 100), newest first.
-    /// `GET /admin/v1/spend` (step 3 of issue 47: the ledger's spend by tenant, key, model, day).
-    async fn spend(&self, _req: &Request<'_>) -> Answer {
-        Err(ApiError::new(
-            404,
-            "not_found",
-            "spend reports are not built yet",
-        ))
-    }
-
     async fn audit(&self, req: &Request<'_>) -> Answer {
         let limit = match query_value(req.query, "limit") {
             None => 100,

@@ -67,8 +67,64 @@ pub(crate) fn route<'a>(method: &str, path: &'a str) -> Matched<'a> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
+
+    fn doc() -> serde_json::Value {
+        let text = include_str!("../../openapi/admin_openapi.json");
+        serde_json::from_str(text).unwrap()
+    }
+
+    /// Every `$ref` in `v`, collected.
+    fn refs<'a>(v: &'a serde_json::Value, out: &mut Vec<&'a str>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if let Some(serde_json::Value::String(r)) = m.get("$ref") {
+                    out.push(r);
+                }
+                m.values().for_each(|v| refs(v, out));
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn the_document_lists_exactly_the_routes_the_router_serves() {
+        let d = doc();
+        assert_eq!(d["openapi"], "3.1.0");
+        let mut documented = Vec::new();
+        for (path, item) in d["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                documented.push((method.to_uppercase(), path.clone()));
+                let op = &item[method];
+                assert!(
+                    op["responses"]["401"].is_object(),
+                    "{method} {path}: no 401"
+                );
+            }
+        }
+        let mut served: Vec<(String, String)> = ROUTES
+            .iter()
+            .map(|(m, p)| (m.to_string(), p.to_string()))
+            .collect();
+        documented.sort();
+        served.sort();
+        assert_eq!(documented, served);
+    }
+
+    #[test]
+    fn every_reference_in_the_document_resolves() {
+        let d = doc();
+        let mut all = Vec::new();
+        refs(&d, &mut all);
+        assert!(!all.is_empty());
+        for r in all {
+            let pointer = r.strip_prefix('#').unwrap();
+            assert!(d.pointer(pointer).is_some(), "{r} does not resolve");
+        }
+    }
 
     #[test]
     fn paths_match_their_templates_with_their_parameters() {

@@ -18,6 +18,11 @@ pub(crate) fn rfc3339(t: SystemTime) -> String {
     )
 }
 
+/// `t`'s UTC date, `YYYY-MM-DD`.
+pub(crate) fn date(t: SystemTime) -> String {
+    rfc3339(t)[..10].to_string()
+}
+
 /// A `YYYY-MM-DD` date's first second, UTC.
 pub(crate) fn parse_date(text: &str) -> Option<SystemTime> {
     let b = text.as_bytes();
@@ -99,6 +104,7 @@ mod tests {
     fn timestamps_round_trip_and_offsets_are_read() {
         let t = parse_rfc3339("2026-12-04T01:28:29Z").unwrap();
         assert_eq!(rfc3339(t), "2026-12-04T01:28:29Z");
+        assert_eq!(date(t), "2026-12-04");
         assert_eq!(parse_rfc3339("2026-12-04T02:28:29.5+01:00"), Some(t));
         assert_eq!(
             parse_rfc3339("2026-12-03T23:28:29-02:00"),

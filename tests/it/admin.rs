@@ -437,3 +437,104 @@ fn models_are_listed_with_their_targets_health_and_lifecycle() {
     assert_eq!(target["healthy"], true);
     assert!(target["lifecycle"].get("shutdown_at").is_some(), "{target}");
 }
+
+#[test]
+fn spend_is_reported_by_tenant_key_model_and_day_from_the_ledger() {
+    let fake = speech_provider();
+    let schema = Schema::new(&postgres_url());
+    let i = start(&fake, &setup(&schema));
+    admin_ok(
+        &i,
+        "POST",
+        "/admin/v1/tenants",
+        Some(json!({"name": "team-a"})),
+        201,
+    );
+    let made = admin_ok(
+        &i,
+        "POST",
+        "/admin/v1/keys",
+        Some(json!({"tenant": "team-a", "name": "ci"})),
+        201,
+    );
+    let (id, secret) = (
+        made["id"].as_str().unwrap(),
+        made["secret"].as_str().unwrap(),
+    );
+    until_status(&i, secret, 200, BOUND);
+    // 10 more characters of tts-1 ($15 per million): with "hi", 12 characters, $0.00018.
+    assert_eq!(crate::tenants::speak(&i, secret, "ten chars!").status, 200);
+    // A YAML key's request: no tenant.
+    assert_eq!(
+        crate::tenants::speak(&i, crate::support::KEY, "abc").status,
+        200
+    );
+    let path = "/admin/v1/spend?by=tenant,key,model,day&tenant=team-a";
+    let deadline = std::time::Instant::now() + BOUND;
+    let report = loop {
+        let r = admin_ok(&i, "GET", path, None, 200);
+        let chars: i64 = r["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|row| row["characters"].as_i64().unwrap())
+            .sum();
+        if chars >= 12 {
+            break r;
+        }
+        assert!(std::time::Instant::now() < deadline, "{r}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(report["by"], json!(["tenant", "key", "model", "day"]));
+    let rows = report["data"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{report}");
+    let row = &rows[0];
+    assert_eq!(row["tenant"], "team-a");
+    assert_eq!(row["key"], "key:team-a/ci");
+    assert_eq!(row["model"], "tts-1");
+    assert_eq!(row["day"], report["to"]);
+    assert_eq!(row["month"], Value::Null);
+    assert_eq!(row["requests"], 2);
+    assert_eq!(row["characters"], 12);
+    assert_eq!(row["cost"], "0.00018");
+    assert_eq!(row["currency"], "USD");
+    // By the key's id, by month; the default grouping holds the YAML key's row with no tenant.
+    let by_key = admin_ok(
+        &i,
+        "GET",
+        &format!("/admin/v1/spend?by=month&key={id}"),
+        None,
+        200,
+    );
+    assert_eq!(by_key["data"][0]["characters"], 12, "{by_key}");
+    assert!(by_key["data"][0]["month"].as_str().unwrap().len() == 7);
+    let deadline = std::time::Instant::now() + BOUND;
+    loop {
+        let all = admin_ok(&i, "GET", "/admin/v1/spend", None, 200);
+        assert_eq!(all["by"], json!(["tenant", "day"]));
+        if all["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["tenant"].is_null() && r["characters"] == 3)
+        {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{all}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Bad queries: per field.
+    let bad = admin(
+        &i,
+        "GET",
+        "/admin/v1/spend?by=week&from=2026-12-05&to=2026-12-01",
+        None,
+    );
+    let details = &assert_error(&bad, 400, "validation_error")["details"];
+    assert!(
+        details["by"].is_string() && details["from"].is_string(),
+        "{details}"
+    );
+    let bad = admin(&i, "GET", "/admin/v1/spend?to=yesterday", None);
+    assert!(assert_error(&bad, 400, "validation_error")["details"]["to"].is_string());
+}

@@ -26,6 +26,7 @@ fn settings(url: &str, schema: &str, queue: usize, batch: usize) -> LedgerSettin
         batch_records: batch,
         flush_interval: Duration::from_millis(50),
         write_timeout: Duration::from_secs(2),
+        read_timeout: Duration::from_secs(2),
     }
 }
 

@@ -139,5 +139,6 @@ mod task_takeover;
 mod tenants;
 mod tracing;
 mod upstream_tls;
+mod usage;
 mod validation;
 mod voices;
