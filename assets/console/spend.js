@@ -142,7 +142,11 @@ function table(report, keyNames) {
   const head = [...columns, "requests", "tokens", "characters", "images", "cost", "currency"];
   const cell = (row, c) => {
     const value = row[c];
-    if (value === null || value === undefined) return c === "cost" ? "unknown" : "—";
+    if (value === null || value === undefined) {
+      if (c === "cost") return "unknown";
+      // A grouping column's null is a group of its own, named as the chart's legend names it.
+      return ["tenant", "model", "key"].includes(c) ? `(no ${c})` : "—";
+    }
     return c === "key" ? keyNames.get(value) || value : value;
   };
   return h(

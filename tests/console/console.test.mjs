@@ -330,7 +330,7 @@ describe("the web console", () => {
     );
     assert.equal(cells.length, rows.length, JSON.stringify(cells));
     for (const [tenant, model, day, count, cost] of rows) {
-      const row = cells.find((c) => c.day === day && c.model === (model || "—") && c.tenant === (tenant || "—"));
+      const row = cells.find((c) => c.day === day && c.model === (model || "(no model)") && c.tenant === (tenant || "(no tenant)"));
       assert.ok(row, `no table row for ${tenant}/${model}/${day}: ${JSON.stringify(cells)}`);
       assert.equal(row.requests, count);
       if (cost === "") {
