@@ -35,7 +35,8 @@ function login(reason) {
       who = await api.request("GET", "/whoami", undefined, token);
       api.saveCredential(token);
       secret.value = "";
-      if (!location.hash) location.hash = "#/keys";
+      // Without a hashchange event: shell() below draws the view once.
+      if (!location.hash) history.replaceState(null, "", "#/keys");
       shell();
     } catch (error) {
       errors.show(error);

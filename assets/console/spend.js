@@ -64,25 +64,22 @@ function periodOf(row, period) {
   return period === "day" ? value.slice(0, 10) : value.slice(0, 7);
 }
 
-function seriesOf(row, dims, keyNames) {
+/** A group's name: its grouping values ("team-a · tts-1"); a key is its caller principal. */
+function seriesOf(row, dims) {
   if (!dims.length) return "all";
   return dims
-    .map((d) => {
-      const value = row[d];
-      if (value === null || value === undefined) return `(no ${d})`;
-      return d === "key" ? keyNames.get(value) || value : value;
-    })
+    .map((d) => (row[d] === null || row[d] === undefined ? `(no ${d})` : row[d]))
     .join(" · ");
 }
 
 /** The chart's cells for one measure over `rows` (one currency's rows when the measure is cost). */
-function cellsOf(rows, measure, dims, period, keyNames) {
+function cellsOf(rows, measure, dims, period) {
   const grouped = new Map();
   for (const row of rows) {
     const at = periodOf(row, period);
     const value = row[measure];
     if (!at || value === null || value === undefined) continue;
-    const series = seriesOf(row, dims, keyNames);
+    const series = seriesOf(row, dims);
     const id = `${at}\u0000${series}`;
     if (!grouped.has(id)) grouped.set(id, { period: at, series, values: [] });
     grouped.get(id).values.push(String(value));
@@ -93,7 +90,7 @@ function cellsOf(rows, measure, dims, period, keyNames) {
   });
 }
 
-function chartsOf(report, keyNames) {
+function chartsOf(report) {
   const { measure, stacked } = state;
   const period = report.by.includes("month") ? "month" : "day";
   const dims = report.by.filter((d) => d !== "day" && d !== "month");
@@ -112,7 +109,7 @@ function chartsOf(report, keyNames) {
   const measureName = MEASURES.find(([m]) => m === measure)[1];
   const by = dims.length ? `, by ${dims.join(" and ")}` : "";
   return [...groups.entries()].map(([unit, rows]) => {
-    const cells = cellsOf(rows, measure, dims, period, keyNames);
+    const cells = cellsOf(rows, measure, dims, period);
     const series = [...new Set(cells.map((c) => c.series))].sort();
     const totals = new Map();
     for (const x of xs) {
@@ -124,12 +121,12 @@ function chartsOf(report, keyNames) {
   });
 }
 
-function charts(report, keyNames) {
-  const drawn = chartsOf(report, keyNames);
+function charts(report) {
+  const drawn = chartsOf(report);
   return drawn.length ? drawn : h("p", { class: "empty" }, "Nothing to chart in this window.");
 }
 
-function table(report, keyNames) {
+function table(report) {
   const columns = report.by;
   const sorted = [...report.data].sort((a, b) => {
     for (const c of [...columns.filter((x) => x === "day" || x === "month"), ...columns, "currency"]) {
@@ -147,7 +144,7 @@ function table(report, keyNames) {
       // A grouping column's null is a group of its own, named as the chart's legend names it.
       return ["tenant", "model", "key"].includes(c) ? `(no ${c})` : "—";
     }
-    return c === "key" ? keyNames.get(value) || value : value;
+    return value;
   };
   return h(
     "table",
@@ -219,16 +216,12 @@ export async function render(root) {
     try {
       const by = [...state.dims, state.period].join(",");
       const query = `?by=${api.enc(by)}&from=${api.enc(state.from)}&to=${api.enc(state.to)}`;
-      const [report, keys] = await Promise.all([
-        api.get(`/spend${query}`),
-        state.dims.includes("key") ? api.get("/keys") : Promise.resolve({ data: [] }),
-      ]);
-      const keyNames = new Map(keys.data.map((k) => [k.id, k.principal]));
+      const report = await api.get(`/spend${query}`);
       replace(
         result,
         h("p", { class: "window" }, `From ${report.from} to ${report.to} (UTC), by ${report.by.join(", ")}.`),
-        charts(report, keyNames),
-        table(report, keyNames),
+        charts(report),
+        table(report),
       );
     } catch (error) {
       errors.show(error);

@@ -356,6 +356,22 @@ describe("the web console", () => {
       perTenant.map(([t, d, n]) => [t || "(no tenant)", d, n]).sort(),
     );
     await shot("spend-requests");
+
+    // Cost per day by key (each caller's principal): the ledger's sums per caller.
+    await form.getByLabel("Tenant", { exact: true }).uncheck();
+    await form.getByLabel("Key", { exact: true }).check();
+    await form.getByLabel("Chart shows").selectOption("cost");
+    await form.getByLabel("Stacked").check();
+    await form.getByRole("button", { name: "Show spend" }).click();
+    const perKey = page.getByRole("img", { name: "Cost in USD per day, by key" });
+    await perKey.waitFor();
+    const keyBars = await perKey.locator("rect.bar").evaluateAll((rects) => rects.map((r) => [r.dataset.series, r.dataset.period, r.dataset.value]));
+    const callers = sql(`SELECT caller, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), sum(cost_nanos) FROM ${ledger} WHERE cost_nanos IS NOT NULL GROUP BY 1, 2`);
+    assert.ok(callers.some(([c]) => c === `key:${TENANT}/ci`), JSON.stringify(callers));
+    assert.deepEqual(
+      keyBars.map(([s, d, v]) => [s, d, String(nanos(v))]).sort(),
+      callers.map(([c, d, n]) => [c, d, n]).sort(),
+    );
   });
 
   it("lists the models with their health and lifecycle", async () => {
