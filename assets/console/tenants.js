@@ -102,8 +102,16 @@ export async function render(root) {
   const formSlot = h("div");
   const list = h("div");
   replace(root, h("h1", {}, "Tenants"), errors.element, notice, formSlot, list);
+  // A failure replaces the last success's notice, so the two are never shown together.
+  const report = {
+    show(error) {
+      notice.textContent = "";
+      errors.show(error);
+    },
+    clear: () => errors.clear(),
+  };
 
-  const showCreate = () => replace(formSlot, tenantForm(null, errors, saved));
+  const showCreate = () => replace(formSlot, tenantForm(null, report, saved));
   async function saved(tenant) {
     notice.textContent = tenant ? `Saved tenant ${tenant.name}.` : "";
     showCreate();
@@ -112,7 +120,7 @@ export async function render(root) {
   const actions = {
     edit(tenant) {
       errors.clear();
-      replace(formSlot, tenantForm(tenant, errors, saved));
+      replace(formSlot, tenantForm(tenant, report, saved));
       formSlot.querySelector("input:not([readonly])")?.focus();
     },
     async disable(tenant) {
