@@ -114,4 +114,8 @@ pub mod ledger {
     pub mod cli {
         pub use crate::ledger::cli::main;
     }
+    /// `switchyard keys …` (the management API's command line).
+    pub mod keys_cli {
+        pub use crate::tenants::cli::main;
+    }
 }

@@ -1,7 +1,8 @@
 //! The `switchyard` binary: Pingora's standard options (`-c`, `-t`, `-d`, `-u`), the gateway's
 //! configuration, and the server; or, as `switchyard check-providers [-c FILE] [--json]`, the live
 //! check of the configured providers (`check/`); or, as `switchyard spend [...]`, spend
-//! and usage per caller and model read back from the usage ledger (`ledger/cli.rs`).
+//! and usage per caller and model read back from the usage ledger (`ledger/cli.rs`); or, as
+//! `switchyard keys [...]`, the management API's keys from the command line (`tenants/cli.rs`).
 
 use pingora::server::configuration::Opt;
 
@@ -24,6 +25,22 @@ fn spend(_args: &[String]) -> i32 {
     2
 }
 
+/// `switchyard keys`, in a build with the usage ledger (keys as data live beside it).
+#[cfg(feature = "ledger")]
+fn keys(args: &[String]) -> i32 {
+    switchyard::internals::ledger::keys_cli::main(args)
+}
+
+/// `switchyard keys` in a build without the usage ledger: refused, naming the feature.
+#[cfg(not(feature = "ledger"))]
+fn keys(_args: &[String]) -> i32 {
+    eprintln!(
+        "keys: keys as data live beside the ledger, and {}; build with `--features ledger`",
+        switchyard::internals::config::ledger::NO_LEDGER
+    );
+    2
+}
+
 fn main() {
     // RUST_LOG as env_logger reads it (default `info`), credentials blanked at every level.
     if let Err(e) = switchyard::logging::init() {
@@ -39,6 +56,11 @@ fn main() {
     }
     if args.get(1).map(String::as_str) == Some("spend") {
         let code = spend(&args[2..]);
+        switchyard::logging::flush();
+        std::process::exit(code);
+    }
+    if args.get(1).map(String::as_str) == Some("keys") {
+        let code = keys(&args[2..]);
         switchyard::logging::flush();
         std::process::exit(code);
     }

@@ -45,6 +45,8 @@ pub struct Authenticated {
     refused: bool,
     /// The caller's concurrent slot, given back when the request ends.
     _lease: Option<Lease>,
+    /// Its tenant's (a database key's), likewise.
+    _tenant_lease: Option<Lease>,
 }
 
 impl AuthModule {
@@ -106,6 +108,7 @@ impl HttpModuleBuilder for AuthModule {
             refusal: None,
             refused: false,
             _lease: None,
+            _tenant_lease: None,
         })
     }
 }
@@ -169,6 +172,23 @@ impl HttpModule for Authenticated {
                 .await;
             match admitted {
                 Ok(lease) => self._lease = lease,
+                Err(e) => return self.refuse(e),
+            }
+        }
+        // A database key's tenant: its limits counted under `tenant:<name>` too.
+        if let Some((scope, set)) = principal
+            .tenant
+            .as_ref()
+            .and_then(|t| Some((t.id.as_str(), t.limits.as_deref()?)))
+        {
+            let on_error = settings.auth.on_store_error();
+            let admitted = self
+                .state
+                .limits
+                .admit(scope, set, Meter::Requests, None, on_error)
+                .await;
+            match admitted {
+                Ok(lease) => self._tenant_lease = lease,
                 Err(e) => return self.refuse(e),
             }
         }

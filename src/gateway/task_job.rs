@@ -494,6 +494,7 @@ impl Job {
         let c = cost.cost();
         let mut r = crate::ledger::Record::new(TASK_ENTRY_POINT, TASK_PATH, 200);
         r.caller = Some(record.owner.clone());
+        r.tenant = tenant_of(&record.owner, &self.settings.auth);
         r.operation = Some(crate::common::Operation::Images.as_str().to_string());
         r.model = Some(model.name.clone());
         r.provider = target.map(|t| t.provider.name.clone());
@@ -612,4 +613,41 @@ pub(crate) fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+/// The tenant of a task's owner when it is a database key's principal (`key:<tenant>/<name>`, two
+/// names as the management API allows them, and no YAML key's): the task outlives the request,
+/// so its record names the tenant from the principal the task keeps.
+#[cfg(feature = "ledger")]
+fn tenant_of(owner: &str, auth: &crate::auth::Authenticator) -> Option<String> {
+    let (tenant, name) = owner.strip_prefix("key:")?.split_once('/')?;
+    let name_ok = crate::tenants::input::is_name;
+    (name_ok(tenant) && name_ok(name) && !auth.key_principals().contains(owner))
+        .then(|| tenant.to_string())
+}
+
+#[cfg(all(test, feature = "ledger"))]
+#[allow(clippy::unwrap_used)]
+mod tenant_tests {
+    #[test]
+    fn a_tasks_tenant_is_read_from_a_database_keys_principal_only() {
+        let auth = crate::auth::Authenticator::from_settings(&crate::auth::AuthSettings {
+            api_keys: vec![crate::auth::ApiKeySetting {
+                name: "x/y".into(),
+                key: Some("k".into()),
+                sha256: None,
+                limits: None,
+            }],
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            super::tenant_of("key:team-a/ci", &auth).as_deref(),
+            Some("team-a")
+        );
+        assert_eq!(super::tenant_of("key:x/y", &auth), None, "a YAML key's");
+        assert_eq!(super::tenant_of("key:tester", &auth), None);
+        assert_eq!(super::tenant_of("jwt:a/b", &auth), None);
+        assert_eq!(super::tenant_of("key:A/b", &auth), None);
+    }
 }

@@ -11,8 +11,9 @@
 //!
 //! The endpoint is not an operation: it is not recorded in the ledger, and it neither counts
 //! against the caller's limits nor takes a `concurrent` slot (`limits::peek` reads without
-//! counting). Without a ledger (none configured, or a build without the `ledger` feature) it is
-//! `501 not_configured`; a ledger that cannot be read within `ledger.read_timeout_ms` is `503
+//! counting). A bad window is `400 validation_error` in any case; without a ledger (none
+//! configured, or a build without the `ledger` feature) the endpoint is `501 not_configured`; a
+//! ledger that cannot be read within `ledger.read_timeout_ms` is `503
 //! ledger_unavailable`, and limits that cannot be read from Redis `503 store_unavailable`.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -23,6 +24,7 @@ use serde_json::{json, Map, Value};
 use super::models::percent_decoded;
 use super::outcome::{Call, Outcome};
 use crate::auth::limits::{LimitSet, Meter};
+use crate::auth::Principal;
 use crate::caps::lifecycle::Date;
 use crate::common::error::{GatewayError, ValidationErrors};
 use crate::limits::peek::Peek;
@@ -50,19 +52,9 @@ pub(crate) async fn serve(call: &mut Call<'_>) -> Outcome {
     }
 }
 
-#[cfg(not(feature = "ledger"))]
-async fn answer(_call: &Call<'_>) -> Result<Bytes, GatewayError> {
-    Err(GatewayError::NotConfigured(NO_LEDGER_BUILD))
-}
-
-/// The answer's body: the window read from the query, the ledger's rows of the caller and its
-/// counters, read side by side.
-#[cfg(feature = "ledger")]
+/// The answer's body: the window read from the query (checked whether or not there is a ledger
+/// to ask), then the ledger's rows of the caller and its counters.
 async fn answer(call: &Call<'_>) -> Result<Bytes, GatewayError> {
-    use crate::ledger::report::{Filter, GroupBy};
-    let Some(ledger) = &call.state.ledger else {
-        return Err(GatewayError::NotConfigured(NO_LEDGER));
-    };
     let Some(principal) = call.principal else {
         return Err(GatewayError::Internal(
             "usage: no authenticated caller".into(),
@@ -70,6 +62,29 @@ async fn answer(call: &Call<'_>) -> Result<Bytes, GatewayError> {
     };
     let query = call.session.req_header().uri.query().unwrap_or_default();
     let period = Period::read(query, today())?;
+    read(call, principal, period).await
+}
+
+#[cfg(not(feature = "ledger"))]
+async fn read(
+    _call: &Call<'_>,
+    _principal: &Principal,
+    _period: Period,
+) -> Result<Bytes, GatewayError> {
+    Err(GatewayError::NotConfigured(NO_LEDGER_BUILD))
+}
+
+/// `principal`'s rows of `period` and its counters, read side by side, as the answer's body.
+#[cfg(feature = "ledger")]
+async fn read(
+    call: &Call<'_>,
+    principal: &Principal,
+    period: Period,
+) -> Result<Bytes, GatewayError> {
+    use crate::ledger::report::{Filter, GroupBy};
+    let Some(ledger) = &call.state.ledger else {
+        return Err(GatewayError::NotConfigured(NO_LEDGER));
+    };
     let filter = Filter {
         caller: Some(principal.id.clone()),
         model: None,
@@ -217,7 +232,6 @@ fn utc_time(secs: u64) -> String {
 }
 
 /// Today, UTC, by the system clock (the ledger's rows carry its time).
-#[cfg_attr(not(feature = "ledger"), allow(dead_code))]
 fn today() -> Date {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -237,6 +251,7 @@ fn start_of(day: Date) -> SystemTime {
 
 /// The window asked for: UTC days, both included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "ledger"), allow(dead_code))]
 struct Period {
     from: Date,
     to: Date,
@@ -246,7 +261,6 @@ impl Period {
     /// `from` and `to` from the query (each `YYYY-MM-DD`, at most once; nothing else): `to`
     /// defaults to `today`, `from` to the first day of `to`'s month. `400 validation_error` with
     /// a detail per parameter otherwise.
-    #[cfg_attr(not(feature = "ledger"), allow(dead_code))]
     fn read(query: &str, today: Date) -> Result<Period, GatewayError> {
         let mut v = ValidationErrors::default();
         let (mut from, mut to): (Option<Option<Date>>, Option<Option<Date>>) = (None, None);

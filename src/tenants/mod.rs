@@ -20,8 +20,10 @@
 //! - `set.rs`: the rows turned into the request path's snapshot;
 //! - `sync.rs`: the background service that keeps the snapshot;
 //! - `db.rs`: the management API's connection;
-//! - `time.rs`: RFC 3339 timestamps.
+//! - `time.rs`: RFC 3339 timestamps;
+//! - `cli.rs`: `switchyard keys …`, a thin command line over the management API.
 
+pub(crate) mod cli;
 pub(crate) mod db;
 pub(crate) mod input;
 pub(crate) mod model;

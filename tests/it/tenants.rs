@@ -318,10 +318,10 @@ fn rotation_overlap_expiry_allowed_models_and_a_yaml_clash() {
         200,
         "the old secret within the overlap"
     );
-    until_status(&i, &old, 401, BOUND + Duration::from_secs(3));
+    until_status(&i, &old, 401, BOUND + Duration::from_secs(8));
     assert_eq!(speak(&i, &new, "hi").status, 200);
-    // Expiry: two seconds from now, then refused.
-    let soon = std::time::SystemTime::now() + Duration::from_secs(2);
+    // Expiry: three seconds from now, then refused.
+    let soon = std::time::SystemTime::now() + Duration::from_secs(3);
     let expires = rfc3339(soon);
     let patched = admin_ok(
         &i,
@@ -331,7 +331,7 @@ fn rotation_overlap_expiry_allowed_models_and_a_yaml_clash() {
         200,
     );
     assert_eq!(patched["status"], "active");
-    until_status(&i, &new, 401, BOUND + Duration::from_secs(2));
+    until_status(&i, &new, 401, BOUND + Duration::from_secs(3));
     let expired = admin_ok(&i, "GET", &format!("/admin/v1/keys/{id}"), None, 200);
     assert_eq!(expired["status"], "expired");
     // A database key named as a YAML key: the YAML key wins, and the log says so.
@@ -362,7 +362,7 @@ fn a_lost_database_keeps_keys_serving_then_refuses_them_and_the_gauges_say_so() 
     let setup = Setup {
         db_url: pg.url(),
         schema: "switchyard".into(),
-        serve_stale_seconds: Some(4),
+        serve_stale_seconds: Some(8),
         ..Setup::default()
     };
     let i = start(&fake, &setup);

@@ -3,8 +3,9 @@
 //! rows of the same and other callers are written straight into the table for other days, and
 //! each caller's own key (or token) then reads exactly its own rows, totals, budget and limits —
 //! never another's, not even a caller whose name begins the same. Reading it counts against no
-//! limit and is not recorded. Without credentials 401, bad dates 400 per field, without a ledger
-//! 501, with the database stopped or not answering 503 within the read timeout.
+//! limit and is not recorded. Two instances on one Redis show the same budget and limits.
+//! Without credentials 401, bad dates 400 per field, without a ledger 501, with the database
+//! stopped or not answering 503 within the read timeout.
 //!
 //! `tts-1` is priced at $15 per million characters: "hello world" (11 characters) costs
 //! 165,000 nano-dollars.
@@ -524,7 +525,7 @@ fn credentials_are_required_and_bad_dates_are_named() {
 }
 
 /// Without a ledger (the standard test config has none; or a build without the feature) the
-/// endpoint says what it needs, once the caller is known.
+/// endpoint says what it needs, once the caller is known and its window checked.
 #[test]
 fn without_a_ledger_it_is_501_naming_the_setting() {
     let fake = FakeProvider::start();
@@ -543,6 +544,10 @@ fn without_a_ledger_it_is_501_naming_the_setting() {
     assert!(resp.header("x-request-id").is_some());
     let resp = client::request(gw.addr, "GET", "/api/v1/usage", &[], b"");
     assert_eq!(resp.status, 401);
+    // A bad window is the caller's to fix, ledger or not.
+    let resp = usage(gw.addr, "?from=2026-02-30", crate::support::KEY);
+    assert_eq!(resp.status, 400, "{}", resp.text());
+    assert!(resp.json()["details"]["from"].is_string());
 }
 
 /// A stopped database is `503 ledger_unavailable` at once, the address never shown; once it is
@@ -601,4 +606,47 @@ fn a_database_that_never_answers_is_503_within_the_read_timeout() {
     );
     assert!(took < Duration::from_secs(5), "{took:?}");
     drop(silent);
+}
+
+/// With Redis, the budget and limits are the shared counters: a caller's spend through one
+/// instance is what another instance's `GET /api/v1/usage` shows, beside the ledger's rows.
+#[cfg(all(feature = "ledger", feature = "redis"))]
+#[test]
+fn another_instance_on_the_same_redis_shows_the_same_budget_and_limits() {
+    use crate::support::redis::{redis_url, run_prefix};
+    let url = postgres_url();
+    let schema = Schema::new(&url);
+    let fake = FakeProvider::start();
+    fake.set_default(Reply::bytes(
+        200,
+        "audio/mpeg",
+        vec![0xFF, 0xF3, 0x44, 0xC4, 1, 2, 3],
+    ));
+    let store = format!(
+        "  store: {{redis_url: \"{}\", key_prefix: \"{}\", timeout_ms: 1000}}\n  images: {{",
+        redis_url(),
+        run_prefix()
+    );
+    let ledger = format!("schema: {}, flush_interval_ms: 50", schema.name);
+    let clock = Clock::manual(Clock::System.now());
+    let make = |p| with_ledger(&fake, p, &url, &ledger).replacen("  images: {", &store, 1);
+    let a = TestGateway::start_with_limits_clock(make, &clock);
+    let b = TestGateway::start_with_limits_clock(make, &clock);
+    speech(a.addr, ("Service-API-Key", ALICE), "hello world");
+    speech(a.addr, ("Service-API-Key", ALICE), "hello world");
+    let doc = until("b shows a's spend", Duration::from_secs(10), || {
+        let doc = usage(b.addr, "", ALICE).json();
+        let today = doc["data"].as_array().and_then(|d| d.last()).cloned();
+        let done = doc["budgets"][0]["spent_today"] == "0.00033"
+            && today.is_some_and(|r| r["requests"] == 2);
+        (done, doc)
+    });
+    assert_eq!(doc["budgets"][0]["left_today"], "0.99967");
+    assert_eq!(doc["limits"]["requests_per_minute"]["used"], 2);
+    assert_eq!(doc["limits"]["characters_per_day"]["used"], 22);
+    assert_eq!(doc["limits"]["concurrent"]["used"], 0);
+    // Both instances read the same, and reading changed nothing: a's view after b's reads.
+    let from_a = usage(a.addr, "", ALICE).json();
+    assert_eq!(from_a["limits"], doc["limits"]);
+    assert_eq!(from_a["budgets"], doc["budgets"]);
 }
