@@ -6,7 +6,8 @@
 #   need_tests: the above, redis-server (the shared-state tests), PostgreSQL's server and client (the
 #   usage-ledger tests) and Python's venv (the client suite);
 #   need_prometheus: Prometheus (promtool checks and unit-tests the alerting rules; the dashboard
-#   test runs the server), without the recommended node exporter.
+#   test runs the server), without the recommended node exporter;
+#   need_chromium: Debian's Chromium (the console's browser test, tests/console/run.sh).
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -65,5 +66,13 @@ need_prometheus() {
     echo "installing: prometheus"
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus
+  fi
+}
+
+# Debian's Chromium, which the console's browser test (tests/console) drives with playwright-core:
+# no browser is downloaded at test time.
+need_chromium() {
+  if [ ! -x /usr/bin/chromium ]; then
+    install_missing chromium
   fi
 }

@@ -114,6 +114,21 @@ fn answer(status: u16, content_type: &str, body: Vec<u8>) -> Response<Vec<u8>> {
     answer
 }
 
+/// A console file with the console's headers (its policy, `nosniff`, no framing, no caching).
+fn console_answer(content_type: &str, bytes: &[u8]) -> Response<Vec<u8>> {
+    let mut answer = answer(200, content_type, bytes.to_vec());
+    for (name, value) in super::console::HEADERS {
+        // Constants (their unit test parses each), so neither conversion fails.
+        if let (Ok(name), Ok(value)) = (
+            http::HeaderName::from_bytes(name.as_bytes()),
+            http::HeaderValue::from_str(value),
+        ) {
+            answer.headers_mut().insert(name, value);
+        }
+    }
+    answer
+}
+
 fn json(status: u16, v: &Value) -> Response<Vec<u8>> {
     answer(status, "application/json", v.to_string().into_bytes())
 }
@@ -181,7 +196,7 @@ impl ServeHttp for AdminApp {
             return match super::console::asset(rest)
                 .filter(|_| get && (rest.is_empty() || rest.starts_with('/')))
             {
-                Some((content_type, bytes)) => answer(200, content_type, bytes.to_vec()),
+                Some((content_type, bytes)) => console_answer(content_type, bytes),
                 None => json(404, &ApiError::not_found("console asset").body()),
             };
         }

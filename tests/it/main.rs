@@ -22,6 +22,9 @@ mod budgets;
 mod cache;
 mod check_providers;
 mod cli;
+// The console is served by the management listener (feature ledger).
+#[cfg(all(feature = "ledger", feature = "metrics"))]
+mod console;
 mod cost;
 // A real Prometheus scrapes two gateways, one with its Redis down.
 #[cfg(all(feature = "redis", feature = "metrics"))]
