@@ -190,6 +190,7 @@ mod tests {
 
     const LEDGER: &str = "  ledger: {database_url: \"postgresql://u@127.0.0.1/db\"}\n";
 
+    #[cfg(feature = "ledger")]
     #[test]
     fn the_management_api_without_a_database_says_so_plainly() {
         let errors = load("  admin: {address: \"127.0.0.1:8090\", keys: [{name: ops, key: k}]}\n")
@@ -206,6 +207,26 @@ mod tests {
         );
     }
 
+    /// A build without the `ledger` feature has no PostgreSQL client: the sections are refused by
+    /// name, with the feature to build with.
+    #[cfg(not(feature = "ledger"))]
+    #[test]
+    fn a_build_without_the_ledger_refuses_tenants_and_admin() {
+        let errors = load(&format!(
+            "{LEDGER}  admin: {{address: \"127.0.0.1:8090\", keys: [{{name: ops, key: k}}]}}\n"
+        ))
+        .err()
+        .unwrap();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with("switchyard.tenants/admin:")
+                    && e.contains("--features ledger")),
+            "{errors:?}"
+        );
+    }
+
+    #[cfg(feature = "ledger")]
     #[test]
     fn tenants_and_admin_are_checked() {
         let s = load(&format!(
