@@ -7,7 +7,8 @@
 #   usage-ledger tests) and Python's venv (the client suite);
 #   need_prometheus: Prometheus (promtool checks and unit-tests the alerting rules; the dashboard
 #   test runs the server), without the recommended node exporter;
-#   need_chromium: Debian's Chromium (the console's browser test, tests/console/run.sh).
+#   need_chromium: Debian's Chromium, and Node.js with npm when either is missing (the console's
+#   browser test, tests/console/run.sh, drives Chromium with playwright-core from the npm registry).
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -72,7 +73,10 @@ need_prometheus() {
 # Debian's Chromium, which the console's browser test (tests/console) drives with playwright-core:
 # no browser is downloaded at test time.
 need_chromium() {
-  if [ ! -x /usr/bin/chromium ]; then
-    install_missing chromium
-  fi
+  local missing=
+  [ -x /usr/bin/chromium ] || missing=chromium
+  command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+  command -v npm >/dev/null 2>&1 || missing="$missing npm"
+  # shellcheck disable=SC2086
+  install_missing $missing
 }
