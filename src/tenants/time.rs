@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::caps::lifecycle::{civil_from_days, days_from_civil};
+use crate::caps::lifecycle::{civil_from_days, Date};
 
 /// `t` as `YYYY-MM-DDTHH:MM:SSZ` (whole seconds; before 1970 reads as 1970).
 pub(crate) fn rfc3339(t: SystemTime) -> String {
@@ -23,28 +23,10 @@ pub(crate) fn date(t: SystemTime) -> String {
     rfc3339(t)[..10].to_string()
 }
 
-/// A `YYYY-MM-DD` date's first second, UTC.
+/// A `YYYY-MM-DD` date's first second, UTC: a real day (`02-30` is none), read as the lifecycle
+/// data's dates are.
 pub(crate) fn parse_date(text: &str) -> Option<SystemTime> {
-    let b = text.as_bytes();
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let s = text.get(r)?;
-        s.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| s.parse().ok())?
-    };
-    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return None;
-    }
-    let days = days_from_civil(y, m, d);
-    // A day past its month's end (02-30) comes back as another date.
-    if civil_from_days(days) != (y, m, d) {
-        return None;
-    }
-    let secs = u64::try_from(days).ok()? * 86_400;
+    let secs = u64::try_from(Date::parse(text)?.unix()).ok()?;
     Some(UNIX_EPOCH + Duration::from_secs(secs))
 }
 
