@@ -63,6 +63,7 @@ mod cache;
 mod caps;
 mod catalog;
 mod check;
+mod civil;
 mod common;
 pub mod config;
 pub(crate) mod cost;

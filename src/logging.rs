@@ -34,7 +34,12 @@
 //! an answer was abandoned) are cleaned one by one before it is written (`gateway::access_log`).
 //!
 //! Where stderr is not a terminal, lines are written in batches, not one system call per line
-//! (`sink`): call [`flush`] before the process exits (the binary does).
+//! (`sink`): call [`flush`] before the process exits (the binary does). There a clean line from
+//! [`init`]'s logger also skips `env_logger`'s formatter: its header (`[<time> INFO  access] `,
+//! the same bytes) is written by `log_clean` itself, once per line instead of through a writer
+//! that looks at every byte. And the few short texts `redact` is asked about on every request (a
+//! route's path, a caller's name) are remembered as clean per thread (`Memo`) until the set of
+//! secrets changes.
 //!
 //! Embedders: [`init`] installs this logger as the binary does; [`install`] wraps a logger of
 //! their own.
@@ -42,9 +47,11 @@
 mod sink;
 
 use std::borrow::Cow;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{PoisonError, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use log::{Level, LevelFilter, Log, Metadata, Record, SetLoggerError};
 
@@ -58,18 +65,31 @@ const MIN_SECRET_LEN: usize = 8;
 /// Credentials the configuration holds, blanked wherever they appear.
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
+/// Bumped (after the change) whenever [`SECRETS`] changes: a text remembered as clean under an
+/// older generation is scanned again.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// [`init`]'s logger is installed and writes uncoloured lines into the batch: `log_clean` may
+/// write a clean line there itself.
+static DIRECT: AtomicBool = AtomicBool::new(false);
+
 /// Install the gateway's logger: `env_logger` reading `RUST_LOG` (default `info`), with every
 /// record passed through `redact`, written to stderr (in batches when stderr is not a
 /// terminal: see [`flush`]). Fails if a logger is already installed.
 pub fn init() -> Result<(), SetLoggerError> {
     let mut builder =
         env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"));
-    if !std::io::stderr().is_terminal() {
+    let batched = !std::io::stderr().is_terminal();
+    if batched {
         builder.target(env_logger::Target::Pipe(Box::new(sink::Batched)));
     }
     let inner = builder.build();
     let level = inner.filter();
-    install(inner, level)
+    install(inner, level)?;
+    // Colour asked for outright would be env_logger's to write; `auto` into a pipe writes none.
+    let plain = std::env::var("RUST_LOG_STYLE").map_or(true, |s| s != "always");
+    DIRECT.store(batched && plain, Ordering::Relaxed);
+    Ok(())
 }
 
 /// Write out the lines [`init`]'s logger holds in its batch. Call it before the process exits
@@ -87,6 +107,28 @@ thread_local! {
 /// from outside were passed through `redact` by its maker): `Redacting` writes it without
 /// scanning it again. Another logger gets it as any record.
 pub(crate) fn log_clean(target: &str, line: &str) {
+    if DIRECT.load(Ordering::Relaxed) {
+        // The filter (`RUST_LOG`) still decides; only the formatting is done here.
+        if log::logger().enabled(
+            &Metadata::builder()
+                .level(Level::Info)
+                .target(target)
+                .build(),
+        ) {
+            HEAD.with(|head| {
+                let mut head = head.borrow_mut();
+                head.refresh(SystemTime::now());
+                sink::append_parts(&[
+                    &head.bytes,
+                    target.as_bytes(),
+                    b"] ",
+                    line.as_bytes(),
+                    b"\n",
+                ]);
+            });
+        }
+        return;
+    }
     CLEAN.with(|c| c.set(true));
     log::logger().log(
         &Record::builder()
@@ -117,7 +159,115 @@ pub(crate) fn redact_also(secret: &str) {
         all.push(secret.to_string());
         // Longest first, so a secret containing another is blanked whole.
         all.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        // Under the lock, after the change: a memo entry made before it is now stale.
+        GENERATION.fetch_add(1, Ordering::Release);
     }
+}
+
+/// A clean line's header as `env_logger`'s default format writes it at `info`, up to its
+/// target: `[2026-12-04T20:19:01Z INFO  `, remade when the second changes.
+struct Head {
+    secs: u64,
+    bytes: Vec<u8>,
+}
+
+impl Head {
+    fn refresh(&mut self, now: SystemTime) {
+        let secs = now.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+        if secs == self.secs && !self.bytes.is_empty() {
+            return;
+        }
+        self.secs = secs;
+        self.bytes.clear();
+        self.bytes.push(b'[');
+        push_rfc3339_seconds(&mut self.bytes, secs);
+        self.bytes.extend_from_slice(b" INFO  ");
+    }
+}
+
+/// Unix time `secs` as RFC 3339 in UTC to the second (`2026-12-04T20:19:01Z`), as `env_logger`
+/// stamps its lines.
+pub(crate) fn push_rfc3339_seconds(out: &mut Vec<u8>, secs: u64) {
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = crate::civil::civil_from_days(days as i64);
+    let two = |n: u64| [b'0' + (n / 10 % 10) as u8, b'0' + (n % 10) as u8];
+    let y = y.clamp(0, 9999) as u64;
+    out.extend_from_slice(&two(y / 100));
+    out.extend_from_slice(&two(y % 100));
+    out.push(b'-');
+    out.extend_from_slice(&two(m as u64));
+    out.push(b'-');
+    out.extend_from_slice(&two(d as u64));
+    out.push(b'T');
+    out.extend_from_slice(&two(rem / 3600));
+    out.push(b':');
+    out.extend_from_slice(&two(rem % 3600 / 60));
+    out.push(b':');
+    out.extend_from_slice(&two(rem % 60));
+    out.push(b'Z');
+}
+
+/// The longest text remembered as clean, and how many are (per thread).
+const MEMO_LEN: usize = 64;
+const MEMO_SLOTS: usize = 8;
+
+/// Short texts found clean under one generation of [`SECRETS`], each inline (no allocation),
+/// the oldest replaced first: an access line asks about the same path, caller and cost note
+/// request after request, and each scan costs a search per secret.
+struct Memo {
+    generation: u64,
+    next: usize,
+    slots: [(u8, [u8; MEMO_LEN]); MEMO_SLOTS],
+}
+
+impl Memo {
+    fn knows(&mut self, generation: u64, text: &[u8]) -> bool {
+        if self.generation != generation {
+            self.generation = generation;
+            self.slots = [(0, [0; MEMO_LEN]); MEMO_SLOTS];
+            return false;
+        }
+        self.slots
+            .iter()
+            .any(|(len, bytes)| usize::from(*len) == text.len() && &bytes[..text.len()] == text)
+    }
+
+    fn keep(&mut self, text: &[u8]) {
+        let slot = &mut self.slots[self.next];
+        slot.0 = text.len() as u8;
+        slot.1[..text.len()].copy_from_slice(text);
+        self.next = (self.next + 1) % MEMO_SLOTS;
+    }
+}
+
+thread_local! {
+    static MEMO: RefCell<Memo> = const {
+        RefCell::new(Memo { generation: 0, next: 0, slots: [(0, [0; MEMO_LEN]); MEMO_SLOTS] })
+    };
+    static HEAD: RefCell<Head> = const { RefCell::new(Head { secs: 0, bytes: Vec::new() }) };
+}
+
+/// [`redact`], for a text that recurs (a path, a caller's name): a short text found clean
+/// before, with the same secrets, is not scanned again. An empty text is clean.
+pub(crate) fn redact_recurring(text: &str) -> Cow<'_, str> {
+    if text.is_empty() || text.len() > MEMO_LEN {
+        return redact(text);
+    }
+    // Read before the scan: a change of secrets during it leaves this entry stale, not wrong.
+    let generation = GENERATION.load(Ordering::Acquire);
+    if MEMO.with(|m| m.borrow_mut().knows(generation, text.as_bytes())) {
+        return Cow::Borrowed(text);
+    }
+    let clean = redact(text);
+    if matches!(clean, Cow::Borrowed(_)) {
+        MEMO.with(|m| {
+            let mut m = m.borrow_mut();
+            if m.generation == generation {
+                m.keep(text.as_bytes());
+            }
+        });
+    }
+    clean
 }
 
 /// A logger that hands `inner` only redacted records.
@@ -549,6 +699,95 @@ mod tests {
         let out = redact("body: {\"echo\":\"xreg1stered-secret-valuex\"} short");
         assert!(!out.contains("reg1stered-secret-value"), "{out}");
         assert!(out.contains("short"), "{out}");
+    }
+
+    #[test]
+    fn a_text_remembered_as_clean_is_scanned_again_once_the_secrets_change() {
+        let path = "/api/v1/rerank/memo-9f3c2a7e1b";
+        for _ in 0..3 {
+            assert!(matches!(redact_recurring(path), Cow::Borrowed(_)));
+        }
+        // The text now holds a secret: the memo's entry is stale, and the line is cleaned.
+        redact_also("memo-9f3c2a7e1b");
+        assert_eq!(redact_recurring(path), "/api/v1/rerank/[redacted]");
+        assert_eq!(redact_recurring(path), "/api/v1/rerank/[redacted]");
+        // A dirty text is never remembered, a long one never kept: both are always scanned.
+        let long = format!("{} Bearer abcdefghijkl", "x".repeat(MEMO_LEN));
+        assert!(!redact_recurring(&long).contains("abcdefghijkl"));
+        assert_eq!(redact_recurring("Bearer abcdefghijkl"), "Bearer [redacted]");
+        assert_eq!(redact_recurring(""), "");
+    }
+
+    /// A writer into a buffer the test reads back.
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_clean_lines_header_is_the_one_env_logger_writes() {
+        // env_logger as `init` builds it, into a pipe (no colour), beside the direct header.
+        let captured = Captured::default();
+        let logger = env_logger::Builder::new()
+            .parse_filters("info")
+            .target(env_logger::Target::Pipe(Box::new(captured.clone())))
+            .build();
+        let line = "{\"time\":\"x\"}";
+        // Both made within one second (tried again if a second boundary fell between them).
+        for _ in 0..5 {
+            captured.0.lock().unwrap().clear();
+            let now = SystemTime::now();
+            logger.log(
+                &Record::builder()
+                    .args(format_args!("{line}"))
+                    .level(Level::Info)
+                    .target("access")
+                    .build(),
+            );
+            let mut head = Head {
+                secs: 0,
+                bytes: Vec::new(),
+            };
+            head.refresh(now);
+            let mut mine = head.bytes.clone();
+            mine.extend_from_slice(b"access] ");
+            mine.extend_from_slice(line.as_bytes());
+            mine.push(b'\n');
+            let theirs = captured.0.lock().unwrap().clone();
+            if SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_secs()
+                == head.secs
+            {
+                assert_eq!(
+                    String::from_utf8(mine).unwrap(),
+                    String::from_utf8(theirs).unwrap()
+                );
+                return;
+            }
+        }
+        panic!("five tries each crossed a second");
+    }
+
+    #[test]
+    fn seconds_are_rfc3339_utc() {
+        let stamp = |secs| {
+            let mut out = Vec::new();
+            push_rfc3339_seconds(&mut out, secs);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(stamp(0), "1970-01-01T00:00:00Z");
+        assert_eq!(stamp(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(stamp(1_796_411_941), "2026-12-04T19:19:01Z");
     }
 
     #[test]

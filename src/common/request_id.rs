@@ -19,6 +19,8 @@ pub(crate) const MAX_LEN: usize = 64;
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RequestId {
     len: u8,
+    /// Made by the gateway (not the caller's): random hex that can carry no one's secret.
+    made: bool,
     bytes: [u8; MAX_LEN],
 }
 
@@ -27,6 +29,7 @@ impl Default for RequestId {
     fn default() -> Self {
         RequestId {
             len: 0,
+            made: false,
             bytes: [0; MAX_LEN],
         }
     }
@@ -60,7 +63,14 @@ impl RequestId {
         let mut id = RequestId::default();
         hex_into(&n.to_be_bytes(), &mut id.bytes[..32]);
         id.len = 32;
+        id.made = true;
         id
+    }
+
+    /// Whether the gateway made this id ([`RequestId::generate`]) rather than the caller: such
+    /// an id holds only random hex, so the access line writes it without a credential scan.
+    pub(crate) fn made(&self) -> bool {
+        self.made
     }
 
     /// The id as text (`""` before a request's head is read).
@@ -138,5 +148,13 @@ mod tests {
         assert!(id.as_str().bytes().all(|b| b.is_ascii_hexdigit()));
         assert_ne!(RequestId::generate(), RequestId::generate());
         assert!(RequestId::default().is_empty());
+        // Only the gateway's own ids skip the access line's credential scan.
+        assert!(id.made() && RequestId::generate().made());
+        let mut h = http::HeaderMap::new();
+        h.insert(
+            HEADER,
+            http::HeaderValue::from_static("0123456789abcdef0123456789abcdef"),
+        );
+        assert!(!RequestId::of(&h).made());
     }
 }

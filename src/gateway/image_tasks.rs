@@ -76,8 +76,9 @@ pub(crate) async fn start(
     })
 }
 
-/// How long a synchronous answer waits for its record: a healthy store takes it in well under a
-/// millisecond, and a slow one must not hold every image answer for its full timeout.
+/// How long a synchronous answer waits for its record: the gateway's stores take it at once (the
+/// Redis store queues it for a batch: `store::kept_behind`), and a slow store of an embedder's
+/// must not hold every image answer for its full timeout.
 const KEEP_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Record a synchronous call's answer under its `task_id`, so the caller can read it back like a
@@ -87,7 +88,8 @@ const KEEP_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 /// images (`b64_json`) is not, because holding every such answer's images for an hour would make
 /// the store grow with traffic; its `task_id` is informational (reading it is a 404). Best effort,
 /// bounded by `KEEP_WAIT`: the answer is already made, and a store that cannot take it in time
-/// must not fail or delay a synchronous call (those keep working while Redis is away).
+/// must not fail or delay a synchronous call (those keep working while Redis is away; the Redis
+/// store's batch then fails and is logged).
 pub(crate) async fn keep_finished(
     state: &GatewayState,
     settings: &GatewaySettings,

@@ -81,6 +81,7 @@ impl Gateway {
             cost_saved: ctx.cache.and_then(|c| c.saved).map(|s| s.0),
             cost_saved_currency: ctx.cache.and_then(|c| c.saved).map(|s| s.1),
             request_id: ctx.request.id.as_str(),
+            request_id_made: ctx.request.id.made(),
             trace_id: ctx
                 .request
                 .trace

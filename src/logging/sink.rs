@@ -48,9 +48,16 @@ impl Write for Batched {
 }
 
 fn append(bytes: &[u8]) {
+    append_parts(&[bytes]);
+}
+
+/// Add one line made of `parts` to the batch, in one go (no other line between them).
+pub(crate) fn append_parts(parts: &[&[u8]]) {
     let mut batch = batch();
     let first = batch.is_empty();
-    batch.extend_from_slice(bytes);
+    for part in parts {
+        batch.extend_from_slice(part);
+    }
     if batch.len() >= FLUSH_BYTES {
         write_out(&mut batch);
         return;

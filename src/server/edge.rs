@@ -103,7 +103,7 @@ impl<SV> EdgeApp<SV> {
     /// The access line of a connection dropped with its request head unfinished: no method,
     /// path or caller is known.
     fn head_expired(&self, why: &str) {
-        self.head_line(0, Some("request_timeout"), Some(why), "-");
+        self.head_line(0, Some("request_timeout"), Some(why), ("-", true));
     }
 
     /// A request head Pingora could not parse, answered `400 invalid_request` with the
@@ -116,7 +116,12 @@ impl<SV> EdgeApp<SV> {
             let labels = [self.listener.as_str(), "-", "-", &status, err.code()];
             metrics::inc(&f.requests, &labels, 1);
         });
-        self.head_line(err.status(), Some(err.code()), None, id.as_str());
+        self.head_line(
+            err.status(),
+            Some(err.code()),
+            None,
+            (id.as_str(), id.made()),
+        );
     }
 
     /// The access line of a request whose head was never read.
@@ -125,7 +130,7 @@ impl<SV> EdgeApp<SV> {
         status: u16,
         code: Option<&'static str>,
         aborted: Option<&str>,
-        request_id: &str,
+        (request_id, request_id_made): (&str, bool),
     ) {
         if !log::log_enabled!(target: "access", log::Level::Info) {
             return;
@@ -157,6 +162,7 @@ impl<SV> EdgeApp<SV> {
             cost_saved: None,
             cost_saved_currency: None,
             request_id,
+            request_id_made,
             trace_id: None,
         };
         access_log::write(self.state.settings().access_log, &record);

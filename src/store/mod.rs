@@ -5,6 +5,8 @@
 pub(crate) mod answers;
 pub mod files;
 #[cfg(feature = "redis")]
+mod kept_behind;
+#[cfg(feature = "redis")]
 pub mod redis_conn;
 #[cfg(not(feature = "redis"))]
 #[path = "no_redis.rs"]

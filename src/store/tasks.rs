@@ -631,6 +631,10 @@ return 1
 #[cfg(feature = "redis")]
 pub struct RedisTaskStore {
     conn: RedisConn,
+    /// `{<key_prefix>tasks}:task:`, made once: every key is it and an id.
+    task_prefix: String,
+    /// Synchronous answers on their way to Redis (`kept_behind`).
+    behind: crate::store::kept_behind::KeptBehind,
 }
 
 #[cfg(feature = "redis")]
@@ -642,12 +646,19 @@ impl RedisTaskStore {
 
     /// A store on `conn`, which other stores may share.
     pub fn with_conn(conn: RedisConn) -> RedisTaskStore {
-        RedisTaskStore { conn }
+        RedisTaskStore {
+            task_prefix: format!("{}:task:", conn.tag(TASKS)),
+            behind: crate::store::kept_behind::KeptBehind::new(conn.clone()),
+            conn,
+        }
     }
 
     /// The Redis key of task `id`.
     pub fn key(&self, id: &str) -> String {
-        format!("{}:task:{id}", self.conn.tag(TASKS))
+        let mut key = String::with_capacity(self.task_prefix.len() + id.len());
+        key.push_str(&self.task_prefix);
+        key.push_str(id);
+        key
     }
 
     /// The Redis key of the set of tasks not finished.
@@ -670,6 +681,15 @@ impl RedisTaskStore {
     /// The raw stored JSON of task `id`, under its current key.
     async fn get_raw(&self, id: &str) -> Result<Option<String>, StoreError> {
         self.get_at(&self.key(id)).await
+    }
+
+    /// The raw stored JSON of task `id`, under its current key or else its legacy one.
+    async fn read(&self, id: &str) -> Result<Option<String>, StoreError> {
+        match self.get_raw(id).await? {
+            Some(raw) => Ok(Some(raw)),
+            // Only a miss pays the second read.
+            None => self.get_at(&self.legacy_key(id)).await,
+        }
     }
 
     /// The raw stored JSON at `key`.
@@ -744,6 +764,33 @@ fn decode(raw: &str) -> Option<TaskRecord> {
     }
 }
 
+/// The record a kept answer reads back as ([`TaskRecord::answered`]), as JSON, written by hand:
+/// the answer's `data` is already JSON, and parsing it into a tree only to serialize it again
+/// cost more than the rest of the record. The fields left out take their defaults when read.
+#[cfg(feature = "redis")]
+fn answered_json(answer: &KeptAnswer<'_>) -> String {
+    let mut out = Vec::with_capacity(answer.data.len() + 160);
+    let text = |out: &mut Vec<u8>, s: &str| {
+        // Writing a `str` into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut *out, s);
+    };
+    out.extend_from_slice(b"{\"owner\":");
+    text(&mut out, answer.owner);
+    out.extend_from_slice(b",\"model\":");
+    text(&mut out, answer.model);
+    out.extend_from_slice(b",\"status\":\"succeed\",\"created\":");
+    out.extend_from_slice(answer.created.to_string().as_bytes());
+    out.extend_from_slice(b",\"updated_ms\":");
+    out.extend_from_slice(answer.updated_ms.to_string().as_bytes());
+    out.extend_from_slice(b",\"instance\":");
+    text(&mut out, answer.instance);
+    out.extend_from_slice(b",\"data\":");
+    out.extend_from_slice(answer.data);
+    out.push(b'}');
+    // Only `str`s and the answer's own JSON went in.
+    String::from_utf8(out).unwrap_or_default()
+}
+
 #[cfg(feature = "redis")]
 fn encode(task: &TaskRecord) -> Result<String, StoreError> {
     serde_json::to_string(task)
@@ -760,7 +807,8 @@ impl TaskStore for RedisTaskStore {
     /// A kept answer is a finished task under an id nobody has used (the gateway's UUID): what
     /// `write` does for it — set it with its expiry; take its id out of the active set, where it
     /// never was — is one `SET`, without sending the write script's text and running it on every
-    /// synchronous image answer.
+    /// synchronous image answer. It is queued, not awaited: `kept_behind` sends the queue's
+    /// answers in one pipeline every few milliseconds.
     async fn keep_answer(
         &self,
         id: &str,
@@ -771,27 +819,25 @@ impl TaskStore for RedisTaskStore {
         if ttl == 0 {
             return Ok(());
         }
-        let json = encode(&TaskRecord::answered(answer)?)?;
-        let (key, json) = (&self.key(id), &json);
-        self.conn
-            .run_durable(|mut conn| async move {
-                redis::cmd("SET")
-                    .arg(key)
-                    .arg(json)
-                    .arg("PX")
-                    .arg(ttl)
-                    .query_async::<()>(&mut conn)
-                    .await
-            })
-            .await
+        self.behind
+            .keep(id, self.key(id), answered_json(answer), ttl);
+        Ok(())
     }
 
     async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        let raw = match self.get_raw(id).await? {
-            Some(raw) => Some(raw),
-            // Only a miss pays the second read (an unknown or expired id: a 404 anyway).
-            None => self.get_at(&self.legacy_key(id)).await?,
-        };
+        if let Some(json) = self.behind.find(id) {
+            return Ok(decode(&json));
+        }
+        let mut raw = self.read(id).await?;
+        // A miss may be an answer another instance has just given, still on its way: read
+        // again a little later (an unknown or expired id pays these waits, and is a 404 anyway).
+        for wait in crate::store::kept_behind::READ_AGAIN {
+            if raw.is_some() {
+                break;
+            }
+            tokio::time::sleep(wait).await;
+            raw = self.read(id).await?;
+        }
         Ok(raw.as_deref().and_then(decode))
     }
 
@@ -1118,5 +1164,30 @@ mod tests {
         assert_eq!(s.active_key(), "{p:tasks}:active");
         assert_eq!(s.legacy_key("abc"), "p:task:abc");
         assert_eq!(ttl_ms(Duration::MAX), MAX_TTL_MS as u64);
+    }
+
+    #[test]
+    #[cfg(feature = "redis")]
+    fn a_kept_answers_json_reads_back_as_the_answered_task() {
+        for (owner, model, instance) in [
+            ("key:team-a", "gpt-image-2", "i-1"),
+            ("jwt:a \"quoted\" \\ subject\n", "模型/x", ""),
+        ] {
+            let answer = KeptAnswer {
+                owner,
+                model,
+                instance,
+                created: 1_700_000_000,
+                updated_ms: -5,
+                data:
+                    br#"[{"url":"https://gw.example/files/a.png","revised_prompt":"\u00e9 \"x\""}]"#,
+            };
+            let json = answered_json(&answer);
+            assert_eq!(
+                decode(&json),
+                Some(TaskRecord::answered(&answer).unwrap()),
+                "{json}"
+            );
+        }
     }
 }

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// Bottom to top: each module may use only those before it.
 const LAYERS: &[&str] = &[
+    "civil",
     "money",
     "logging",
     "metrics",

@@ -6,18 +6,21 @@
 //! path (the client's), the principal (a token's subject is the token issuer's), why an answer
 //! was abandoned and a cost's note (a provider's words may be in them) — go through the
 //! logger's credential filter (`crate::logging::redact`) one by one before the line is made; the
-//! rest are the configuration's names, numbers and the gateway's own words. The line is then
-//! written as clean (`logging::log_clean`): formatted once, not scanned again as a whole.
+//! rest are the configuration's names, numbers and the gateway's own words (and a request id the
+//! gateway made itself, random hex). The line is then written as clean (`logging::log_clean`):
+//! formatted once, not scanned again as a whole. The JSON line is written by hand (`json`): it
+//! is made on every request, and serde's serializer spent most of its time between the fields.
+
+mod json;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
 use super::route::FILES_PREFIX;
-use crate::caps::lifecycle::civil_from_days;
 use crate::caps::prices::{Amount, Currency};
 use crate::config::AccessLogFormat;
-use crate::logging::redact;
+use crate::logging::{redact, redact_recurring};
 
 /// What an answer used, as billed or counted (zero when it does not apply).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
@@ -32,12 +35,14 @@ pub(crate) struct Usage {
 }
 
 /// One access line's fields; in JSON every one is always present (`null` when unknown), so each
-/// line has the same shape.
-#[derive(Debug, Serialize)]
+/// line has the same shape. (`Serialize` only in tests: the line is written by `json`, and the
+/// tests check it against what serde_json makes of this.)
+#[derive(Debug)]
+#[cfg_attr(test, derive(Serialize))]
 pub(crate) struct Record<'a> {
     /// Written as RFC 3339, UTC, milliseconds — only by the JSON line (the text line's time is
     /// the logger's), so the text line never formats it.
-    #[serde(serialize_with = "as_rfc3339")]
+    #[cfg_attr(test, serde(serialize_with = "as_rfc3339"))]
     pub time: SystemTime,
     pub entry_point: &'a str,
     pub method: &'a str,
@@ -73,6 +78,10 @@ pub(crate) struct Record<'a> {
     pub cost_saved_currency: Option<Currency>,
     /// The request's id (its answer's `X-Request-Id`).
     pub request_id: &'a str,
+    /// Whether the gateway made `request_id` (random hex: no credential scan); a caller's own
+    /// is scanned.
+    #[cfg_attr(test, serde(skip))]
+    pub request_id_made: bool,
     /// The trace it belongs to, 32 hex digits (W3C Trace Context).
     pub trace_id: Option<&'a str>,
 }
@@ -112,12 +121,17 @@ pub(crate) fn ms(d: Duration) -> f64 {
 /// Write `record` to the `access` target in `format`.
 pub(crate) fn write(format: AccessLogFormat, record: &Record<'_>) {
     // The fields from outside the configuration, cleaned (borrowed as they are when clean).
-    let path = redact(record.path);
+    // These recur request after request: a clean one is remembered (`redact_recurring`).
+    let path = redact_recurring(record.path);
     let principal = record.principal.map(redact_principal);
-    let aborted = record.aborted.map(redact);
-    let cost_note = record.cost_note.map(redact);
+    let aborted = record.aborted.map(redact_recurring);
+    let cost_note = record.cost_note.map(redact_recurring);
     // A caller's own `X-Request-Id` is only checked for shape: it could carry a secret.
-    let request_id = redact(record.request_id);
+    let request_id = if record.request_id_made {
+        record.request_id.into()
+    } else {
+        redact(record.request_id)
+    };
     let record = &Record {
         path: &path,
         request_id: &request_id,
@@ -131,7 +145,8 @@ pub(crate) fn write(format: AccessLogFormat, record: &Record<'_>) {
         line.clear();
         let made = match format {
             AccessLogFormat::Json => {
-                serde_json::to_writer(&mut *line, record).map_err(|e| e.to_string())
+                json::write(&mut line, record);
+                Ok(())
             }
             AccessLogFormat::Text => write_text(&mut line, record).map_err(|e| e.to_string()),
         };
@@ -190,11 +205,11 @@ fn write_text(out: &mut Vec<u8>, record: &Record<'_>) -> std::io::Result<()> {
 /// own (cleaned alone, `key:…` would read as a credential-named field).
 fn redact_principal(principal: &str) -> std::borrow::Cow<'_, str> {
     match principal.split_once(':') {
-        Some((kind, name)) => match redact(name) {
+        Some((kind, name)) => match redact_recurring(name) {
             std::borrow::Cow::Borrowed(_) => principal.into(),
             std::borrow::Cow::Owned(clean) => format!("{kind}:{clean}").into(),
         },
-        None => redact(principal),
+        None => redact_recurring(principal),
     }
 }
 
@@ -208,29 +223,39 @@ thread_local! {
     static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+#[cfg(test)]
 fn as_rfc3339<S: serde::Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-    // Written straight into the line, not made as a string first.
     s.collect_str(&Rfc3339(*time))
 }
 
 /// A time shown as RFC 3339 in UTC with milliseconds (`2026-11-24T06:17:58.123Z`).
+#[cfg(test)]
 struct Rfc3339(SystemTime);
 
+#[cfg(test)]
 impl std::fmt::Display for Rfc3339 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let since = self.0.duration_since(UNIX_EPOCH).unwrap_or_default();
-        let secs = since.as_secs();
-        let (days, rem) = (secs / 86_400, secs % 86_400);
-        let (y, m, d) = civil_from_days(days as i64);
-        write!(
-            f,
-            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-            rem / 3600,
-            rem % 3600 / 60,
-            rem % 60,
-            since.subsec_millis()
-        )
+        let mut out = Vec::new();
+        push_rfc3339_ms(&mut out, self.0);
+        f.write_str(std::str::from_utf8(&out).map_err(|_| std::fmt::Error)?)
     }
+}
+
+/// `time` as RFC 3339 in UTC with milliseconds (`2026-11-24T06:17:58.123Z`), digit by digit:
+/// every JSON line has one, and `write!` through `fmt` cost more than the rest of its numbers.
+pub(crate) fn push_rfc3339_ms(out: &mut Vec<u8>, time: SystemTime) {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    crate::logging::push_rfc3339_seconds(out, since.as_secs());
+    // `…:58Z` becomes `…:58.123Z`.
+    out.pop();
+    let ms = since.subsec_millis();
+    out.extend_from_slice(&[
+        b'.',
+        b'0' + (ms / 100) as u8,
+        b'0' + (ms / 10 % 10) as u8,
+        b'0' + (ms % 10) as u8,
+        b'Z',
+    ]);
 }
 
 #[cfg(test)]
@@ -284,6 +309,7 @@ mod tests {
             cost_saved: Amount::parse("0.0200"),
             cost_saved_currency: usd,
             request_id: "req-1",
+            request_id_made: false,
             trace_id: None,
         };
         assert_eq!(
