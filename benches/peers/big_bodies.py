@@ -14,7 +14,8 @@ from pathlib import Path
 
 MARK = "# big bodies (Switchyard benches/peers/setup.sh)"
 
-# Twelve sentences; document i joins three of them, so each of the 100 differs (about 270 characters).
+# The throughput bench's twelve sentences (benches/throughput/workload.rs), so that both benches send the same
+# documents: document i joins three of them, each of the 100 different (about 270 characters).
 SENTENCES = [
     "Carson City is the capital city of the American state of Nevada.",
     "The Commonwealth of the Northern Mariana Islands is a group of islands in the Pacific Ocean.",

@@ -5,10 +5,9 @@
 GW_NAME=switchyard
 GW_PORT=9000
 GW_HEALTH=/healthz
-SWITCHYARD_BIN=${SWITCHYARD_BIN:-$PWD/target/release/switchyard}
+. "$PEERS/gateways.d/switchyard-endpoints.inc"
 gw_start() {
   ( export RUST_LOG=error
     exec_pinned_gw "$SWITCHYARD_BIN" -c "$PEERS/switchyard/config.yaml" ) > "$LOGS/switchyard.log" 2>&1 &
   GW_PID=$!
 }
-. "$PEERS/gateways.d/switchyard-endpoints.inc"

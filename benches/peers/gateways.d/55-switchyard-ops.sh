@@ -6,10 +6,5 @@
 GW_NAME=switchyard-ops
 GW_PORT=9000
 GW_HEALTH=/healthz
-SWITCHYARD_BIN=${SWITCHYARD_BIN:-$PWD/target/release/switchyard}
-gw_start() {
-  ( export RUST_LOG=info SWITCHYARD_BENCH_LIMITS_MODE=exact
-    exec_pinned_gw "$SWITCHYARD_BIN" -c "$PEERS/switchyard/config-ops.yaml" ) > "$LOGS/switchyard-ops.log" 2>&1 &
-  GW_PID=$!
-}
 . "$PEERS/gateways.d/switchyard-endpoints.inc"
+gw_start() { switchyard_ops_start exact; }
