@@ -179,3 +179,47 @@ async fn send(conn: &RedisConn, batch: &[Kept]) -> Result<(), crate::store::file
     conn.run_durable(|mut c| async move { pipe.exec_async(&mut c).await })
         .await
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::KeptBehind;
+    use crate::store::redis_conn::{RedisConn, RedisSettings};
+
+    /// A Redis nobody listens on (port 1), answering every call with an error at once.
+    fn unreachable() -> RedisConn {
+        let mut settings = RedisSettings::new("redis://127.0.0.1:1");
+        settings.timeout = Duration::from_millis(200);
+        RedisConn::new(&settings).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_answer_reads_from_the_queue_until_its_batch_is_done() {
+        let behind = KeptBehind::new(unreachable());
+        behind.keep("id-1", "k:id-1".into(), "{\"a\":1}".into(), 60_000);
+        behind.keep("id-2", "k:id-2".into(), "{\"a\":2}".into(), 60_000);
+        // Readable at once, before any batch has left.
+        assert_eq!(behind.find("id-1").as_deref(), Some("{\"a\":1}"));
+        assert_eq!(behind.find("id-2").as_deref(), Some("{\"a\":2}"));
+        assert_eq!(behind.find("id-3"), None);
+        // The batch fails (nothing listens) and is dropped, as a failed `SET` was: the answers
+        // were given, their reading back is lost. Waited for as a condition, not a time.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while behind.find("id-1").is_some() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the batch never ended"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(behind.find("id-2"), None);
+    }
+
+    #[test]
+    fn outside_a_runtime_nothing_is_queued_and_nothing_panics() {
+        let behind = KeptBehind::new(unreachable());
+        behind.keep("id-1", "k:id-1".into(), "{}".into(), 60_000);
+        assert_eq!(behind.find("id-1"), None);
+    }
+}
