@@ -180,31 +180,9 @@ impl Head {
         self.secs = secs;
         self.bytes.clear();
         self.bytes.push(b'[');
-        push_rfc3339_seconds(&mut self.bytes, secs);
+        crate::civil::push_rfc3339_seconds(&mut self.bytes, secs);
         self.bytes.extend_from_slice(b" INFO  ");
     }
-}
-
-/// Unix time `secs` as RFC 3339 in UTC to the second (`2026-12-04T20:19:01Z`), as `env_logger`
-/// stamps its lines.
-pub(crate) fn push_rfc3339_seconds(out: &mut Vec<u8>, secs: u64) {
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (y, m, d) = crate::civil::civil_from_days(days as i64);
-    let two = |n: u64| [b'0' + (n / 10 % 10) as u8, b'0' + (n % 10) as u8];
-    let y = y.clamp(0, 9999) as u64;
-    out.extend_from_slice(&two(y / 100));
-    out.extend_from_slice(&two(y % 100));
-    out.push(b'-');
-    out.extend_from_slice(&two(m as u64));
-    out.push(b'-');
-    out.extend_from_slice(&two(d as u64));
-    out.push(b'T');
-    out.extend_from_slice(&two(rem / 3600));
-    out.push(b':');
-    out.extend_from_slice(&two(rem % 3600 / 60));
-    out.push(b':');
-    out.extend_from_slice(&two(rem % 60));
-    out.push(b'Z');
 }
 
 /// The longest text remembered as clean, and how many are (per thread).
@@ -776,18 +754,6 @@ mod tests {
             }
         }
         panic!("five tries each crossed a second");
-    }
-
-    #[test]
-    fn seconds_are_rfc3339_utc() {
-        let stamp = |secs| {
-            let mut out = Vec::new();
-            push_rfc3339_seconds(&mut out, secs);
-            String::from_utf8(out).unwrap()
-        };
-        assert_eq!(stamp(0), "1970-01-01T00:00:00Z");
-        assert_eq!(stamp(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(stamp(1_796_411_941), "2026-12-04T19:19:01Z");
     }
 
     #[test]

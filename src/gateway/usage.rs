@@ -26,6 +26,7 @@ use super::outcome::{Call, Outcome};
 use crate::auth::limits::{LimitSet, Meter};
 use crate::auth::Principal;
 use crate::caps::lifecycle::Date;
+use crate::civil::rfc3339_seconds;
 use crate::common::error::{GatewayError, ValidationErrors};
 use crate::limits::peek::Peek;
 use crate::money::Amount;
@@ -204,7 +205,7 @@ fn limits(peek: Option<&Peek>) -> Value {
                 "limit": r.limit.quota,
                 "used": r.used,
                 "remaining": r.limit.quota.saturating_sub(r.used),
-                "resets_at": utc_time(r.resets_at),
+                "resets_at": rfc3339_seconds(r.resets_at),
             }),
         );
     }
@@ -215,20 +216,6 @@ fn limits(peek: Option<&Peek>) -> Value {
         );
     }
     Value::Object(out)
-}
-
-/// Unix seconds as RFC 3339 in UTC (`2026-12-04T01:29:00Z`).
-#[cfg_attr(not(feature = "ledger"), allow(dead_code))]
-fn utc_time(secs: u64) -> String {
-    let secs = i64::try_from(secs).unwrap_or(i64::MAX / 2);
-    let day = Date::of_unix(secs);
-    let rest = secs - day.unix();
-    format!(
-        "{day}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
 }
 
 /// Today, UTC, by the system clock (the ledger's rows carry its time).
@@ -410,7 +397,10 @@ mod tests {
     fn months_start_on_their_first_and_times_are_rfc3339() {
         assert_eq!(first_of_month(day("2028-02-29")), day("2028-02-01"));
         assert_eq!(first_of_month(day("2026-12-01")), day("2026-12-01"));
-        assert_eq!(utc_time(1_796_083_200 + 3_723), "2026-12-01T01:02:03Z");
+        assert_eq!(
+            rfc3339_seconds(1_796_083_200 + 3_723),
+            "2026-12-01T01:02:03Z"
+        );
         assert_eq!(
             start_of(day("1970-01-02")),
             UNIX_EPOCH + Duration::from_secs(86_400)

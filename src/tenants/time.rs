@@ -3,19 +3,11 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::caps::lifecycle::{civil_from_days, Date};
+use crate::caps::lifecycle::Date;
 
 /// `t` as `YYYY-MM-DDTHH:MM:SSZ` (whole seconds; before 1970 reads as 1970).
 pub(crate) fn rfc3339(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
-    let s = secs % 86_400;
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    )
+    crate::civil::rfc3339_seconds(t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()))
 }
 
 /// `t`'s UTC date, `YYYY-MM-DD`.

@@ -223,29 +223,24 @@ thread_local! {
     static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// The time as the JSON line writes it, for the tests' serde_json reference line.
 #[cfg(test)]
 fn as_rfc3339<S: serde::Serializer>(time: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(&Rfc3339(*time))
+    s.serialize_str(&rfc3339_ms(*time))
 }
 
-/// A time shown as RFC 3339 in UTC with milliseconds (`2026-11-24T06:17:58.123Z`).
 #[cfg(test)]
-struct Rfc3339(SystemTime);
-
-#[cfg(test)]
-impl std::fmt::Display for Rfc3339 {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut out = Vec::new();
-        push_rfc3339_ms(&mut out, self.0);
-        f.write_str(std::str::from_utf8(&out).map_err(|_| std::fmt::Error)?)
-    }
+fn rfc3339_ms(time: SystemTime) -> String {
+    let mut out = Vec::new();
+    push_rfc3339_ms(&mut out, time);
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// `time` as RFC 3339 in UTC with milliseconds (`2026-11-24T06:17:58.123Z`), digit by digit:
 /// every JSON line has one, and `write!` through `fmt` cost more than the rest of its numbers.
 pub(crate) fn push_rfc3339_ms(out: &mut Vec<u8>, time: SystemTime) {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
-    crate::logging::push_rfc3339_seconds(out, since.as_secs());
+    crate::civil::push_rfc3339_seconds(out, since.as_secs());
     // `…:58Z` becomes `…:58.123Z`.
     out.pop();
     let ms = since.subsec_millis();
@@ -264,7 +259,7 @@ mod tests {
 
     #[test]
     fn times_are_rfc3339_utc() {
-        let rfc3339 = |t: SystemTime| Rfc3339(t).to_string();
+        let rfc3339 = rfc3339_ms;
         assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
         let t = UNIX_EPOCH + Duration::from_millis(1_795_155_478_123);
         assert_eq!(rfc3339(t), "2026-11-20T06:17:58.123Z");
